@@ -1,0 +1,1 @@
+"""Analysis of a recorded history: reference checks, PySpark jobs and graph checks."""

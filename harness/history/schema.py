@@ -1,0 +1,127 @@
+"""The history schema: the contract between running a scenario and judging it.
+
+A history is a sequence of flat events. Every event has the same columns (most of them
+nullable), so the whole history is one table in JSON lines while a run streams, and one
+Parquet file for analysis. `docs/history.md` documents every column and kind.
+
+Bump `SCHEMA_VERSION` on any incompatible change and keep a reader for the old one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+class EventType(StrEnum):
+    """What an event records."""
+
+    HEADER = "header"  # first event of every segment: run id, scenario, seed, schema
+    OP = "op"  # a client operation, Jepsen style
+    MSG = "msg"  # a message moving through a broker or a consumer
+    FAULT = "fault"  # a fault window opening or closing
+    STATE = "state"  # one key of one store's final state, after heal and quiescence
+    MARK = "mark"  # a point in the run: workload done, quiesced, consumer done, end
+
+
+class OpPhase(StrEnum):
+    """Jepsen's completion types: `info` means the outcome is unknown."""
+
+    INVOKE = "invoke"
+    OK = "ok"
+    FAIL = "fail"
+    INFO = "info"
+
+
+class MsgAction(StrEnum):
+    """Steps of a message's life, from the producer to the derived store."""
+
+    PRODUCE = "produce"  # the broker acknowledged the message (offset known)
+    DELIVER = "deliver"  # a consumer received it (attempt counts redeliveries)
+    APPLY = "apply"  # its effect was written to a derived store
+    SKIP = "skip"  # the consumer saw it and chose not to apply it (older version)
+    ACK = "ack"  # AMQP-style ack of one message
+    COMMIT = "commit"  # a consumer committed an offset: everything below `offset`
+
+
+class FaultPhase(StrEnum):
+    START = "start"
+    STOP = "stop"
+
+
+class Mark(StrEnum):
+    """Named points of a run, recorded as MARK events in `kind`."""
+
+    WORKLOAD_DONE = "workload-done"
+    HEALED = "healed"
+    QUIESCED = "quiesced"
+    CONSUMER_DONE = "consumer-done"  # `consumer` has read everything it will read
+    END = "end"  # the run finished writing its history: absent means cut short
+
+
+SOURCE_STORE = "source"
+"""The `store` name of the source of truth (the system of record)."""
+
+
+@dataclass(slots=True)
+class Event:
+    """One history event. Which fields are set depends on `type` (see docs/history.md).
+
+    `time` is wall-clock nanoseconds since the epoch (one machine, one clock);
+    `writer` and `seq` identify the recorder segment and order within it, so events
+    with equal times keep their recorded order.
+    """
+
+    type: str
+    time: int = 0
+    writer: str | None = None
+    seq: int | None = None
+    # client operations
+    process: str | None = None
+    phase: str | None = None
+    f: str | None = None
+    op_id: str | None = None
+    # shared by ops, messages and states
+    key: str | None = None
+    value: str | None = None
+    version: int | None = None
+    store: str | None = None
+    # messages
+    action: str | None = None
+    channel: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+    msg_id: str | None = None
+    consumer: str | None = None
+    attempt: int | None = None
+    source_pos: int | None = None
+    # faults and marks
+    kind: str | None = None
+    target: str | None = None
+    fault_id: str | None = None
+    # free text and structured extras (JSON-encoded object)
+    error: str | None = None
+    extra: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as a dict without its unset fields (compact JSON lines)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Event))
+INT_COLUMNS = frozenset({"time", "seq", "version", "partition", "offset", "attempt", "source_pos"})
+REQUIRED_COLUMNS = frozenset({"type", "time"})
+
+
+@dataclass(slots=True)
+class RunHeader:
+    """Run identity, written as the HEADER event's `extra`."""
+
+    run_id: str
+    scenario: str
+    seed: int
+    schema: int = SCHEMA_VERSION
+    params: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""The real stack as supervised processes (local) or containers (docker)."""

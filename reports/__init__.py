@@ -1,0 +1,1 @@
+"""HTML rendering of run reports and the suite page."""

@@ -1,0 +1,1 @@
+"""The scenario catalogue: one entry per claim of CLAIMS.md, and more."""
