@@ -19,6 +19,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    """Keeps `driftlab` a group of subcommands even while it has only one."""
+
+
 def main() -> None:
     """Entry point of the console script."""
     app()
