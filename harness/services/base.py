@@ -1,0 +1,74 @@
+"""The one interface every supervised service implements, local or docker."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where a client reaches a service (always a loopback address locally)."""
+
+    host: str
+    port: int
+    extra: dict[str, str] = field(default_factory=dict)  # user, password, dbname, ...
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+class Service(ABC):
+    """A real component under the harness's control.
+
+    `restart` keeps the data; `kill` is SIGKILL to the whole process group;
+    `pause`/`resume` are SIGSTOP/SIGCONT. Logs go to `log_path` in the stack's folder.
+    """
+
+    name: str
+    log_path: Path
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start the service (returns once the process is launched)."""
+
+    @abstractmethod
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        """Block until a real client round trip succeeds, or raise ServiceError."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Graceful stop; escalates to SIGKILL after a grace period."""
+
+    @abstractmethod
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no cleanup runs."""
+
+    @abstractmethod
+    def pause(self) -> None:
+        """SIGSTOP: the process stays, its sockets stall."""
+
+    @abstractmethod
+    def resume(self) -> None:
+        """SIGCONT after pause."""
+
+    @abstractmethod
+    def is_running(self) -> bool:
+        """Whether the process is alive (paused counts as alive)."""
+
+    @abstractmethod
+    def endpoint(self) -> Endpoint:
+        """The service's own address (clients go through Toxiproxy links instead)."""
+
+    def restart(self) -> None:
+        """Restart with the data intact."""
+        if self.is_running():
+            self.stop()
+        self.start()
+        self.wait_healthy()
+
+
+class ServiceError(RuntimeError):
+    """A service failed to start, answer or stop; the message names the fix."""
