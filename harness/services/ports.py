@@ -1,0 +1,75 @@
+"""Free loopback ports for services and Toxiproxy links.
+
+Ports come from below the kernel's ephemeral range on purpose: a service keeps its port
+across kill and restart, and while it is down an outgoing client connection must never
+be able to take that port as its source port (which `bind(0)` ports would allow).
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+import time
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+_LOW, _HIGH = 20000, 32000  # below the default ephemeral range 32768-60999
+_handed_out: set[int] = set()
+_lock = threading.Lock()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def port_is_free(port: int, host: str = LOOPBACK) -> bool:
+    """Whether `port` can be bound on `host` right now (no listener, no TIME_WAIT)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A port that is bindable now and not handed out before by this process.
+
+    Ports are drawn at random so that several stacks on one machine rarely race for
+    the same port; the caller binds it soon after.
+    """
+    eph_low, eph_high = _ephemeral_range()
+    candidates = [p for p in range(_LOW, _HIGH) if not eph_low <= p <= eph_high]
+    rng = random.SystemRandom()
+    with _lock:
+        for _ in range(200):
+            port = rng.choice(candidates)
+            if port not in _handed_out and port_is_free(port, host):
+                _handed_out.add(port)
+                return port
+    raise OSError(f"no free loopback port found in {_LOW}-{_HIGH} after 200 tries")
+
+
+def wait_port_free(port: int, timeout: float = 10.0, host: str = LOOPBACK) -> bool:
+    """Poll until `port` is bindable; returns False if it is still taken at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if port_is_free(port, host):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+
+
+def port_accepts(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
+    """Whether something accepts TCP connections on `host:port`."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
