@@ -1,0 +1,98 @@
+"""Vocabulary of docs/checkers.md shared by the reference checkers (plain Python).
+
+Shared between checkers: add helpers with small edits, keep the existing ones stable.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from harness.history.schema import SOURCE_STORE, Event, EventType, MsgAction, OpPhase
+
+WRITE_FS = frozenset({"write", "delete", "increment"})
+"""The `f` of an operation that writes a store."""
+
+
+def order_key(e: Event) -> tuple[int, bool, str, bool, int]:
+    """Time order of events; equal times keep recorded order (writer, seq).
+
+    Unset writer or seq sort first, as Spark's ascending sort puts nulls first.
+    """
+    return (e.time, e.writer is not None, e.writer or "", e.seq is not None, e.seq or 0)
+
+
+def is_source_write(e: Event) -> bool:
+    """An operation writing the source, in any phase."""
+    return e.type == EventType.OP and e.store == SOURCE_STORE and e.f in WRITE_FS
+
+
+def is_effect(e: Event) -> bool:
+    """A write reaching a derived store: an `apply` message or a direct `ok` write."""
+    if e.store is None or e.store == SOURCE_STORE:
+        return False
+    if e.type == EventType.MSG:
+        return e.action == MsgAction.APPLY
+    return e.type == EventType.OP and e.phase == OpPhase.OK and e.f in WRITE_FS
+
+
+def final_states(events: Iterable[Event]) -> dict[str, dict[str, Event]]:
+    """store -> key -> the `state` event of the key's final value.
+
+    Every store with a `state` event is present, even when it holds no key (a `state`
+    with a null key marks a store read empty). A key's last `state` event (time order)
+    wins; a null value there means the store does not hold the key.
+    """
+    last: dict[str, dict[str, Event]] = {}
+    for e in sorted((e for e in events if e.type == EventType.STATE), key=order_key):
+        if e.store is None:
+            continue
+        held = last.setdefault(e.store, {})
+        if e.key is not None:
+            held[e.key] = e
+    return {
+        store: {k: e for k, e in held.items() if e.value is not None}
+        for store, held in last.items()
+    }
+
+
+def committed_values(events: Iterable[Event]) -> dict[str, set[str]]:
+    """key -> values the source may hold or have held: `ok` and `info` source writes."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for e in events:
+        if (
+            is_source_write(e)
+            and e.phase in (OpPhase.OK, OpPhase.INFO)
+            and e.key is not None
+            and e.value is not None
+        ):
+            out[e.key].add(e.value)
+    return out
+
+
+class SourceWrites:
+    """The `ok` source writes with a version, found by what an effect carries."""
+
+    def __init__(self, events: Iterable[Event]) -> None:
+        self.by_value: dict[tuple[str, str], Event] = {}
+        self.deletes: dict[tuple[str, int], Event] = {}
+        for e in events:
+            if not (is_source_write(e) and e.phase == OpPhase.OK):
+                continue
+            if e.key is None or e.version is None:
+                continue
+            if e.value is not None:
+                self.by_value[(e.key, e.value)] = e
+            elif e.f == "delete":
+                self.deletes[(e.key, e.version)] = e
+
+    def of(self, effect: Event) -> Event | None:
+        """The source write an effect (or a read) carries: by (key, value), and for a
+        delete, which has no value, by (key, version)."""
+        if effect.key is None:
+            return None
+        if effect.value is not None:
+            return self.by_value.get((effect.key, effect.value))
+        if effect.version is None:
+            return None
+        return self.deletes.get((effect.key, effect.version))
