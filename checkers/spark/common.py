@@ -1,0 +1,96 @@
+"""Vocabulary of docs/checkers.md shared by the Spark checkers, as Column expressions.
+
+Mirrors checkers/reference/common.py. Shared between checkers: add helpers with small
+edits, keep the existing ones stable.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from checkers.anomaly import MAX_EVIDENCE
+from harness.history.schema import COLUMNS, SOURCE_STORE, EventType, MsgAction, OpPhase
+
+WRITE_FS = ["write", "delete", "increment"]
+"""The `f` of an operation that writes a store."""
+
+ORDER = ["time", "writer", "seq"]
+"""Time order of events; equal times keep recorded order. Ascending puts nulls first,
+as checkers.reference.common.order_key does."""
+
+
+def _true(c: Column) -> Column:
+    """A predicate with null read as false, safe in select as well as filter."""
+    return F.coalesce(c, F.lit(False))
+
+
+def is_source_write() -> Column:
+    """An operation writing the source, in any phase."""
+    return _true(
+        (F.col("type") == EventType.OP)
+        & (F.col("store") == SOURCE_STORE)
+        & F.col("f").isin(WRITE_FS)
+    )
+
+
+def is_effect() -> Column:
+    """A write reaching a derived store: an `apply` message or a direct `ok` write."""
+    applied = (F.col("type") == EventType.MSG) & (F.col("action") == MsgAction.APPLY)
+    written = (
+        (F.col("type") == EventType.OP) & (F.col("phase") == OpPhase.OK) & F.col("f").isin(WRITE_FS)
+    )
+    return _true((F.col("store") != SOURCE_STORE) & (applied | written))
+
+
+def event_struct() -> Column:
+    """The whole event as one struct (serialized by to_json like Event.to_dict)."""
+    return F.struct(*[F.col(c) for c in COLUMNS])
+
+
+def timed_event() -> Column:
+    """The event as a struct that sorts in time order: (t, w, s, e)."""
+    return F.struct(
+        F.col("time").alias("t"),
+        F.col("writer").alias("w"),
+        F.col("seq").alias("s"),
+        event_struct().alias("e"),
+    )
+
+
+def evidence_column(timed: Column, first: Column | None = None) -> Column:
+    """The evidence JSON: the events of `first` (an array of event structs), then the
+    latest of `timed` (an array of timed_event structs) in time order, at most
+    MAX_EVIDENCE in all."""
+    head = first if first is not None else F.array()
+    room = F.lit(MAX_EVIDENCE) - F.size(head)
+    ordered = F.array_sort(timed)
+    start = F.greatest(F.size(ordered) - room, F.lit(0)) + 1
+    tail = F.transform(F.slice(ordered, start, room), lambda x: x["e"])
+    return F.to_json(F.slice(F.concat(head, tail), 1, MAX_EVIDENCE))
+
+
+def final_states(events: DataFrame) -> DataFrame:
+    """(store, key, value, time, ev): each key's last `state` event, when it holds a value.
+
+    A null value there means the store does not hold the key; `state` events with a
+    null key only mark a store as read (see state_stores).
+    """
+    states = events.filter(
+        (F.col("type") == EventType.STATE) & F.col("store").isNotNull() & F.col("key").isNotNull()
+    )
+    latest = Window.partitionBy("store", "key").orderBy(*[F.col(c).desc() for c in ORDER])
+    return (
+        states.withColumn("_rn", F.row_number().over(latest))
+        .filter((F.col("_rn") == 1) & F.col("value").isNotNull())
+        .select("store", "key", "value", "time", event_struct().alias("ev"))
+    )
+
+
+def state_stores(events: DataFrame) -> DataFrame:
+    """(store): every store with a `state` event, the stores whose final state is known."""
+    return (
+        events.filter((F.col("type") == EventType.STATE) & F.col("store").isNotNull())
+        .select("store")
+        .distinct()
+    )
