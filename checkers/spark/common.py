@@ -6,10 +6,10 @@ edits, keep the existing ones stable.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
-from checkers.anomaly import MAX_EVIDENCE
+from checkers.anomaly import ANOMALY_COLUMNS, MAX_EVIDENCE, SPARK_DDL
 from harness.history.schema import COLUMNS, SOURCE_STORE, EventType, MsgAction, OpPhase
 
 WRITE_FS = ["write", "delete", "increment"]
@@ -94,3 +94,21 @@ def state_stores(events: DataFrame) -> DataFrame:
         .select("store")
         .distinct()
     )
+
+
+def in_order(*partition: str) -> WindowSpec:
+    """A window over `partition` in time order."""
+    return Window.partitionBy(*partition).orderBy(*ORDER)
+
+
+def is_msg(action: str) -> Column:
+    """A `msg` event with that `action` (null read as false)."""
+    return _true((F.col("type") == EventType.MSG) & (F.col("action") == action))
+
+
+def anomaly_rows(frame: DataFrame, checker: str, **cols: Column) -> DataFrame:
+    """`frame` projected to the anomaly columns (each given by name, but `checker`) with
+    the types of SPARK_DDL."""
+    cols["checker"] = F.lit(checker)
+    types = dict(part.strip().split(" ") for part in SPARK_DDL.split(","))
+    return frame.select(*[cols[c].cast(types[c]).alias(c) for c in ANOMALY_COLUMNS])
