@@ -1,0 +1,511 @@
+"""The history recorder: durable, append-only JSON-lines segments, one per writer.
+
+Every process (and every forked child) writes its own segment
+`RUN_DIR/history/<writer>.jsonl`, so writers never contend for a file; threads of one
+process share its recorder through a lock. Events are buffered and written in batches
+(`batch_size` events, or every `flush_interval` seconds by a background thread), and
+each written batch is fsynced by that thread. Once `write` returns the bytes live in the
+kernel's page cache, which a killed process cannot take back: SIGKILL loses at most the
+events still in the buffer, fewer than one batch. A machine crash can also lose what was
+written but not yet fsynced (at most one flush interval, typically one fsync).
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import re
+import threading
+import time
+import uuid
+import weakref
+from dataclasses import asdict
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from harness.history.errors import HistoryError
+from harness.history.reader import HISTORY_DIR, SEGMENT_SUFFIX
+from harness.history.schema import (
+    COLUMNS,
+    Event,
+    EventType,
+    FaultPhase,
+    Mark,
+    MsgAction,
+    OpPhase,
+    RunHeader,
+)
+
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+_EVENT_TYPES = frozenset(t.value for t in EventType)
+_OP_PHASES = frozenset(p.value for p in OpPhase)
+_COMPLETIONS = _OP_PHASES - {OpPhase.INVOKE.value}
+_MSG_ACTIONS = frozenset(a.value for a in MsgAction)
+_ROLE = re.compile(r"[A-Za-z0-9_.]+")
+
+# Every open recorder, so that fork handlers and exit can reach them.
+_live: weakref.WeakSet[Recorder] = weakref.WeakSet()
+
+
+class Recorder:
+    """Appends the events of one writer (a process) to its own segment of a run.
+
+    Use one recorder per process (share it between threads); a forked child gets a new
+    writer and segment automatically. Close it (or use it as a context manager) so the
+    last batch is written: a forked child leaving through `os._exit`, as
+    multiprocessing's children do, must call `close()` first. Whoever ends the run calls
+    `end()`, which records the END mark that tells readers the history is complete.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str],
+        header: RunHeader | None = None,
+        *,
+        role: str = "harness",
+        batch_size: int = 256,
+        flush_interval: float = 0.2,
+    ) -> None:
+        """Open a new segment in `run_dir/history/` and write its HEADER event.
+
+        `header` identifies the run; a process joining a run already started may leave
+        it out to copy the header of an existing segment. `role` names the writer
+        (`client`, `consumer`, `nemesis`, ...) in the segment's file name.
+        """
+        if not _ROLE.fullmatch(role):
+            raise ValueError(f"role {role!r} must be letters, digits, '_' or '.'")
+        if batch_size < 1 or flush_interval <= 0:
+            raise ValueError("batch_size must be >= 1 and flush_interval > 0")
+        self.history_dir = Path(run_dir) / HISTORY_DIR
+        self.history_dir.mkdir(parents=True, exist_ok=True)
+        self.header = header if header is not None else _existing_header(self.history_dir)
+        self.role = role
+        self.batch_size = batch_size
+        self.flush_interval = flush_interval
+        self._init_state()
+        _live.add(self)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def _init_state(self) -> None:
+        """Open a fresh segment with its header and start the flusher (also after fork)."""
+        self._lock = threading.Lock()  # buffer, seq, fd writes
+        self._sync_lock = threading.Lock()  # fsync and close of the fd
+        self._wake = threading.Event()
+        self._buf: list[str] = []
+        self._seq = 0
+        self._dirty = False
+        self._closed = False
+        self._ids = itertools.count(1)
+        self._inflight_ops: dict[str, dict[str, Any]] = {}
+        self._open_faults: dict[str, dict[str, Any]] = {}
+        self.writer = f"{self.role}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.path = self.history_dir / f"{self.writer}{SEGMENT_SUFFIX}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
+        self._fd = os.open(self.path, flags, 0o644)
+        self._emit({"type": EventType.HEADER.value, "extra": _encode(asdict(self.header))})
+        with self._lock:
+            self._write_locked()
+        os.fsync(self._fd)
+        _fsync_dir(self.history_dir)  # the new file's name survives a machine crash too
+        self._flusher = threading.Thread(
+            target=self._run_flusher, name=f"history-flusher-{self.writer}", daemon=True
+        )
+        self._flusher.start()
+
+    def flush(self) -> None:
+        """Write the buffered events and fsync them before returning."""
+        with self._sync_lock:
+            with self._lock:
+                if self._closed:
+                    return
+                self._write_locked()
+                self._dirty = False
+            os.fdatasync(self._fd)
+
+    def close(self) -> None:
+        """Write and fsync what is buffered, then close the segment (idempotent)."""
+        with self._sync_lock:
+            with self._lock:
+                if self._closed:
+                    return
+                self._write_locked()
+                self._closed = True
+            os.fsync(self._fd)
+            os.close(self._fd)
+        self._wake.set()
+        if self._flusher is not threading.current_thread():
+            self._flusher.join()
+        _live.discard(self)
+
+    def end(self) -> None:
+        """Record the END mark (the run closed its history cleanly) and close."""
+        self.mark(Mark.END)
+        self.close()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- recording ---------------------------------------------------------------------
+
+    def record(self, event: Event) -> None:
+        """Append an event; `writer` and `seq` are assigned, `time` if it is 0."""
+        if event.type not in _EVENT_TYPES:
+            raise ValueError(f"unknown event type {event.type!r}; use harness.history.EventType")
+        fields = {c: v for c in COLUMNS if (v := getattr(event, c)) is not None}
+        if not fields.get("time"):
+            fields.pop("time", None)
+        self._emit(fields)
+
+    def op(
+        self,
+        process: str,
+        phase: str,
+        f: str,
+        *,
+        op_id: str | None = None,
+        key: str | None = None,
+        value: str | None = None,
+        version: int | None = None,
+        store: str | None = None,
+        error: str | None = None,
+        extra: dict[str, Any] | None = None,
+        time: int | None = None,
+    ) -> None:
+        """Record one OP event (an invocation or a completion) as given."""
+        if phase not in _OP_PHASES:
+            raise ValueError(f"op phase {phase!r} is not one of {sorted(_OP_PHASES)}")
+        self._emit_fields(
+            type=EventType.OP.value,
+            time=time,
+            process=process,
+            phase=phase,
+            f=f,
+            op_id=op_id,
+            key=key,
+            value=value,
+            version=version,
+            store=store,
+            error=error,
+            extra=extra,
+        )
+
+    def invoke(
+        self,
+        process: str,
+        f: str,
+        *,
+        key: str | None = None,
+        value: str | None = None,
+        store: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
+        """Record the invocation of an operation; returns the op_id to `complete` it."""
+        op_id = f"{self.writer}-op{next(self._ids)}"
+        self.op(
+            process, OpPhase.INVOKE, f, op_id=op_id, key=key, value=value, store=store, extra=extra
+        )
+        self._inflight_ops[op_id] = {
+            "process": process,
+            "f": f,
+            "key": key,
+            "value": value,
+            "store": store,
+        }
+        return op_id
+
+    def complete(
+        self,
+        op_id: str,
+        phase: str,
+        *,
+        value: str | None = None,
+        version: int | None = None,
+        error: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """Complete an invoked operation: `ok`, `fail` (did not happen) or `info` (unknown).
+
+        Process, f, key and store repeat those of the invocation; `value` defaults to
+        the invoked value (a write) and is what was read for a read.
+        """
+        if phase not in _COMPLETIONS:
+            raise ValueError(f"completion phase {phase!r} is not one of {sorted(_COMPLETIONS)}")
+        try:
+            inv = self._inflight_ops.pop(op_id)
+        except KeyError:
+            raise ValueError(f"op {op_id!r} was not invoked on this recorder") from None
+        self.op(
+            inv["process"],
+            phase,
+            inv["f"],
+            op_id=op_id,
+            key=inv["key"],
+            value=value if value is not None else inv["value"],
+            version=version,
+            store=inv["store"],
+            error=error,
+            extra=extra,
+        )
+
+    def msg(
+        self,
+        action: str,
+        *,
+        channel: str | None = None,
+        msg_id: str | None = None,
+        key: str | None = None,
+        value: str | None = None,
+        version: int | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+        consumer: str | None = None,
+        process: str | None = None,
+        store: str | None = None,
+        attempt: int | None = None,
+        source_pos: int | None = None,
+        error: str | None = None,
+        extra: dict[str, Any] | None = None,
+        time: int | None = None,
+    ) -> None:
+        """Record one step of a message's life (produce, deliver, apply, skip, ack, commit)."""
+        if action not in _MSG_ACTIONS:
+            raise ValueError(f"msg action {action!r} is not one of {sorted(_MSG_ACTIONS)}")
+        self._emit_fields(
+            type=EventType.MSG.value,
+            time=time,
+            action=action,
+            channel=channel,
+            msg_id=msg_id,
+            key=key,
+            value=value,
+            version=version,
+            partition=partition,
+            offset=offset,
+            consumer=consumer,
+            process=process,
+            store=store,
+            attempt=attempt,
+            source_pos=source_pos,
+            error=error,
+            extra=extra,
+        )
+
+    def fault(
+        self,
+        phase: str,
+        kind: str,
+        *,
+        target: str | None = None,
+        fault_id: str | None = None,
+        error: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a fault window opening (`start`) or closing (`stop`) as given."""
+        if phase not in (FaultPhase.START, FaultPhase.STOP):
+            raise ValueError(f"fault phase {phase!r} is not 'start' or 'stop'")
+        self._emit_fields(
+            type=EventType.FAULT.value,
+            phase=phase,
+            kind=kind,
+            target=target,
+            fault_id=fault_id,
+            error=error,
+            extra=extra,
+        )
+
+    def fault_start(
+        self, kind: str, target: str | None = None, *, extra: dict[str, Any] | None = None
+    ) -> str:
+        """Open a fault window; returns the fault_id to pass to `fault_stop`."""
+        fault_id = f"{self.writer}-fault{next(self._ids)}"
+        self.fault(FaultPhase.START, kind, target=target, fault_id=fault_id, extra=extra)
+        self._open_faults[fault_id] = {"kind": kind, "target": target}
+        return fault_id
+
+    def fault_stop(
+        self, fault_id: str, *, error: str | None = None, extra: dict[str, Any] | None = None
+    ) -> None:
+        """Close the fault window `fault_id` (kind and target repeat those of its start)."""
+        try:
+            f = self._open_faults.pop(fault_id)
+        except KeyError:
+            raise ValueError(f"fault {fault_id!r} was not started on this recorder") from None
+        self.fault(
+            FaultPhase.STOP,
+            f["kind"],
+            target=f["target"],
+            fault_id=fault_id,
+            error=error,
+            extra=extra,
+        )
+
+    def state(
+        self,
+        store: str,
+        key: str,
+        value: str | None,
+        *,
+        version: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """Record one key of one store's final state (after heal and quiescence)."""
+        self._emit_fields(
+            type=EventType.STATE.value,
+            store=store,
+            key=key,
+            value=value,
+            version=version,
+            extra=extra,
+        )
+
+    def mark(
+        self,
+        kind: str,
+        *,
+        consumer: str | None = None,
+        channel: str | None = None,
+        store: str | None = None,
+        process: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a named point of the run (a `harness.history.Mark` value, or another)."""
+        self._emit_fields(
+            type=EventType.MARK.value,
+            kind=kind,
+            consumer=consumer,
+            channel=channel,
+            store=store,
+            process=process,
+            extra=extra,
+        )
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _emit_fields(self, **fields: Any) -> None:
+        event = {k: v for k, v in fields.items() if v is not None}
+        extra = event.get("extra")
+        if extra is not None and not isinstance(extra, str):
+            event["extra"] = _encode(extra)
+        self._emit(event)
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            if self._closed:
+                raise HistoryError(f"{self.path}: the recorder is closed; open a new one")
+            # Time is taken under the lock so that a writer's times follow its seq.
+            event.setdefault("time", time.time_ns())
+            event["writer"] = self.writer
+            event["seq"] = self._seq
+            self._seq += 1
+            self._buf.append(_encode(event))
+            if len(self._buf) >= self.batch_size:
+                self._write_locked()
+                self._wake.set()
+
+    def _write_locked(self) -> None:
+        """Hand the buffer to the kernel (caller holds `_lock`)."""
+        if not self._buf:
+            return
+        data = ("\n".join(self._buf) + "\n").encode()
+        self._buf.clear()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        self._dirty = True
+
+    def _run_flusher(self) -> None:
+        while True:
+            self._wake.wait(self.flush_interval)
+            self._wake.clear()
+            with self._sync_lock:
+                with self._lock:
+                    if self._closed:
+                        return
+                    self._write_locked()
+                    dirty, self._dirty = self._dirty, False
+                if dirty:
+                    os.fdatasync(self._fd)
+
+    def _before_fork(self) -> None:
+        self._sync_lock.acquire()
+        self._lock.acquire()
+
+    def _after_fork_parent(self) -> None:
+        self._lock.release()
+        self._sync_lock.release()
+
+    def _after_fork_child(self) -> None:
+        """The child's own writer and segment; the parent keeps and flushes its buffer."""
+        if self._closed:
+            return
+        os.close(self._fd)
+        self._init_state()
+
+
+def _existing_header(history_dir: Path) -> RunHeader:
+    for seg in sorted(history_dir.glob(f"*{SEGMENT_SUFFIX}")):
+        with seg.open("rb") as fh:
+            first = fh.readline()
+        try:
+            event = json.loads(first)
+            if event.get("type") == EventType.HEADER:
+                return RunHeader(**json.loads(event["extra"]))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            continue
+    raise HistoryError(
+        f"{history_dir}: no segment with a run header to join; pass header=RunHeader(...) "
+        "to the first Recorder of the run"
+    )
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# The recorders whose locks the forking thread holds, released after the fork.
+_forking: list[Recorder] = []
+
+
+def _before_fork() -> None:
+    _forking[:] = list(_live)
+    for r in _forking:
+        r._before_fork()
+
+
+def _after_fork_parent() -> None:
+    for r in _forking:
+        r._after_fork_parent()
+    _forking.clear()
+
+
+def _after_fork_child() -> None:
+    for r in _forking:
+        r._after_fork_child()
+    _forking.clear()
+
+
+def _close_all() -> None:
+    for r in list(_live):
+        r.close()
+
+
+os.register_at_fork(
+    before=_before_fork, after_in_parent=_after_fork_parent, after_in_child=_after_fork_child
+)
+atexit.register(_close_all)
