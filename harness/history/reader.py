@@ -25,6 +25,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from harness.history.errors import HistoryError
+from harness.history.layout import HISTORY_DIR, PARQUET_NAME, SEGMENT_SUFFIX
 from harness.history.schema import (
     COLUMNS,
     INT_COLUMNS,
@@ -37,9 +38,6 @@ from harness.history.schema import (
 
 log = logging.getLogger("driftlab.history")
 
-HISTORY_DIR = "history"
-PARQUET_NAME = "history.parquet"
-SEGMENT_SUFFIX = ".jsonl"
 METADATA_KEY = b"driftlab.history"
 SORT_KEYS = [("time", "ascending"), ("writer", "ascending"), ("seq", "ascending")]
 # Row groups small enough that a corrupt one loses little and is named precisely.

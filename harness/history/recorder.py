@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Any
 
 from harness.history.errors import HistoryError
-from harness.history.reader import HISTORY_DIR, SEGMENT_SUFFIX
+from harness.history.layout import HISTORY_DIR, SEGMENT_SUFFIX
 from harness.history.schema import (
     COLUMNS,
     Event,
