@@ -438,11 +438,15 @@ class ProcessService(Service):
         if self.on_launch is not None:
             self.on_launch(self.spec)
 
-    def adopt(self, record: ProcessRecord) -> None:
-        """Take over a process started by another harness process."""
-        self.process = SupervisedProcess.adopt(
-            self.name, record, stop_signal=self.stop_signal, stop_timeout=self.stop_timeout
-        )
+    def adopt(self, records: Mapping[str, ProcessRecord]) -> None:
+        """Take over the processes (by role, as `records` gave them) another harness started."""
+        if "main" in records:
+            self.process = SupervisedProcess.adopt(
+                self.name,
+                records["main"],
+                stop_signal=self.stop_signal,
+                stop_timeout=self.stop_timeout,
+            )
 
     def records(self) -> dict[str, ProcessRecord]:
         """The live processes of this service by role, for the state file."""

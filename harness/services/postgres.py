@@ -1,0 +1,213 @@
+"""PostgreSQL 15 with logical decoding, as the lab's system of record."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+import stat
+import subprocess
+from pathlib import Path
+
+import psycopg
+
+from harness.services.base import Endpoint, ServiceError
+from harness.services.binaries import find_binary
+from harness.services.ports import LOOPBACK
+from harness.services.process import ProcessService, ServiceSpec
+
+SUPERUSER = "driftlab"
+DATABASE = "driftlab"
+UNIX_SOCKET_MAX = 100  # sun_path holds 107 bytes, minus "/.s.PGSQL.nnnnn"
+
+PG_HBA = """\
+# Written by driftlab: trust on the unix socket (in the data folder), passwords on TCP.
+local   all          all                  trust
+local   replication  all                  trust
+host    all          all   127.0.0.1/32   scram-sha-256
+host    replication  all   127.0.0.1/32   scram-sha-256
+"""
+
+
+class PostgresService(ProcessService):
+    """PostgreSQL in its own data folder: wal_level=logical, fsync on, loopback only.
+
+    The server refuses to run as root, so when the harness is root it runs as the
+    `driftlab` system account, which owns the data folder.
+    """
+
+    stop_signal = signal.SIGINT  # "fast" shutdown: abort sessions, checkpoint, exit
+    stop_timeout = 30.0
+
+    def __init__(self, spec: ServiceSpec) -> None:
+        super().__init__(spec)
+        self.run_as = SUPERUSER if os.geteuid() == 0 else None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.spec.data_dir / "pgdata"
+
+    def prepare(self) -> None:
+        find_binary("postgres")
+        self.spec.data_dir.mkdir(parents=True, exist_ok=True)
+        socket_path = f"{self.spec.data_dir}/.s.PGSQL.{self.spec.port()}"
+        if len(socket_path) > UNIX_SOCKET_MAX:
+            raise ServiceError(
+                f"postgres: the unix socket path {socket_path} is too long "
+                f"({len(socket_path)} > {UNIX_SOCKET_MAX}); choose a shorter stack folder"
+            )
+        if self.run_as is not None:
+            ensure_system_user(self.run_as)
+            _check_traversable(self.spec.data_dir, self.run_as)
+            _chown_tree(self.spec.data_dir, self.run_as, only_root=True)
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._initdb()
+
+    def _initdb(self) -> None:
+        pwfile = self.spec.data_dir / "initdb.pw"
+        pwfile.write_text(self.spec.secret() + "\n")
+        if self.run_as is not None:
+            _chown_tree(pwfile, self.run_as)
+        argv = [
+            str(find_binary("initdb")),
+            "-D",
+            str(self.data_dir),
+            "-U",
+            SUPERUSER,
+            f"--pwfile={pwfile}",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+            # Only initdb's own files skip fsync; the server runs with fsync on.
+            "--no-sync",
+        ]
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            done = subprocess.run(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                user=self.run_as,
+                group=self.run_as,
+                extra_groups=[] if self.run_as else None,
+                cwd=self.spec.data_dir,
+                check=False,
+            )
+        pwfile.unlink()
+        if done.returncode != 0:
+            raise ServiceError(
+                f"postgres: initdb failed (status {done.returncode}); see {self.log_path}"
+            )
+        hba = self.data_dir / "pg_hba.conf"
+        hba.write_text(PG_HBA)
+        if self.run_as is not None:
+            _chown_tree(hba, self.run_as)
+
+    def command(self) -> list[str]:
+        settings = {
+            "listen_addresses": LOOPBACK,
+            "port": str(self.spec.port()),
+            "unix_socket_directories": str(self.spec.data_dir),
+            "wal_level": "logical",
+            "max_replication_slots": "20",
+            "max_wal_senders": "20",
+            "fsync": "on",
+            "synchronous_commit": "on",
+            "full_page_writes": "on",
+            "max_connections": "200",
+            "shared_buffers": "64MB",
+            "logging_collector": "off",
+            "log_min_messages": "warning",
+        }
+        argv = [str(find_binary("postgres")), "-D", str(self.data_dir)]
+        for key, value in settings.items():
+            argv += ["-c", f"{key}={value}"]
+        return argv
+
+    def environment(self) -> dict[str, str]:
+        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"}
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(
+            LOOPBACK,
+            self.spec.port(),
+            {"user": SUPERUSER, "password": self.spec.secret(), "dbname": DATABASE},
+        )
+
+    def conninfo(self, dbname: str = DATABASE) -> str:
+        """A libpq connection string to the server itself (not through a link)."""
+        return psycopg.conninfo.make_conninfo(
+            host=LOOPBACK,
+            port=self.spec.port(),
+            user=SUPERUSER,
+            password=self.spec.secret(),
+            dbname=dbname,
+            connect_timeout=2,
+        )
+
+    def probe(self) -> bool:
+        with psycopg.connect(self.conninfo("postgres"), autocommit=True) as conn:
+            return conn.execute("SELECT 1").fetchone() == (1,)
+
+    def after_healthy(self) -> None:
+        with psycopg.connect(self.conninfo("postgres"), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+            if exists.fetchone() is None:
+                conn.execute(f"CREATE DATABASE {DATABASE}")
+
+
+def ensure_system_user(user: str) -> None:
+    """Create the unprivileged system account `user` if it does not exist (needs root)."""
+    try:
+        pwd.getpwnam(user)
+        return
+    except KeyError:
+        pass
+    done = subprocess.run(
+        [
+            "useradd",
+            "--system",
+            "--user-group",
+            "--no-create-home",
+            "--shell",
+            "/usr/sbin/nologin",
+            user,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    # Another stack may have created it at the same moment (status 9: already exists).
+    if done.returncode not in (0, 9):
+        raise ServiceError(
+            f"cannot create the system account '{user}' that PostgreSQL runs as: "
+            f"{done.stderr.strip()}; create it with `useradd --system --user-group {user}`"
+        )
+
+
+def _check_traversable(path: Path, user: str) -> None:
+    """The unprivileged account must be able to reach the data folder through its parents."""
+    uid = pwd.getpwnam(user).pw_uid
+    for parent in path.resolve().parents:
+        mode = parent.stat()
+        if mode.st_uid == uid:
+            continue
+        if not mode.st_mode & stat.S_IXOTH:
+            raise ServiceError(
+                f"postgres runs as the '{user}' account, which cannot enter {parent} "
+                f"(mode {stat.filemode(mode.st_mode)}); put the stack folder somewhere "
+                f"world-traversable, or `chmod o+x {parent}`"
+            )
+
+
+def _chown_tree(path: Path, user: str, only_root: bool = False) -> None:
+    """Give `path` (and with `only_root` False, everything below it) to `user`."""
+    entry = pwd.getpwnam(user)
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+    if only_root or not path.is_dir():
+        return
+    for folder, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(folder, name), entry.pw_uid, entry.pw_gid)

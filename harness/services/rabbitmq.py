@@ -1,0 +1,152 @@
+"""RabbitMQ, as the lab's AMQP broker (acks, redelivery, no replayable log)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import pika
+
+from harness.services.base import Endpoint
+from harness.services.binaries import find_binary
+from harness.services.ports import LOOPBACK
+from harness.services.process import (
+    ProcessRecord,
+    ProcessService,
+    ServiceSpec,
+    SupervisedProcess,
+)
+
+USER = "driftlab"
+
+
+class RabbitMQService(ProcessService):
+    """A RabbitMQ node of its own: unique node name, folders, ports and credentials.
+
+    Erlang's port mapper (epmd) would otherwise be spawned by the node as a daemon that
+    escapes the node's process group and outlives it; so the service starts its own
+    epmd on a private port first, in a group of its own, and stops it with the node.
+    """
+
+    stop_timeout = 30.0
+
+    def __init__(self, spec: ServiceSpec) -> None:
+        super().__init__(spec)
+        self.epmd: SupervisedProcess | None = None
+
+    @property
+    def node_name(self) -> str:
+        return f"driftlab-{self.spec.secret('node_id')[:10]}@localhost"
+
+    @property
+    def config_base(self) -> Path:
+        return self.spec.data_dir / "rabbitmq"  # RabbitMQ appends ".conf"
+
+    def prepare(self) -> None:
+        find_binary("rabbitmq-server")
+        find_binary("epmd")
+        for folder in ("mnesia", "home", "log"):
+            (self.spec.data_dir / folder).mkdir(parents=True, exist_ok=True)
+        config = "\n".join(
+            [
+                f"listeners.tcp.default = {LOOPBACK}:{self.spec.port()}",
+                f"default_user = {USER}",
+                f"default_pass = {self.spec.secret()}",
+                "loopback_users = none",
+                "log.console = true",
+                "log.console.level = info",
+                "log.file = false",
+                # A shared CI disk must not trip the free-space alarm that blocks publishers.
+                "disk_free_limit.absolute = 50MB",
+                "",
+            ]
+        )
+        conf = self.config_base.with_suffix(".conf")
+        conf.write_text(config)
+        os.chmod(conf, 0o600)
+        (self.spec.data_dir / "enabled_plugins").write_text("[].\n")
+
+    def environment(self) -> dict[str, str]:
+        data = self.spec.data_dir
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "HOME": str(data / "home"),  # the Erlang cookie lives here
+            "RABBITMQ_NODENAME": self.node_name,
+            "RABBITMQ_NODE_IP_ADDRESS": LOOPBACK,
+            "RABBITMQ_NODE_PORT": str(self.spec.port()),
+            "RABBITMQ_DIST_PORT": str(self.spec.port("dist")),
+            "ERL_EPMD_PORT": str(self.spec.port("epmd")),
+            "ERL_EPMD_ADDRESS": LOOPBACK,
+            "RABBITMQ_CONFIG_FILE": str(self.config_base),
+            "RABBITMQ_CONF_ENV_FILE": str(data / "rabbitmq-env.conf"),  # none: ignore /etc
+            "RABBITMQ_ADVANCED_CONFIG_FILE": str(data / "advanced.config"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": str(data / "enabled_plugins"),
+            "RABBITMQ_MNESIA_BASE": str(data / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(data / "log"),
+            "RABBITMQ_LOGS": "-",
+            "RABBITMQ_PID_FILE": str(data / "rabbitmq.pid"),
+        }
+
+    def command(self) -> list[str]:
+        return [str(find_binary("rabbitmq-server"))]
+
+    def start(self) -> None:
+        self.prepare()
+        if self.epmd is None or not self.epmd.is_running():
+            self.epmd = SupervisedProcess(
+                f"{self.name}-epmd",
+                [
+                    str(find_binary("epmd")),
+                    "-address",
+                    LOOPBACK,
+                    "-port",
+                    str(self.spec.port("epmd")),
+                ],
+                self.spec.root / "logs" / f"{self.name}-epmd.log",
+                die_with_parent=self.spec.die_with_parent,
+            )
+            self.epmd.start()
+            self.epmd.wait_for_port(self.spec.port("epmd"), timeout=10)
+        super().start()
+
+    def records(self) -> dict[str, ProcessRecord]:
+        records = super().records()
+        if self.epmd is not None and self.epmd.record is not None:
+            records["epmd"] = self.epmd.record
+        return records
+
+    def adopt(self, records: Mapping[str, ProcessRecord]) -> None:
+        super().adopt(records)
+        if "epmd" in records:
+            self.epmd = SupervisedProcess.adopt(f"{self.name}-epmd", records["epmd"])
+
+    def stop(self) -> None:
+        super().stop()
+        if self.epmd is not None:
+            self.epmd.stop(timeout=5)
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(
+            LOOPBACK, self.spec.port(), {"user": USER, "password": self.spec.secret(), "vhost": "/"}
+        )
+
+    def connection_parameters(self) -> pika.ConnectionParameters:
+        """pika parameters for the broker itself (not through a link)."""
+        return pika.ConnectionParameters(
+            host=LOOPBACK,
+            port=self.spec.port(),
+            credentials=pika.PlainCredentials(USER, self.spec.secret()),
+            connection_attempts=1,
+            socket_timeout=3,
+            blocked_connection_timeout=5,
+        )
+
+    def probe(self) -> bool:
+        connection = pika.BlockingConnection(self.connection_parameters())
+        try:
+            return connection.channel().is_open
+        finally:
+            connection.close()

@@ -1,0 +1,66 @@
+"""Redis with an append-only file, as the lab's cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import redis
+
+from harness.services.base import Endpoint
+from harness.services.binaries import find_binary
+from harness.services.ports import LOOPBACK
+from harness.services.process import ProcessService
+
+
+class RedisService(ProcessService):
+    """redis-server on loopback with `appendonly yes` and a generated password.
+
+    The configuration lives in a file (mode 600) so the password is not on the command
+    line for every `ps` to read.
+    """
+
+    @property
+    def config_path(self) -> Path:
+        return self.spec.data_dir / "redis.conf"
+
+    def prepare(self) -> None:
+        find_binary("redis-server")
+        self.spec.data_dir.mkdir(parents=True, exist_ok=True)
+        config = "\n".join(
+            [
+                f"bind {LOOPBACK}",
+                f"port {self.spec.port()}",
+                "protected-mode yes",
+                "daemonize no",
+                f'dir "{self.spec.data_dir}"',
+                "appendonly yes",
+                "appendfsync everysec",
+                'save ""',
+                f"requirepass {self.spec.secret()}",
+                'logfile ""',
+                "",
+            ]
+        )
+        self.config_path.write_text(config)
+        os.chmod(self.config_path, 0o600)
+
+    def command(self) -> list[str]:
+        return [str(find_binary("redis-server")), str(self.config_path)]
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(LOOPBACK, self.spec.port(), {"password": self.spec.secret()})
+
+    def client(self) -> redis.Redis:
+        """A client of the server itself (not through a link)."""
+        return redis.Redis(
+            host=LOOPBACK,
+            port=self.spec.port(),
+            password=self.spec.secret(),
+            socket_timeout=2,
+            socket_connect_timeout=2,
+        )
+
+    def probe(self) -> bool:
+        with self.client() as client:
+            return bool(client.ping())

@@ -1,0 +1,199 @@
+"""Toxiproxy: the server every client link goes through, and faults on one link.
+
+A link is a named proxy ("app->postgres") listening on a free loopback port and
+forwarding to one service. A fault cuts, slows or resets that link only, leaving the
+others (the CDC connector's, the checker's final reads) untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import requests
+from toxiproxy.api import APIConsumer
+from toxiproxy.exceptions import NotFound
+from toxiproxy.proxy import Proxy
+from toxiproxy.server import Toxiproxy
+
+from harness.services.base import Endpoint, ServiceError
+from harness.services.binaries import find_binary
+from harness.services.ports import LOOPBACK, free_port
+from harness.services.process import ProcessService
+
+# toxiproxy-python keeps the server's address in class attributes of APIConsumer, one
+# per Python process; a test process may hold two stacks, so every call points it at
+# this server under a lock.
+_API_LOCK = threading.RLock()
+
+
+def link_name(client: str, service: str) -> str:
+    """The proxy name of the link from `client` to `service`."""
+    return f"{client}->{service}"
+
+
+class ToxiproxyService(ProcessService):
+    """toxiproxy-server with its API on loopback."""
+
+    def prepare(self) -> None:
+        find_binary("toxiproxy-server")
+        self.spec.data_dir.mkdir(parents=True, exist_ok=True)
+
+    def command(self) -> list[str]:
+        return [
+            str(find_binary("toxiproxy-server")),
+            "-host",
+            LOOPBACK,
+            "-port",
+            str(self.spec.port()),
+        ]
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(LOOPBACK, self.spec.port())
+
+    def probe(self) -> bool:
+        reply = requests.get(f"http://{LOOPBACK}:{self.spec.port()}/version", timeout=2)
+        return reply.ok
+
+    def client(self) -> Links:
+        """The links of this server."""
+        return Links(LOOPBACK, self.spec.port())
+
+
+@dataclass(frozen=True, slots=True)
+class LinkInfo:
+    """One proxy as the server reports it."""
+
+    name: str
+    listen: str
+    upstream: str
+    enabled: bool
+    toxics: tuple[str, ...]
+
+
+class Links:
+    """Creates links and injects faults on them, through one Toxiproxy server."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+
+    @contextmanager
+    def _api(self) -> Iterator[Toxiproxy]:
+        with _API_LOCK:
+            APIConsumer.host, APIConsumer.port = self.host, self.port
+            try:
+                yield Toxiproxy()
+            except requests.RequestException as exc:
+                raise ServiceError(
+                    f"toxiproxy at {self.host}:{self.port} did not answer ({exc}); "
+                    f"is the stack up? (`driftlab status`)"
+                ) from exc
+
+    def _proxy(self, api: Toxiproxy, name: str) -> Proxy:
+        proxy = api.get_proxy(name)
+        if proxy is None:
+            known = ", ".join(sorted(api.proxies())) or "none"
+            raise ServiceError(f"no link named {name!r} (links: {known}); create it first")
+        return proxy
+
+    def create(self, name: str, upstream: Endpoint, listen_port: int | None = None) -> Endpoint:
+        """A proxy `name` forwarding to `upstream`; returns the address clients use.
+
+        Idempotent: an existing proxy with the same upstream is kept (with its port).
+        """
+        with self._api() as api:
+            existing = api.get_proxy(name)
+            if existing is not None and existing.upstream == upstream.address:
+                host, port = existing.listen.rsplit(":", 1)
+                return Endpoint(host, int(port), dict(upstream.extra))
+            if existing is not None:
+                existing.destroy()
+            port = listen_port or free_port()
+            api.create(upstream=upstream.address, name=name, listen=f"{LOOPBACK}:{port}")
+        return Endpoint(LOOPBACK, port, dict(upstream.extra))
+
+    def list(self) -> list[LinkInfo]:
+        """Every link with its state and active toxics."""
+        with self._api() as api:
+            return [
+                LinkInfo(
+                    name,
+                    proxy.listen,
+                    proxy.upstream,
+                    bool(proxy.enabled),
+                    tuple(sorted(proxy.toxics())),
+                )
+                for name, proxy in sorted(api.proxies().items())
+            ]
+
+    def _add_toxic(self, name: str, toxic_type: str, stream: str, **attributes: float) -> None:
+        streams = ("upstream", "downstream") if stream == "both" else (stream,)
+        with self._api() as api:
+            proxy = self._proxy(api, name)
+            for direction in streams:
+                toxic_name = f"{toxic_type}_{direction}"
+                if proxy.get_toxic(toxic_name) is not None:
+                    proxy.destroy_toxic(toxic_name)
+                proxy.add_toxic(
+                    type=toxic_type,
+                    name=toxic_name,
+                    stream=direction,
+                    attributes={k: int(v) for k, v in attributes.items()},
+                )
+
+    def cut(self, name: str) -> None:
+        """A partition: bytes stop flowing both ways, connections stay open and hang.
+
+        Clients see timeouts, not refusals, as with a dropped network. Data sent during
+        the cut is discarded, so a connection that lived through it may be unusable.
+        """
+        self._add_toxic(name, "timeout", "both", timeout=0)
+
+    def disable(self, name: str) -> None:
+        """Take the link down: open connections close, new ones are refused."""
+        with self._api() as api:
+            self._proxy(api, name).disable()
+
+    def latency(self, name: str, ms: int, jitter_ms: int = 0, stream: str = "both") -> None:
+        """Delay every chunk of data by `ms` ± `jitter_ms` in the given direction(s)."""
+        self._add_toxic(name, "latency", stream, latency=ms, jitter=jitter_ms)
+
+    def bandwidth(self, name: str, kb_per_s: int, stream: str = "downstream") -> None:
+        """Limit throughput to `kb_per_s` KB/s."""
+        self._add_toxic(name, "bandwidth", stream, rate=kb_per_s)
+
+    def reset_peer(self, name: str, after_ms: int = 0) -> None:
+        """Reset connections with a TCP RST (immediately, or after `after_ms`)."""
+        self._add_toxic(name, "reset_peer", "upstream", timeout=after_ms)
+
+    def slicer(
+        self, name: str, average_size: int = 64, size_variation: int = 32, delay_us: int = 100
+    ) -> None:
+        """Split data into small packets with delays between them."""
+        self._add_toxic(
+            name,
+            "slicer",
+            "downstream",
+            average_size=average_size,
+            size_variation=size_variation,
+            delay=delay_us,
+        )
+
+    def heal(self, name: str) -> None:
+        """Remove every toxic from the link and enable it."""
+        with self._api() as api:
+            proxy = self._proxy(api, name)
+            for toxic in proxy.toxics():
+                with contextlib.suppress(NotFound):  # removed concurrently: already healed
+                    proxy.destroy_toxic(toxic)
+            if not proxy.enabled:
+                proxy.enable()
+
+    def heal_all(self) -> None:
+        """Remove every toxic from every link and enable them all."""
+        with self._api() as api:
+            api.reset()
