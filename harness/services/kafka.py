@@ -1,0 +1,268 @@
+"""Kafka in KRaft mode as supervised local JVMs: one combined node, or a 3-node cluster.
+
+Every node is a combined broker+controller (process.roles=broker,controller) with a
+static controller quorum (controller.quorum.voters), listening on 127.0.0.1 only. A
+node's data lives in <stack>/data/<node name> and survives kill and restart; the first
+start formats it with kafka.tools.StorageTool. Health is a real metadata round trip
+through confluent_kafka's AdminClient that lists the node as a registered broker.
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+from harness.services import jvm
+from harness.services.base import Endpoint, Service, ServiceError
+from harness.services.kafka_admin import admin_client
+from harness.services.ports import LOOPBACK, port_accepts
+from harness.services.process import ProcessRecord, ProcessService, ServiceSpec
+
+FORMAT_TIMEOUT_S = 60.0
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id as Kafka's Uuid.toString writes it (22 url-safe base64 chars)."""
+    while True:
+        raw = uuid.uuid4().bytes
+        text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        # Kafka reserves the all-zero and metadata-topic ids and never begins an id
+        # with "-" (a command-line parser would read it as an option).
+        if not text.startswith("-") and raw not in (bytes(16), bytes(15) + b"\x01"):
+            return text
+
+
+@dataclass(slots=True)
+class KafkaSettings:
+    """Cluster-wide choices; Kafka's defaults hold except where a comment says why."""
+
+    nodes: int = 1
+    heap: str = "512m"
+    # The retention checker runs every 5 minutes by default: far too slow for
+    # experiments with a retention.ms of a few seconds.
+    retention_check_interval_ms: int = 1000
+    # The cleaner's back-off (default 15 s) delays compaction of compacted topics.
+    cleaner_backoff_ms: int = 1000
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class KafkaNode(ProcessService):
+    """One combined broker+controller JVM; its spec holds ports "main" and "controller"."""
+
+    def __init__(
+        self, spec: ServiceSpec, node_id: int, cluster_id: str, voters: str, settings: KafkaSettings
+    ) -> None:
+        super().__init__(spec)
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.voters = voters
+        self.settings = settings
+        self._admin: AdminClient | None = None
+
+    @property
+    def storage_dir(self) -> Path:
+        return self.spec.data_dir / "log"
+
+    @property
+    def properties_path(self) -> Path:
+        return self.spec.data_dir / "server.properties"
+
+    @property
+    def log4j_path(self) -> Path:
+        return self.spec.data_dir / "log4j.properties"
+
+    def server_properties(self) -> dict[str, object]:
+        """server.properties of this node (docs/services-kafka.md gives the reasons)."""
+        s = self.settings
+        port, controller_port = self.spec.port("main"), self.spec.port("controller")
+        replicas = min(3, s.nodes)
+        props: dict[str, object] = {
+            "process.roles": "broker,controller",
+            "node.id": self.node_id,
+            "controller.quorum.voters": self.voters,
+            "listeners": (
+                f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": self.storage_dir,
+            # The harness creates every topic with the partitions and configs it chose.
+            "auto.create.topics.enable": "false",
+            "num.partitions": 1,
+            "default.replication.factor": replicas,
+            "offsets.topic.replication.factor": replicas,
+            # Fewer internal partitions than the default 50: a quicker first group join.
+            "offsets.topic.num.partitions": 5,
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": min(2, replicas),
+            "transaction.state.log.num.partitions": 5,
+            # Consumers join at once instead of after 3 s: runs are short.
+            "group.initial.rebalance.delay.ms": 0,
+            "log.retention.check.interval.ms": s.retention_check_interval_ms,
+            "log.segment.delete.delay.ms": 1000,
+            "log.cleaner.backoff.ms": s.cleaner_backoff_ms,
+            # The dedupe buffer is 128 MiB of heap by default; 16 MiB fits -Xmx512m.
+            "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024,
+        }
+        props.update(s.extra)
+        return props
+
+    def _java(self, main_class: str, args: list[str | Path], heap: str) -> list[str]:
+        return jvm.java_argv(
+            main_class, args, heap=heap, log4j=self.log4j_path, tmp_dir=self.spec.data_dir / "tmp"
+        )
+
+    def prepare(self) -> None:
+        """Write the configs; format the storage the first time (data is kept after)."""
+        jvm.libs_dir()
+        self.storage_dir.mkdir(parents=True, exist_ok=True)
+        jvm.write_properties(self.properties_path, self.server_properties())
+        jvm.write_log4j(self.log4j_path)
+        self._admin = None
+        if (self.storage_dir / "meta.properties").exists():
+            return
+        argv = self._java(
+            "kafka.tools.StorageTool",
+            ["format", "-t", self.cluster_id, "-c", self.properties_path, "--ignore-formatted"],
+            heap="256m",
+        )
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            try:
+                done = subprocess.run(
+                    argv, stdout=log, stderr=subprocess.STDOUT, timeout=FORMAT_TIMEOUT_S
+                )
+            except subprocess.TimeoutExpired as exc:
+                raise ServiceError(
+                    f"{self.name}: storage format did not finish in {FORMAT_TIMEOUT_S:.0f}s; "
+                    f"see {self.log_path}"
+                ) from exc
+        if done.returncode != 0:
+            raise ServiceError(
+                f"{self.name}: formatting {self.storage_dir} failed (status "
+                f"{done.returncode}); see {self.log_path}. A folder formatted for another "
+                "cluster must be removed first."
+            )
+
+    def command(self) -> list[str]:
+        return self._java("kafka.Kafka", [self.properties_path], self.settings.heap)
+
+    def probe(self) -> bool:
+        """A metadata round trip to this node that lists it as a registered broker."""
+        if not port_accepts(self.spec.port("main")):
+            return False
+        if self._admin is None:
+            self._admin = admin_client(self.endpoint().address)
+        return self.node_id in self._admin.list_topics(timeout=2.0).brokers
+
+    def endpoint(self) -> Endpoint:
+        """The node's PLAINTEXT listener."""
+        return Endpoint(LOOPBACK, self.spec.port("main"), {"node_id": str(self.node_id)})
+
+
+class KafkaCluster(Service):
+    """A KRaft cluster of `settings.nodes` combined nodes (1 by default, 3 as an option).
+
+    The cluster's spec keeps every node's ports ("main"/"controller" for node 1,
+    "main-N"/"controller-N" for node N) and the cluster id (in `secrets`), so a
+    restarted or adopted stack finds the same addresses. Whole-cluster faults go through
+    this object; one node's through `nodes[i]`.
+    """
+
+    def __init__(self, spec: ServiceSpec, settings: KafkaSettings | None = None) -> None:
+        self.spec = spec
+        self.settings = settings or KafkaSettings()
+        if self.settings.nodes not in (1, 3):
+            raise ServiceError(
+                f"kafka: nodes={self.settings.nodes} is not supported; use 1 (a combined "
+                "single node) or 3 (a three-voter quorum)"
+            )
+        self.name = spec.name
+        cluster_id = spec.secrets.setdefault("cluster_id", new_cluster_id())
+        node_specs = [self._node_spec(i) for i in range(1, self.settings.nodes + 1)]
+        voters = ",".join(
+            f"{i}@{LOOPBACK}:{s.port('controller')}" for i, s in enumerate(node_specs, 1)
+        )
+        self.nodes = [
+            KafkaNode(s, i, cluster_id, voters, self.settings) for i, s in enumerate(node_specs, 1)
+        ]
+        self.log_path = self.nodes[0].log_path
+
+    def _node_spec(self, node_id: int) -> ServiceSpec:
+        single = self.settings.nodes == 1
+        suffix = "" if node_id == 1 else f"-{node_id}"
+        return ServiceSpec(
+            name=self.spec.name if single else f"{self.spec.name}-{node_id}",
+            root=self.spec.root,
+            ports={
+                "main": self.spec.port("main" + suffix),
+                "controller": self.spec.port("controller" + suffix),
+            },
+            die_with_parent=self.spec.die_with_parent,
+        )
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every node's listener, as clients' bootstrap.servers."""
+        return ",".join(n.endpoint().address for n in self.nodes)
+
+    def start(self) -> None:
+        """Launch every node that is not running (formatting new storage first)."""
+        for node in self.nodes:
+            if not node.is_running():
+                node.start()
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        """Block until every node answers a metadata round trip as a registered broker."""
+        for node in self.nodes:
+            node.wait_healthy(timeout)
+
+    def healthy(self) -> bool:
+        """One probe of every node, without waiting."""
+        return all(n.healthy() for n in self.nodes)
+
+    def stop(self) -> None:
+        """Stop every node (SIGTERM: a controlled shutdown; SIGKILL after the grace)."""
+        for node in reversed(self.nodes):
+            node.stop()
+
+    def kill(self) -> None:
+        """SIGKILL every node: a crash, though not a power loss (page cache survives)."""
+        for node in self.nodes:
+            node.kill()
+
+    def pause(self) -> None:
+        """SIGSTOP every node."""
+        for node in self.nodes:
+            node.pause()
+
+    def resume(self) -> None:
+        """SIGCONT every node."""
+        for node in self.nodes:
+            node.resume()
+
+    def is_running(self) -> bool:
+        """Whether any node is alive."""
+        return any(n.is_running() for n in self.nodes)
+
+    def endpoint(self) -> Endpoint:
+        """Node 1's listener; `extra["bootstrap_servers"]` lists every node."""
+        first = self.nodes[0].endpoint()
+        return Endpoint(first.host, first.port, {"bootstrap_servers": self.bootstrap_servers})
+
+    def records(self) -> dict[str, ProcessRecord]:
+        """The live node processes by node name, for the stack's state file."""
+        return {n.name: r for n in self.nodes for r in n.records().values()}
+
+    def adopt_records(self, records: dict[str, ProcessRecord]) -> None:
+        """Take over node processes started by another harness process."""
+        for node in self.nodes:
+            if node.name in records:
+                node.adopt(records[node.name])
