@@ -1,0 +1,190 @@
+"""The properties the search puts to the test, one or more per setup, from CLAIMS.md.
+
+A property names the anomaly kinds that would break it. `predicted` says what the
+claims table expects: `holds` (no schedule breaks it: a break is a finding of the
+simulator or a bug of the setup) or `fails` (the search must find a breaking schedule,
+and shrinks it to the smallest).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from checkers.anomaly import Anomaly
+from harness.explore.sim.tally import Finding
+from harness.history.schema import Event
+
+DIVERGENCE = frozenset({"missing", "extra", "stale", "phantom"})
+REFERENCE_CHECKERS = (
+    "lost",
+    "duplicates",
+    "reorder",
+    "divergence",
+    "staleness",
+    "eventsourcing",
+    "graph",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Property:
+    """`no anomaly of these kinds (for this consumer)`, with the claims' prediction."""
+
+    name: str
+    setup: str
+    claim: str
+    text: str
+    predicted: str  # "holds" | "fails"
+    kinds: frozenset[str]
+    consumer: str | None = None
+
+    def broken_by(self, findings: Iterable[Finding]) -> bool:
+        """Whether the simulator's tallied findings break the property."""
+        return any(
+            kind in self.kinds and (self.consumer is None or consumer == self.consumer)
+            for kind, _store, _key, consumer in findings
+        )
+
+    def breaking(self, anomalies: Iterable[Anomaly]) -> list[Anomaly]:
+        """The reference checkers' anomalies that break the property."""
+        return [
+            a
+            for a in anomalies
+            if a.kind in self.kinds and (self.consumer is None or a.consumer == self.consumer)
+        ]
+
+
+def _p(
+    name: str,
+    setup: str,
+    claim: str,
+    text: str,
+    predicted: str,
+    kinds: Iterable[str],
+    consumer: str | None = None,
+) -> Property:
+    return Property(name, setup, claim, text, predicted, frozenset(kinds), consumer)
+
+
+LOSS = ("lost-write", "lost-message")
+PROPERTIES: tuple[Property, ...] = (
+    _p(
+        "dual-write-converges",
+        "dual-write",
+        "C1",
+        "the cache ends equal to the db",
+        "fails",
+        DIVERGENCE,
+    ),
+    _p(
+        "cdc-converges",
+        "cdc",
+        "C3",
+        "no loss, no divergence, no stale overwrite, no double effect: only redelivery",
+        "holds",
+        {*LOSS, *DIVERGENCE, "stale-overwrite", "duplicate-apply"},
+    ),
+    _p(
+        "cdc-redelivers",
+        "cdc",
+        "C3",
+        "a crash never makes the consumer receive a message twice",
+        "fails",
+        {"duplicate-delivery"},
+    ),
+    _p(
+        "commit-before-apply-loses",
+        "cdc-commit-before",
+        "C4",
+        "every db write reaches the cache",
+        "fails",
+        {"lost-write"},
+    ),
+    _p(
+        "counter-double-counts",
+        "cdc-counter",
+        "C5",
+        "every message is counted once",
+        "fails",
+        {"duplicate-apply"},
+    ),
+    _p(
+        "outbox-converges",
+        "outbox",
+        "C14",
+        "no loss, no divergence",
+        "holds",
+        {*LOSS, *DIVERGENCE, "stale-overwrite"},
+    ),
+    _p(
+        "amqp-keeps-order",
+        "amqp",
+        "C7",
+        "workers receive each key's versions in order",
+        "fails",
+        {"reorder-delivery"},
+    ),
+    _p(
+        "slow-consumer-loses",
+        "bounded-log",
+        "C6",
+        "the slow consumer receives every message",
+        "fails",
+        {"lost-message"},
+        "slow",
+    ),
+    _p(
+        "fast-consumer-keeps-all",
+        "bounded-log",
+        "C6",
+        "the fast consumer receives every message",
+        "holds",
+        {"lost-message"},
+        "fast",
+    ),
+    _p(
+        "unchecked-invariant",
+        "event-sourced",
+        "C12",
+        "the balance never goes below 0",
+        "fails",
+        {"invariant-violation"},
+    ),
+    _p(
+        "checked-invariant",
+        "event-sourced-checked",
+        "C12",
+        "the balance never goes below 0",
+        "holds",
+        {"invariant-violation"},
+    ),
+)
+
+
+def properties_of(setup: str) -> list[Property]:
+    """The properties of a setup, in table order."""
+    return [p for p in PROPERTIES if p.setup == setup]
+
+
+def available_checkers() -> dict[str, object]:
+    """The reference checker modules present in checkers/reference, by name."""
+    found = {}
+    for name in REFERENCE_CHECKERS:
+        try:
+            found[name] = importlib.import_module(f"checkers.reference.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"checkers.reference.{name}":
+                raise
+    return found
+
+
+def reference_anomalies(events: list[Event]) -> tuple[list[Anomaly], list[str]]:
+    """Every reference checker's anomalies on a history, and the checkers missing."""
+    checkers = available_checkers()
+    anomalies: list[Anomaly] = []
+    for module in checkers.values():
+        anomalies.extend(module.check(events))  # type: ignore[attr-defined]
+    missing = [n for n in REFERENCE_CHECKERS if n not in checkers]
+    return anomalies, missing

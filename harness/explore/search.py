@@ -1,0 +1,126 @@
+"""Search the schedules of a setup for one that breaks a property, and shrink it.
+
+The loop judges each example with the simulator's tally (cheap, incremental); the
+reference checkers then judge the minimal schedule's full history, so what the search
+reports is what `driftlab analyze` would report on the same history.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from random import Random
+
+from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis.errors import NoSuchExample
+
+from checkers.anomaly import Anomaly
+from harness.explore.properties import Property, reference_anomalies
+from harness.explore.schedule import Schedule, Step
+from harness.explore.setups import SimResult, get_setup
+from harness.explore.strategies import schedules
+
+
+@dataclass(slots=True)
+class SearchResult:
+    """The outcome of one property's search."""
+
+    prop: Property
+    seed: int
+    examples: int  # schedules run: until the first break, or all of them
+    shrink_runs: int  # further runs the shrinker made
+    seconds: float
+    steps: list[Step] | None = None  # the minimal schedule as drawn
+    run: SimResult | None = None  # the minimal schedule run again
+    anomalies: list[Anomaly] = field(default_factory=list)  # reference, all kinds
+    missing_checkers: list[str] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        """Whether a schedule broke the property."""
+        return self.steps is not None
+
+    @property
+    def as_predicted(self) -> bool:
+        """Whether the outcome is the one the claims table predicts."""
+        return self.found == (self.prop.predicted == "fails")
+
+    @property
+    def breaking(self) -> list[Anomaly]:
+        """The reference anomalies that break the property."""
+        return self.prop.breaking(self.anomalies)
+
+    def schedule(self) -> Schedule:
+        """The executed minimal schedule as a schedule file (requires `found`)."""
+        assert self.run is not None, "no breaking schedule was found"
+        spec = get_setup(self.prop.setup)
+        return Schedule(
+            setup=spec.name,
+            steps=self.run.executed,
+            seed=self.seed,
+            property=self.prop.name,
+            examples=self.examples,
+            anomalies=[
+                {
+                    "checker": a.checker,
+                    "kind": a.kind,
+                    "store": a.store,
+                    "key": a.key,
+                    "consumer": a.consumer,
+                    "detail": a.detail,
+                }
+                for a in self.anomalies
+            ],
+            params=dict(spec.params),
+        )
+
+
+def search(prop: Property, examples: int = 500, seed: int = 0) -> SearchResult:
+    """Run up to `examples` schedules; shrink the first that breaks `prop`.
+
+    The same seed gives the same search, hence the same minimal schedule.
+    """
+    spec = get_setup(prop.setup)
+    runs = 0
+    first_break = 0
+
+    def broken(steps: list[Step]) -> bool:
+        nonlocal runs, first_break
+        runs += 1
+        hit = prop.broken_by(spec.run(steps).findings)
+        if hit and not first_break:
+            first_break = runs
+        return hit
+
+    config = settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+    )
+    start = time.perf_counter()
+    try:
+        minimal = find(schedules(spec), broken, settings=config, random=Random(seed))
+    except NoSuchExample:
+        return SearchResult(prop, seed, runs, 0, time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    run = spec.run(minimal)
+    anomalies, missing = reference_anomalies(run.events)
+    return SearchResult(
+        prop,
+        seed,
+        first_break,
+        runs - first_break,
+        elapsed,
+        steps=minimal,
+        run=run,
+        anomalies=anomalies,
+        missing_checkers=missing,
+    )
+
+
+def replay(schedule: Schedule) -> SimResult:
+    """Run a schedule file's steps on the simulator (quiesce steps are implied)."""
+    spec = get_setup(schedule.setup)
+    return spec.run(s for s in schedule.steps if s.action != "quiesce")

@@ -1,0 +1,1 @@
+"""Models of the components, one module each, and the simulator's history recorder."""

@@ -1,0 +1,27 @@
+"""The source database: one commit order, a version per key, a log position per commit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Database:
+    """Rows of key -> (value, version); every commit takes the next log position (LSN)."""
+
+    rows: dict[str, tuple[str, int]] = field(default_factory=dict)
+    lsn: int = 0
+
+    def write(self, key: str, value: str) -> tuple[int, int]:
+        """Commit `key = value`; return the row's new version and the commit's LSN."""
+        version = self.rows[key][1] + 1 if key in self.rows else 1
+        self.rows[key] = (value, version)
+        self.lsn += 1
+        return version, self.lsn
+
+    def increment(self, key: str) -> tuple[str, int, int]:
+        """Commit `key = key + 1` (a counter); return the new total, version and LSN."""
+        total = int(self.rows[key][0]) + 1 if key in self.rows else 1
+        value = str(total)
+        version, lsn = self.write(key, value)
+        return value, version, lsn
