@@ -432,6 +432,8 @@ class ProcessService(Service):
         )
 
     def start(self) -> None:
+        if self.is_running():
+            raise ServiceError(f"{self.name}: already running (pid {self._require().pid})")
         self.prepare()
         self.process = self._new_process()
         self.process.start()

@@ -1,0 +1,78 @@
+"""The reaper: kills a stack's process groups when the harness that owns it dies.
+
+PR_SET_PDEATHSIG only reaches each service's leader; helpers in its group (PostgreSQL
+backends, Erlang's port programs) and anything launched after a crash in the harness
+would survive. The reaper is a tiny process in a session of its own that waits on a
+pidfd of its owner, then reads the stack's state file and SIGKILLs every group in it.
+
+    python -m harness.services.reaper <owner pid> <state file>
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.services.process import ProcessRecord, group_alive, kill_group, read_start_time
+
+
+def reap(state_path: Path) -> list[int]:
+    """SIGKILL every process group recorded in the state file; returns those signalled.
+
+    A group is signalled only if its leader is the recorded process (same start time)
+    or the group still has members, so a recycled pid is never hit.
+    """
+    try:
+        state = json.loads(state_path.read_text())
+    except (OSError, ValueError):
+        return []
+    killed = []
+    for service in state.get("services", {}).values():
+        for data in service.get("processes", {}).values():
+            record = ProcessRecord.from_json(data)
+            if read_start_time(record.pid) == record.start_time or group_alive(record.pgid):
+                kill_group(record.pgid, signal.SIGKILL)
+                killed.append(record.pgid)
+    return killed
+
+
+def watch(owner_pid: int, state_path: Path) -> None:
+    """Block until `owner_pid` exits, then reap the stack."""
+    try:
+        pidfd = os.pidfd_open(owner_pid)
+    except ProcessLookupError:
+        reap(state_path)
+        return
+    select.select([pidfd], [], [])  # readable once the owner has exited
+    reap(state_path)
+
+
+def spawn(state_path: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    """Start a reaper for this process's stack (in its own session, outliving us)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "harness.services.reaper", str(os.getpid()), str(state_path)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or not argv[0].isdigit():
+        print("usage: python -m harness.services.reaper <owner pid> <state file>", file=sys.stderr)
+        return 2
+    watch(int(argv[0]), Path(argv[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,387 @@
+"""The local stack: a set of supervised services in one folder, plus Toxiproxy links.
+
+A stack folder holds `data/<service>/`, `logs/<service>.log` and `stack.json`, the state
+file (pids, ports, credentials, links) through which another harness process finds a
+running stack: `driftlab up` starts one that outlives the command, `driftlab run`,
+`status` and `down` attach to it. A stack owned by a test or a run instead dies with
+its owner (PR_SET_PDEATHSIG on every leader plus a reaper process for the groups).
+
+Services register in `REGISTRY` (name -> ServiceKind); Kafka and Connect add
+themselves with `register(...)` from their own modules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.services.base import Endpoint, ServiceError
+from harness.services.nats import NatsService
+from harness.services.ports import port_is_free
+from harness.services.postgres import PostgresService
+from harness.services.process import (
+    ProcessRecord,
+    ProcessService,
+    ServiceSpec,
+    read_start_time,
+)
+from harness.services.rabbitmq import RabbitMQService
+from harness.services.reaper import spawn as spawn_reaper
+from harness.services.redis import RedisService
+from harness.services.toxiproxy import Links, ToxiproxyService, link_name
+
+STATE_VERSION = 1
+STATE_FILE = "stack.json"
+DEFAULT_STACK_DIR = Path(".driftlab/stack")
+TOXIPROXY = "toxiproxy"
+
+ServiceFactory = Callable[[ServiceSpec, Mapping[str, ProcessService]], ProcessService]
+Progress = Callable[[str, str], None]  # (service, event) for the terminal
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceKind:
+    """How to build one service: a factory given its spec and its started dependencies."""
+
+    factory: ServiceFactory
+    depends_on: tuple[str, ...] = ()
+    default: bool = True  # part of a plain `driftlab up`
+    start_timeout: float = 90.0
+
+
+REGISTRY: dict[str, ServiceKind] = {}
+
+
+def register(
+    name: str,
+    factory: ServiceFactory,
+    depends_on: Iterable[str] = (),
+    default: bool = True,
+    start_timeout: float = 90.0,
+) -> None:
+    """Make a service kind available to stacks under `name`."""
+    REGISTRY[name] = ServiceKind(factory, tuple(depends_on), default, start_timeout)
+
+
+# RabbitMQ first: it is the slowest to boot, so the others start while it does.
+register("rabbitmq", lambda spec, deps: RabbitMQService(spec))
+register("postgres", lambda spec, deps: PostgresService(spec))
+register("redis", lambda spec, deps: RedisService(spec))
+register("nats", lambda spec, deps: NatsService(spec))
+register(TOXIPROXY, lambda spec, deps: ToxiproxyService(spec), start_timeout=30.0)
+
+
+def default_services() -> list[str]:
+    """The services a plain `driftlab up` starts."""
+    return [name for name, kind in REGISTRY.items() if kind.default]
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceStatus:
+    """One line of `driftlab status`."""
+
+    name: str
+    pids: dict[str, int]
+    port: int | None
+    running: bool
+    healthy: bool
+    log_path: Path
+
+
+class Stack:
+    """Services in one folder, started on demand, each reachable through named links.
+
+    `owned=True` (tests, runs): everything dies with this process. `owned=False`
+    (`driftlab up`): the services outlive it and are found again through the state file.
+    Start services from the main thread (or one that lives as long as the stack): the
+    parent-death signal fires when the thread that forked a service exits.
+    """
+
+    def __init__(self, root: Path, *, owned: bool = True) -> None:
+        self.root = Path(root).absolute()
+        self.owned = owned
+        self.services: dict[str, ProcessService] = {}
+        self.links_made: dict[str, dict[str, Any]] = {}
+        self._reaper: subprocess.Popen[bytes] | None = None
+        self._state_lock = threading.Lock()
+        self._saved_specs: dict[str, dict[str, Any]] = {}
+
+    @property
+    def state_path(self) -> Path:
+        return self.root / STATE_FILE
+
+    # --- starting and stopping --------------------------------------------------------
+
+    def _prepare_root(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        # PostgreSQL runs unprivileged and must be able to enter the stack folder.
+        self.root.chmod(0o755)
+        (self.root / "data").mkdir(exist_ok=True)
+        (self.root / "data").chmod(0o755)
+        if not self._saved_specs and self.state_path.exists():
+            self._saved_specs = _read_state(self.state_path).get("services", {})
+
+    def _spec(self, name: str) -> ServiceSpec:
+        saved = self._saved_specs.get(name, {}).get("spec")
+        if saved is None:
+            return ServiceSpec(name, self.root, die_with_parent=self.owned)
+        spec = ServiceSpec.from_json(name, self.root, saved)
+        spec.die_with_parent = self.owned
+        # Keep the old ports (clients and data may remember them) unless now taken.
+        spec.ports = {k: p for k, p in spec.ports.items() if port_is_free(p)}
+        return spec
+
+    def _closure(self, names: Iterable[str]) -> list[str]:
+        ordered: list[str] = []
+
+        def visit(name: str, path: tuple[str, ...]) -> None:
+            if name not in REGISTRY:
+                known = ", ".join(REGISTRY)
+                raise ServiceError(f"unknown service {name!r}; known services: {known}")
+            if name in path:
+                raise ServiceError(f"services depend on each other in a cycle: {path}")
+            for dep in REGISTRY[name].depends_on:
+                visit(dep, (*path, name))
+            if name not in ordered:
+                ordered.append(name)
+
+        for name in (TOXIPROXY, *names):
+            visit(name, ())
+        return ordered
+
+    def up(self, *names: str, progress: Progress | None = None) -> Stack:
+        """Start the named services (with Toxiproxy and dependencies) and wait healthy.
+
+        Services already running are left alone. Independent services start together;
+        a service starts once its dependencies are healthy. On failure everything this
+        call started is stopped and a ServiceError says which service and why.
+        """
+        wanted = self._closure(names or default_services())
+        self._prepare_root()
+        if self.owned and self._reaper is None:
+            self._reaper = spawn_reaper(self.state_path, self.root / "logs" / "reaper.log")
+        started: list[str] = []
+        try:
+            pending = [n for n in wanted if not self._running(n)]
+            while pending:
+                wave = [n for n in pending if all(self._running(d) for d in REGISTRY[n].depends_on)]
+                for name in wave:
+                    self._launch(name, progress)
+                    started.append(name)
+                self._wait_healthy(wave, progress)
+                pending = [n for n in pending if n not in wave]
+        except BaseException:
+            for name in reversed(started):
+                with contextlib.suppress(ServiceError):
+                    self.services[name].stop()
+            self.write_state()
+            raise
+        return self
+
+    def _running(self, name: str) -> bool:
+        return name in self.services and self.services[name].is_running()
+
+    def _launch(self, name: str, progress: Progress | None) -> None:
+        service = self.services.get(name)
+        if service is None:
+            deps = {d: self.services[d] for d in REGISTRY[name].depends_on}
+            service = REGISTRY[name].factory(self._spec(name), deps)
+            service.on_launch = lambda _spec: self.write_state()
+            self.services[name] = service
+        if progress:
+            progress(name, "starting")
+        service.start()
+
+    def _wait_healthy(self, names: list[str], progress: Progress | None) -> None:
+        def wait(name: str) -> float:
+            begun = time.monotonic()
+            self.services[name].wait_healthy(REGISTRY[name].start_timeout)
+            took = time.monotonic() - begun
+            if progress:
+                progress(name, f"healthy in {took:.1f}s")
+            return took
+
+        with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+            futures = [pool.submit(wait, name) for name in names]
+            errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            raise errors[0]  # type: ignore[misc]
+
+    def down(self) -> None:
+        """Stop every service (gracefully, escalating to SIGKILL) and the reaper."""
+        for name in reversed(list(self.services)):
+            self.services[name].stop()
+        self.links_made.clear()
+        self.write_state()
+        if self._reaper is not None:
+            self._reaper.terminate()
+            self._reaper.wait()
+            self._reaper = None
+
+    def __enter__(self) -> Stack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    # --- using the services -----------------------------------------------------------
+
+    def __getitem__(self, name: str) -> ProcessService:
+        try:
+            return self.services[name]
+        except KeyError:
+            started = ", ".join(self.services) or "none"
+            raise ServiceError(
+                f"service {name!r} is not part of this stack (started: {started}); "
+                f"start it with stack.up({name!r}) or `driftlab up --only {name}`"
+            ) from None
+
+    def endpoint(self, name: str) -> Endpoint:
+        """The service's own address (for setup and final reads, never for faults)."""
+        return self[name].endpoint()
+
+    @property
+    def links(self) -> Links:
+        """Fault injection on the links of this stack."""
+        toxiproxy = self[TOXIPROXY]
+        assert isinstance(toxiproxy, ToxiproxyService)
+        return toxiproxy.client()
+
+    def link(self, client: str, service: str) -> Endpoint:
+        """The address `client` uses to reach `service`, through the proxy "client->service".
+
+        The endpoint carries the service's credentials in `extra`. Idempotent.
+        """
+        name = link_name(client, service)
+        endpoint = self.links.create(name, self.endpoint(service))
+        self.links_made[name] = {
+            "client": client,
+            "service": service,
+            "host": endpoint.host,
+            "port": endpoint.port,
+        }
+        self.write_state()
+        return endpoint
+
+    def status(self) -> list[ServiceStatus]:
+        """Each service's pids, port, liveness and health (one probe each)."""
+        rows = []
+        for name, service in self.services.items():
+            running = service.is_running()
+            rows.append(
+                ServiceStatus(
+                    name,
+                    {role: r.pid for role, r in service.records().items()},
+                    service.spec.ports.get("main"),
+                    running,
+                    running and service.healthy(),
+                    service.log_path,
+                )
+            )
+        return rows
+
+    # --- the state file ---------------------------------------------------------------
+
+    def write_state(self) -> None:
+        """Write `stack.json` atomically (mode 600: it holds the passwords)."""
+        with self._state_lock:
+            state = {
+                "version": STATE_VERSION,
+                "root": str(self.root),
+                "owned": self.owned,
+                "owner_pid": os.getpid(),
+                "services": {
+                    name: {
+                        "spec": service.spec.to_json(),
+                        "processes": {
+                            role: record.to_json()
+                            for role, record in service.records().items()
+                            if read_start_time(record.pid) == record.start_time
+                        },
+                        "endpoint": _endpoint_json(service.endpoint()),
+                    }
+                    for name, service in self.services.items()
+                },
+                "links": self.links_made,
+            }
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = self.state_path.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                json.dump(state, out, indent=2)
+            tmp.replace(self.state_path)
+
+    @classmethod
+    def attach(cls, root: Path) -> Stack:
+        """The stack described by `root/stack.json`, its live processes adopted.
+
+        The caller does not own the processes: `down()` stops them all the same.
+        """
+        root = Path(root).absolute()
+        path = root / STATE_FILE
+        if not path.exists():
+            raise ServiceError(
+                f"no stack in {root} (no {STATE_FILE}); start one with `driftlab up`"
+            )
+        state = _read_state(path)
+        stack = cls(root, owned=bool(state.get("owned", False)))
+        stack._saved_specs = state.get("services", {})
+        for name, data in stack._saved_specs.items():
+            if name not in REGISTRY:
+                raise ServiceError(
+                    f"{path} names service {name!r}, which this driftlab does not know"
+                )
+            spec = ServiceSpec.from_json(name, root, data.get("spec", {}))
+            service = REGISTRY[name].factory(spec, stack.services)
+            service.on_launch = lambda _spec: stack.write_state()
+            records = {
+                role: ProcessRecord.from_json(r) for role, r in data.get("processes", {}).items()
+            }
+            service.adopt(records)
+            stack.services[name] = service
+        stack.links_made = dict(state.get("links", {}))
+        return stack
+
+    def is_up(self) -> bool:
+        """Whether every service of the stack is running."""
+        return bool(self.services) and all(s.is_running() for s in self.services.values())
+
+
+def _endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
+    return {"host": endpoint.host, "port": endpoint.port, "extra": dict(endpoint.extra)}
+
+
+def _read_state(path: Path) -> dict[str, Any]:
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ServiceError(
+            f"cannot read the stack state {path}: {exc}; stop any leftover services "
+            f"(see `ps -ef`) and delete the file"
+        ) from exc
+    if state.get("version") != STATE_VERSION:
+        raise ServiceError(
+            f"{path} has state version {state.get('version')}, this driftlab reads "
+            f"{STATE_VERSION}; stop it with the driftlab that started it"
+        )
+    return state
+
+
+@contextlib.contextmanager
+def local_stack(root: Path, *names: str, progress: Progress | None = None) -> Iterator[Stack]:
+    """A stack owned by this process: started here, stopped (or reaped) when done."""
+    stack = Stack(root, owned=True)
+    try:
+        stack.up(*names, progress=progress)
+        yield stack
+    finally:
+        stack.down()
