@@ -428,4 +428,7 @@ def _info_from_parquet(p: Path, pf: pq.ParquetFile) -> HistoryInfo:
 
 
 def _first_line(e: BaseException) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    """The gist of a library error, printable, for a one-line message."""
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else type(e).__name__
+    return "".join(ch if ch.isprintable() else "?" for ch in first)
