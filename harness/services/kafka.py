@@ -10,8 +10,10 @@ through confluent_kafka's AdminClient that lists the node as a registered broker
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from harness.services.ports import LOOPBACK, port_accepts
 from harness.services.process import ProcessRecord, ProcessService, ServiceSpec
 
 FORMAT_TIMEOUT_S = 60.0
+NODES_ENV = "DRIFTLAB_KAFKA_NODES"
 
 
 def new_cluster_id() -> str:
@@ -170,6 +173,9 @@ class KafkaNode(ProcessService):
 class KafkaCluster(Service):
     """A KRaft cluster of `settings.nodes` combined nodes (1 by default, 3 as an option).
 
+    It offers what the stack uses of a ProcessService (spec, on_launch, records, adopt,
+    healthy) while being several processes: one per node, each a KafkaNode.
+
     The cluster's spec keeps every node's ports ("main"/"controller" for node 1,
     "main-N"/"controller-N" for node N) and the cluster id (in `secrets`), so a
     restarted or adopted stack finds the same addresses. Whole-cluster faults go through
@@ -257,12 +263,40 @@ class KafkaCluster(Service):
         first = self.nodes[0].endpoint()
         return Endpoint(first.host, first.port, {"bootstrap_servers": self.bootstrap_servers})
 
+    # --- what the stack expects of a ProcessService (the cluster is several) -----------
+
+    @property
+    def on_launch(self) -> Callable[[ServiceSpec], None] | None:
+        """Called after each node's launch (the stack writes its state file)."""
+        return self.nodes[0].on_launch
+
+    @on_launch.setter
+    def on_launch(self, callback: Callable[[ServiceSpec], None] | None) -> None:
+        for node in self.nodes:
+            node.on_launch = callback
+
     def records(self) -> dict[str, ProcessRecord]:
-        """The live node processes by node name, for the stack's state file."""
+        """The live node processes, by node name, for the stack's state file."""
         return {n.name: r for n in self.nodes for r in n.records().values()}
 
-    def adopt_records(self, records: dict[str, ProcessRecord]) -> None:
+    def adopt(self, records: Mapping[str, ProcessRecord]) -> None:
         """Take over node processes started by another harness process."""
         for node in self.nodes:
             if node.name in records:
-                node.adopt(records[node.name])
+                node.adopt({"main": records[node.name]})
+
+
+def cluster_from_spec(spec: ServiceSpec) -> KafkaCluster:
+    """The stack's Kafka: as many nodes as its saved spec has, else $DRIFTLAB_KAFKA_NODES.
+
+    A 3-node cluster's spec keeps the port "main-3", so attaching to a running stack
+    rebuilds the cluster it started whatever the environment says now.
+    """
+    if spec.ports:
+        nodes = 3 if "main-3" in spec.ports else 1
+    else:
+        wanted = os.environ.get(NODES_ENV, "1")
+        if wanted not in ("1", "3"):
+            raise ServiceError(f"{NODES_ENV}={wanted!r}: Kafka runs with 1 or 3 nodes")
+        nodes = int(wanted)
+    return KafkaCluster(spec, KafkaSettings(nodes=nodes))

@@ -6,8 +6,8 @@ running stack: `driftlab up` starts one that outlives the command, `driftlab run
 `status` and `down` attach to it. A stack owned by a test or a run instead dies with
 its owner (PR_SET_PDEATHSIG on every leader plus a reaper process for the groups).
 
-Services register in `REGISTRY` (name -> ServiceKind); Kafka and Connect add
-themselves with `register(...)` from their own modules.
+Services register in `REGISTRY` (name -> ServiceKind), each with a factory from its
+own module.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.services.base import Endpoint, ServiceError
+from harness.services.connect import connect_from_deps
+from harness.services.kafka import cluster_from_spec
 from harness.services.nats import NatsService
 from harness.services.ports import port_is_free
 from harness.services.postgres import PostgresService
@@ -78,6 +80,9 @@ register("postgres", lambda spec, deps: PostgresService(spec))
 register("redis", lambda spec, deps: RedisService(spec))
 register("nats", lambda spec, deps: NatsService(spec))
 register(TOXIPROXY, lambda spec, deps: ToxiproxyService(spec), start_timeout=30.0)
+# JVMs on a shared 2-core machine: a cold start can take a minute.
+register("kafka", lambda spec, deps: cluster_from_spec(spec), start_timeout=120.0)
+register("connect", connect_from_deps, depends_on=("kafka",), start_timeout=120.0)
 
 
 def default_services() -> list[str]:
