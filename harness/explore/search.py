@@ -8,7 +8,8 @@ reports is what `driftlab analyze` would report on the same history.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from random import Random
 
 from hypothesis import HealthCheck, Phase, find, settings
@@ -16,7 +17,7 @@ from hypothesis.errors import NoSuchExample
 
 from checkers.anomaly import Anomaly
 from harness.explore.properties import Property, reference_anomalies
-from harness.explore.schedule import Schedule, Step
+from harness.explore.schedule import Action, Schedule, Step
 from harness.explore.setups import SimResult, get_setup
 from harness.explore.strategies import schedules
 
@@ -106,6 +107,12 @@ def search(prop: Property, examples: int = 500, seed: int = 0) -> SearchResult:
         return SearchResult(prop, seed, runs, 0, time.perf_counter() - start)
     elapsed = time.perf_counter() - start
     run = spec.run(minimal)
+    # The executed steps make every client completion explicit, so renaming them keeps
+    # the interleaving whatever order the quiesce would complete operations in.
+    explicit = [s for s in run.executed if s.action != Action.QUIESCE]
+    renamed = canonical(explicit, lambda steps: prop.broken_by(spec.run(steps).findings))
+    if renamed is not explicit:
+        run = spec.run(renamed)
     anomalies, missing = reference_anomalies(run.events)
     return SearchResult(
         prop,
@@ -118,6 +125,26 @@ def search(prop: Property, examples: int = 500, seed: int = 0) -> SearchResult:
         anomalies=anomalies,
         missing_checkers=missing,
     )
+
+
+def canonical(steps: list[Step], broken: Callable[[list[Step]], bool]) -> list[Step]:
+    """Rename clients and workers in order of first appearance (c1 first, then c2...).
+
+    Actors of one role are interchangeable in every setup, so the renamed schedule
+    breaks the property as well; it is kept only if it still does. Keys are not renamed:
+    they choose partitions.
+    """
+    names: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for step in steps:
+        actor = step.actor
+        if actor and actor[0] in "cw" and actor[1:].isdigit() and actor not in names:
+            counts[actor[0]] = counts.get(actor[0], 0) + 1
+            names[actor] = f"{actor[0]}{counts[actor[0]]}"
+    renamed = [
+        replace(s, actor=names.get(s.actor or "", s.actor), value=None, offset=None) for s in steps
+    ]
+    return renamed if renamed != steps and broken(renamed) else steps
 
 
 def replay(schedule: Schedule) -> SimResult:

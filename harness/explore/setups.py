@@ -859,12 +859,12 @@ SETUPS: dict[str, SetupSpec] = {
         ),
         _spec(
             "amqp",
-            "db commits -> AMQP queue -> two competing workers (prefetch 1) that "
+            "db commits on a hot key -> AMQP queue -> two competing workers (prefetch 1) that "
             "overwrite the cache",
             ("C7",),
             AmqpSim,
             (
-                Move(Action.DB_WRITE, CLIENTS[:2], KEYS),
+                Move(Action.DB_WRITE, CLIENTS[:2], KEYS[:1]),
                 Move(Action.POLL, ("w1", "w2")),
                 Move(Action.APPLY, ("w1", "w2")),
                 Move(Action.CRASH, ("w1", "w2")),

@@ -1,0 +1,131 @@
+"""`driftlab explore SETUP`: search the driftlab simulator for a minimal bad interleaving."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from harness.cli import app
+from harness.explore.properties import properties_of
+from harness.explore.schedule import describe
+from harness.explore.search import SearchResult, search
+from harness.explore.setups import SETUPS
+
+_SETUP_LIST = "\n\n".join(
+    f"{name}: {spec.summary} ({', '.join(spec.claims)})" for name, spec in SETUPS.items()
+)
+
+
+_HELP = (
+    "Search interleavings of clients, consumers and faults with Hypothesis.\n\n"
+    "Runs the driftlab simulator (deterministic, in-process: a tool of its own, not a real "
+    "run) on generated schedules, looking for one that breaks each property the claims "
+    "table states for SETUP. A broken property is shrunk to its smallest schedule, printed "
+    "step by step with the anomalies the reference checkers find in its history, and saved "
+    "for `driftlab replay` to run on the real stack. A property expected to hold is "
+    "reported as held over the schedules tried. Exit status 1 when an outcome differs from "
+    "the claims table's prediction; the printed seed reproduces the search."
+)
+
+
+@app.command(
+    help=_HELP,
+    epilog=f"Setups:\n\n{_SETUP_LIST}\n\nThe schedule file format is in docs/explore.md.",
+)
+def explore(
+    setup: Annotated[str, typer.Argument(help="The simulated setup to explore (listed below).")],
+    examples: Annotated[
+        int, typer.Option("--examples", "-n", min=1, help="Schedules to try per property.")
+    ] = 500,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Search seed (default: a random one).")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Where to save the minimal schedule.")
+    ] = Path("schedule.json"),
+    history: Annotated[
+        Path | None,
+        typer.Option("--history", help="Also save the minimal schedule's history (JSON lines)."),
+    ] = None,
+) -> None:
+    """Search the driftlab simulator for a minimal schedule breaking SETUP's claims."""
+    console = Console()
+    if setup not in SETUPS:
+        console.print(f"[red]unknown setup {setup!r}[/]: choose one of {', '.join(SETUPS)}")
+        raise typer.Exit(2)
+    seed = secrets.randbelow(2**32) if seed is None else seed
+    console.print(f"[bold]driftlab simulator[/]: {setup} ({SETUPS[setup].summary}), seed {seed}")
+    results = []
+    for prop in properties_of(setup):
+        with console.status(f"searching: {prop.text} ({examples} schedules)"):
+            result = search(prop, examples=examples, seed=seed)
+        results.append(result)
+        _show(console, result)
+    _save(console, [r for r in results if r.found], out, history)
+    surprises = [r for r in results if not r.as_predicted]
+    for r in results:
+        if r.found or not r.as_predicted:
+            console.print(
+                f"reproduce {r.prop.name}: driftlab explore {setup} --seed {r.seed} "
+                f"--examples {examples}"
+            )
+    if surprises:
+        names = ", ".join(r.prop.name for r in surprises)
+        console.print(f"[red bold]not as the claims table predicts[/]: {names}")
+        raise typer.Exit(1)
+
+
+def _show(console: Console, r: SearchResult) -> None:
+    prop = r.prop
+    verdict = "[green]as predicted[/]" if r.as_predicted else "[red]NOT as predicted[/]"
+    console.print(
+        f"\n[bold]{prop.name}[/] ({prop.claim}): {prop.text}; predicted to "
+        f"{'hold' if prop.predicted == 'holds' else 'fail'}"
+    )
+    if not r.found:
+        console.print(f"  held over {r.examples} schedules ({r.seconds:.1f} s): {verdict}")
+        return
+    assert r.run is not None
+    console.print(
+        f"  broken after {r.examples} schedules, shrunk in {r.shrink_runs} more runs "
+        f"({r.seconds:.1f} s): {verdict}"
+    )
+    for i, step in enumerate(r.run.executed, 1):
+        console.print(f"  {i:>3}. {describe(step)}")
+    table = Table(title="anomalies the reference checkers find", title_justify="left")
+    for col in ("checker", "kind", "store", "key", "consumer", "detail"):
+        table.add_column(col)
+    for a in r.anomalies:
+        mark = "*" if a in r.breaking else ""
+        table.add_row(
+            a.checker, a.kind + mark, a.store or "", a.key or "", a.consumer or "", a.detail
+        )
+    console.print(table)
+    if not r.breaking:
+        console.print(
+            "  the simulator's tally saw: "
+            + ", ".join(sorted({f[0] for f in r.run.findings if f[0] in prop.kinds}))
+        )
+    if r.missing_checkers:
+        console.print(f"  reference checkers not present yet: {', '.join(r.missing_checkers)}")
+
+
+def _save(console: Console, found: list[SearchResult], out: Path, history: Path | None) -> None:
+    for i, r in enumerate(found):
+        suffix = "" if i == 0 else f".{r.prop.name}"
+        path = out.with_name(f"{out.stem}{suffix}{out.suffix}")
+        try:
+            r.schedule().save(path)
+            if history is not None and r.run is not None:
+                hpath = history.with_name(f"{history.stem}{suffix}{history.suffix}")
+                hpath.write_text("".join(json.dumps(e.to_dict()) + "\n" for e in r.run.events))
+        except OSError as exc:
+            console.print(f"[red]cannot write {exc.filename}[/]: {exc.strerror}; pass --out")
+            raise typer.Exit(2) from None
+        console.print(f"saved {r.prop.name}'s minimal schedule to {path}")
