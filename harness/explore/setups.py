@@ -110,18 +110,16 @@ class Sim(ABC):
         self.mark(Mark.QUIESCED)
         source, derived = self.final_states()
         versions = self.final_versions()
-        if source is not None:
-            for key in sorted(source):
+        stores = ({SOURCE_STORE: source} if source is not None else {}) | derived
+        for store in sorted(stores):
+            rows = stores[store]
+            if not rows:  # a store read empty still says so
+                self.rec.emit(EventType.STATE, store=store)
+            for key in sorted(rows):
+                version = versions.get(key) if store == SOURCE_STORE else None
                 self.rec.emit(
-                    EventType.STATE,
-                    store=SOURCE_STORE,
-                    key=key,
-                    value=source[key],
-                    version=versions.get(key),
+                    EventType.STATE, store=store, key=key, value=rows[key], version=version
                 )
-        for store in sorted(derived):
-            for key in sorted(derived[store]):
-                self.rec.emit(EventType.STATE, store=store, key=key, value=derived[store][key])
         self.tally.final(source or {}, derived if source is not None else {})
         self.mark(Mark.END)
 

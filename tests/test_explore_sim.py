@@ -1,0 +1,235 @@
+"""The driftlab simulator: deterministic, sane histories, each setup's mechanics."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checkers.anomaly import KINDS, Anomaly
+from harness.explore.properties import available_checkers, reference_anomalies
+from harness.explore.schedule import Step
+from harness.explore.setups import SETUPS, SetupSpec
+from harness.explore.sim.tally import Finding
+from harness.explore.strategies import schedules
+from harness.history.schema import COLUMNS, SOURCE_STORE, Event
+
+SETUP_NAMES = sorted(SETUPS)
+
+
+def any_setup_and_schedule() -> st.SearchStrategy[tuple[SetupSpec, list[Step]]]:
+    return st.sampled_from(SETUP_NAMES).flatmap(
+        lambda name: st.tuples(st.just(SETUPS[name]), schedules(SETUPS[name]))
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(any_setup_and_schedule())
+def test_same_schedule_gives_identical_history(case: tuple[SetupSpec, list[Step]]) -> None:
+    spec, steps = case
+    first, second = spec.run(steps), spec.run(list(steps))
+    assert first.events == second.events
+    assert first.executed == second.executed
+    assert first.findings == second.findings
+
+
+@settings(max_examples=80, deadline=None)
+@given(any_setup_and_schedule())
+def test_history_is_sane(case: tuple[SetupSpec, list[Step]]) -> None:
+    spec, steps = case
+    events = spec.run(steps).events
+    assert events[0].type == "header" and events[-1].kind == "end"
+    times = [e.time for e in events]
+    assert times == sorted(set(times)), "times strictly increase"
+    assert all(set(e.to_dict()) <= set(COLUMNS) for e in events)
+    # Versions increase per key at the source, in commit order.
+    versions: dict[str, list[int]] = defaultdict(list)
+    for e in events:
+        if e.type == "op" and e.store == SOURCE_STORE and e.phase == "ok":
+            versions[e.key].append(e.version)
+    for vs in versions.values():
+        assert vs == list(range(1, len(vs) + 1))
+    # Offsets per partition are dense: produced at 0, 1, 2, ... with no gap.
+    offsets: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for e in events:
+        if e.type == "msg" and e.action == "produce" and e.offset is not None:
+            offsets[(e.channel, e.partition)].append(e.offset)
+    for offs in offsets.values():
+        assert offs == list(range(len(offs)))
+    # Every process delivers a partition's offsets in increasing order.
+    last: dict[tuple[str, str, int], int] = {}
+    for e in events:
+        if e.type == "msg" and e.action == "deliver" and e.offset is not None:
+            group = (e.process, e.channel, e.partition)
+            assert e.offset > last.get(group, -1)
+            last[group] = e.offset
+    # The executed schedule is a fixed point: each of its steps is enabled on replay.
+    executed = spec.run(steps).executed
+    assert spec.run(executed[:-1]).executed == executed
+
+
+def _matches(f: Finding, a: Anomaly) -> bool:
+    kind, store, key, consumer = f
+    return (
+        a.kind == kind
+        and (store is None or a.store == store)
+        and (key is None or a.key == key)
+        and (consumer is None or a.consumer == consumer)
+    )
+
+
+TALLIED = frozenset(
+    {
+        "lost-write",
+        "lost-message",
+        "duplicate-delivery",
+        "duplicate-apply",
+        "reorder-delivery",
+        "stale-overwrite",
+        "missing",
+        "extra",
+        "stale",
+        "phantom",
+        "invariant-violation",
+    }
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(any_setup_and_schedule())
+def test_tally_agrees_with_reference_checkers(case: tuple[SetupSpec, list[Step]]) -> None:
+    """The search loop's cheap tally finds what the reference checkers find.
+
+    Compared for the kinds of every reference checker present in checkers/reference.
+    """
+    spec, steps = case
+    run = spec.run(steps)
+    present = available_checkers()
+    kinds = {k for name in present for k in KINDS[name]} & TALLIED
+    anomalies = [a for a in reference_anomalies(run.events)[0] if a.kind in kinds]
+    findings = {f for f in run.findings if f[0] in kinds}
+    for f in findings:
+        assert any(_matches(f, a) for a in anomalies), f"tally only: {f}"
+    for a in anomalies:
+        assert any(_matches(f, a) for f in findings), f"reference only: {a.kind} {a.detail}"
+
+
+def test_reference_checkers_for_the_properties_are_present() -> None:
+    assert {"divergence", "duplicates"} <= set(available_checkers())
+
+
+def _state(events: list[Event], store: str) -> dict[str, str]:
+    return {e.key: e.value for e in events if e.type == "state" and e.store == store and e.key}
+
+
+def test_figure_11_4_race_leaves_the_cache_on_the_older_value() -> None:
+    race = [
+        Step("db-write", "c1", "k1"),
+        Step("db-write", "c2", "k1"),
+        Step("cache-write", "c2"),
+        Step("cache-write", "c1"),
+    ]
+    run = SETUPS["dual-write"].run(race)
+    assert _state(run.events, "source") == {"k1": "c2.1"}
+    assert _state(run.events, "cache") == {"k1": "c1.1"}
+    assert ("stale", "cache", "k1", None) in run.findings
+
+
+def test_dual_write_quiesce_completes_operations_in_flight() -> None:
+    run = SETUPS["dual-write"].run([Step("db-write", "c1", "k1")])
+    assert [s.action for s in run.executed] == ["db-write", "cache-write", "quiesce"]
+    assert _state(run.events, "cache") == {"k1": "c1.1"}
+    assert not run.findings
+
+
+def test_disabled_steps_are_skipped() -> None:
+    run = SETUPS["cdc"].run(
+        [Step("apply", "g"), Step("commit", "g"), Step("restart", "g"), Step("heal")]
+    )
+    assert [s.action for s in run.executed] == ["quiesce"]
+
+
+def test_cdc_crash_redelivers_and_the_idempotent_consumer_skips() -> None:
+    steps = [
+        Step("db-write", "c1", "k1"),
+        Step("poll", "g", partition=1),
+        Step("apply", "g"),
+        Step("crash", "g"),
+    ]
+    run = SETUPS["cdc"].run(steps)
+    delivers = [e for e in run.events if e.action == "deliver"]
+    assert [(e.process, e.attempt) for e in delivers] == [("g#1", 1), ("g#2", 2)]
+    assert [e.action for e in run.events if e.action in ("apply", "skip")] == ["apply", "skip"]
+    assert _state(run.events, "cache") == _state(run.events, "source")
+    assert {f[0] for f in run.findings} == {"duplicate-delivery"}
+
+
+def test_counter_consumer_counts_a_redelivered_message_twice() -> None:
+    steps = [
+        Step("db-write", "c1", "k1"),
+        Step("poll", "g", partition=0),
+        Step("apply", "g"),
+        Step("crash", "g"),
+    ]
+    run = SETUPS["cdc-counter"].run(steps)
+    assert _state(run.events, "source") == {"k1": "1"}
+    assert _state(run.events, "counter") == {"k1": "2"}
+
+
+def test_partitioned_link_blocks_apply_until_heal() -> None:
+    steps = [
+        Step("db-write", "c1", "k1"),
+        Step("poll", "g", partition=1),
+        Step("partition", target="g->cache"),
+        Step("apply", "g"),
+        Step("heal"),
+        Step("apply", "g"),
+    ]
+    run = SETUPS["cdc"].run(steps)
+    assert [s.action for s in run.executed][2:] == ["partition", "heal", "apply", "quiesce"]
+    faults = [(e.phase, e.kind, e.target) for e in run.events if e.type == "fault"]
+    assert faults == [("start", "partition", "g->cache"), ("stop", "partition", "g->cache")]
+
+
+def test_bounded_log_drops_the_oldest_for_the_slow_consumer_only() -> None:
+    run = SETUPS["bounded-log"].run([Step("db-write", "c1", "k1")] * 4)
+    got = defaultdict(list)
+    for e in run.events:
+        if e.action == "deliver":
+            got[e.consumer].append(e.offset)
+    assert got == {"fast": [0, 1, 2, 3], "slow": [1, 2, 3]}
+    assert run.findings == {("lost-message", None, None, "slow")}
+
+
+def test_amqp_crash_requeues_at_the_front() -> None:
+    steps = [
+        Step("db-write", "c1", "k1"),
+        Step("db-write", "c1", "k1"),
+        Step("poll", "w1"),
+        Step("poll", "w2"),
+        Step("crash", "w1"),
+    ]
+    run = SETUPS["amqp"].run(steps)
+    delivered = [(e.process, e.version, e.attempt) for e in run.events if e.action == "deliver"]
+    assert delivered == [("w1#1", 1, 1), ("w2#1", 2, 1), ("w1#2", 1, 2)]
+    assert ("reorder-delivery", None, "k1", "workers") in run.findings
+
+
+@pytest.mark.parametrize(
+    ("setup", "violates"), [("event-sourced", True), ("event-sourced-checked", False)]
+)
+def test_expected_version_check_prevents_the_overdraft(setup: str, violates: bool) -> None:
+    steps = [
+        Step("deposit", "c1", "a1"),
+        Step("validate", "c1", "a1"),
+        Step("validate", "c2", "a1"),
+        Step("append", "c1"),
+        Step("append", "c2"),
+    ]
+    run = SETUPS[setup].run(steps)
+    assert _state(run.events, "projection:balance") == {"a1": "-1" if violates else "0"}
+    assert (("invariant-violation", None, "a1", None) in run.findings) is violates
+    fails = [e.error for e in run.events if e.type == "op" and e.phase == "fail"]
+    assert fails == ([] if violates else ["expected version 1, found 2"])
