@@ -1,0 +1,112 @@
+"""The duplicates checker: hand-made histories, and reference/Spark agreement."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from strategies_messages import combined_histories
+
+from checkers.frames import events_to_df
+from checkers.reference import duplicates as reference
+from checkers.spark import duplicates as spark_checker
+from harness.history.schema import Event
+
+
+def deliver(t: int, msg_id: str, consumer: str = "g", **kw: object) -> Event:
+    return Event(type="msg", time=t, action="deliver", msg_id=msg_id, consumer=consumer, **kw)
+
+
+def apply(t: int, msg_id: str, store: str = "cache", **kw: object) -> Event:
+    return Event(type="msg", time=t, action="apply", msg_id=msg_id, store=store, **kw)
+
+
+def kinds(anomalies: list) -> Counter:
+    return Counter(a.kind for a in anomalies)
+
+
+def test_empty_history_has_no_duplicates() -> None:
+    assert reference.check([]) == []
+
+
+def test_single_deliveries_and_applies_are_clean() -> None:
+    events = [
+        deliver(1, "m1"),
+        deliver(2, "m2"),
+        deliver(3, "m1", consumer="other"),  # another consumer: its own delivery
+        apply(4, "m1"),
+        apply(5, "m1", store="search"),
+    ]
+    assert reference.check(events) == []
+
+
+def test_redelivery_after_restart_is_a_duplicate_delivery() -> None:
+    events = [
+        deliver(1, "m1", key="k", process="p1"),
+        apply(2, "m1", key="k", consumer="g"),
+        deliver(5, "m1", key="k", process="p2", attempt=2),
+        deliver(7, "m1", key="k", process="p2", attempt=3),
+        apply(8, "m1", key="k", consumer="g"),
+        apply(9, "m2"),
+    ]
+    found = reference.check(events)
+    assert kinds(found) == Counter({"duplicate-delivery": 1, "duplicate-apply": 1})
+    by_kind = {a.kind: a for a in found}
+    # The second event makes the duplicate: its time, key and consumer identify it.
+    assert by_kind["duplicate-delivery"].identity() == (
+        "duplicates",
+        "duplicate-delivery",
+        None,
+        "k",
+        "g",
+        5,
+    )
+    assert by_kind["duplicate-apply"].identity() == (
+        "duplicates",
+        "duplicate-apply",
+        "cache",
+        "k",
+        "g",
+        8,
+    )
+    assert '"attempt":3' in by_kind["duplicate-delivery"].evidence
+
+
+def test_equal_times_follow_recorded_order() -> None:
+    events = [
+        deliver(3, "m1", key="late", writer="w", seq=2),
+        deliver(3, "m1", key="early", writer="w", seq=1),
+    ]
+    (found,) = reference.check(events)
+    assert found.key == "late"
+
+
+def identities(anomalies) -> Counter:
+    return Counter(a.identity() for a in anomalies)
+
+
+@pytest.mark.spark
+def test_spark_finds_the_hand_made_duplicates(spark) -> None:
+    events = [
+        deliver(1, "m1", key="k"),
+        deliver(5, "m1", key="k"),
+        deliver(6, "m2", key="k"),
+        apply(2, "m1", key="k"),
+        apply(6, "m1", key="k", consumer="g"),
+        apply(9, "m1", key="k", consumer="g"),
+    ]
+    rows = spark_checker.check(events_to_df(spark, events)).collect()
+    assert Counter(tuple(r)[:6] for r in rows) == identities(reference.check(events))
+    assert len(rows) == 2
+    apply_row = next(r for r in rows if r.kind == "duplicate-apply")
+    assert apply_row.time == 6 and apply_row.detail == "m1 applied 3 times to cache"
+    assert apply_row.evidence.count('"action":"apply"') == 3
+
+
+@pytest.mark.spark
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(combined_histories())
+def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
+    rows = spark_checker.check(events_to_df(spark, events)).collect()
+    assert Counter(tuple(r)[:6] for r in rows) == identities(reference.check(events))
