@@ -95,7 +95,8 @@ def delete_topics(bootstrap_servers: str, names: Iterable[str], *, timeout: floa
     names = list(names)
     if not names:
         return
-    futures = admin_client(bootstrap_servers).delete_topics(names, operation_timeout=timeout)
+    admin = admin_client(bootstrap_servers)  # must outlive the futures
+    futures = admin.delete_topics(names, operation_timeout=timeout)
     for name, future in futures.items():
         try:
             future.result(timeout)
@@ -107,7 +108,8 @@ def delete_topics(bootstrap_servers: str, names: Iterable[str], *, timeout: floa
 def topic_configs(bootstrap_servers: str, name: str, *, timeout: float = 10.0) -> dict[str, str]:
     """The effective configs of a topic (its own and the inherited ones)."""
     resource = ConfigResource(ConfigResource.Type.TOPIC, name)
-    future = admin_client(bootstrap_servers).describe_configs([resource])[resource]
+    admin = admin_client(bootstrap_servers)  # must outlive the future
+    future = admin.describe_configs([resource])[resource]
     try:
         entries = future.result(timeout)
     except KafkaException as exc:
