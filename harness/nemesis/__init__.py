@@ -1,0 +1,6 @@
+"""The nemesis: faults composed in time against the stack and the setup of a run."""
+
+from harness.nemesis.nemesis import Nemesis
+from harness.nemesis.schedule import KINDS, FaultSpec, Schedule, periodic
+
+__all__ = ["KINDS", "FaultSpec", "Nemesis", "Schedule", "periodic"]

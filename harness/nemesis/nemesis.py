@@ -1,0 +1,155 @@
+"""The nemesis: opens and closes the fault windows of a schedule, and heals everything.
+
+Each window is recorded as a `fault` start/stop pair (kind, target, parameters), so the
+checkers and the report can put anomalies against the faults around them. `heal_all`
+closes whatever is open (the end of the run, Ctrl-C, an error) and is idempotent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from harness.nemesis import actions
+from harness.nemesis.schedule import FaultSpec, Schedule
+from harness.setups.base import AppCrash, Setup, SetupContext
+
+log = logging.getLogger("driftlab.nemesis")
+
+
+@dataclass
+class _Open:
+    spec: FaultSpec
+    fault_id: str
+    undo: actions.Undo
+
+
+class Nemesis:
+    """Runs `schedule` against the stack and the setup of one run, in its own thread."""
+
+    def __init__(self, schedule: Schedule, setup: Setup, ctx: SetupContext) -> None:
+        schedule.validate()
+        self.schedule = schedule
+        self.setup = setup
+        self.ctx = ctx
+        self.rec = ctx.recorder
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._open: dict[int, _Open] = {}
+        self._thread: threading.Thread | None = None
+        self.errors: list[str] = []
+        self.windows = 0
+
+    def start(self) -> None:
+        """Start the schedule now (time 0 of its windows)."""
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop opening windows (open ones stay open until `heal_all`)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+
+    def heal_all(self) -> None:
+        """Close every open window: restart, resume, reconnect, remove toxics."""
+        self.stop()
+        with self._lock:
+            opened = list(self._open.items())
+            self._open.clear()
+        for _, o in sorted(opened, key=lambda kv: -kv[0]):
+            self._close(o)
+
+    def _run(self) -> None:
+        # Timeline of (time, order, action, index): closes sort before opens at a tie.
+        events: list[tuple[float, int, str, int]] = []
+        for i, f in enumerate(self.schedule.faults):
+            events.append((f.at, 1, "open", i))
+            if f.duration > 0 or f.kind != "restart":
+                events.append((f.until, 0, "close", i))
+        events.sort()
+        for at, _, action, i in events:
+            if self._stop.wait(max(0.0, self._t0 + at - time.monotonic())):
+                return
+            if action == "open":
+                self._open_window(i, self.schedule.faults[i])
+            else:
+                with self._lock:
+                    o = self._open.pop(i, None)
+                if o is not None:
+                    self._close(o)
+
+    def _open_window(self, index: int, spec: FaultSpec) -> None:
+        extra: dict[str, Any] = {"at": spec.at, "duration": spec.duration, **spec.params}
+        fault_id = self.rec.fault_start(spec.kind, spec.target, extra=extra)
+        self.windows += 1
+        try:
+            undo = self._apply(spec)
+        except Exception as exc:
+            # A fault that could not be injected is history too: close its window at once.
+            log.exception("fault %s on %s could not be injected", spec.kind, spec.target)
+            self.errors.append(f"{spec.kind} {spec.target}: {exc}")
+            self.rec.fault_stop(fault_id, error=f"not injected: {exc}"[:300])
+            return
+        with self._lock:
+            self._open[index] = _Open(spec, fault_id, undo)
+
+    def _close(self, o: _Open) -> None:
+        error = None
+        try:
+            o.undo()
+        except Exception as exc:
+            log.exception("healing %s on %s failed", o.spec.kind, o.spec.target)
+            self.errors.append(f"heal {o.spec.kind} {o.spec.target}: {exc}")
+            error = f"heal failed: {exc}"[:300]
+        self.rec.fault_stop(o.fault_id, error=error)
+
+    def _apply(self, spec: FaultSpec) -> actions.Undo:
+        stack = self.ctx.stack
+        p = spec.params
+        if spec.kind == "crash":
+            return actions.crash(stack, spec.target)
+        if spec.kind == "pause":
+            return actions.pause(stack, spec.target)
+        if spec.kind == "restart":
+            return actions.restart(stack, spec.target)
+        if spec.kind in ("cut", "down", "latency", "bandwidth", "reset"):
+            return actions.link_fault(stack, spec.target, spec.kind, p)
+        if spec.kind == "app-crash":
+            return self._app_crash(spec)
+        if spec.kind == "slow-consumer":
+            return actions.slow_consumer(self.setup, spec.target, float(p.get("delay_ms", 100)))
+        raise ValueError(f"fault kind {spec.kind!r} has no action")
+
+    def _app_crash(self, spec: FaultSpec) -> actions.Undo:
+        """Arm a crash at the step point `point` (default: between the two writes)."""
+        point = spec.params.get("point", "after-source-write")
+        p = float(spec.params.get("p", 1.0))
+        rng = random.Random(f"{self.ctx.seed}/app-crash/{spec.at}")
+        rng_lock = threading.Lock()
+
+        def hook(reached: str, process: str, key: str) -> None:
+            if reached != point:
+                return
+            with rng_lock:
+                hit = rng.random() < p
+            if hit:
+                self.rec.mark("app-crash", process=process, extra={"point": point, "key": key})
+                raise AppCrash(f"{process} crashed at {point} writing {key}")
+
+        self.ctx.steps.add(hook)
+        return lambda: self.ctx.steps.remove(hook)
+
+
+def run_schedule(nemesis: Nemesis, duration: float) -> None:
+    """Run the nemesis for `duration` seconds then heal (a blocking helper for tests)."""
+    nemesis.start()
+    with contextlib.suppress(KeyboardInterrupt):
+        time.sleep(duration)
+    nemesis.heal_all()

@@ -1,0 +1,282 @@
+"""One run of one scenario, from a fresh run directory to a verdict.
+
+    run folder + config.json -> recorder -> stack (reused or started) -> setup prepared
+    under a fresh namespace -> workload and nemesis concurrently -> heal -> quiesce ->
+    final reads of every store as `state` events -> END mark -> analysis -> verdict
+
+SIGINT and SIGTERM stop the workload and the nemesis, heal every fault and close the
+history (without its END mark: the run was cut short); a second signal stops waiting.
+A SIGKILL leaves a history cut short but readable (the recorder is durable).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.history.recorder import Recorder
+from harness.history.schema import Mark, RunHeader
+from harness.nemesis import Nemesis
+from harness.runner.rundir import create_run_dir, namespace_for, write_config
+from harness.runner.stack_use import stack_for
+from harness.setups import SETUPS
+from harness.setups.base import SetupContext
+from harness.workload import Workload, WorkloadStats
+from scenarios.model import Scenario
+
+log = logging.getLogger("driftlab.runner")
+
+EXIT_OK = 0  # reproduced, or no expectations
+EXIT_VERDICT = 1  # not reproduced, or an unexpected (forbidden) anomaly
+EXIT_ERROR = 2  # bad input or a run that could not complete
+EXIT_INTERRUPTED = 130
+
+Tick = Callable[[str, float, WorkloadStats], None]
+"""`tick(phase, elapsed_s, stats)`: progress for the terminal."""
+
+
+@dataclass
+class RunResult:
+    """What a run produced: where, what verdict, and its figures."""
+
+    run_dir: Path
+    scenario: str
+    seed: int
+    verdict: str | None = None
+    exit_code: int = EXIT_OK
+    stats: WorkloadStats = field(default_factory=WorkloadStats)
+    interrupted: bool = False
+    quiesced: bool = False
+    fault_windows: int = 0
+    fault_errors: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    wall_s: float = 0.0
+    analysis_s: float = 0.0
+    error: str | None = None
+
+
+class _Signals:
+    """SIGINT/SIGTERM set `stop`; a second one raises KeyboardInterrupt."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.signum: int | None = None
+        self._old: dict[int, Any] = {}
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        if self.stop.is_set():
+            raise KeyboardInterrupt
+        self.signum = signum
+        self.stop.set()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[_Signals]:
+        if threading.current_thread() is not threading.main_thread():
+            yield self  # signals only reach the main thread; the caller stops us otherwise
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handle)
+        try:
+            yield self
+        finally:
+            for sig, old in self._old.items():
+                signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def _run_log(run_dir: Path) -> Iterator[None]:
+    """Send the harness's log records to logs/runner.log for the run's duration."""
+    handler = logging.FileHandler(run_dir / "logs" / "runner.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("driftlab")
+    root.addHandler(handler)
+    old_level = root.level
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        handler.close()
+
+
+def run_scenario(
+    scenario: Scenario,
+    *,
+    seed: int,
+    runs_dir: Path,
+    spark_master: str | None = None,
+    stack: Any = None,
+    analyze: bool = True,
+    tick: Tick | None = None,
+    stop: threading.Event | None = None,
+) -> RunResult:
+    """Run `scenario` once and judge it; never raises for a failed run, see `exit_code`.
+
+    `stack` is a running stack to use (the suite shares one); None reuses a stack
+    started by `driftlab up` or starts one for this run and stops it afterwards.
+    `stop` lets a caller outside the main thread cut the run short.
+    """
+    scenario.validate()
+    started = time.monotonic()
+    run_dir = create_run_dir(runs_dir, scenario.name, seed)
+    run_id = f"{run_dir.parent.name}/{run_dir.name}"
+    params = scenario.to_config()
+    write_config(
+        run_dir,
+        {
+            "scenario": scenario.name,
+            "seed": seed,
+            "run_id": run_id,
+            "claim": scenario.claim,
+            "params": params,
+            "expectations": dict(scenario.expectations),
+            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+    )
+    result = RunResult(run_dir, scenario.name, seed)
+    signals = _Signals()
+    if stop is not None:
+        signals.stop = stop
+    with _run_log(run_dir), signals.installed():
+        log.info("run %s: scenario %s seed %d", run_id, scenario.name, seed)
+        rec = Recorder(run_dir, RunHeader(run_id, scenario.name, seed, params=params))
+        try:
+            _execute(scenario, seed, run_dir, rec, stack, signals, result, tick)
+        except KeyboardInterrupt:
+            result.interrupted = True
+        except Exception as exc:
+            log.exception("run %s failed", run_id)
+            result.error = f"{type(exc).__name__}: {exc}"
+            result.exit_code = EXIT_ERROR
+        finally:
+            if result.interrupted or result.error:
+                rec.close()  # no END mark: readers see a history cut short
+            else:
+                rec.end()
+        if result.interrupted:
+            result.exit_code = EXIT_INTERRUPTED
+        elif result.error is None and analyze:
+            _analyze(run_dir, spark_master, result, tick)
+    result.wall_s = time.monotonic() - started
+    _write_summary(run_dir, result)
+    return result
+
+
+def _execute(
+    scenario: Scenario,
+    seed: int,
+    run_dir: Path,
+    rec: Recorder,
+    stack: Any,
+    signals: _Signals,
+    result: RunResult,
+    tick: Tick | None,
+) -> None:
+    setup = SETUPS[scenario.setup]()
+    with stack_for(setup.services, stack, run_dir / "logs", tick) as live_stack:
+        ctx = SetupContext(
+            namespace=namespace_for(scenario.name),
+            stack=live_stack,
+            recorder=rec,
+            work_dir=run_dir,
+            params=dict(scenario.setup_params),
+            seed=seed,
+        )
+        log.info("namespace %s", ctx.namespace)
+        setup.prepare(ctx)
+        workload = Workload(scenario.workload, setup, seed)
+        nemesis = Nemesis(scenario.faults, setup, ctx)
+        try:
+            setup.start()
+            nemesis.start()
+            workload.start()
+            t0 = time.monotonic()
+            while workload.alive():
+                if signals.stop.wait(0.25):
+                    result.interrupted = True
+                    workload.stop()
+                    break
+                if tick:
+                    tick("workload", time.monotonic() - t0, workload.stats)
+            result.stats = workload.join(timeout=60)
+            rec.mark(Mark.WORKLOAD_DONE)
+        finally:
+            # Heal even when the run failed: no fault may outlive its run.
+            nemesis.heal_all()
+            rec.mark(Mark.HEALED)
+            result.fault_windows = nemesis.windows
+            result.fault_errors = nemesis.errors
+        try:
+            if not result.interrupted:
+                if tick:
+                    tick("quiesce", 0.0, result.stats)
+                result.quiesced = setup.quiesce(scenario.quiesce_timeout)
+                if result.quiesced:
+                    rec.mark(Mark.QUIESCED)
+                else:
+                    log.warning("not quiesced within %.0f s", scenario.quiesce_timeout)
+                for store, items in setup.final_states().items():
+                    for key, (value, version) in sorted(items.items()):
+                        rec.state(store, key, value, version=version)
+        finally:
+            setup.teardown()
+
+
+def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | None) -> None:
+    if tick:
+        tick("analyze", 0.0, result.stats)
+    t = time.monotonic()
+    try:
+        from checkers.analyze import analyze
+    except ImportError:
+        log.warning("checkers.analyze is not available: the run is recorded, not judged")
+        result.verdict = None
+        return
+    try:
+        analyze(run_dir, master=master)
+    except Exception as exc:
+        log.exception("analysis of %s failed", run_dir)
+        result.error = f"analysis failed: {exc}"
+        result.exit_code = EXIT_ERROR
+        return
+    finally:
+        result.analysis_s = time.monotonic() - t
+    analysis = json.loads((run_dir / "analysis.json").read_text())
+    result.verdict = analysis.get("verdict")
+    result.counts = {k: v for k, v in analysis.get("counts", {}).items() if v}
+    result.exit_code = (
+        EXIT_OK if result.verdict in ("reproduced", "no expectations") else EXIT_VERDICT
+    )
+
+
+def _write_summary(run_dir: Path, result: RunResult) -> None:
+    """logs/run.json: the runner's own figures (ops, rate, timings) for reports."""
+    s = result.stats
+    summary = {
+        "run_id": str(uuid.uuid5(uuid.NAMESPACE_URL, str(run_dir))),
+        "verdict": result.verdict,
+        "exit_code": result.exit_code,
+        "interrupted": result.interrupted,
+        "quiesced": result.quiesced,
+        "error": result.error,
+        "ops": s.ops,
+        "ops_per_s": round(s.rate, 1),
+        "by_op": s.by_op,
+        "app_crashes": s.crashes,
+        "client_errors": s.errors,
+        "fault_windows": result.fault_windows,
+        "fault_errors": result.fault_errors,
+        "wall_s": round(result.wall_s, 2),
+        "analysis_s": round(result.analysis_s, 2),
+    }
+    (run_dir / "logs" / "run.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -1,0 +1,14 @@
+"""Setups: the architectures under test, wired onto the stack's services.
+
+`SETUPS` maps a scenario's `setup` name to its class; a new setup adds one entry.
+The interface is in `harness.setups.base` and docs/scenarios.md.
+"""
+
+from __future__ import annotations
+
+from harness.setups.base import Setup
+from harness.setups.dual_write import DualWrite
+
+SETUPS: dict[str, type[Setup]] = {
+    DualWrite.name: DualWrite,
+}

@@ -1,0 +1,465 @@
+"""Dual write: the application writes PostgreSQL, then a Redis cache and a search index.
+
+This is Figure 11-4 of DDIA: with no coordination between the writes, two clients
+writing one key can reach the source in one order and a derived store in the other,
+leaving them permanently inconsistent although no write failed (claim C1); a crash or an
+unreachable store between the writes leaves one write done and the other not (C2).
+
+Parameters (scenario `setup.params`):
+
+- `derived`: the derived stores in write order, any of `cache`, `search`
+  (default both).
+- `mode`: `concurrent` (default) or `sequential`: a process-wide lock around the whole
+  dual write, the control case in which the race cannot happen.
+- `on_failure`: what the application does when a derived write fails: `ignore`
+  (default: carry on), `retry` (retry with backoff up to `retries` times), `invalidate`
+  (remember the key and delete it from that store as soon as the store answers again,
+  so a stale value becomes a missing one).
+- `search`: `direct` (default: the application writes the index itself; the index
+  refreshes every `refresh_ms`, like Elasticsearch's refresh interval) or `indexer`
+  (the explicit asynchronous view: the application hands the change to an in-process
+  indexer queue whose worker applies batches every `refresh_ms`, recorded as `msg`
+  events, so the view's lag is measured).
+- `gap_ms`: the application's own work between the source write and the derived
+  writes (rendering the cached entry, say): a think time drawn uniformly from
+  `[0, gap_ms]` per write, seeded per client (default 0).
+
+The source is `<namespace>.items(key, value, version)`: every write (and delete, a
+tombstone with `value` NULL) increments the key's `version` in the same statement, so
+`ok` ops carry the source's commit order per key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import queue
+import random
+import threading
+import time
+from typing import Any
+
+import psycopg
+import redis
+from psycopg import sql
+
+from harness.history.schema import SOURCE_STORE
+from harness.setups.base import Client, ReadResult, Setup, SetupContext
+from harness.setups.connect import pg_conninfo, redis_client
+from harness.setups.search_index import SearchIndex
+
+CACHE = "cache"
+SEARCH = "search"
+INDEXER_CHANNEL = "indexer"
+AFTER_SOURCE_WRITE = "after-source-write"
+"""Step point between the source write and the first derived write."""
+
+_UPSERT = """
+INSERT INTO {table} AS t (key, value, version) VALUES (%s, %s, 1)
+ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = t.version + 1
+RETURNING version
+"""
+
+
+class Outcome(Exception):
+    """A failed store call with its Jepsen completion: `fail` (did not happen) or `info`."""
+
+    def __init__(self, phase: str, error: str) -> None:
+        super().__init__(error)
+        self.phase = phase
+
+
+def _classify_pg(exc: Exception) -> Outcome:
+    # A lost connection after the statement was sent leaves the commit unknown.
+    if isinstance(exc, psycopg.OperationalError) and "connect" not in str(exc).lower():
+        return Outcome("info", str(exc).strip()[:300])
+    return Outcome("fail", str(exc).strip()[:300])
+
+
+def _classify_redis(exc: Exception) -> Outcome:
+    text = str(exc)[:300]
+    if isinstance(exc, redis.TimeoutError):
+        return Outcome("info", text)
+    return Outcome(
+        "fail" if "refused" in text.lower() or "connect" in text.lower() else "info", text
+    )
+
+
+class DualWrite(Setup):
+    """PostgreSQL source, Redis cache and tantivy search index written by the app itself."""
+
+    name = "dual-write"
+    services = ("postgres", "redis")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.derived: tuple[str, ...] = (CACHE, SEARCH)
+        self.stores = self.derived
+        self.on_failure = "ignore"
+        self.retries = 5
+        self.gap = 0.0
+        self.search_mode = "direct"
+        self.refresh = 0.2
+        self.sequential_lock: threading.Lock | None = None
+        self.index: SearchIndex | None = None
+        self.pending_invalidations: dict[str, set[str]] = {CACHE: set(), SEARCH: set()}
+        self.pending_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._indexer_queue: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._indexer_offsets = itertools.count()
+        self._indexer_idle = threading.Event()
+        self.table = sql.SQL("")
+        self.prefix = ""
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def prepare(self, ctx: SetupContext) -> None:
+        """Create `<namespace>.items`, the Redis prefix and the search index of the run."""
+        self.ctx = ctx
+        p = ctx.params
+        self.derived = tuple(p.get("derived", (CACHE, SEARCH)))
+        unknown = set(self.derived) - {CACHE, SEARCH}
+        if unknown:
+            raise ValueError(
+                f"dual-write: unknown derived stores {sorted(unknown)}; use cache, search"
+            )
+        self.stores = self.derived
+        mode = p.get("mode", "concurrent")
+        if mode not in ("concurrent", "sequential"):
+            raise ValueError(f"dual-write: mode {mode!r}; use concurrent or sequential")
+        self.sequential_lock = threading.Lock() if mode == "sequential" else None
+        self.on_failure = p.get("on_failure", "ignore")
+        if self.on_failure not in ("ignore", "retry", "invalidate"):
+            raise ValueError(
+                f"dual-write: on_failure {self.on_failure!r}; use ignore, retry or invalidate"
+            )
+        self.retries = int(p.get("retries", 5))
+        self.gap = float(p.get("gap_ms", 0)) / 1000
+        self.search_mode = p.get("search", "direct")
+        if self.search_mode not in ("direct", "indexer"):
+            raise ValueError(f"dual-write: search {self.search_mode!r}; use direct or indexer")
+        self.refresh = float(p.get("refresh_ms", 200)) / 1000
+
+        self.table = sql.Identifier(ctx.namespace, "items")
+        with psycopg.connect(pg_conninfo(ctx.stack, direct=True), autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ctx.namespace))
+            )
+            conn.execute(
+                sql.SQL(
+                    "CREATE TABLE {} (key text PRIMARY KEY, value text, version bigint NOT NULL)"
+                ).format(self.table)
+            )
+        self.prefix = f"{ctx.namespace}:"
+        if SEARCH in self.derived:
+            self.index = SearchIndex(ctx.work_dir / f"search-{ctx.namespace}")
+
+    def start(self) -> None:
+        """Start the index refresher (direct) or the indexer worker (indexer)."""
+        if self.index is None:
+            return
+        target = self._indexer if self.search_mode == "indexer" else self._refresher
+        thread = threading.Thread(
+            target=target, name=f"{self.name}-{self.search_mode}", daemon=True
+        )
+        thread.start()
+        self._threads.append(thread)
+
+    def client(self, process: str) -> DualWriteClient:
+        """A client with its own PostgreSQL and Redis connections."""
+        return DualWriteClient(self, process)
+
+    def quiesce(self, timeout: float) -> bool:
+        """Flush pending invalidations and the indexer queue, then commit the index."""
+        deadline = time.monotonic() + timeout
+        flusher = DualWriteClient(self, "quiesce")
+        try:
+            while time.monotonic() < deadline:
+                flusher.flush_invalidations()
+                with self.pending_lock:
+                    pending = any(self.pending_invalidations.values())
+                drained = self._indexer_queue.empty() and (
+                    self.search_mode != "indexer" or self._indexer_idle.is_set()
+                )
+                if not pending and drained:
+                    break
+                time.sleep(0.1)
+            else:
+                return False
+        finally:
+            flusher.close()
+        if self.index is not None:
+            self.index.commit()
+            if self.search_mode == "indexer":
+                self.context.recorder.mark(
+                    "consumer-done", consumer="indexer", channel=INDEXER_CHANNEL
+                )
+        return True
+
+    def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
+        """The source's live rows, the cache's hashes and the index's visible documents."""
+        ctx = self.context
+        states: dict[str, dict[str, tuple[str, int | None]]] = {}
+        with psycopg.connect(pg_conninfo(ctx.stack, direct=True), autocommit=True) as conn:
+            rows = conn.execute(
+                sql.SQL("SELECT key, value, version FROM {} WHERE value IS NOT NULL").format(
+                    self.table
+                )
+            ).fetchall()
+        states[SOURCE_STORE] = {k: (v, ver) for k, v, ver in rows}
+        if CACHE in self.derived:
+            r = self._redis(direct=True)
+            try:
+                cache: dict[str, tuple[str, int | None]] = {}
+                for full in r.scan_iter(match=f"{self.prefix}*", count=500):
+                    h = r.hgetall(full)
+                    if h:
+                        cache[full[len(self.prefix) :]] = (h["value"], int(h["version"]))
+                states[CACHE] = cache
+            finally:
+                r.close()
+        if self.index is not None:
+            self.index.commit()
+            states[SEARCH] = self.index.items()
+        return states
+
+    def teardown(self) -> None:
+        """Stop the index threads and release the index writer."""
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=10)
+        if self.index is not None:
+            self.index.close()
+
+    # -- internals -----------------------------------------------------------------
+
+    def _redis(self, *, direct: bool = False) -> redis.Redis:
+        return redis_client(self.context.stack, direct=direct)
+
+    def _refresher(self) -> None:
+        assert self.index is not None
+        while not self._stop.wait(self.refresh):
+            self.index.commit()
+
+    def _indexer(self) -> None:
+        """Apply queued index changes in batches, one refresh per batch."""
+        assert self.index is not None
+        rec = self.context.recorder
+        while not self._stop.is_set():
+            batch: list[dict[str, Any]] = []
+            with contextlib.suppress(queue.Empty):
+                batch.append(self._indexer_queue.get(timeout=self.refresh))
+                while True:
+                    batch.append(self._indexer_queue.get_nowait())
+            if not batch:
+                self._indexer_idle.set()
+                continue
+            self._indexer_idle.clear()
+            for m in batch:
+                rec.msg(action="deliver", consumer="indexer", process="indexer", attempt=1, **m)
+                if m["value"] is None:
+                    self.index.delete(m["key"])
+                else:
+                    self.index.write(m["key"], m["value"], m["version"])
+            # Batching is the point: the view lags by up to one refresh interval.
+            time.sleep(self.refresh)
+            self.index.commit()
+            for m in batch:
+                rec.msg(action="apply", consumer="indexer", process="indexer", store=SEARCH, **m)
+            if self._indexer_queue.empty():
+                self._indexer_idle.set()
+
+    def enqueue_index(self, key: str, value: str | None, version: int | None) -> None:
+        """Hand one change to the indexer (recorded as a `produce`)."""
+        m = {
+            "channel": INDEXER_CHANNEL,
+            "partition": 0,
+            "offset": next(self._indexer_offsets),
+            "msg_id": f"{self.context.namespace}:{key}:{version}",
+            "key": key,
+            "value": value,
+            "version": version,
+        }
+        self._indexer_idle.clear()
+        self.context.recorder.msg(action="produce", **m)
+        self._indexer_queue.put(m)
+
+
+class DualWriteClient(Client):
+    """One application instance: a PostgreSQL connection and a Redis connection."""
+
+    def __init__(self, setup: DualWrite, process: str) -> None:
+        self.setup = setup
+        self.process = process
+        self.rec = setup.context.recorder
+        self.rng = random.Random(f"{setup.context.seed}/{process}")
+        self._pg: psycopg.Connection | None = None
+        self._redis = setup._redis()
+
+    # -- the three operations ------------------------------------------------------
+
+    def write(self, key: str, value: str) -> None:
+        """Write the source, then (after the step point) every derived store."""
+        self._dual(key, value)
+
+    def delete(self, key: str) -> None:
+        """Tombstone the source row, then delete the key from every derived store."""
+        self._dual(key, None)
+
+    def read(self, key: str, store: str) -> None:
+        """Read `key` from one store and record the value and version seen."""
+        op = self._invoke("read", key, None, store)
+        try:
+            result = self._read(key, store)
+        except Outcome as o:
+            # A read changes nothing: its failure is a plain fail whatever the cause.
+            self._complete(op, "fail", error=str(o))
+            return
+        self._complete(op, "ok", value=result.value, version=result.version)
+
+    def close(self) -> None:
+        """Close both connections, ignoring errors (the server may be down)."""
+        with contextlib.suppress(Exception):
+            self._redis.close()
+        if self._pg is not None:
+            with contextlib.suppress(Exception):
+                self._pg.close()
+
+    # -- internals -----------------------------------------------------------------
+
+    def _dual(self, key: str, value: str | None) -> None:
+        lock = self.setup.sequential_lock
+        with lock if lock is not None else contextlib.nullcontext():
+            self.flush_invalidations()
+            f = "write" if value is not None else "delete"
+            op = self._invoke(f, key, value, SOURCE_STORE)
+            try:
+                version = self._source_write(key, value)
+            except Outcome as o:
+                self._complete(op, o.phase, error=str(o))
+                return
+            self._complete(op, "ok", version=version)
+            self.setup.context.steps.reach(AFTER_SOURCE_WRITE, self.process, key)
+            if self.setup.gap:
+                time.sleep(self.rng.uniform(0, self.setup.gap))
+            for store in self.setup.derived:
+                self._derived_write(store, key, value, version)
+
+    def _derived_write(self, store: str, key: str, value: str | None, version: int) -> None:
+        setup = self.setup
+        if store == SEARCH and setup.search_mode == "indexer":
+            setup.enqueue_index(key, value, version)
+            return
+        f = "write" if value is not None else "delete"
+        op = self._invoke(f, key, value, store)
+        attempts = 1 + (setup.retries if setup.on_failure == "retry" else 0)
+        outcome: Outcome | None = None
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(min(0.1 * 2**attempt, 1.0))
+            try:
+                self._store_write(store, key, value, version)
+                outcome = None
+                break
+            except Outcome as o:
+                outcome = o
+        if outcome is None:
+            self._complete(op, "ok", version=version)
+            return
+        self._complete(op, outcome.phase, version=version, error=str(outcome))
+        if setup.on_failure == "invalidate":
+            with setup.pending_lock:
+                setup.pending_invalidations[store].add(key)
+
+    def flush_invalidations(self) -> None:
+        """Delete keys whose derived write failed, from stores that answer again."""
+        setup = self.setup
+        for store, keys in setup.pending_invalidations.items():
+            with setup.pending_lock:
+                todo = list(keys)
+            for key in todo:
+                op = self._invoke("invalidate", key, None, store)
+                try:
+                    self._store_write(store, key, None, None)
+                except Outcome as o:
+                    self._complete(op, o.phase, error=str(o))
+                    return
+                self._complete(op, "ok")
+                with setup.pending_lock:
+                    keys.discard(key)
+
+    def _conn(self) -> psycopg.Connection:
+        if self._pg is None or self._pg.closed:
+            try:
+                self._pg = psycopg.connect(
+                    pg_conninfo(self.setup.context.stack), autocommit=True, connect_timeout=3
+                )
+            except psycopg.Error as exc:
+                raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
+        return self._pg
+
+    def _source_write(self, key: str, value: str | None) -> int:
+        conn = self._conn()
+        try:
+            row = conn.execute(
+                sql.SQL(_UPSERT).format(table=self.setup.table), (key, value)
+            ).fetchone()
+        except psycopg.Error as exc:
+            with contextlib.suppress(Exception):
+                conn.close()
+            raise _classify_pg(exc) from exc
+        assert row is not None
+        return int(row[0])
+
+    def _store_write(self, store: str, key: str, value: str | None, version: int | None) -> None:
+        if store == CACHE:
+            name = self.setup.prefix + key
+            try:
+                if value is None:
+                    self._redis.delete(name)
+                else:
+                    self._redis.hset(name, mapping={"value": value, "version": version or 0})
+            except redis.RedisError as exc:
+                raise _classify_redis(exc) from exc
+            return
+        index = self.setup.index
+        assert index is not None
+        if value is None:
+            index.delete(key)
+        else:
+            index.write(key, value, version)
+
+    def _read(self, key: str, store: str) -> ReadResult:
+        if store == SOURCE_STORE:
+            conn = self._conn()
+            try:
+                row = conn.execute(
+                    sql.SQL("SELECT value, version FROM {} WHERE key = %s").format(
+                        self.setup.table
+                    ),
+                    (key,),
+                ).fetchone()
+            except psycopg.Error as exc:
+                with contextlib.suppress(Exception):
+                    conn.close()
+                raise _classify_pg(exc) from exc
+            if row is None or row[0] is None:
+                return ReadResult(None, row[1] if row else None)
+            return ReadResult(row[0], int(row[1]))
+        if store == CACHE:
+            try:
+                h = self._redis.hgetall(self.setup.prefix + key)
+            except redis.RedisError as exc:
+                raise _classify_redis(exc) from exc
+            return ReadResult(h["value"], int(h["version"])) if h else ReadResult(None)
+        if store == SEARCH and self.setup.index is not None:
+            hit = self.setup.index.get(key)
+            return ReadResult(*hit) if hit else ReadResult(None)
+        raise ValueError(f"dual-write has no store {store!r}; use source, cache or search")
+
+    def _invoke(self, f: str, key: str, value: str | None, store: str) -> str:
+        return self.rec.invoke(self.process, f, key=key, value=value, store=store)
+
+    def _complete(self, op_id: str, phase: str, **fields: Any) -> None:
+        self.rec.complete(op_id, phase, **fields)

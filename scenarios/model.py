@@ -1,0 +1,99 @@
+"""The declarative scenario: a setup, its parameters, a workload, faults and expectations.
+
+A scenario is data. The runner reads it, and `config.json` of every run records it as
+run (after command-line overrides), so a run can be explained and repeated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from harness.nemesis.schedule import FaultSpec, Schedule
+from harness.workload.spec import WorkloadSpec
+
+PRESENT, ABSENT = "present", "absent"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One experiment.
+
+    `name` names the run folder; `claim` is the id in CLAIMS.md (or None);
+    `setup` a key of `harness.setups.SETUPS` with `setup_params`; `faults` windows in
+    seconds from the workload's start (scaled with `--duration` when
+    `scale_faults`); `expectations` maps anomaly kinds (docs/checkers.md) to
+    `present` (the claim's prediction: the lab must see it) or `absent` (forbidden).
+    """
+
+    name: str
+    setup: str
+    summary: str
+    claim: str | None = None
+    setup_params: dict[str, Any] = field(default_factory=dict)
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    faults: Schedule = field(default_factory=Schedule)
+    expectations: dict[str, str] = field(default_factory=dict)
+    scale_faults: bool = True
+    quiesce_timeout: float = 30.0
+
+    def validate(self) -> None:
+        """Raise ValueError naming what is wrong and how to fix it."""
+        from checkers.anomaly import ALL_KINDS
+        from harness.setups import SETUPS
+
+        if self.setup not in SETUPS:
+            raise ValueError(
+                f"scenario {self.name}: setup {self.setup!r} is unknown; "
+                f"known setups: {', '.join(sorted(SETUPS))}"
+            )
+        self.workload.validate()
+        self.faults.validate()
+        for kind, want in self.expectations.items():
+            if kind not in ALL_KINDS:
+                raise ValueError(
+                    f"scenario {self.name}: expectation on unknown anomaly kind {kind!r}; "
+                    f"kinds: {', '.join(ALL_KINDS)}"
+                )
+            if want not in (PRESENT, ABSENT):
+                raise ValueError(
+                    f"scenario {self.name}: expectation {kind}={want!r}; use present or absent"
+                )
+
+    def with_overrides(
+        self,
+        *,
+        duration: float | None = None,
+        clients: int | None = None,
+        rate: float | None = None,
+    ) -> Scenario:
+        """The scenario with command-line overrides; faults stretch with the duration."""
+        wl = self.workload
+        faults = self.faults
+        if duration is not None:
+            if self.scale_faults:
+                faults = faults.scaled(duration / wl.duration)
+            wl = replace(wl, duration=duration)
+        if clients is not None:
+            wl = replace(wl, clients=clients)
+        if rate is not None:
+            wl = replace(wl, rate=rate)
+        return replace(self, workload=wl, faults=faults.fitted(wl.duration))
+
+    def to_config(self) -> dict[str, Any]:
+        """The `params` block of config.json."""
+        return {
+            "setup": self.setup,
+            "claim": self.claim,
+            "summary": self.summary,
+            "setup_params": self.setup_params,
+            "workload": asdict(self.workload),
+            "faults": [asdict(f) for f in self.faults.faults],
+            "recovery": self.faults.recovery,
+            "quiesce_timeout": self.quiesce_timeout,
+        }
+
+
+def faults(*windows: dict[str, Any], recovery: float = 2.0) -> Schedule:
+    """A schedule from plain mappings (kind, target, at, duration, params...)."""
+    return Schedule(tuple(FaultSpec.from_dict(w) for w in windows), recovery)
