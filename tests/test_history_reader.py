@@ -96,6 +96,17 @@ def test_complete_last_line_without_newline_is_kept(tmp_path: Path) -> None:
     assert history.info.events == 2 and history.info.dropped_partial_lines == 0
 
 
+def test_a_line_longer_than_a_parse_block_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reader, "BLOCK_SIZE", 1024)
+    big = _line(type="mark", time=50, kind="note", extra=json.dumps({"blob": "x" * 5000}))
+    _segment(tmp_path, [_header_line(), _op(10, 1), big, _op(60, 3)])
+    table = load_history(tmp_path)
+    assert table.num_rows == 4
+    assert len(json.loads(table.column("extra")[2].as_py())["blob"]) == 5000
+
+
 def test_empty_segment_is_skipped_with_a_warning(tmp_path: Path) -> None:
     _segment(tmp_path, [_header_line(), _op(10, 1)], name="a")
     (tmp_path / "history" / "b.jsonl").write_bytes(b"")
