@@ -152,4 +152,5 @@ def test_free_ports_are_distinct_bindable_and_below_ephemeral() -> None:
         sock.listen()
         assert not port_is_free(port)
         assert not wait_port_free(port, timeout=0.2)
+        assert not port_is_free(port, allow_time_wait=True)  # a listener is not TIME_WAIT
     assert wait_port_free(port, timeout=2)

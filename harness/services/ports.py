@@ -27,9 +27,16 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32768, 60999
 
 
-def port_is_free(port: int, host: str = LOOPBACK) -> bool:
-    """Whether `port` can be bound on `host` right now (no listener, no TIME_WAIT)."""
+def port_is_free(port: int, host: str = LOOPBACK, *, allow_time_wait: bool = False) -> bool:
+    """Whether `port` can be bound on `host` right now.
+
+    Strict by default: connections in TIME_WAIT on the port count as taken. With
+    `allow_time_wait`, only live sockets do, as for a server that sets SO_REUSEADDR
+    (all of ours do): the right test for "is a killed service's port released".
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        if allow_time_wait:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
@@ -55,11 +62,13 @@ def free_port(host: str = LOOPBACK) -> int:
     raise OSError(f"no free loopback port found in {_LOW}-{_HIGH} after 200 tries")
 
 
-def wait_port_free(port: int, timeout: float = 10.0, host: str = LOOPBACK) -> bool:
+def wait_port_free(
+    port: int, timeout: float = 10.0, host: str = LOOPBACK, *, allow_time_wait: bool = False
+) -> bool:
     """Poll until `port` is bindable; returns False if it is still taken at the deadline."""
     deadline = time.monotonic() + timeout
     while True:
-        if port_is_free(port, host):
+        if port_is_free(port, host, allow_time_wait=allow_time_wait):
             return True
         if time.monotonic() >= deadline:
             return False

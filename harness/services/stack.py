@@ -142,7 +142,7 @@ class Stack:
         spec = ServiceSpec.from_json(name, self.root, saved)
         spec.die_with_parent = self.owned
         # Keep the old ports (clients and data may remember them) unless now taken.
-        spec.ports = {k: p for k, p in spec.ports.items() if port_is_free(p)}
+        spec.ports = {k: p for k, p in spec.ports.items() if port_is_free(p, allow_time_wait=True)}
         return spec
 
     def _closure(self, names: Iterable[str]) -> list[str]:

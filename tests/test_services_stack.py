@@ -1,0 +1,184 @@
+"""The stack as a whole: no orphans when its owner dies, `driftlab down` after a crash,
+the state file, and the errors for a missing program."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.services import binaries
+from harness.services.base import ServiceError
+from harness.services.binaries import Binary, find_binary
+from harness.services.ports import port_is_free
+from harness.services.process import read_start_time
+from harness.services.stack import Stack
+
+pytestmark = pytest.mark.services
+
+OWNER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from harness.services.stack import Stack
+    stack = Stack(Path(sys.argv[1]), owned=sys.argv[2] == "owned")
+    stack.up(*sys.argv[3].split(","))
+    stack.link("app", "postgres" if "postgres" in sys.argv[3] else "redis")
+    print("READY", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+@pytest.fixture
+def stack_dir() -> Iterator[Path]:
+    # Not tmp_path: PostgreSQL's unprivileged account must enter every parent folder.
+    root = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _start_owner(root: Path, owned: bool, services: str) -> subprocess.Popen[str]:
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(root), "owned" if owned else "free", services],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert owner.stdout is not None
+    line = owner.stdout.readline()
+    if line.strip() != "READY":
+        owner.kill()
+        pytest.fail(f"the stack owner did not start: {line}{owner.stdout.read()}")
+    return owner
+
+
+def _recorded(root: Path) -> tuple[list[tuple[int, int]], list[int]]:
+    """(pid, start time) of every recorded process, and every port of the stack."""
+    state = json.loads((root / "stack.json").read_text())
+    procs = [
+        (r["pid"], r["start_time"])
+        for s in state["services"].values()
+        for r in s["processes"].values()
+    ]
+    ports = [p for s in state["services"].values() for p in s["spec"]["ports"].values()]
+    ports += [link["port"] for link in state["links"].values()]
+    return procs, ports
+
+
+def _wait_all_gone(procs: list[tuple[int, int]], ports: list[int], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [pid for pid, start in procs if read_start_time(pid) == start]
+        # TIME_WAIT left by killed connections does not hold a port (SO_REUSEADDR).
+        held = [port for port in ports if not port_is_free(port, allow_time_wait=True)]
+        if not alive and not held:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"left behind: processes {alive}, ports {held}")
+
+
+def _stack_processes(root: Path) -> list[str]:
+    """Command lines of any process mentioning the stack folder (helpers included)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and read_start_time(int(entry.name)) is not None:
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if str(root) in cmdline and "reaper" not in cmdline:
+                found.append(f"{entry.name}: {cmdline}")
+    return found
+
+
+@pytest.mark.slow
+def test_sigkilled_owner_leaves_no_service_or_port(stack_dir: Path) -> None:
+    owner = _start_owner(stack_dir, owned=True, services="postgres,redis,rabbitmq,nats")
+    procs, ports = _recorded(stack_dir)
+    assert len(procs) == 6  # toxiproxy, postgres, redis, rabbitmq + its epmd, nats
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    _wait_all_gone(procs, ports, timeout=15)
+    assert _stack_processes(stack_dir) == []
+
+
+def test_down_stops_a_stack_whose_harness_died(stack_dir: Path) -> None:
+    # As after `driftlab up`: the services outlive their starter, even a SIGKILLed one.
+    owner = _start_owner(stack_dir, owned=False, services="redis,nats")
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    procs, ports = _recorded(stack_dir)
+    assert all(read_start_time(pid) == start for pid, start in procs)
+    runner = CliRunner()
+    status = runner.invoke(app, ["status", "--dir", str(stack_dir)])
+    assert status.exit_code == 0, status.output
+    assert status.output.count("healthy") == 3
+    down = runner.invoke(app, ["down", "--dir", str(stack_dir)])
+    assert down.exit_code == 0, down.output
+    _wait_all_gone(procs, ports, timeout=10)
+    after = runner.invoke(app, ["status", "--dir", str(stack_dir)])
+    assert after.exit_code == 3
+    assert after.output.count("stopped") == 3
+
+
+def test_state_file_reattaches_with_same_credentials(stack_dir: Path) -> None:
+    stack = Stack(stack_dir, owned=True)
+    try:
+        stack.up("redis")
+        link = stack.link("app", "redis")
+        mode = stat.S_IMODE(os.stat(stack.state_path).st_mode)
+        assert mode == 0o600  # it holds the passwords
+        again = Stack.attach(stack_dir)
+        assert again.endpoint("redis") == stack.endpoint("redis")
+        assert again.links_made["app->redis"]["port"] == link.port
+        assert again.is_up()
+        # Restarting the stack after down keeps the credentials (the data depends on them).
+        stack.down()
+        assert not again.is_up()
+        stack.up("redis")
+        assert stack.endpoint("redis").extra == again.endpoint("redis").extra
+    finally:
+        stack.down()
+
+
+def test_missing_program_names_its_install_command(
+    stack_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(stack_dir))  # an empty folder
+    with pytest.raises(ServiceError, match="install it with `apt-get install redis-server`"):
+        find_binary("redis-server")
+    monkeypatch.setitem(
+        binaries.BINARIES,
+        "toxiproxy-server",
+        Binary("toxiproxy-server", "bash scripts/bootstrap", (stack_dir,), on_path=False),
+    )
+    stack = Stack(stack_dir / "stack", owned=True)
+    try:
+        with pytest.raises(ServiceError) as err:
+            stack.up("nats")
+    finally:
+        stack.down()
+    assert "toxiproxy-server not found" in str(err.value)
+    assert "`bash scripts/bootstrap`" in str(err.value)
+
+
+def test_unknown_service_is_named(stack_dir: Path) -> None:
+    with pytest.raises(ServiceError, match="unknown service 'mysql'; known services: "):
+        Stack(stack_dir).up("mysql")
+    result = CliRunner().invoke(app, ["up", "--only", "mysql", "--dir", str(stack_dir)])
+    assert result.exit_code == 1
+    assert "unknown service(s) mysql" in result.output
