@@ -110,9 +110,18 @@ def test_a_line_longer_than_a_parse_block_is_read(
 def test_empty_segment_is_skipped_with_a_warning(tmp_path: Path) -> None:
     _segment(tmp_path, [_header_line(), _op(10, 1)], name="a")
     (tmp_path / "history" / "b.jsonl").write_bytes(b"")
+    _segment(tmp_path, [_header_line()[:30]], name="c", tail="")  # killed mid-header
     history = read_history(tmp_path)
-    assert history.info.segments == 1 and history.info.empty_segments == 1
+    assert history.info.segments == 1 and history.info.empty_segments == 2
+    assert history.info.dropped_partial_lines == 1
     assert "b.jsonl: empty segment skipped" in history.info.warnings[0]
+    assert "c.jsonl: truncated last line (line 1) dropped" in history.info.warnings[1]
+
+
+def test_a_single_segment_file_can_be_read(tmp_path: Path) -> None:
+    seg = _segment(tmp_path, [_header_line(), _op(10, 1)], name="a")
+    _segment(tmp_path, [_header_line(), _op(20, 1)], name="b")
+    assert load_history(seg).column("time").to_pylist() == [1, 10]
 
 
 BAD_LINES = {

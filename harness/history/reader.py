@@ -119,6 +119,8 @@ def read_history(path: str | os.PathLike[str]) -> History:
         return read_parquet(p)
     if not p.exists():
         raise HistoryError(f"{p}: no such run or history directory; check the path")
+    if p.is_file() and p.suffix == SEGMENT_SUFFIX:
+        return _read_segments(p, [p])
     hist_dir = _history_dir(p)
     if hist_dir is None:
         parquet = p / PARQUET_NAME
@@ -128,7 +130,7 @@ def read_history(path: str | os.PathLike[str]) -> History:
             f"{p}: no history here (neither {HISTORY_DIR}/ nor {PARQUET_NAME}); pass a run "
             f"directory such as runs/latest, or {_RERUN}"
         )
-    return _read_segments(hist_dir)
+    return _read_segments(hist_dir, _segments(hist_dir))
 
 
 def convert_to_parquet(run_dir: str | os.PathLike[str], *, force: bool = False) -> HistoryInfo:
@@ -147,7 +149,8 @@ def convert_to_parquet(run_dir: str | os.PathLike[str], *, force: bool = False) 
         if dest.is_file():
             return parquet_info(dest)
         raise HistoryError(f"{run}: no {HISTORY_DIR}/ directory with segments; {_RERUN}")
-    fingerprint = _fingerprint(hist_dir)
+    segments = _segments(hist_dir)
+    fingerprint = _fingerprint(segments)
     if not force and dest.is_file():
         try:
             meta = pq.read_schema(dest).metadata or {}
@@ -156,7 +159,7 @@ def convert_to_parquet(run_dir: str | os.PathLike[str], *, force: bool = False) 
             meta = {}
         if meta.get(b"driftlab.segments") == fingerprint.encode():
             return HistoryInfo.from_json(meta[METADATA_KEY])
-    history = _read_segments(hist_dir)
+    history = _read_segments(hist_dir, segments)
     table = history.table.replace_schema_metadata(
         {METADATA_KEY: history.info.to_json(), b"driftlab.segments": fingerprint}
     )
@@ -209,18 +212,17 @@ def _segments(hist_dir: Path) -> list[Path]:
     return sorted(hist_dir.glob(f"*{SEGMENT_SUFFIX}"))
 
 
-def _fingerprint(hist_dir: Path) -> str:
+def _fingerprint(segments: list[Path]) -> str:
     parts = []
-    for seg in _segments(hist_dir):
+    for seg in segments:
         st = seg.stat()
         parts.append(f"{seg.name}:{st.st_size}:{st.st_mtime_ns}")
     return "|".join(parts)
 
 
-def _read_segments(hist_dir: Path) -> History:
-    segments = _segments(hist_dir)
+def _read_segments(where: Path, segments: list[Path]) -> History:
     if not segments:
-        raise HistoryError(f"{hist_dir}: no *{SEGMENT_SUFFIX} segments; {_RERUN}")
+        raise HistoryError(f"{where}: no *{SEGMENT_SUFFIX} segments; {_RERUN}")
     info = HistoryInfo()
     tables = []
     for seg in segments:
@@ -229,7 +231,7 @@ def _read_segments(hist_dir: Path) -> History:
             tables.append(table)
             info.segments += 1
     if not tables:
-        raise HistoryError(f"{hist_dir}: every segment is empty, no events; {_RERUN}")
+        raise HistoryError(f"{where}: every segment is empty, no events; {_RERUN}")
     table = pa.concat_tables(tables).sort_by(SORT_KEYS)
     info.events = table.num_rows
     info.complete = _has_end_mark(table)
@@ -251,6 +253,9 @@ def _read_segment(seg: Path, info: HistoryInfo) -> pa.Table | None:
         info.warnings.append(
             f"{seg}: truncated last line (line {line_no}) dropped; its writer was killed mid-write"
         )
+        if data.isspace() or not data:  # killed while writing its header
+            info.empty_segments += 1
+            return None
     header = _check_header(seg, data)
     if info.header is None:
         info.header = header

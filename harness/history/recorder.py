@@ -85,32 +85,39 @@ class Recorder:
         self.role = role
         self.batch_size = batch_size
         self.flush_interval = flush_interval
-        self._init_state()
+        self._reset()
+        with self._lock:
+            self._open_locked()
         _live.add(self)
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    def _init_state(self) -> None:
-        """Open a fresh segment with its header and start the flusher (also after fork)."""
-        self._lock = threading.Lock()  # buffer, seq, fd writes
+    def _reset(self) -> None:
+        """A new writer with fresh locks and buffer; its segment opens on first use."""
+        self._lock = threading.Lock()  # buffer, seq, writes to the fd
         self._sync_lock = threading.Lock()  # fsync and close of the fd
         self._wake = threading.Event()
         self._buf: list[str] = []
         self._seq = 0
         self._dirty = False
         self._closed = False
+        self._fd = -1
+        self._flusher: threading.Thread | None = None
         self._ids = itertools.count(1)
         self._inflight_ops: dict[str, dict[str, Any]] = {}
         self._open_faults: dict[str, dict[str, Any]] = {}
         self.writer = f"{self.role}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.path = self.history_dir / f"{self.writer}{SEGMENT_SUFFIX}"
+
+    def _open_locked(self) -> None:
+        """Create the segment, make its header durable, start the flusher (holds `_lock`)."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
         self._fd = os.open(self.path, flags, 0o644)
-        self._emit({"type": EventType.HEADER.value, "extra": _encode(asdict(self.header))})
-        with self._lock:
-            self._write_locked()
+        self._append_locked({"type": EventType.HEADER.value, "extra": _encode(asdict(self.header))})
+        self._write_locked()
         os.fsync(self._fd)
         _fsync_dir(self.history_dir)  # the new file's name survives a machine crash too
+        self._dirty = False
         self._flusher = threading.Thread(
             target=self._run_flusher, name=f"history-flusher-{self.writer}", daemon=True
         )
@@ -120,7 +127,7 @@ class Recorder:
         """Write the buffered events and fsync them before returning."""
         with self._sync_lock:
             with self._lock:
-                if self._closed:
+                if self._closed or self._fd < 0:
                     return
                 self._write_locked()
                 self._dirty = False
@@ -132,12 +139,14 @@ class Recorder:
             with self._lock:
                 if self._closed:
                     return
-                self._write_locked()
                 self._closed = True
-            os.fsync(self._fd)
-            os.close(self._fd)
+                if self._fd >= 0:
+                    self._write_locked()
+            if self._fd >= 0:
+                os.fsync(self._fd)
+                os.close(self._fd)
         self._wake.set()
-        if self._flusher is not threading.current_thread():
+        if self._flusher is not None and self._flusher is not threading.current_thread():
             self._flusher.join()
         _live.discard(self)
 
@@ -404,15 +413,20 @@ class Recorder:
         with self._lock:
             if self._closed:
                 raise HistoryError(f"{self.path}: the recorder is closed; open a new one")
-            # Time is taken under the lock so that a writer's times follow its seq.
-            event.setdefault("time", time.time_ns())
-            event["writer"] = self.writer
-            event["seq"] = self._seq
-            self._seq += 1
-            self._buf.append(_encode(event))
+            if self._fd < 0:  # a forked child's first event
+                self._open_locked()
+            self._append_locked(event)
             if len(self._buf) >= self.batch_size:
                 self._write_locked()
                 self._wake.set()
+
+    def _append_locked(self, event: dict[str, Any]) -> None:
+        # Time is taken under the lock so that a writer's times follow its seq.
+        event.setdefault("time", time.time_ns())
+        event["writer"] = self.writer
+        event["seq"] = self._seq
+        self._seq += 1
+        self._buf.append(_encode(event))
 
     def _write_locked(self) -> None:
         """Hand the buffer to the kernel (caller holds `_lock`)."""
@@ -447,11 +461,16 @@ class Recorder:
         self._sync_lock.release()
 
     def _after_fork_child(self) -> None:
-        """The child's own writer and segment; the parent keeps and flushes its buffer."""
+        """A new writer for the child (the parent keeps, and writes, its own buffer).
+
+        Its segment is created by its first event, so a child that only execs or exits
+        leaves no file behind.
+        """
         if self._closed:
             return
-        os.close(self._fd)
-        self._init_state()
+        inherited = self._fd
+        self._reset()
+        os.close(inherited)
 
 
 def _existing_header(history_dir: Path) -> RunHeader:
