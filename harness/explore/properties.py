@@ -82,9 +82,9 @@ PROPERTIES: tuple[Property, ...] = (
         "cdc-converges",
         "cdc",
         "C3",
-        "no loss, no divergence, no stale overwrite, no double effect: only redelivery",
+        "no loss, no divergence, no reorder, no double effect: only redelivery",
         "holds",
-        {*LOSS, *DIVERGENCE, "stale-overwrite", "duplicate-apply"},
+        {*LOSS, *DIVERGENCE, "reorder-delivery", "stale-overwrite", "duplicate-apply"},
     ),
     _p(
         "cdc-redelivers",
@@ -114,9 +114,9 @@ PROPERTIES: tuple[Property, ...] = (
         "outbox-converges",
         "outbox",
         "C14",
-        "no loss, no divergence",
+        "no loss, no divergence, no reorder",
         "holds",
-        {*LOSS, *DIVERGENCE, "stale-overwrite"},
+        {*LOSS, *DIVERGENCE, "reorder-delivery", "stale-overwrite"},
     ),
     _p(
         "amqp-keeps-order",

@@ -342,7 +342,7 @@ class CdcSim(Sim):
             version=rec.version,
             attempt=attempt,
         )
-        self.tally.deliver("g", rec.msg_id, rec.key, rec.version)
+        self.tally.deliver("g", self.consumer.process, rec.msg_id, rec.key, rec.version)
         return Step(Action.POLL, "g", rec.key, rec.value, partition, rec.offset)
 
     def apply(self) -> Step | None:
@@ -453,7 +453,7 @@ class AmqpSim(Sim):
                 version=msg.version,
                 attempt=attempt,
             )
-            self.tally.deliver(self.group, msg.msg_id, msg.key, msg.version)
+            self.tally.deliver(self.group, self.process(w), msg.msg_id, msg.key, msg.version)
             return Step(Action.POLL, w, msg.key, msg.value)
         if a == Action.APPLY and self.up[w] and w in self.holding:
             msg, attempt = self.holding.pop(w)
@@ -517,16 +517,23 @@ class AmqpSim(Sim):
         return Step(Action.DB_WRITE, client, key, value)
 
     def drain(self) -> None:
+        """Live workers drain first: the broker hands a dead worker's unacked messages
+        to a live one at once (Figure 11-2); crashed workers restart afterwards."""
+        self.work()
         for w in self.workers:
             self.step(Step(Action.RESTART, w))
+        self.work()
+        self.mark(Mark.CONSUMER_DONE, consumer=self.group, channel=self.channel)
+        self.tally.done(self.group, self.channel)
+
+    def work(self) -> None:
+        """Every live worker applies what it holds or takes the next, until none can."""
         progress = True
         while progress:
             progress = False
             for w in self.workers:
                 action = Action.APPLY if w in self.holding else Action.POLL
                 progress |= self.step(Step(action, w)) is not None
-        self.mark(Mark.CONSUMER_DONE, consumer=self.group, channel=self.channel)
-        self.tally.done(self.group, self.channel)
 
     def final_states(self) -> tuple[dict[str, str] | None, dict[str, dict[str, str]]]:
         source = {k: v for k, (v, _) in self.db.rows.items()}
@@ -607,7 +614,7 @@ class BoundedLogSim(Sim):
             version=rec.version,
             attempt=attempt,
         )
-        self.tally.deliver(group, rec.msg_id, rec.key, rec.version)
+        self.tally.deliver(group, consumer.process, rec.msg_id, rec.key, rec.version)
         return Step(Action.POLL, group, rec.key, rec.value, 0, rec.offset)
 
     def drain(self) -> None:
@@ -748,7 +755,7 @@ class EventSourcedSim(Sim):
             self.rec.emit(
                 EventType.MSG, action=MsgAction.DELIVER, value=str(delta), attempt=1, **common
             )
-            self.tally.deliver("projection", msg_id, agg, version)
+            self.tally.deliver("projection", "projection#1", msg_id, agg, version)
             total = int(self.projection.rows.get(agg, ("0", None))[0]) + delta
             self.projection.put(agg, str(total), version)
             self.rec.emit(

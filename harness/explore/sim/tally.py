@@ -64,16 +64,20 @@ class Tally:
         """The broker acknowledged a message."""
         self.produced.setdefault(channel, []).append(msg_id)
 
-    def deliver(self, consumer: str, msg_id: str, key: str, version: int) -> None:
-        """A message reached a consumer."""
+    def deliver(self, consumer: str, process: str, msg_id: str, key: str, version: int) -> None:
+        """A message reached a consumer's process.
+
+        Order is judged per process, as checkers/reference/reorder.py does: a restarted
+        process reading from its committed offset again is redelivery, not reorder.
+        """
         if (consumer, msg_id) in self.delivered:
             self.findings.add(("duplicate-delivery", None, None, consumer))
         self.delivered.add((consumer, msg_id))
-        top = self.top_delivered.get((consumer, key), 0)
+        top = self.top_delivered.get((process, key), 0)
         if version < top:
             self.findings.add(("reorder-delivery", None, key, consumer))
         else:
-            self.top_delivered[(consumer, key)] = version
+            self.top_delivered[(process, key)] = version
 
     def event(self, aggregate: str, delta: int) -> None:
         """An event appended to an aggregate's stream, in version order."""
