@@ -14,6 +14,7 @@ import pytest
 from harness.history import reader
 from harness.history.errors import HistoryError
 from harness.history.reader import (
+    HistoryInfo,
     arrow_schema,
     convert_to_parquet,
     load_history,
@@ -270,6 +271,29 @@ def test_parquet_of_another_shape_is_refused(tmp_path: Path) -> None:
     pq.write_table(pa.table({"type": ["op"], "time": [1]}), other)
     with pytest.raises(HistoryError, match="not those of history schema"):
         load_history(tmp_path)
+
+
+def _parquet_with(path: Path, types: list[str | None], metadata: bytes) -> None:
+    schema = pa.schema([f.with_nullable(True) for f in arrow_schema()])
+    columns = {f.name: pa.array([None] * len(types), f.type) for f in schema}
+    columns.update(type=pa.array(types, pa.string()), time=pa.array([1] * len(types)))
+    table = pa.table(columns, schema=schema)
+    pq.write_table(table.replace_schema_metadata({reader.METADATA_KEY: metadata}), path)
+
+
+def test_parquet_with_bad_rows_or_metadata_is_refused(tmp_path: Path) -> None:
+    parquet = tmp_path / "history.parquet"
+    _parquet_with(parquet, ["op", None], HistoryInfo(events=2).to_json().encode())
+    with pytest.raises(HistoryError, match="events without type or time"):
+        load_history(parquet)
+    _parquet_with(parquet, ["op", "teleport"], HistoryInfo(events=2).to_json().encode())
+    with pytest.raises(HistoryError, match=r"of an unknown type; delete history\.parquet"):
+        load_history(parquet)
+    _parquet_with(parquet, ["op"], b"{not json")
+    with pytest.raises(HistoryError, match="history metadata is unreadable"):
+        parquet_info(parquet)
+    _parquet_with(parquet, ["op"], HistoryInfo(events=1).to_json().encode())
+    assert load_history(tmp_path).column("type").to_pylist() == ["op"]
 
 
 @pytest.mark.spark

@@ -39,6 +39,7 @@ from harness.history.schema import (
 log = logging.getLogger("driftlab.history")
 
 METADATA_KEY = b"driftlab.history"
+SEGMENTS_KEY = b"driftlab.segments"
 SORT_KEYS = [("time", "ascending"), ("writer", "ascending"), ("seq", "ascending")]
 # Row groups small enough that a corrupt one loses little and is named precisely.
 ROW_GROUP_SIZE = 128 * 1024
@@ -154,14 +155,13 @@ def convert_to_parquet(run_dir: str | os.PathLike[str], *, force: bool = False) 
     if not force and dest.is_file():
         try:
             meta = pq.read_schema(dest).metadata or {}
-        except (pa.ArrowException, OSError) as e:
+            if meta.get(SEGMENTS_KEY) == fingerprint.encode():
+                return HistoryInfo.from_json(meta[METADATA_KEY])
+        except (pa.ArrowException, OSError, ValueError, TypeError, KeyError) as e:
             log.warning("%s is unreadable (%s); converting again", dest, _first_line(e))
-            meta = {}
-        if meta.get(b"driftlab.segments") == fingerprint.encode():
-            return HistoryInfo.from_json(meta[METADATA_KEY])
     history = _read_segments(hist_dir, segments)
     table = history.table.replace_schema_metadata(
-        {METADATA_KEY: history.info.to_json(), b"driftlab.segments": fingerprint}
+        {METADATA_KEY: history.info.to_json(), SEGMENTS_KEY: fingerprint}
     )
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     try:
@@ -187,6 +187,11 @@ def read_parquet(path: str | os.PathLike[str]) -> History:
                 f"delete {p.name} to reconvert it from the segments"
             ) from None
     table = pa.concat_tables(tables) if tables else _SCHEMA.empty_table()
+    if not _valid(table):
+        raise HistoryError(
+            f"{p}: events without type or time, or of an unknown type; delete {p.name} to "
+            "reconvert it from the segments"
+        )
     return History(table.cast(_SCHEMA), info)
 
 
@@ -438,7 +443,13 @@ def _info_from_parquet(p: Path, pf: pq.ParquetFile) -> HistoryInfo:
             f"{p}: not written by driftlab (no history metadata); delete {p.name} to "
             "reconvert it from the segments"
         )
-    return HistoryInfo.from_json(meta[METADATA_KEY])
+    try:
+        return HistoryInfo.from_json(meta[METADATA_KEY])
+    except (ValueError, TypeError, AttributeError) as e:
+        raise HistoryError(
+            f"{p}: its history metadata is unreadable ({e}); delete {p.name} to reconvert "
+            "it from the segments"
+        ) from None
 
 
 def _first_line(e: BaseException) -> str:
