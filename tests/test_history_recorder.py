@@ -240,6 +240,18 @@ KILLED_CHILD = textwrap.dedent(
 )
 
 
+def _wait_stopped(pid: int) -> None:
+    """Wait until every thread of `pid` is stopped (signal delivery is asynchronous)."""
+    deadline = time.monotonic() + 10
+    tasks = Path(f"/proc/{pid}/task")
+    while True:
+        states = [(t / "stat").read_text().rsplit(")", 1)[1].split()[0] for t in tasks.iterdir()]
+        if all(s in "tT" for s in states):
+            return
+        assert time.monotonic() < deadline, f"process {pid} did not stop: {states}"
+        time.sleep(0.001)
+
+
 @pytest.mark.slow
 def test_sigkill_loses_at_most_one_batch(tmp_path: Path) -> None:
     batch = 256
@@ -259,6 +271,7 @@ def test_sigkill_loses_at_most_one_batch(tmp_path: Path) -> None:
             time.sleep(0.01)
         # Stop it first so the counter cannot move between reading it and the kill.
         os.kill(child.pid, signal.SIGSTOP)
+        _wait_stopped(child.pid)
         count = struct.unpack_from("<q", recorded, 0)[0]
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait(10) == -signal.SIGKILL
