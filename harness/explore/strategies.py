@@ -2,9 +2,8 @@
 
 The strategy draws any list of the setup's moves; the simulator skips what is not
 enabled, so every draw is a valid schedule and the shrinker may delete or simplify any
-step. Each step is one integer drawn into a table of every step the setup's moves allow,
-listed simplest first (first move, first actor, first key): one draw per step keeps
-generation cheap, and shrinking an integer towards 0 simplifies the step.
+step. Steps index a table of every step the setup's moves allow, listed simplest first
+(first move, first actor, first key), so shrinking an index towards 0 simplifies it.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from hypothesis import strategies as st
 from harness.explore.schedule import Step
 from harness.explore.setups import Move, SetupSpec
 
-CHUNK = 8
+CHUNK = 12
 CHUNKS = 4
 
 
@@ -41,11 +40,13 @@ def step_table(setup: SetupSpec) -> list[Step]:
 def schedules(setup: SetupSpec) -> st.SearchStrategy[list[Step]]:
     """Schedules of up to CHUNK * CHUNKS steps of the setup's moves.
 
-    A list of short lists: Hypothesis keeps one flat list near five elements on average,
-    too short to hold the five-step races some claims need; nesting averages about
-    twenty while the shrinker still deletes steps and whole chunks.
+    Each step is one byte, scaled onto the step table (byte 0 is the simplest step):
+    a chunk of bytes is a single Hypothesis choice, the cheapest to draw and to shrink.
+    A flat draw averages about six steps, too few for the five-step races some claims
+    need; a list of chunks averages about fifteen while the shrinker still deletes steps
+    and whole chunks.
     """
     table = step_table(setup)
-    index = st.integers(0, len(table) - 1)
-    chunks = st.lists(st.lists(index, max_size=CHUNK), max_size=CHUNKS)
-    return chunks.map(lambda cs: [table[i] for chunk in cs for i in chunk])
+    n = len(table)
+    chunks = st.lists(st.binary(max_size=CHUNK), max_size=CHUNKS)
+    return chunks.map(lambda cs: [table[b * n >> 8] for chunk in cs for b in chunk])
