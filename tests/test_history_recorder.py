@@ -109,6 +109,19 @@ def test_bad_calls_are_refused(tmp_path: Path) -> None:
             rec.complete("nope", "ok")
         with pytest.raises(ValueError, match="completion phase"):
             rec.complete(rec.invoke("c1", "read"), "invoke")
+        # Values the reader would refuse are refused at once, not after the run.
+        with pytest.raises(TypeError, match="'value' must be a str, got 5"):
+            rec.state("cache", "k", 5)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="'offset' must be a 64-bit int, got True"):
+            rec.msg("deliver", offset=True)
+        with pytest.raises(TypeError, match="'version' must be a 64-bit int"):
+            rec.state("cache", "k", "v", version=2**63)
+        with pytest.raises(TypeError, match=r"'time' must be a 64-bit int, got 1\.5"):
+            rec.record(Event(type="mark", kind="x", time=1.5))  # type: ignore[arg-type]
+        rec.mark("after-refusals")
+    table = read_history(tmp_path).table  # refused events took no seq: no gap
+    _assert_writer_order(table)
+    assert table.num_rows == 3  # header, the read's invoke, the mark
     with pytest.raises(HistoryError, match="closed"):
         rec.mark("late")
     with pytest.raises(HistoryError, match="no segment with a run header"):

@@ -26,10 +26,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import orjson
+
 from harness.history.errors import HistoryError
 from harness.history.layout import HISTORY_DIR, SEGMENT_SUFFIX
 from harness.history.schema import (
     COLUMNS,
+    INT_COLUMNS,
     Event,
     EventType,
     FaultPhase,
@@ -39,12 +42,14 @@ from harness.history.schema import (
     RunHeader,
 )
 
-_encode = json.JSONEncoder(separators=(",", ":")).encode
 _EVENT_TYPES = frozenset(t.value for t in EventType)
 _OP_PHASES = frozenset(p.value for p in OpPhase)
 _COMPLETIONS = _OP_PHASES - {OpPhase.INVOKE.value}
 _MSG_ACTIONS = frozenset(a.value for a in MsgAction)
 _ROLE = re.compile(r"[A-Za-z0-9_.]+")
+_INT_COLUMNS = frozenset(INT_COLUMNS)
+_STR_COLUMNS = frozenset(COLUMNS) - _INT_COLUMNS
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 # Every open recorder, so that fork handlers and exit can reach them.
 _live: weakref.WeakSet[Recorder] = weakref.WeakSet()
@@ -97,7 +102,7 @@ class Recorder:
         self._lock = threading.Lock()  # buffer, seq, writes to the fd
         self._sync_lock = threading.Lock()  # fsync and close of the fd
         self._wake = threading.Event()
-        self._buf: list[str] = []
+        self._buf: list[bytes] = []
         self._seq = 0
         self._dirty = False
         self._closed = False
@@ -113,7 +118,9 @@ class Recorder:
         """Create the segment, make its header durable, start the flusher (holds `_lock`)."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
         self._fd = os.open(self.path, flags, 0o644)
-        self._append_locked({"type": EventType.HEADER.value, "extra": _encode(asdict(self.header))})
+        self._append_locked(
+            {"type": EventType.HEADER.value, "extra": _json_text(asdict(self.header))}
+        )
         self._write_locked()
         os.fsync(self._fd)
         _fsync_dir(self.history_dir)  # the new file's name survives a machine crash too
@@ -406,10 +413,11 @@ class Recorder:
         event = {k: v for k, v in fields.items() if v is not None}
         extra = event.get("extra")
         if extra is not None and not isinstance(extra, str):
-            event["extra"] = _encode(extra)
+            event["extra"] = _json_text(extra)
         self._emit(event)
 
     def _emit(self, event: dict[str, Any]) -> None:
+        _check_columns(event)
         with self._lock:
             if self._closed:
                 raise HistoryError(f"{self.path}: the recorder is closed; open a new one")
@@ -426,13 +434,13 @@ class Recorder:
         event["writer"] = self.writer
         event["seq"] = self._seq
         self._seq += 1
-        self._buf.append(_encode(event))
+        self._buf.append(orjson.dumps(event))
 
     def _write_locked(self) -> None:
         """Hand the buffer to the kernel (caller holds `_lock`)."""
         if not self._buf:
             return
-        data = ("\n".join(self._buf) + "\n").encode()
+        data = b"\n".join(self._buf) + b"\n"
         self._buf.clear()
         view = memoryview(data)
         while view:
@@ -471,6 +479,24 @@ class Recorder:
         inherited = self._fd
         self._reset()
         os.close(inherited)
+
+
+def _check_columns(event: dict[str, Any]) -> None:
+    """Refuse now what the reader would refuse later: a history must stay readable."""
+    for col, value in event.items():
+        if col in _STR_COLUMNS:
+            if not isinstance(value, str):
+                raise TypeError(f"event column {col!r} must be a str, got {value!r}")
+        elif col in _INT_COLUMNS:
+            if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
+                raise TypeError(f"event column {col!r} must be a 64-bit int, got {value!r}")
+        else:
+            raise ValueError(f"unknown event column {col!r}; the columns are in docs/history.md")
+
+
+def _json_text(obj: Any) -> str:
+    """A JSON object as the text of the `extra` column (keys sorted: stable output)."""
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def _existing_header(history_dir: Path) -> RunHeader:
