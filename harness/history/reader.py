@@ -167,6 +167,11 @@ def convert_to_parquet(run_dir: str | os.PathLike[str], *, force: bool = False) 
     try:
         pq.write_table(table, tmp, row_group_size=ROW_GROUP_SIZE, compression="zstd")
         os.replace(tmp, dest)
+    except (pa.ArrowException, OSError) as e:
+        raise HistoryError(
+            f"{dest}: cannot write it ({_first_line(e)}); check the disk space and the run "
+            "directory's permissions"
+        ) from None
     finally:
         tmp.unlink(missing_ok=True)
     return history.info
