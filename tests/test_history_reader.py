@@ -237,6 +237,15 @@ def test_unreadable_parquet_is_reconverted_by_convert(recorded_run: Path) -> Non
     assert read_parquet(parquet).table.num_rows == 302
 
 
+def test_unwritable_parquet_names_the_fix(recorded_run: Path) -> None:
+    blocker = recorded_run / "history.parquet"
+    blocker.mkdir()  # a directory in the way: the rename cannot replace it
+    (blocker / "x").touch()
+    with pytest.raises(HistoryError, match=r"history\.parquet: cannot write it .*disk space"):
+        convert_to_parquet(recorded_run)
+    assert not list(recorded_run.glob(".history.parquet.*"))  # no temporary file left
+
+
 def test_corrupt_parquet_footer_names_the_fix(recorded_run: Path) -> None:
     convert_to_parquet(recorded_run)
     parquet = recorded_run / "history.parquet"
