@@ -16,6 +16,7 @@ from harness.explore.search import search
 # Minimal executed schedules (steps before the quiesce) the shrinker reaches.
 MINIMAL_STEPS = {
     "dual-write-converges": 4,  # Figure 11-4
+    "dual-write-crash-loses-keys": 2,  # write the db, crash
     "cdc-redelivers": 3,  # write, receive, crash
     "commit-before-apply-loses": 5,  # two writes, receive one, commit, crash
     "counter-double-counts": 4,  # write, receive, apply, crash
@@ -96,6 +97,14 @@ def test_cli_explore_reports_a_property_that_held(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "held over 50 schedules" in result.output
     assert not (tmp_path / "s.json").exists()
+
+
+def test_cli_explore_fails_when_the_search_misses_a_predicted_break(tmp_path: Path) -> None:
+    args = ["explore", "amqp", "--seed", "0", "-n", "1", "--out", str(tmp_path / "s.json")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "NOT as predicted" in result.output
+    assert "reproduce amqp-keeps-order: driftlab explore amqp --seed 0" in result.output
 
 
 def test_cli_explore_refuses_an_unknown_setup() -> None:

@@ -79,6 +79,14 @@ PROPERTIES: tuple[Property, ...] = (
         DIVERGENCE,
     ),
     _p(
+        "dual-write-crash-loses-keys",
+        "dual-write-crash",
+        "C2",
+        "every key of the db reaches the cache",
+        "fails",
+        {"missing"},
+    ),
+    _p(
         "cdc-converges",
         "cdc",
         "C3",

@@ -32,7 +32,7 @@ class Action(StrEnum):
     POLL = "poll"  # consumer receives the next message (of a partition, for a log)
     APPLY = "apply"  # consumer applies its oldest received message to its store
     COMMIT = "commit"  # consumer commits its offsets (what its policy allows)
-    CRASH = "crash"  # consumer process killed: uncommitted, unacked work is lost
+    CRASH = "crash"  # process killed: a consumer's unacked work or a client's next write
     RESTART = "restart"  # a new process of the consumer starts from its committed state
     PARTITION = "partition"  # the network link `target` is cut
     HEAL = "heal"  # every cut link is restored
@@ -93,6 +93,8 @@ def describe(step: Step) -> str:
             return f"consumer {who} applies its oldest received message{msg}{at}"
         case Action.COMMIT:
             return f"consumer {who} commits its offsets"
+        case Action.CRASH if step.key is not None:
+            return f"client {who} crashes before writing {kv} to the cache"
         case Action.CRASH:
             return f"consumer {who} crashes"
         case Action.RESTART:

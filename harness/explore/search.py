@@ -147,7 +147,7 @@ def canonical(steps: list[Step], broken: Callable[[list[Step]], bool]) -> list[S
     return renamed if renamed != steps and broken(renamed) else steps
 
 
-def replay(schedule: Schedule) -> SimResult:
-    """Run a schedule file's steps on the simulator (quiesce steps are implied)."""
+def simulate(schedule: Schedule) -> SimResult:
+    """Run a schedule file's steps on the simulator (its quiesce step is implied)."""
     spec = get_setup(schedule.setup)
     return spec.run(s for s in schedule.steps if s.action != "quiesce")

@@ -181,7 +181,10 @@ class Sim(ABC):
 
 
 class DualWriteSim(Sim):
-    """C1: each client writes the database, then writes the same value to the cache."""
+    """C1/C2: each client writes the database, then the same value to the cache.
+
+    A client crash step between the two writes (C2) abandons the cache write.
+    """
 
     name = "dual-write"
 
@@ -211,6 +214,12 @@ class DualWriteSim(Sim):
             self.tally.source_write(step.key, value)
             self.inflight[client] = (step.key, value, version)
             return Step(Action.DB_WRITE, client, step.key, value)
+        if step.action == Action.CRASH and client in self.inflight:
+            # The application dies between its two writes; a new process takes over.
+            fault_id = self.fault(FaultPhase.START, "crash", client)
+            self.fault(FaultPhase.STOP, "crash", client, fault_id)
+            key, value, _ = self.inflight.pop(client)
+            return Step(Action.CRASH, client, key, value)
         if step.action == Action.CACHE_WRITE and client in self.inflight:
             key, value, version = self.inflight.pop(client)
             op_id = self.op(client, "write", key, value, "cache")
@@ -820,6 +829,17 @@ SETUPS: dict[str, SetupSpec] = {
             ("C1",),
             DualWriteSim,
             (Move(Action.DB_WRITE, CLIENTS, KEYS), Move(Action.CACHE_WRITE, CLIENTS)),
+        ),
+        _spec(
+            "dual-write-crash",
+            "dual write whose clients may crash between the db and the cache write",
+            ("C2",),
+            DualWriteSim,
+            (
+                Move(Action.DB_WRITE, CLIENTS[:2], KEYS),
+                Move(Action.CACHE_WRITE, CLIENTS[:2]),
+                Move(Action.CRASH, CLIENTS[:2]),
+            ),
         ),
         _spec(
             "cdc",
