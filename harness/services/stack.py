@@ -19,7 +19,8 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,9 +186,12 @@ class Stack:
                 self._wait_healthy(wave, progress)
                 pending = [n for n in pending if n not in wave]
         except BaseException:
+            # Nothing started here has served anyone yet: no need for a graceful stop,
+            # which a booting server may not even heed (RabbitMQ finishes booting first).
             for name in reversed(started):
                 with contextlib.suppress(ServiceError):
-                    self.services[name].stop()
+                    self.services[name].kill()
+                    self.services[name].stop()  # helpers such as RabbitMQ's epmd
             self.write_state()
             raise
         return self
@@ -215,11 +219,16 @@ class Stack:
                 progress(name, f"healthy in {took:.1f}s")
             return took
 
-        with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, len(names)))
+        try:
             futures = [pool.submit(wait, name) for name in names]
-            errors = [f.exception() for f in futures if f.exception() is not None]
-        if errors:
-            raise errors[0]  # type: ignore[misc]
+            done, _ = wait_futures(futures, return_when=FIRST_EXCEPTION)
+            for future in done:
+                future.result()  # the first failure, raised at once
+        finally:
+            # On a failure or Ctrl-C, do not wait out the other probes: the caller stops
+            # the services, and a probe of a stopped service returns at once.
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def down(self) -> None:
         """Stop every service (gracefully, escalating to SIGKILL) and the reaper.
