@@ -26,7 +26,7 @@ def test_executed_schedule_round_trips_through_json(steps: list[Step]) -> None:
 
 
 def test_schedule_file_round_trips(tmp_path: Path) -> None:
-    steps = [Step("db-write", "c1", "k1", "c1.1"), Step("poll", "g", partition=1, offset=0)]
+    steps = [Step("db-write", "c1", "k1", "c1-1"), Step("poll", "g", partition=1, offset=0)]
     sched = Schedule("cdc", steps, seed=1, anomalies=[{"checker": "lost", "kind": "lost-write"}])
     path = tmp_path / "schedule.json"
     sched.save(path)

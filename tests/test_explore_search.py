@@ -81,7 +81,7 @@ def test_cli_explore_saves_the_minimal_schedule(tmp_path: Path) -> None:
     args = ["explore", "dual-write", "--seed", "11", "-n", "300", "--out", str(out)]
     result = CliRunner().invoke(app, [*args, "--history", str(history)])
     assert result.exit_code == 0, result.output
-    assert "client c2 writes k1=c2.1 to the cache" in result.output
+    assert "client c2 writes k1=c2-1 to the cache" in result.output
     assert "driftlab explore dual-write --seed 11" in result.output
     sched = Schedule.load(out)
     assert sched.setup == "dual-write" and sched.seed == 11

@@ -132,15 +132,15 @@ def test_figure_11_4_race_leaves_the_cache_on_the_older_value() -> None:
         Step("cache-write", "c1"),
     ]
     run = SETUPS["dual-write"].run(race)
-    assert _state(run.events, "source") == {"k1": "c2.1"}
-    assert _state(run.events, "cache") == {"k1": "c1.1"}
+    assert _state(run.events, "source") == {"k1": "c2-1"}
+    assert _state(run.events, "cache") == {"k1": "c1-1"}
     assert ("stale", "cache", "k1", None) in run.findings
 
 
 def test_dual_write_quiesce_completes_operations_in_flight() -> None:
     run = SETUPS["dual-write"].run([Step("db-write", "c1", "k1")])
     assert [s.action for s in run.executed] == ["db-write", "cache-write", "quiesce"]
-    assert _state(run.events, "cache") == {"k1": "c1.1"}
+    assert _state(run.events, "cache") == {"k1": "c1-1"}
     assert not run.findings
 
 

@@ -132,10 +132,10 @@ class Sim(ABC):
         self.rec.emit(EventType.MARK, kind=kind, **fields)
 
     def fresh_value(self, client: str) -> str:
-        """A value unique across the run: the client's name and its write count."""
+        """A value unique across the run, as harness.history.values makes them."""
         n = self._writes.get(client, 0) + 1
         self._writes[client] = n
-        return f"{client}.{n}"
+        return f"{client}-{n}"
 
     def op(self, client: str, f: str, key: str, value: str | None, store: str) -> str:
         """Record an invoke; return the op id for its completion."""
@@ -216,8 +216,7 @@ class DualWriteSim(Sim):
             return Step(Action.DB_WRITE, client, step.key, value)
         if step.action == Action.CRASH and client in self.inflight:
             # The application dies between its two writes; a new process takes over.
-            fault_id = self.fault(FaultPhase.START, "crash", client)
-            self.fault(FaultPhase.STOP, "crash", client, fault_id)
+            self.mark("app-crash", process=client)
             key, value, _ = self.inflight.pop(client)
             return Step(Action.CRASH, client, key, value)
         if step.action == Action.CACHE_WRITE and client in self.inflight:
@@ -278,10 +277,11 @@ class CdcSim(Sim):
         if a == Action.COMMIT:
             return self.commit()
         if a == Action.CRASH and self.consumer.crash():
-            self.crash_id = self.fault(FaultPhase.START, "crash", self.consumer.process)
+            self.crash_id = self.fault(FaultPhase.START, "kill", self.consumer.process)
             return Step(Action.CRASH, "g")
         if a == Action.RESTART and self.consumer.restart():
-            self.fault(FaultPhase.STOP, "crash", "g", self.crash_id)
+            killed = f"g#{self.consumer.instance - 1}"
+            self.fault(FaultPhase.STOP, "kill", killed, self.crash_id)
             return Step(Action.RESTART, "g")
         if a == Action.PARTITION and step.target == self.link:
             return self.partition(self.link)
@@ -483,13 +483,13 @@ class AmqpSim(Sim):
             return Step(Action.APPLY, w, msg.key, msg.value)
         if a == Action.CRASH and self.up[w]:
             self.up[w] = False
-            self.crash_ids[w] = self.fault(FaultPhase.START, "crash", self.process(w))
+            self.crash_ids[w] = self.fault(FaultPhase.START, "kill", self.process(w))
             if w in self.holding:
                 self.queue.requeue(self.holding.pop(w)[0])
             return Step(Action.CRASH, w)
         if a == Action.RESTART and not self.up[w]:
             self.up[w] = True
-            self.fault(FaultPhase.STOP, "crash", self.process(w), self.crash_ids.pop(w))
+            self.fault(FaultPhase.STOP, "kill", self.process(w), self.crash_ids.pop(w))
             self.instance[w] += 1
             return Step(Action.RESTART, w)
         return None
