@@ -23,6 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from rich.console import Console
@@ -40,6 +41,8 @@ EXAMPLES_PER_KIND = 5
 SCRATCH = ".analyze"
 LOG_NAME = "analyze.log"
 OUTPUTS = ("analysis.json", "anomalies.parquet", "examples.json", "series.json")
+
+_PYSPARK_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
 
 log = logging.getLogger("driftlab.analyze")
 
@@ -234,9 +237,17 @@ def _log_to(path: Path) -> Iterator[None]:
     root.addHandler(handler)
     level = root.level
     root.setLevel(logging.INFO)
+    # PySpark logs a failing query's context to stderr on its own loggers: a checker's
+    # error belongs in the log file, the terminal gets one line.
+    pyspark_loggers = [PySparkLogger.getLogger(n) for n in _PYSPARK_LOGGERS]
+    saved = [lg.handlers for lg in pyspark_loggers]
+    for lg in pyspark_loggers:
+        lg.handlers = [handler]
     try:
         yield
     finally:
+        for lg, handlers in zip(pyspark_loggers, saved, strict=True):
+            lg.handlers = handlers
         root.removeHandler(handler)
         root.setLevel(level)
         handler.close()

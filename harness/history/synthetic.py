@@ -97,7 +97,7 @@ class _Blocks:
             if v is None:
                 arrays.append(pa.nulls(n, field.type))
             elif isinstance(v, (str, int, np.integer)):
-                arrays.append(pa.array(np.full(n, v), field.type))
+                arrays.append(pa.repeat(pa.scalar(v, field.type), n))
             else:
                 arrays.append(pa.array(v, field.type))
         self.tables.append(pa.Table.from_arrays(arrays, schema=self.schema))
@@ -130,6 +130,11 @@ class _Blocks:
 def _tag(prefix: str, ints: np.ndarray) -> pa.Array:
     """Strings `prefix + str(i)`, vectorized."""
     return pc.binary_join_element_wise(prefix, pa.array(ints).cast(pa.string()), "")
+
+
+def _choose(names: list[str | None], codes: np.ndarray) -> pa.Array:
+    """Strings `names[code]` for each code, vectorized (None gives null)."""
+    return pa.array(names, pa.string()).take(pa.array(codes))
 
 
 def _strictly_increasing(t: np.ndarray) -> np.ndarray:
@@ -497,7 +502,8 @@ def _client_ops(
         value=value_arr,
         store=SOURCE_STORE,
     )
-    phase = np.where(fail, "fail", np.where(info, "info", "ok"))
+    outcome_code = np.where(fail, 1, np.where(info, 2, 0))
+    phase = _choose(["ok", "fail", "info"], outcome_code)
     b.add(
         n,
         clients,
@@ -511,7 +517,7 @@ def _client_ops(
         value=value_arr,
         version=ver_arr,
         store=SOURCE_STORE,
-        error=np.where(fail, "serialization failure", np.where(info, "timeout", None)),
+        error=_choose([None, "serialization failure", "timeout"], outcome_code),
     )
 
     # Dual write of every committed write to `dw`, in commit order; contradictory-order
@@ -521,7 +527,12 @@ def _client_ops(
     nxt = _next_same_key(w.key)
     has2 = (nxt >= 0) & (np.where(nxt >= 0, nxt[np.maximum(nxt, 0)], -1) >= 0)
     co_rows = _pick_rows(
-        rng, w, plant["contradictory-order"], taken, lambda r: True, np.flatnonzero(has2)
+        rng,
+        w,
+        plant["contradictory-order"],
+        taken,
+        lambda r: dw_t[nxt[nxt[r]]] - dw_t[nxt[r]] > 10 * US and _ok3(w, nxt, r),
+        np.flatnonzero(has2),
     )
     for r in co_rows:
         n1, n2 = nxt[r], nxt[nxt[r]]
@@ -607,6 +618,12 @@ def _client_ops(
     )
 
 
+def _ok3(w: _Writes, nxt: np.ndarray, r: int) -> bool:
+    """Row r and the key's next two writes ended `ok`, so their versions are known at
+    the source (an `info` write has none, and no order can be judged on it)."""
+    return bool(w.is_ok[r] and w.is_ok[nxt[r]] and w.is_ok[nxt[nxt[r]]])
+
+
 def _next_same_key(keys: np.ndarray) -> np.ndarray:
     """Index of the next row with the same key (rows in commit order), or -1."""
     order = np.argsort(keys, kind="stable")
@@ -685,11 +702,12 @@ def _cdc(
     def mark(r: int) -> None:
         near.add((int(part[r]), int(offset[r])))
 
-    deliver_proc = np.full(m, "g1-0", dtype=object)
     skip_rows = _pick_rows(rng, w, plant["poll-skip"], taken, clear, np.arange(m))
+    proc_code = np.zeros(m, np.int64)
     for i, r in enumerate(skip_rows):
         mark(r)
-        deliver_proc[r] = f"g1-s{i}"
+        proc_code[r] = i + 1
+    proc_names = ["g1-0", *[f"g1-s{i}" for i in range(len(skip_rows))]]
     repoll = _pick_rows(rng, w, plant["nonmonotonic-poll"], taken, clear, np.arange(m))
     for r in repoll:
         mark(r)
@@ -700,7 +718,7 @@ def _cdc(
         time=deliver_t,
         action="deliver",
         consumer="g1",
-        process=pa.array(deliver_proc, pa.string()),
+        process=_choose(proc_names, proc_code),
         attempt=1,
         **common,
     )
@@ -742,7 +760,7 @@ def _cdc(
         w,
         plant["stale-overwrite"],
         taken,
-        lambda r: apply_t[nxt[nxt[r]]] - apply_t[nxt[r]] > 10 * US,
+        lambda r: apply_t[nxt[nxt[r]]] - apply_t[nxt[r]] > 10 * US and _ok3(w, nxt, r),
         np.flatnonzero(has2),
     )
     for r in late:
@@ -757,7 +775,7 @@ def _cdc(
         time=apply_t[a],
         action="apply",
         consumer="g1",
-        process=pa.array(deliver_proc[a], pa.string()),
+        process=_choose(proc_names, proc_code[a]),
         store="cache",
         **{k: _take(v, a) for k, v in common.items()},
     )
@@ -806,8 +824,8 @@ def _amqp(
     )
     for r in swap:
         deliver_t[r], deliver_t[nxt[r]] = deliver_t[nxt[r]], deliver_t[r]
-    action = np.full(m, "apply", dtype=object)
-    action[swap] = "skip"
+    skipped = np.zeros(m, np.int64)
+    skipped[swap] = 1
     b.add(
         m,
         "q1",
@@ -824,7 +842,7 @@ def _amqp(
         "q1",
         type="msg",
         time=deliver_t + 100 * US,
-        action=pa.array(action, pa.string()),
+        action=_choose(["apply", "skip"], skipped),
         consumer="q1",
         process="q1-0",
         store="search",

@@ -1,0 +1,1 @@
+"""Benchmarks: figures printed, never pass/fail (`python -m benchmarks`)."""

@@ -1,0 +1,48 @@
+"""`python -m benchmarks [--sizes 1M,5M,20M] [--dir DIR] [--spark-master URL]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.checkers_bench import main
+
+
+def _size(text: str) -> int:
+    """1M, 500k, 20000 -> events."""
+    t = text.strip().lower()
+    scale = {"k": 1_000, "m": 1_000_000}.get(t[-1:], 1)
+    try:
+        return int(float(t.rstrip("km")) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 1M or 500k") from None
+
+
+def cli(argv: list[str] | None = None) -> None:
+    """Parse the arguments and run the checker benchmark."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Time the checker suite in Spark beside a DuckDB SQL reference on "
+        "synthetic histories with planted anomalies.",
+    )
+    parser.add_argument(
+        "--sizes",
+        default="1M,5M,20M",
+        type=lambda s: [_size(x) for x in s.split(",")],
+        help="history sizes in events (default: 1M,5M,20M)",
+    )
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "driftlab-bench",
+        help="where the histories go (default: $TMPDIR/driftlab-bench; about 1 GB at 20M)",
+    )
+    parser.add_argument("--spark-master", default=None, help="Spark master URL")
+    args = parser.parse_args(argv)
+    main(args.sizes, args.dir, args.spark_master)
+
+
+if __name__ == "__main__":
+    cli(sys.argv[1:])

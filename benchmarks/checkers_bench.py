@@ -1,0 +1,150 @@
+"""The checker suite at scale: Spark (`checkers.analyze`) beside a DuckDB SQL reference.
+
+For each size, a synthetic history with planted anomalies is generated, then analysed by
+Spark (the whole `analyze`, with its per-phase timings) and by
+benchmarks/duckdb_reference.py, in the same process, one after the other. Prints
+events/s, the Spark/DuckDB time ratio and whether both found the planted counts.
+Figures, not pass/fail: targets are >= 1,000,000 events/s at 5M events and within 2x of
+DuckDB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks.duckdb_reference import run_checks
+from checkers.analyze import analyze
+from checkers.anomaly import ALL_KINDS, KINDS
+from harness.history.synthetic import generate
+
+PLANT_EACH = 20
+
+
+@dataclass
+class Figures:
+    """One size's measurements (seconds)."""
+
+    events: int
+    generate_s: float
+    spark_suite_s: float  # reading + caching the history and every checker
+    spark_total_s: float  # the whole analyze, outputs included
+    duckdb_s: float
+    spark_found_planted: bool
+    duckdb_found_planted: bool
+    spark_checkers: list[str]  # the checkers that ran (missing ones are not timed)
+    spark_mismatch: dict[str, list[int]]
+    duckdb_mismatch: dict[str, list[int]]
+
+    @property
+    def spark_eps(self) -> float:
+        return self.events / self.spark_suite_s
+
+    @property
+    def duckdb_eps(self) -> float:
+        return self.events / self.duckdb_s
+
+
+def measure(size: int, root: Path, master: str | None, console: Console) -> Figures:
+    """Generate a history of about `size` events and time both suites on it."""
+    run = root / f"bench-{size}"
+    t = time.perf_counter()
+    syn = generate(run, size, seed=size, plant={k: PLANT_EACH for k in ALL_KINDS})
+    gen_s = time.perf_counter() - t
+    console.print(f"[bold]{syn.events:,} events[/] generated in {gen_s:.1f}s")
+
+    result = analyze(run, master, console=console)
+    timings = result.analysis["timings"]
+    ran = [n for n, c in result.analysis["checkers"].items() if c["status"] == "ok"]
+    judged = [k for n in ran for k in KINDS[n]]
+    spark_bad = {
+        k: [result.counts[k], syn.expected[k]]
+        for k in judged
+        if result.counts[k] != syn.expected[k]
+    }
+
+    t = time.perf_counter()
+    duck = run_checks(run / "history.parquet", run / "duckdb-anomalies.parquet")
+    duck_s = time.perf_counter() - t
+    duck_bad = {
+        k: [duck.get(k, 0), syn.expected[k]] for k in ALL_KINDS if duck.get(k, 0) != syn.expected[k]
+    }
+    console.print(f"  duckdb         {sum(duck.values()):>8,} anomalies  {duck_s:6.1f}s")
+    return Figures(
+        events=syn.events,
+        generate_s=gen_s,
+        spark_suite_s=timings["load_s"] + timings["checkers_s"],
+        spark_total_s=timings["total_s"],
+        duckdb_s=duck_s,
+        spark_found_planted=not spark_bad,
+        duckdb_found_planted=not duck_bad,
+        spark_checkers=ran,
+        spark_mismatch=spark_bad,
+        duckdb_mismatch=duck_bad,
+    )
+
+
+def report(figures: list[Figures], console: Console) -> None:
+    """The side-by-side table."""
+    table = Table(title="checker suite: Spark vs DuckDB", title_justify="left")
+    for col in (
+        "events",
+        "generate",
+        "spark suite",
+        "spark events/s",
+        "spark analyze",
+        "duckdb",
+        "duckdb events/s",
+        "spark/duckdb",
+        "planted found",
+    ):
+        table.add_column(col, justify="right")
+    for f in figures:
+        found = f"spark {'yes' if f.spark_found_planted else 'NO'}, "
+        found += f"duckdb {'yes' if f.duckdb_found_planted else 'NO'}"
+        table.add_row(
+            f"{f.events:,}",
+            f"{f.generate_s:.1f}s",
+            f"{f.spark_suite_s:.1f}s",
+            f"{f.spark_eps:,.0f}",
+            f"{f.spark_total_s:.1f}s",
+            f"{f.duckdb_s:.1f}s",
+            f"{f.duckdb_eps:,.0f}",
+            f"{f.spark_suite_s / f.duckdb_s:.2f}x",
+            found,
+        )
+    console.print(table)
+    for f in figures:
+        if len(f.spark_checkers) < len(KINDS):
+            missing = sorted(set(KINDS) - set(f.spark_checkers))
+            console.print(f"[yellow]{f.events:,}: Spark checkers missing: {', '.join(missing)}")
+        for who, bad in (("spark", f.spark_mismatch), ("duckdb", f.duckdb_mismatch)):
+            if bad:
+                console.print(f"[red]{f.events:,}: {who} counts [found, planted]: {bad}")
+
+
+def main(sizes: list[int], root: Path, master: str | None) -> list[Figures]:
+    """Run the benchmark for each size; print and save (root/results.json) the figures."""
+    console = Console(highlight=False)
+    root.mkdir(parents=True, exist_ok=True)
+    console.print(
+        f"[dim]{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; "
+        f"histories under {root}[/]"
+    )
+    figures = []
+    for size in sizes:
+        figures.append(measure(size, root, master, console))
+        report(figures, console)
+    (root / "results.json").write_text(
+        json.dumps(
+            [asdict(f) | {"spark_eps": f.spark_eps, "duckdb_eps": f.duckdb_eps} for f in figures],
+            indent=2,
+        )
+    )
+    return figures
