@@ -8,8 +8,10 @@ bootstrap:
 	bash scripts/bootstrap
 
 ## make demo: the claims suite on the local stack, ending in runs/index.html
+## (until the suite runner lands: a synthetic history with planted anomalies, analysed)
 demo: bootstrap
-	$(VENV)/bin/driftlab suite
+	$(PY) -m harness.history.synthetic --runs runs --events 200000
+	$(VENV)/bin/driftlab analyze runs/latest
 
 ## make test: the test suite (real services, no mocks)
 test: bootstrap

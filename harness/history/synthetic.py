@@ -23,6 +23,7 @@ JSON-lines segments (one per writer) for small histories that should exercise th
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -1090,3 +1091,35 @@ def _final_states(
                 value=pa.array([e[1] for e in extra]),
             )
     return t + MS
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m harness.history.synthetic`: a synthetic run under runs/, with every
+    kind planted and expected present; runs/latest points at it."""
+    from harness.runner.rundir import create_run_dir
+
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.history.synthetic",
+        description="Write a synthetic run with planted anomalies (then: driftlab analyze "
+        "runs/latest).",
+    )
+    parser.add_argument("--runs", type=Path, default=Path("runs"), help="runs directory")
+    parser.add_argument("--events", type=int, default=200_000, help="about this many events")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--plant-each", type=int, default=3, help="anomalies per kind")
+    parser.add_argument("--jsonl", action="store_true", help="JSON-lines segments")
+    args = parser.parse_args(argv)
+    plant = {kind: args.plant_each for kind in ALL_KINDS}
+    expect = {k: "present" for k, n in expected_counts(plant).items() if n}
+    run = create_run_dir(args.runs, SCENARIO, args.seed)
+    try:
+        expected = generate_history(
+            run, args.events, args.seed, plant, jsonl=args.jsonl, expectations=expect
+        )
+    except ValueError as e:
+        parser.error(str(e))
+    print(f"{run}: planted {sum(expected.values())} anomalies of {len(expect)} kinds")
+
+
+if __name__ == "__main__":
+    main()
