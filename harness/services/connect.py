@@ -236,16 +236,17 @@ class ConnectService(ProcessService):
 
     def probe(self) -> bool:
         """The REST API answers, and every registered connector and task is RUNNING."""
-        if not port_accepts(self.spec.port()):
-            return False
-        self.rest("GET", "/")
-        return all(self._running(name) for name in self.registered())
+        return self._rest_ready() and all(self._running(name) for name in self.registered())
+
+    def _rest_ready(self) -> bool:
+        return port_accepts(self.spec.port()) and isinstance(self.rest("GET", "/connectors"), list)
 
     def wait_healthy(self, timeout: float = 90.0) -> None:
         """Block until the probe succeeds; a FAILED connector fails at once with its trace."""
         proc = self._require()
         deadline = time.monotonic() + timeout
-        proc.wait_until(lambda: port_accepts(self.spec.port()), timeout, "the REST listener")
+        # Jetty listens before the REST resources exist (404 until the herder is up).
+        proc.wait_until(self._rest_ready, timeout, "the REST API (GET /connectors)")
         for name in self.registered():
             self.wait_connector_running(name, max(1.0, deadline - time.monotonic()))
         self.after_healthy()
@@ -274,8 +275,8 @@ class ConnectService(ProcessService):
                 raw = answer.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")
-            raise ServiceError(
-                f"{self.name}: {method} {path} answered {exc.code}: {detail}"
+            raise RestError(
+                f"{self.name}: {method} {path} answered {exc.code}: {detail}", exc.code
             ) from exc
         return json.loads(raw) if raw else None
 
@@ -284,18 +285,27 @@ class ConnectService(ProcessService):
         return sorted(p.stem for p in self.connectors_dir.glob("*.properties"))
 
     def put_connector(self, connector: DebeziumPostgres, timeout: float = 60.0) -> None:
-        """Register or replace a connector: kept for restarts, applied now if running."""
+        """Register or replace a connector: applied now if the worker runs, kept for restarts.
+
+        Connect validates the config first (Debezium logs in to PostgreSQL to do so); a
+        rejected config raises and is not kept, so it cannot break the next start.
+        """
         self.connectors_dir.mkdir(parents=True, exist_ok=True)
-        self._write_connector(connector)
         if self.is_running():
             self.rest("PUT", f"/connectors/{connector.name}/config", connector.config())
+        self._write_connector(connector)
+        if self.is_running():
             self.wait_connector_running(connector.name, timeout)
 
     def delete_connector(self, name: str) -> None:
         """Unregister a connector (its slot and offsets stay: drop the slot yourself)."""
         self._connector_file(name).unlink(missing_ok=True)
         if self.is_running():
-            self.rest("DELETE", f"/connectors/{name}")
+            try:
+                self.rest("DELETE", f"/connectors/{name}")
+            except RestError as exc:
+                if exc.status != 404:
+                    raise
 
     def status(self, name: str) -> dict[str, Any]:
         """The connector's status document (GET /connectors/<name>/status)."""
@@ -340,6 +350,14 @@ def connect_from_deps(spec: ServiceSpec, deps: Mapping[str, object]) -> ConnectS
     if not isinstance(kafka, KafkaCluster):
         raise ServiceError("connect needs the stack's kafka service")
     return ConnectService(spec, kafka.bootstrap_servers)
+
+
+class RestError(ServiceError):
+    """The Connect REST API answered with an error status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ConnectorFailed(ServiceError):
