@@ -56,7 +56,13 @@ SCENARIOS = [
         ),
         setup_params={"derived": ["cache", "search"], "on_failure": "ignore"},
         workload=WorkloadSpec(
-            clients=4, keys=60, distribution="uniform", mix={"write": 1.0}, rate=200, duration=10
+            clients=4,
+            keys=10,
+            distribution="uniform",
+            mix={"write": 1.0},
+            rate=200,
+            duration=10,
+            rotate_s=0.5,
         ),
         faults=faults(
             {"kind": "app-crash", "target": "app", "at": 3, "duration": 2, "p": 0.3},

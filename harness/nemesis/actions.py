@@ -5,19 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from harness.services.toxiproxy import link_name
 from harness.setups.base import Setup
+from harness.setups.connect import APP
 
 Undo = Callable[[], None]
 
 
 def _service(stack: Any, name: str) -> Any:
-    try:
-        return stack.service(name)
-    except KeyError:
-        raise ValueError(
-            f"fault target {name!r} is not a service of the stack; "
-            f"services: {', '.join(stack.service_names())}"
-        ) from None
+    # Stack.__getitem__ raises a ServiceError naming the running services.
+    return stack[name]
 
 
 def crash(stack: Any, name: str) -> Undo:
@@ -52,7 +49,7 @@ def link_fault(stack: Any, name: str, kind: str, params: dict[str, Any]) -> Undo
     `down` takes the link down (connections close, new ones are refused).
     """
     links = stack.links
-    link = stack.link_name(name)
+    link = link_name(APP, name)
     if kind == "cut":
         links.cut(link)
     elif kind == "down":

@@ -27,7 +27,7 @@ from harness.history.recorder import Recorder
 from harness.history.schema import Mark, RunHeader
 from harness.nemesis import Nemesis
 from harness.runner.rundir import create_run_dir, namespace_for, write_config
-from harness.runner.stack_use import stack_for
+from harness.runner.stack_use import acquire_stack, service_logs
 from harness.setups import SETUPS
 from harness.setups.base import SetupContext
 from harness.workload import Workload, WorkloadStats
@@ -183,7 +183,12 @@ def _execute(
     tick: Tick | None,
 ) -> None:
     setup = SETUPS[scenario.setup]()
-    with stack_for(setup.services, stack, run_dir / "logs", tick) as live_stack:
+    if tick:
+        tick("stack", 0.0, result.stats)
+    with (
+        acquire_stack(setup.services, stack) as live_stack,
+        service_logs(live_stack, setup.services, run_dir / "logs"),
+    ):
         ctx = SetupContext(
             namespace=namespace_for(scenario.name),
             stack=live_stack,
@@ -243,7 +248,7 @@ def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | 
         result.verdict = None
         return
     try:
-        analyze(run_dir, master=master)
+        analysis = analyze(run_dir, master=master).analysis
     except Exception as exc:
         log.exception("analysis of %s failed", run_dir)
         result.error = f"analysis failed: {exc}"
@@ -251,7 +256,6 @@ def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | 
         return
     finally:
         result.analysis_s = time.monotonic() - t
-    analysis = json.loads((run_dir / "analysis.json").read_text())
     result.verdict = analysis.get("verdict")
     result.counts = {k: v for k, v in analysis.get("counts", {}).items() if v}
     result.exit_code = (

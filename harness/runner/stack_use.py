@@ -3,38 +3,66 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+
+from harness.services.stack import DEFAULT_STACK_DIR, Stack
+
+
+def running_stack(root: Path = DEFAULT_STACK_DIR) -> Stack | None:
+    """The stack `driftlab up` left running in `root`, or None."""
+    if not (root / "stack.json").exists():
+        return None
+    stack = Stack.attach(root)
+    return stack if stack.is_up() else None
 
 
 @contextlib.contextmanager
-def stack_for(
-    services: tuple[str, ...], stack: Any, log_dir: Path, tick: Any = None
-) -> Iterator[Any]:
+def acquire_stack(services: Iterable[str], stack: Stack | None = None) -> Iterator[Stack]:
     """Yield a stack running `services`.
 
-    A `stack` given by the caller is used as is (the suite shares one). Otherwise a
-    stack left running by `driftlab up` is reused, or one is started for this run and
-    stopped when the run ends, whatever happens, so no server outlives it.
+    A `stack` given by the caller is used (the suite shares one). Otherwise a stack left
+    running by `driftlab up` is reused, or one is started in a temporary folder and
+    stopped when the block ends, whatever happens, so no server outlives it.
     """
-    if stack is not None:
-        ensure = getattr(stack, "ensure", None)
-        if ensure is not None:
-            ensure(services)
-        yield stack
-        return
-    from harness.services.stack import Stack
-
-    running = Stack.reuse()
-    if running is not None:
-        running.ensure(services)
-        yield running
-        return
-    if tick:
-        tick("stack", 0.0, None)
-    own = Stack.start(services)
+    own_root: Path | None = None
+    if stack is None:
+        stack = running_stack()
+    if stack is None:
+        # PostgreSQL runs as an unprivileged account that must enter every parent folder.
+        own_root = Path(tempfile.mkdtemp(prefix="driftlab-stack-", dir="/tmp"))
+        own_root.chmod(0o755)
+        stack = Stack(own_root, owned=True)
     try:
-        yield own
+        stack.up(*services)
+        yield stack
     finally:
-        own.stop()
+        if own_root is not None:
+            stack.down()
+            shutil.rmtree(own_root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def service_logs(stack: Stack, services: Iterable[str], log_dir: Path) -> Iterator[None]:
+    """Copy what `services` (and Toxiproxy) log during the block into `log_dir`."""
+    offsets = {name: _size(stack[name].log_path) for name in (*services, "toxiproxy")}
+    try:
+        yield
+    finally:
+        for name, offset in offsets.items():
+            _copy_tail(stack[name].log_path, offset, log_dir / f"{name}.log")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _copy_tail(src: Path, offset: int, dst: Path) -> None:
+    with contextlib.suppress(OSError), src.open("rb") as fin, dst.open("wb") as fout:
+        fin.seek(offset)
+        shutil.copyfileobj(fin, fout)

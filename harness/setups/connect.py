@@ -14,17 +14,19 @@ import redis
 
 from harness.services.base import Endpoint
 
+APP = "app"
+"""The client name of the application's links: `app->postgres`, `app->redis`, ..."""
+
 
 def endpoint(stack: Any, service: str, *, direct: bool = False) -> Endpoint:
     """Where the application (or, `direct`, the harness) reaches `service`."""
     if direct:
-        return stack.service(service).endpoint()
-    return stack.link(service)
+        return stack.endpoint(service)
+    return stack.link(APP, service)
 
 
-def pg_conninfo(stack: Any, *, direct: bool = False) -> str:
-    """A libpq connection string to the stack's PostgreSQL."""
-    ep = endpoint(stack, "postgres", direct=direct)
+def pg_conninfo(ep: Endpoint) -> str:
+    """A libpq connection string for a PostgreSQL endpoint (credentials in `extra`)."""
     return psycopg.conninfo.make_conninfo(
         host=ep.host,
         port=ep.port,
@@ -34,9 +36,10 @@ def pg_conninfo(stack: Any, *, direct: bool = False) -> str:
     )
 
 
-def redis_client(stack: Any, *, direct: bool = False, timeout: float = 1.0) -> redis.Redis:
+def redis_client(ep: Endpoint | None, timeout: float = 1.0) -> redis.Redis:
     """A Redis client (decoded strings) with short timeouts, so a cut link fails fast."""
-    ep = endpoint(stack, "redis", direct=direct)
+    if ep is None:
+        raise RuntimeError("redis endpoint unknown: the setup was not prepared with a cache")
     return redis.Redis(
         host=ep.host,
         port=ep.port,

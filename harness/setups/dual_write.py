@@ -44,8 +44,9 @@ import redis
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
+from harness.services.base import Endpoint
 from harness.setups.base import Client, ReadResult, Setup, SetupContext
-from harness.setups.connect import pg_conninfo, redis_client
+from harness.setups.connect import endpoint, pg_conninfo, redis_client
 from harness.setups.search_index import SearchIndex
 
 CACHE = "cache"
@@ -109,8 +110,11 @@ class DualWrite(Setup):
         self._indexer_queue: queue.Queue[dict[str, Any]] = queue.Queue()
         self._indexer_offsets = itertools.count()
         self._indexer_idle = threading.Event()
-        self.table = sql.SQL("")
+        self.table = sql.Identifier("items")
         self.prefix = ""
+        self.pg_app = self.pg_direct = ""
+        self._redis_app: Endpoint | None = None
+        self._redis_direct: Endpoint | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -142,7 +146,13 @@ class DualWrite(Setup):
         self.refresh = float(p.get("refresh_ms", 200)) / 1000
 
         self.table = sql.Identifier(ctx.namespace, "items")
-        with psycopg.connect(pg_conninfo(ctx.stack, direct=True), autocommit=True) as conn:
+        # Links are made once here: the application's clients all share them.
+        self.pg_app = pg_conninfo(endpoint(ctx.stack, "postgres"))
+        self.pg_direct = pg_conninfo(endpoint(ctx.stack, "postgres", direct=True))
+        if CACHE in self.derived:
+            self._redis_app = endpoint(ctx.stack, "redis")
+            self._redis_direct = endpoint(ctx.stack, "redis", direct=True)
+        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
             conn.execute(
                 sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ctx.namespace))
             )
@@ -199,9 +209,8 @@ class DualWrite(Setup):
 
     def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
         """The source's live rows, the cache's hashes and the index's visible documents."""
-        ctx = self.context
         states: dict[str, dict[str, tuple[str, int | None]]] = {}
-        with psycopg.connect(pg_conninfo(ctx.stack, direct=True), autocommit=True) as conn:
+        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
             rows = conn.execute(
                 sql.SQL("SELECT key, value, version FROM {} WHERE value IS NOT NULL").format(
                     self.table
@@ -235,7 +244,7 @@ class DualWrite(Setup):
     # -- internals -----------------------------------------------------------------
 
     def _redis(self, *, direct: bool = False) -> redis.Redis:
-        return redis_client(self.context.stack, direct=direct)
+        return redis_client(self._redis_direct if direct else self._redis_app)
 
     def _refresher(self) -> None:
         assert self.index is not None
@@ -295,7 +304,7 @@ class DualWriteClient(Client):
         self.rec = setup.context.recorder
         self.rng = random.Random(f"{setup.context.seed}/{process}")
         self._pg: psycopg.Connection | None = None
-        self._redis = setup._redis()
+        self._redis = setup._redis() if CACHE in setup.derived else None
 
     # -- the three operations ------------------------------------------------------
 
@@ -320,8 +329,9 @@ class DualWriteClient(Client):
 
     def close(self) -> None:
         """Close both connections, ignoring errors (the server may be down)."""
-        with contextlib.suppress(Exception):
-            self._redis.close()
+        if self._redis is not None:
+            with contextlib.suppress(Exception):
+                self._redis.close()
         if self._pg is not None:
             with contextlib.suppress(Exception):
                 self._pg.close()
@@ -392,9 +402,7 @@ class DualWriteClient(Client):
     def _conn(self) -> psycopg.Connection:
         if self._pg is None or self._pg.closed:
             try:
-                self._pg = psycopg.connect(
-                    pg_conninfo(self.setup.context.stack), autocommit=True, connect_timeout=3
-                )
+                self._pg = psycopg.connect(self.setup.pg_app, autocommit=True, connect_timeout=3)
             except psycopg.Error as exc:
                 raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
         return self._pg
@@ -414,6 +422,7 @@ class DualWriteClient(Client):
 
     def _store_write(self, store: str, key: str, value: str | None, version: int | None) -> None:
         if store == CACHE:
+            assert self._redis is not None
             name = self.setup.prefix + key
             try:
                 if value is None:
@@ -447,7 +456,7 @@ class DualWriteClient(Client):
             if row is None or row[0] is None:
                 return ReadResult(None, row[1] if row else None)
             return ReadResult(row[0], int(row[1]))
-        if store == CACHE:
+        if store == CACHE and self._redis is not None:
             try:
                 h = self._redis.hgetall(self.setup.prefix + key)
             except redis.RedisError as exc:

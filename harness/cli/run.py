@@ -1,0 +1,159 @@
+"""`driftlab run SCENARIO`: one scenario on the local stack, recorded and judged."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+
+from harness.cli import app
+
+if TYPE_CHECKING:
+    from harness.runner.runner import RunResult
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$")
+
+
+def parse_duration(text: str | None) -> float | None:
+    """Seconds from `90`, `90s`, `1.5m` or `500ms`; a clear error otherwise."""
+    if text is None:
+        return None
+    m = _DURATION.match(text)
+    if not m or float(m.group(1)) <= 0:
+        raise typer.BadParameter(f"{text!r} is not a duration; write e.g. 10s, 1.5m or 500ms")
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0}[m.group(2) or "s"]
+    return float(m.group(1)) * scale
+
+
+def progress() -> Progress:
+    """The terminal progress line shared by `run` and `suite`."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        transient=True,
+    )
+
+
+def make_tick(
+    prog: Progress, task: TaskID, label: str, duration: float
+) -> Callable[[str, float, object], None]:
+    """A runner tick that shows the phase, the elapsed workload time and the op count."""
+
+    def tick(phase: str, elapsed: float, stats: object) -> None:
+        if phase == "workload":
+            ops = getattr(stats, "ops", 0)
+            text = f"{label}: workload {elapsed:4.1f}/{duration:.0f} s, {ops:,} ops"
+        else:
+            text = {
+                "stack": f"{label}: starting services",
+                "quiesce": f"{label}: healed; waiting for the pipelines to drain",
+                "analyze": f"{label}: analysing the history (Spark)",
+            }.get(phase, f"{label}: {phase}")
+        prog.update(task, description=text)
+
+    return tick
+
+
+@app.command()
+def run(
+    scenario: Annotated[
+        str,
+        typer.Argument(
+            help="A scenario name or claim id (see `driftlab suite --list`).",
+            show_default=False,
+        ),
+    ],
+    seed: Annotated[int, typer.Option(help="Seed of every random choice of the run.")] = 0,
+    duration: Annotated[
+        str | None,
+        typer.Option(help="Workload duration, e.g. 10s or 1m (faults stretch with it)."),
+    ] = None,
+    clients: Annotated[
+        int | None, typer.Option(min=1, help="Concurrent clients (default: the scenario's).")
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(min=0, help="Target ops/s of all clients together (0: unlimited)."),
+    ] = None,
+    runs_dir: Annotated[
+        Path, typer.Option("--runs-dir", help="Where run folders are created.")
+    ] = Path("runs"),
+    spark_master: Annotated[
+        str | None,
+        typer.Option(
+            "--spark-master",
+            metavar="URL",
+            help="Spark master URL for the analysis (default local[*]).",
+        ),
+    ] = None,
+    analyze: Annotated[
+        bool, typer.Option("--analyze/--no-analyze", help="Judge the history after the run.")
+    ] = True,
+) -> None:
+    """Run one scenario: workload and faults on the real stack, then the verdict.
+
+    Uses the stack of `driftlab up` when it is running, else starts one for this run
+    and stops it afterwards. Writes runs/<scenario>/<UTC time>-<seed>/ (config.json,
+    history/, logs/, analysis files) and points runs/latest at it.
+
+    Exit status: 0 reproduced (or no expectations), 1 not reproduced or an
+    unexpected anomaly, 2 bad input or a failed run, 130 interrupted.
+
+    Example: driftlab run C1 --seed 7 --duration 20s
+    """
+    from harness.runner.runner import run_scenario
+    from scenarios.registry import get_scenario
+
+    err = Console(stderr=True, highlight=False)
+    console = Console(highlight=False)
+    try:
+        sc = get_scenario(scenario).with_overrides(
+            duration=parse_duration(duration), clients=clients, rate=rate
+        )
+        sc.validate()
+    except (KeyError, ValueError) as exc:
+        err.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}")
+        raise typer.Exit(2) from None
+    with progress() as prog:
+        task = prog.add_task(sc.name, total=None)
+        result = run_scenario(
+            sc,
+            seed=seed,
+            runs_dir=runs_dir,
+            spark_master=spark_master,
+            analyze=analyze,
+            tick=make_tick(prog, task, sc.name, sc.workload.duration),
+        )
+    print_result(console, result)
+    raise typer.Exit(result.exit_code)
+
+
+def print_result(console: Console, r: RunResult) -> None:
+    """The short summary of one run: where, how much, what verdict."""
+    s = r.stats
+    console.print(
+        f"[bold]{r.scenario}[/] seed {r.seed}: {s.ops:,} ops in {s.elapsed:.1f} s "
+        f"({s.rate:.0f} ops/s), {r.fault_windows} fault window(s), "
+        f"{s.crashes} app crash(es); wall {r.wall_s:.1f} s"
+    )
+    console.print(f"  run folder: {r.run_dir}")
+    for e in r.fault_errors:
+        console.print(f"  [yellow]fault problem:[/] {e}")
+    if r.error:
+        console.print(f"  [red]error:[/] {r.error} (see {r.run_dir}/logs/runner.log)")
+    if r.interrupted:
+        console.print(
+            "  [yellow]interrupted:[/] faults healed, history closed without its end mark; "
+            f"`driftlab analyze {r.run_dir}` still reads it"
+        )
+    if r.verdict is not None:
+        colour = {"reproduced": "green", "unexpected anomaly": "red"}.get(r.verdict, "yellow")
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items())) or "no anomalies"
+        console.print(f"  anomalies: {counts}")
+        console.print(f"  verdict: [{colour}]{r.verdict}[/]")

@@ -1,0 +1,188 @@
+"""`driftlab suite`: every claim's scenario on one shared stack, and the suite index."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from harness.cli import app
+from harness.cli.run import make_tick, parse_duration, print_result, progress
+
+if TYPE_CHECKING:
+    from harness.runner.runner import RunResult
+
+INDEX_JSON = "index.json"
+
+
+@app.command()
+def suite(
+    list_: Annotated[
+        bool, typer.Option("--list", help="List the registered claims and scenarios; run none.")
+    ] = False,
+    only: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated claim ids to run, e.g. C1,C2 (default: all)."),
+    ] = None,
+    duration: Annotated[
+        str | None,
+        typer.Option(help="Workload duration of every scenario, e.g. 10s (default: each one's)."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of every run.")] = 0,
+    runs_dir: Annotated[
+        Path, typer.Option("--runs-dir", help="Where run folders and the index go.")
+    ] = Path("runs"),
+    spark_master: Annotated[
+        str | None,
+        typer.Option("--spark-master", metavar="URL", help="Spark master URL for the analysis."),
+    ] = None,
+) -> None:
+    """Run the scenario of every claim of CLAIMS.md on one shared stack.
+
+    Writes one run folder per scenario, then runs/index.json (and runs/index.html when
+    the report module is installed). Exit status: 0 when every verdict is the expected
+    one, 1 otherwise, 2 bad input, 130 interrupted.
+
+    Example: driftlab suite --only C1,C13 --duration 10s
+    """
+    from scenarios.registry import all_scenarios, claims_scenarios
+
+    console = Console(highlight=False)
+    err = Console(stderr=True, highlight=False)
+    if list_:
+        _list(console, all_scenarios())
+        return
+    try:
+        chosen = claims_scenarios(only.split(",") if only else None)
+        secs = parse_duration(duration)
+        chosen = [sc.with_overrides(duration=secs) for sc in chosen]
+        for sc in chosen:
+            sc.validate()
+    except (KeyError, ValueError) as exc:
+        err.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}")
+        raise typer.Exit(2) from None
+    if not chosen:
+        err.print("[red]error:[/] no scenario registered for any claim")
+        raise typer.Exit(2)
+    raise typer.Exit(run_suite(console, chosen, seed, runs_dir, spark_master))
+
+
+def run_suite(
+    console: Console, chosen: list[Any], seed: int, runs_dir: Path, spark_master: str | None
+) -> int:
+    """Run `chosen` scenarios on one stack; write the index; return the exit status."""
+    from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
+    from harness.runner.stack_use import acquire_stack
+    from harness.setups import SETUPS
+
+    services = sorted({s for sc in chosen for s in SETUPS[sc.setup].services})
+    results: list[RunResult] = []
+    started = time.monotonic()
+    with progress() as prog:
+        task = prog.add_task(f"starting {', '.join(services)}", total=None)
+        with acquire_stack(services) as stack:
+            for i, sc in enumerate(chosen, 1):
+                label = f"[{i}/{len(chosen)}] {sc.claim or ''} {sc.name}"
+                result = run_scenario(
+                    sc,
+                    seed=seed,
+                    runs_dir=runs_dir,
+                    spark_master=spark_master,
+                    stack=stack,
+                    tick=make_tick(prog, task, label, sc.workload.duration),
+                )
+                results.append(result)
+                prog.console.print(
+                    f"{label}: [bold]{result.verdict or result.error or 'not judged'}[/] "
+                    f"({result.wall_s:.0f} s)"
+                )
+                if result.exit_code == EXIT_INTERRUPTED:
+                    break
+    wall = time.monotonic() - started
+    index = write_index(runs_dir, chosen, results, wall)
+    _table(console, chosen, results, wall)
+    console.print(f"index: {index}")
+    if any(r.exit_code == EXIT_INTERRUPTED for r in results):
+        for r in results[-1:]:
+            print_result(console, r)
+        return EXIT_INTERRUPTED
+    return 0 if all(r.exit_code == 0 for r in results) else 1
+
+
+def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wall: float) -> Path:
+    """runs/index.json (one entry per claim run), then runs/index.html if the report
+    module offers `reports.index.render_index(index_json) -> Path`."""
+    by_name = {sc.name: sc for sc in chosen}
+    entries = []
+    for r in results:
+        sc = by_name[r.scenario]
+        entries.append(
+            {
+                "claim": sc.claim,
+                "scenario": sc.name,
+                "summary": sc.summary,
+                "setup": sc.setup,
+                "run_dir": str(Path(r.run_dir).relative_to(runs_dir)),
+                "seed": r.seed,
+                "expectations": sc.expectations,
+                "verdict": r.verdict,
+                "counts": r.counts,
+                "error": r.error,
+                "exit_code": r.exit_code,
+                "ops": r.stats.ops,
+                "ops_per_s": round(r.stats.rate, 1),
+                "wall_s": round(r.wall_s, 1),
+            }
+        )
+    path = runs_dir / INDEX_JSON
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "wall_s": round(wall, 1),
+                "runs": entries,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    try:
+        render = importlib.import_module("reports.index").render_index
+    except (ImportError, AttributeError):
+        return path
+    return Path(render(path))
+
+
+def _list(console: Console, registry: dict[str, Any]) -> None:
+    table = Table(show_edge=False)
+    table.add_column("claim")
+    table.add_column("scenario")
+    table.add_column("setup")
+    table.add_column("s", justify="right")
+    table.add_column("expectations")
+    for sc in registry.values():
+        exp = ", ".join(f"{k}={v}" for k, v in sc.expectations.items())
+        table.add_row(sc.claim or "-", sc.name, sc.setup, f"{sc.workload.duration:.0f}", exp)
+    console.print(table)
+
+
+def _table(console: Console, chosen: list[Any], results: list[RunResult], wall: float) -> None:
+    table = Table(title=f"claims suite ({wall:.0f} s)", title_justify="left", show_edge=False)
+    table.add_column("claim")
+    table.add_column("scenario")
+    table.add_column("ops/s", justify="right")
+    table.add_column("verdict")
+    for r in results:
+        sc = next(s for s in chosen if s.name == r.scenario)
+        verdict = r.verdict or r.error or "not judged"
+        style = "green" if r.exit_code == 0 else "red"
+        table.add_row(sc.claim or "-", sc.name, f"{r.stats.rate:.0f}", verdict, style=style)
+    console.print(table)
