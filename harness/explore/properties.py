@@ -153,6 +153,14 @@ PROPERTIES: tuple[Property, ...] = (
         "fast",
     ),
     _p(
+        "rebuild-equals-source",
+        "compacted-log",
+        "C9",
+        "a store rebuilt from the compacted log equals the db",
+        "holds",
+        DIVERGENCE,
+    ),
+    _p(
         "unchecked-invariant",
         "event-sourced",
         "C12",

@@ -34,6 +34,7 @@ class Action(StrEnum):
     COMMIT = "commit"  # consumer commits its offsets (what its policy allows)
     CRASH = "crash"  # process killed: a consumer's unacked work or a client's next write
     RESTART = "restart"  # a new process of the consumer starts from its committed state
+    COMPACT = "compact"  # the broker compacts a partition: the latest record per key
     PARTITION = "partition"  # the network link `target` is cut
     HEAL = "heal"  # every cut link is restored
     QUIESCE = "quiesce"  # heal, restart, drain every consumer, read final states
@@ -99,6 +100,8 @@ def describe(step: Step) -> str:
             return f"consumer {who} crashes"
         case Action.RESTART:
             return f"consumer {who} restarts"
+        case Action.COMPACT:
+            return f"the broker compacts partition {step.partition}"
         case Action.PARTITION:
             return f"network link {step.target} is cut"
         case Action.HEAL:

@@ -7,7 +7,6 @@ A step that is not enabled in the current state is skipped: `step` returns None.
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -640,6 +639,93 @@ class BoundedLogSim(Sim):
         return {k: ver for k, (_, ver) in self.db.rows.items()}
 
 
+class CompactedLogSim(Sim):
+    """C9: a compacted one-partition log; at quiesce a new consumer rebuilds from offset 0."""
+
+    channel = "cdc"
+
+    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+        super().__init__(params, name)
+        self.db = Database()
+        self.log = LogBroker.create(1)
+        self.store = KeyValueStore("rebuild")
+
+    def step(self, step: Step) -> Step | None:
+        if step.action == Action.DB_WRITE and step.actor and step.key:
+            value = self.fresh_value(step.actor)
+            op_id = self.op(step.actor, "write", step.key, value, SOURCE_STORE)
+            version, lsn = self.db.write(step.key, value)
+            self.done(
+                op_id,
+                step.actor,
+                "write",
+                step.key,
+                OpPhase.OK,
+                value=value,
+                version=version,
+                store=SOURCE_STORE,
+                source_pos=lsn,
+            )
+            self.tally.source_write(step.key, value)
+            msg_id = f"m{lsn}"
+            rec = self.log.partitions[0].append(step.key, value, version, msg_id)
+            self.rec.emit(
+                EventType.MSG,
+                action=MsgAction.PRODUCE,
+                channel=self.channel,
+                partition=0,
+                offset=rec.offset,
+                msg_id=msg_id,
+                key=step.key,
+                value=value,
+                version=version,
+                source_pos=lsn,
+            )
+            self.tally.produce(self.channel, msg_id)
+            return Step(Action.DB_WRITE, step.actor, step.key, value)
+        if step.action == Action.COMPACT:
+            part = self.log.partitions[0]
+            held = len(part.records)
+            part.compact()
+            return Step(Action.COMPACT, partition=0) if len(part.records) < held else None
+        return None
+
+    def drain(self) -> None:
+        """A new derived store is built by reading the whole compacted log from 0."""
+        consumer = LogConsumer("rebuild", 1)
+        while (got := consumer.poll(self.log, 0)) is not None:
+            rec, attempt = got
+            consumer.take()
+            common = dict(
+                consumer="rebuild",
+                process=consumer.process,
+                channel=self.channel,
+                partition=0,
+                offset=rec.offset,
+                msg_id=rec.msg_id,
+                key=rec.key,
+                value=rec.value,
+                version=rec.version,
+            )
+            self.rec.emit(EventType.MSG, action=MsgAction.DELIVER, attempt=attempt, **common)
+            self.tally.deliver("rebuild", consumer.process, rec.msg_id, rec.key, rec.version)
+            if self.store.put_if_newer(rec.key, rec.value, rec.version):
+                self.rec.emit(EventType.MSG, action=MsgAction.APPLY, store="rebuild", **common)
+                self.tally.effect("rebuild", rec.key, rec.value, rec.version, rec.msg_id)
+            else:
+                self.rec.emit(EventType.MSG, action=MsgAction.SKIP, store="rebuild", **common)
+                self.tally.skip("rebuild", rec.key, rec.value)
+        self.mark(Mark.CONSUMER_DONE, consumer="rebuild", channel=self.channel)
+        self.tally.done("rebuild", self.channel)
+
+    def final_states(self) -> tuple[dict[str, str] | None, dict[str, dict[str, str]]]:
+        source = {k: v for k, (v, _) in self.db.rows.items()}
+        return source, {"rebuild": {k: v for k, (v, _) in self.store.rows.items()}}
+
+    def final_versions(self) -> dict[str, int]:
+        return {k: ver for k, (_, ver) in self.db.rows.items()}
+
+
 class EventSourcedSim(Sim):
     """C11/C12: commands validated against a replayed aggregate, events appended.
 
@@ -907,6 +993,14 @@ SETUPS: dict[str, SetupSpec] = {
             retention=3,
         ),
         _spec(
+            "compacted-log",
+            "a compacted log the broker may compact at any step; at quiesce a new "
+            "consumer rebuilds a store from offset 0",
+            ("C9",),
+            CompactedLogSim,
+            (Move(Action.DB_WRITE, CLIENTS[:2], KEYS), Move(Action.COMPACT)),
+        ),
+        _spec(
             "event-sourced",
             "withdrawals validated against the replayed balance, "
             "appended without an expected version",
@@ -941,8 +1035,3 @@ def get_setup(name: str) -> SetupSpec:
         return SETUPS[name]
     except KeyError:
         raise ValueError(f"unknown setup {name!r}: choose one of {', '.join(SETUPS)}") from None
-
-
-def header_params(events: list[Event]) -> dict[str, Any]:
-    """The params recorded in a simulated history's header."""
-    return json.loads(events[0].extra or "{}").get("params", {})
