@@ -1,0 +1,289 @@
+"""The simulator's machinery shared by every setup: driving, quiescing, recording."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.explore.schedule import Action, Step
+from harness.explore.sim.database import Database
+from harness.explore.sim.kv import KeyValueStore
+from harness.explore.sim.log import LogBroker, Record
+from harness.explore.sim.recorder import Recorder
+from harness.explore.sim.tally import Finding, Tally
+from harness.history.schema import (
+    SOURCE_STORE,
+    Event,
+    EventType,
+    FaultPhase,
+    Mark,
+    MsgAction,
+    OpPhase,
+)
+
+
+@dataclass(slots=True)
+class SimResult:
+    """What one schedule did: the steps that ran, the history, the tallied findings."""
+
+    executed: list[Step]
+    events: list[Event]
+    findings: set[Finding]
+
+
+class Sim(ABC):
+    """One run of a setup: the recorder, the tally, clients' values, cut links."""
+
+    name: str = ""
+
+    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+        self.name = name or self.name
+        self.params = dict(params or {})
+        self.rec = Recorder()
+        self.tally = Tally(invariant_min=self.invariant_min())
+        self.rec.header(self.name, self.params)
+        self._writes: dict[str, int] = {}
+        self._ops = 0
+        self._faults = 0
+        self.cut: dict[str, str] = {}  # link -> fault_id
+
+    def invariant_min(self) -> int | None:
+        """The lower bound the event-sourcing invariant sets, if any."""
+        return None
+
+    # -- driving ---------------------------------------------------------------------
+    @abstractmethod
+    def step(self, step: Step) -> Step | None:
+        """Run one step if enabled; return it as executed (values filled) or None."""
+
+    def finish(self) -> list[Step]:
+        """Clients complete their operations in flight, as explicit steps."""
+        return []
+
+    @abstractmethod
+    def drain(self) -> None:
+        """Consumers read and apply everything left; mark each consumer done."""
+
+    @abstractmethod
+    def final_states(self) -> tuple[dict[str, str] | None, dict[str, dict[str, str]]]:
+        """The source's rows (None when there is no source) and each derived store's."""
+
+    def final_versions(self) -> dict[str, int]:
+        """The source's version of every key, for its state events."""
+        return {}
+
+    def run(self, steps: Iterable[Step]) -> SimResult:
+        """Run a schedule to its end, then quiesce; return what happened."""
+        executed = [done for s in steps if (done := self.step(s)) is not None]
+        executed += self.finish()
+        executed.append(Step(Action.QUIESCE))
+        self.quiesce()
+        return SimResult(executed, self.rec.events, self.tally.findings)
+
+    def quiesce(self) -> None:
+        """Heal, drain, then record the final state of every store."""
+        self.mark(Mark.WORKLOAD_DONE)
+        self.heal()
+        self.mark(Mark.HEALED)
+        self.drain()
+        self.mark(Mark.QUIESCED)
+        source, derived = self.final_states()
+        versions = self.final_versions()
+        stores = ({SOURCE_STORE: source} if source is not None else {}) | derived
+        for store in sorted(stores):
+            rows = stores[store]
+            if not rows:  # a store read empty still says so
+                self.rec.emit(EventType.STATE, store=store)
+            for key in sorted(rows):
+                version = versions.get(key) if store == SOURCE_STORE else None
+                self.rec.emit(
+                    EventType.STATE, store=store, key=key, value=rows[key], version=version
+                )
+        self.tally.final(source or {}, derived if source is not None else {})
+        self.mark(Mark.END)
+
+    # -- recording ---------------------------------------------------------------------
+    def mark(self, kind: str, **fields: Any) -> None:
+        """Record a named point of the run."""
+        self.rec.emit(EventType.MARK, kind=kind, **fields)
+
+    def fresh_value(self, client: str) -> str:
+        """A value unique across the run, as harness.history.values makes them."""
+        n = self._writes.get(client, 0) + 1
+        self._writes[client] = n
+        return f"{client}-{n}"
+
+    def op(self, client: str, f: str, key: str, value: str | None, store: str) -> str:
+        """Record an invoke; return the op id for its completion."""
+        self._ops += 1
+        op_id = f"op{self._ops}"
+        self.rec.emit(
+            EventType.OP,
+            process=client,
+            phase=OpPhase.INVOKE,
+            f=f,
+            key=key,
+            value=value,
+            store=store,
+            op_id=op_id,
+        )
+        return op_id
+
+    def done(self, op_id: str, client: str, f: str, key: str, phase: str, **fields: Any) -> None:
+        """Record the completion of an op."""
+        self.rec.emit(
+            EventType.OP, process=client, phase=phase, f=f, key=key, op_id=op_id, **fields
+        )
+
+    def fault(self, phase: str, kind: str, target: str, fault_id: str | None = None) -> str:
+        """Record a fault window's start (a new id) or stop (the start's id)."""
+        if fault_id is None:
+            self._faults += 1
+            fault_id = f"f{self._faults}"
+        self.rec.emit(EventType.FAULT, phase=phase, kind=kind, target=target, fault_id=fault_id)
+        return fault_id
+
+    def partition(self, link: str) -> Step | None:
+        """Cut a link (enabled if it is whole)."""
+        if link in self.cut:
+            return None
+        self.cut[link] = self.fault(FaultPhase.START, "partition", link)
+        return Step(Action.PARTITION, target=link)
+
+    def heal(self) -> Step | None:
+        """Restore every cut link (enabled if one is cut)."""
+        if not self.cut:
+            return None
+        for link, fault_id in sorted(self.cut.items()):
+            self.fault(FaultPhase.STOP, "partition", link, fault_id)
+        self.cut.clear()
+        return Step(Action.HEAL)
+
+
+class DbSim(Sim):
+    """A setup whose source is a database, its changes captured onto `channel`."""
+
+    channel = "cdc"
+
+    def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
+        super().__init__(params, name)
+        self.db = Database()
+
+    def write_source(self, client: str, key: str, increment: bool = False) -> tuple[str, int, int]:
+        """Commit a client's write (or increment) to the database, recording the op.
+
+        Returns the value written, the key's new version and the commit's LSN.
+        """
+        if increment:
+            op_id = self.op(client, "increment", key, None, SOURCE_STORE)
+            value, version, lsn = self.db.increment(key)
+        else:
+            value = self.fresh_value(client)
+            op_id = self.op(client, "write", key, value, SOURCE_STORE)
+            version, lsn = self.db.write(key, value)
+        f = "increment" if increment else "write"
+        self.done(
+            op_id,
+            client,
+            f,
+            key,
+            OpPhase.OK,
+            value=value,
+            version=version,
+            store=SOURCE_STORE,
+            source_pos=lsn,
+        )
+        self.tally.source_write(key, value)
+        return value, version, lsn
+
+    def produced(
+        self,
+        msg_id: str,
+        key: str,
+        value: str,
+        version: int,
+        lsn: int,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        """Record the broker's acknowledgement of a captured change."""
+        self.rec.emit(
+            EventType.MSG,
+            action=MsgAction.PRODUCE,
+            channel=self.channel,
+            partition=partition,
+            offset=offset,
+            msg_id=msg_id,
+            key=key,
+            value=value,
+            version=version,
+            source_pos=lsn,
+        )
+        self.tally.produce(self.channel, msg_id)
+
+    def capture(self, log: LogBroker, key: str, value: str, version: int, lsn: int) -> None:
+        """The connector appends a commit to the log in commit order (Debezium, WAL)."""
+        partition = log.partition_for(key)
+        msg_id = f"m{lsn}"
+        rec = log.partitions[partition].append(key, value, version, msg_id)
+        self.produced(msg_id, key, value, version, lsn, partition, rec.offset)
+
+    def delivered(
+        self, group: str, process: str, partition: int, rec: Record, attempt: int
+    ) -> Step:
+        """Record a log record reaching a consumer process; return the poll step."""
+        self.rec.emit(
+            EventType.MSG,
+            action=MsgAction.DELIVER,
+            consumer=group,
+            process=process,
+            channel=self.channel,
+            partition=partition,
+            offset=rec.offset,
+            msg_id=rec.msg_id,
+            key=rec.key,
+            value=rec.value,
+            version=rec.version,
+            attempt=attempt,
+        )
+        self.tally.deliver(group, process, rec.msg_id, rec.key, rec.version)
+        return Step(Action.POLL, group, rec.key, rec.value, partition, rec.offset)
+
+    def apply_newer(
+        self, store: KeyValueStore, group: str, process: str, partition: int, rec: Record
+    ) -> Step:
+        """Idempotent, version-checked apply: a newer version is applied, else skipped."""
+        applied = store.put_if_newer(rec.key, rec.value, rec.version)
+        self.rec.emit(
+            EventType.MSG,
+            action=MsgAction.APPLY if applied else MsgAction.SKIP,
+            consumer=group,
+            process=process,
+            channel=self.channel,
+            partition=partition,
+            offset=rec.offset,
+            msg_id=rec.msg_id,
+            key=rec.key,
+            version=rec.version,
+            store=store.name,
+            value=rec.value,
+        )
+        if applied:
+            self.tally.effect(store.name, rec.key, rec.value, rec.version, rec.msg_id)
+        else:
+            self.tally.skip(store.name, rec.key, rec.value)
+        return Step(Action.APPLY, group, rec.key, rec.value, partition, rec.offset)
+
+    def source_rows(self) -> dict[str, str]:
+        """The database's final rows."""
+        return {k: v for k, (v, _) in self.db.rows.items()}
+
+    def final_versions(self) -> dict[str, int]:
+        return {k: ver for k, (_, ver) in self.db.rows.items()}
+
+
+def rows(store: KeyValueStore) -> dict[str, str]:
+    """A derived store's final rows."""
+    return {k: v for k, (v, _) in store.rows.items()}
