@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -12,8 +14,10 @@ from checkers.anomaly import KINDS, Anomaly
 from harness.explore.properties import available_checkers, reference_anomalies
 from harness.explore.schedule import Step
 from harness.explore.setups import SETUPS, SetupSpec
+from harness.explore.sim.recorder import to_jsonl
 from harness.explore.sim.tally import Finding
 from harness.explore.strategies import schedules
+from harness.history.reader import read_history
 from harness.history.schema import COLUMNS, SOURCE_STORE, Event
 
 SETUP_NAMES = sorted(SETUPS)
@@ -256,3 +260,20 @@ def test_compaction_keeps_the_latest_record_of_each_key_for_a_rebuild() -> None:
     assert _state(run.events, "rebuild") == _state(run.events, "source")
     # The compacted-away record never reached the rebuilt store: lost for it, by definition.
     assert ("lost-write", "rebuild", "k1", None) in run.findings
+
+
+@settings(max_examples=10, deadline=None)
+@given(any_setup_and_schedule())
+def test_simulated_history_reads_as_a_run_segment(case: tuple[SetupSpec, list[Step]]) -> None:
+    spec, steps = case
+    events = spec.run(steps).events
+    with tempfile.TemporaryDirectory() as tmp:
+        segment = Path(tmp) / "sim.jsonl"
+        segment.write_text(to_jsonl(events))
+        history = read_history(segment)
+    assert history.info.complete and not history.info.warnings
+    assert (
+        history.info.header is not None and history.info.header.scenario == f"explore:{spec.name}"
+    )
+    assert history.table.num_rows == len(events)
+    assert history.table.column("seq").to_pylist() == list(range(len(events)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 from pathlib import Path
 from typing import Annotated
@@ -16,6 +15,7 @@ from harness.explore.properties import properties_of
 from harness.explore.schedule import describe
 from harness.explore.search import SearchResult, search
 from harness.explore.setups import SETUPS
+from harness.explore.sim.recorder import to_jsonl
 
 _SETUP_LIST = "\n\n".join(
     f"{name}: {spec.summary} ({', '.join(spec.claims)})" for name, spec in SETUPS.items()
@@ -51,7 +51,9 @@ def explore(
     ] = Path("schedule.json"),
     history: Annotated[
         Path | None,
-        typer.Option("--history", help="Also save the minimal schedule's history (JSON lines)."),
+        typer.Option(
+            "--history", help="Also save the minimal schedule's history (a .jsonl segment)."
+        ),
     ] = None,
 ) -> None:
     """Search the driftlab simulator for a minimal schedule breaking SETUP's claims."""
@@ -124,7 +126,7 @@ def _save(console: Console, found: list[SearchResult], out: Path, history: Path 
             r.schedule().save(path)
             if history is not None and r.run is not None:
                 hpath = history.with_name(f"{history.stem}{suffix}{history.suffix}")
-                hpath.write_text("".join(json.dumps(e.to_dict()) + "\n" for e in r.run.events))
+                hpath.write_text(to_jsonl(r.run.events))
         except OSError as exc:
             console.print(f"[red]cannot write {exc.filename}[/]: {exc.strerror}; pass --out")
             raise typer.Exit(2) from None

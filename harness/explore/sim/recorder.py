@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,3 +33,8 @@ class Recorder:
         event = Event(type=type, time=T0 + seq * TICK, writer=self.writer, seq=seq, **fields)
         self.events.append(event)
         return event
+
+
+def to_jsonl(events: Iterable[Event]) -> str:
+    """A history as one JSON-lines segment, readable by harness.history.reader."""
+    return "".join(json.dumps(e.to_dict(), separators=(",", ":")) + "\n" for e in events)
