@@ -12,6 +12,7 @@ from harness.cli import app
 from harness.explore.properties import PROPERTIES, Property, available_checkers
 from harness.explore.schedule import Schedule
 from harness.explore.search import search
+from harness.history.reader import read_history
 
 # Minimal executed schedules (steps before the quiesce) the shrinker reaches.
 MINIMAL_STEPS = {
@@ -88,7 +89,9 @@ def test_cli_explore_saves_the_minimal_schedule(tmp_path: Path) -> None:
     assert sched.property == "dual-write-converges"
     assert [s.action for s in sched.steps][-1] == "quiesce"
     assert any(a["kind"] == "stale" for a in sched.anomalies)
-    assert len(history.read_text().splitlines()) > 10
+    read = read_history(history)
+    assert read.info.complete
+    assert {"op", "state", "mark"} <= set(read.table.column("type").to_pylist())
 
 
 def test_cli_explore_reports_a_property_that_held(tmp_path: Path) -> None:
