@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,24 +167,36 @@ class Stack:
     def up(self, *names: str, progress: Progress | None = None) -> Stack:
         """Start the named services (with Toxiproxy and dependencies) and wait healthy.
 
-        Services already running are left alone. Independent services start together;
-        a service starts once its dependencies are healthy. On failure everything this
-        call started is stopped and a ServiceError says which service and why.
+        Services already running are left alone. Each service starts as soon as its
+        dependencies are healthy, so slow independent ones (RabbitMQ) overlap the rest.
+        Processes are launched from the calling thread (the parent-death signal is tied
+        to it); only the health probes run in threads. On failure or Ctrl-C everything
+        this call started is killed and the error says which service and why.
         """
         wanted = self._closure(names or default_services())
         self._prepare_root()
         if self.owned and self._reaper is None:
             self._reaper = spawn_reaper(self.state_path, self.root / "logs" / "reaper.log")
         started: list[str] = []
+        pending = [n for n in wanted if not self._running(n)]
+        healthy = {n for n in wanted if n not in pending}
+        probes: dict[Future[None], str] = {}
+        pool = ThreadPoolExecutor(max_workers=max(1, len(pending)))
         try:
-            pending = [n for n in wanted if not self._running(n)]
-            while pending:
-                wave = [n for n in pending if all(self._running(d) for d in REGISTRY[n].depends_on)]
-                for name in wave:
+            while pending or probes:
+                for name in [
+                    n for n in pending if all(d in healthy for d in REGISTRY[n].depends_on)
+                ]:
                     self._launch(name, progress)
                     started.append(name)
-                self._wait_healthy(wave, progress)
-                pending = [n for n in pending if n not in wave]
+                    pending.remove(name)
+                    probes[pool.submit(self._wait_healthy, name, progress)] = name
+                if not probes:
+                    raise ServiceError(f"cannot start {', '.join(pending)}: dependencies down")
+                done, _ = wait_futures(probes, return_when=FIRST_COMPLETED)
+                for future in done:
+                    future.result()  # a failure is raised at once
+                    healthy.add(probes.pop(future))
         except BaseException:
             # Nothing started here has served anyone yet: no need for a graceful stop,
             # which a booting server may not even heed (RabbitMQ finishes booting first).
@@ -194,6 +206,10 @@ class Stack:
                     self.services[name].stop()  # helpers such as RabbitMQ's epmd
             self.write_state()
             raise
+        finally:
+            # Do not wait out the other probes after a failure: their services are dead
+            # now, so they return at once.
+            pool.shutdown(wait=False, cancel_futures=True)
         return self
 
     def _running(self, name: str) -> bool:
@@ -210,25 +226,11 @@ class Stack:
             progress(name, "starting")
         service.start()
 
-    def _wait_healthy(self, names: list[str], progress: Progress | None) -> None:
-        def wait(name: str) -> float:
-            begun = time.monotonic()
-            self.services[name].wait_healthy(REGISTRY[name].start_timeout)
-            took = time.monotonic() - begun
-            if progress:
-                progress(name, f"healthy in {took:.1f}s")
-            return took
-
-        pool = ThreadPoolExecutor(max_workers=max(1, len(names)))
-        try:
-            futures = [pool.submit(wait, name) for name in names]
-            done, _ = wait_futures(futures, return_when=FIRST_EXCEPTION)
-            for future in done:
-                future.result()  # the first failure, raised at once
-        finally:
-            # On a failure or Ctrl-C, do not wait out the other probes: the caller stops
-            # the services, and a probe of a stopped service returns at once.
-            pool.shutdown(wait=False, cancel_futures=True)
+    def _wait_healthy(self, name: str, progress: Progress | None) -> None:
+        begun = time.monotonic()
+        self.services[name].wait_healthy(REGISTRY[name].start_timeout)
+        if progress:
+            progress(name, f"healthy in {time.monotonic() - begun:.1f}s")
 
     def down(self) -> None:
         """Stop every service (gracefully, escalating to SIGKILL) and the reaper.
