@@ -11,21 +11,15 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
-from checkers.anomaly import Anomaly
+from checkers.anomaly import KINDS, Anomaly
 from harness.explore.sim.tally import Finding
 from harness.history.schema import Event
 
 DIVERGENCE = frozenset({"missing", "extra", "stale", "phantom"})
-REFERENCE_CHECKERS = (
-    "lost",
-    "duplicates",
-    "reorder",
-    "divergence",
-    "staleness",
-    "eventsourcing",
-    "graph",
-)
+REFERENCE_CHECKERS: tuple[str, ...] = tuple(KINDS)
+"""The checkers of docs/checkers.md, each a module `checkers.reference.<name>`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +30,7 @@ class Property:
     setup: str
     claim: str
     text: str
-    predicted: str  # "holds" | "fails"
+    predicted: Literal["holds", "fails"]
     kinds: frozenset[str]
     consumer: str | None = None
 
@@ -61,7 +55,7 @@ def _p(
     setup: str,
     claim: str,
     text: str,
-    predicted: str,
+    predicted: Literal["holds", "fails"],
     kinds: Iterable[str],
     consumer: str | None = None,
 ) -> Property:
