@@ -67,6 +67,7 @@ SCENARIOS = [
         faults=faults(
             {"kind": "app-crash", "target": "app", "at": 3, "duration": 2, "p": 0.3},
             {"kind": "cut", "target": "redis", "at": 5.5, "duration": 1.5},
+            recovery=1.0,
         ),
         expectations={"stale": PRESENT, **NO_PHANTOMS},
     ),

@@ -156,7 +156,7 @@ def run_scenario(
             result.interrupted = True
         except Exception as exc:
             log.exception("run %s failed", run_id)
-            result.error = f"{type(exc).__name__}: {exc}"
+            result.error = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
             result.exit_code = EXIT_ERROR
         finally:
             if result.interrupted or result.error:
@@ -251,7 +251,7 @@ def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | 
         analysis = analyze(run_dir, master=master).analysis
     except Exception as exc:
         log.exception("analysis of %s failed", run_dir)
-        result.error = f"analysis failed: {exc}"
+        result.error = f"analysis failed: {str(exc).strip().splitlines()[0][:300]}"
         result.exit_code = EXIT_ERROR
         return
     finally:
