@@ -245,11 +245,12 @@ def test_nats_jetstream_publish_and_consume(stack: Stack) -> None:
 
 
 def test_every_service_listens_on_loopback_only(stack: Stack) -> None:
-    stack.up("postgres", "redis", "nats")
+    stack.up("postgres", "redis", "nats", "rabbitmq")
     listening = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    for name in ("postgres", "redis", "nats", "toxiproxy"):
-        port = stack[name].spec.port()
-        local = [line.split()[1] for line in listening if line.split()[3] == "0A"]
-        bound = [addr for addr in local if int(addr.split(":")[1], 16) == port]
-        assert bound, f"{name} is not listening on {port}"
-        assert all(addr.split(":")[0] == "0100007F" for addr in bound), (name, bound)
+    local = [line.split()[1] for line in listening if line.split()[3] == "0A"]  # LISTEN
+    for name in ("postgres", "redis", "nats", "rabbitmq", "toxiproxy"):
+        # Every port of the service: RabbitMQ's Erlang distribution and epmd included.
+        for role, port in stack[name].spec.ports.items():
+            bound = [addr for addr in local if int(addr.split(":")[1], 16) == port]
+            assert bound, f"{name} is not listening on its {role} port {port}"
+            assert all(addr.split(":")[0] == "0100007F" for addr in bound), (name, role, bound)

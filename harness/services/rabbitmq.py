@@ -78,6 +78,8 @@ class RabbitMQService(ProcessService):
             "RABBITMQ_NODE_IP_ADDRESS": LOOPBACK,
             "RABBITMQ_NODE_PORT": str(self.spec.port()),
             "RABBITMQ_DIST_PORT": str(self.spec.port("dist")),
+            # Erlang distribution listens on every interface unless told otherwise.
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
             "ERL_EPMD_PORT": str(self.spec.port("epmd")),
             "ERL_EPMD_ADDRESS": LOOPBACK,
             "RABBITMQ_CONFIG_FILE": str(self.config_base),
