@@ -102,7 +102,8 @@ class Recorder:
         self._lock = threading.Lock()  # buffer, seq, writes to the fd
         self._sync_lock = threading.Lock()  # fsync and close of the fd
         self._wake = threading.Event()
-        self._buf: list[bytes] = []
+        self._buf = bytearray()  # encoded lines not yet written
+        self._buffered = 0  # events in _buf
         self._seq = 0
         self._dirty = False
         self._closed = False
@@ -424,7 +425,7 @@ class Recorder:
             if self._fd < 0:  # a forked child's first event
                 self._open_locked()
             self._append_locked(event)
-            if len(self._buf) >= self.batch_size:
+            if self._buffered >= self.batch_size:
                 self._write_locked()
                 self._wake.set()
 
@@ -434,17 +435,22 @@ class Recorder:
         event["writer"] = self.writer
         event["seq"] = self._seq
         self._seq += 1
-        self._buf.append(orjson.dumps(event))
+        # One growing bytearray, not a list of small objects: the per-event allocations
+        # it avoids cost more in malloc's system calls than the encoding itself.
+        self._buf += orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE)
+        self._buffered += 1
 
     def _write_locked(self) -> None:
         """Hand the buffer to the kernel (caller holds `_lock`)."""
-        if not self._buf:
+        if not self._buffered:
             return
-        data = b"\n".join(self._buf) + b"\n"
+        written = os.write(self._fd, self._buf)
+        if written < len(self._buf):  # a short write (rare for files): finish it
+            with memoryview(self._buf) as view:
+                while written < len(view):
+                    written += os.write(self._fd, view[written:])
         self._buf.clear()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
+        self._buffered = 0
         self._dirty = True
 
     def _run_flusher(self) -> None:
