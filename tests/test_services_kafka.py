@@ -94,7 +94,7 @@ def consume_all(bootstrap: str, topic: str, expected: int, timeout: float = 30.0
 def kafka(stack: object) -> Iterator[KafkaCluster]:
     begun = time.monotonic()
     stack.up("kafka")  # type: ignore[attr-defined]
-    print(f"\nkafka: up and healthy in {time.monotonic() - begun:.1f}s (cold, new storage)")
+    print(f"\nkafka: stack.up took {time.monotonic() - begun:.1f}s (0 if already running)")
     cluster = stack["kafka"]  # type: ignore[index]
     assert isinstance(cluster, KafkaCluster)
     yield cluster
