@@ -223,6 +223,25 @@ def test_spawned_processes_join_the_run_concurrently(tmp_path: Path) -> None:
     assert {json.loads(h["extra"])["run_id"] for h in headers} == {"r-test"}
 
 
+UNCLOSED = textwrap.dedent(
+    """
+    import sys
+    from harness.history.recorder import Recorder
+    from harness.history.schema import RunHeader
+    rec = Recorder(sys.argv[1], RunHeader(run_id="x", scenario="x", seed=0),
+                   batch_size=100_000, flush_interval=3600)
+    for i in range(1000):
+        rec.mark("tick")
+    """
+)
+
+
+def test_an_unclosed_recorder_is_flushed_at_exit(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-c", UNCLOSED, str(tmp_path)], cwd=ROOT, check=True)
+    history = read_history(tmp_path)
+    assert history.info.events == 1001 and history.info.cut_short
+
+
 def test_idle_events_reach_the_file_without_close(tmp_path: Path) -> None:
     rec = Recorder(tmp_path, HEADER, batch_size=10_000, flush_interval=0.05)
     try:
