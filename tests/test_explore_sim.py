@@ -277,3 +277,42 @@ def test_simulated_history_reads_as_a_run_segment(case: tuple[SetupSpec, list[St
     )
     assert history.table.num_rows == len(events)
     assert history.table.column("seq").to_pylist() == list(range(len(events)))
+
+
+def test_tombstones_keep_a_redelivered_older_write_from_resurrecting_a_key() -> None:
+    steps = [
+        Step("db-write", "c1", "k1"),
+        Step("db-delete", "c1", "k1"),
+        Step("poll", "g", partition=1),
+        Step("poll", "g", partition=1),
+        Step("apply", "g"),
+        Step("apply", "g"),
+        Step("crash", "g"),
+    ]
+    run = SETUPS["cdc"].run(steps)
+    # After the restart both messages come again: the write is skipped, not re-applied.
+    redone = [(e.action, e.value) for e in run.events if e.action in ("apply", "skip")][2:]
+    assert redone == [("skip", "c1-1"), ("skip", None)]
+    assert _state(run.events, "cache") == _state(run.events, "source") == {}
+    assert {f[0] for f in run.findings} == {"duplicate-delivery"}
+
+
+def test_compacted_tombstone_deletes_the_key_from_the_rebuild() -> None:
+    steps = [
+        Step("db-write", "c1", "k1"),
+        Step("db-write", "c1", "k2"),
+        Step("db-delete", "c2", "k1"),
+        Step("compact"),
+        Step("db-delete", "c2", "k1"),  # absent: not enabled
+    ]
+    run = SETUPS["compacted-log"].run(steps)
+    assert [s.action for s in run.executed] == [
+        "db-write",
+        "db-write",
+        "db-delete",
+        "compact",
+        "quiesce",
+    ]
+    rebuilt = [(e.offset, e.key, e.value) for e in run.events if e.action == "deliver"]
+    assert rebuilt == [(1, "k2", "c1-2"), (2, "k1", None)]
+    assert _state(run.events, "rebuild") == _state(run.events, "source") == {"k2": "c1-2"}

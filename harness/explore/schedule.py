@@ -25,6 +25,7 @@ class Action(StrEnum):
     """What a step does. The docstring of `describe` says it in words."""
 
     DB_WRITE = "db-write"  # client writes key to the source database (one transaction)
+    DB_DELETE = "db-delete"  # client deletes a present key from the source database
     CACHE_WRITE = "cache-write"  # client writes its last db value to the cache directly
     DEPOSIT = "deposit"  # client appends +1 to an aggregate of the event store
     VALIDATE = "validate"  # client reads an aggregate and validates a withdrawal of 1
@@ -72,11 +73,13 @@ class Step:
 def describe(step: Step) -> str:
     """The step in words, as `driftlab explore` prints it."""
     a, who = step.action, step.actor
-    kv = f"{step.key}={step.value}" if step.value is not None else f"{step.key}"
+    kv = f"{step.key}={step.value}" if step.value is not None else f"{step.key} (deleted)"
     at = f" (offset {step.offset})" if step.offset is not None else ""
     match a:
         case Action.DB_WRITE:
             return f"client {who} writes {kv} to the db"
+        case Action.DB_DELETE:
+            return f"client {who} deletes {step.key} from the db"
         case Action.CACHE_WRITE:
             return f"client {who} writes {kv} to the cache"
         case Action.DEPOSIT:

@@ -16,7 +16,7 @@ from harness.explore.sim.consumer import CommitPolicy, LogConsumer
 from harness.explore.sim.eventstore import EventStore
 from harness.explore.sim.kv import KeyValueStore
 from harness.explore.sim.log import LogBroker
-from harness.explore.sim.machine import DbSim, Sim, SimResult, rows
+from harness.explore.sim.machine import DbSim, Sim, SimResult
 from harness.explore.sim.queue import Message, Queue
 from harness.history.schema import EventType, FaultPhase, Mark, MsgAction, OpPhase
 
@@ -75,7 +75,7 @@ class DualWriteSim(DbSim):
         """No consumers: the application writes the cache itself."""
 
     def final_states(self) -> tuple[dict[str, str] | None, dict[str, dict[str, str]]]:
-        return self.source_rows(), {"cache": rows(self.cache)}
+        return self.source_rows(), {"cache": self.cache.values()}
 
 
 class CdcSim(DbSim):
@@ -103,6 +103,8 @@ class CdcSim(DbSim):
             value, version, lsn = self.write_source(step.actor, step.key, self.counter)
             self.capture(self.log, step.key, value, version, lsn)
             return Step(Action.DB_WRITE, step.actor, step.key, value)
+        if a == Action.DB_DELETE and step.actor and step.key and not self.counter:
+            return self.delete(step.actor, step.key, self.log)
         if a == Action.POLL and step.partition is not None:
             return self.poll(step.partition)
         if a == Action.APPLY and self.link not in self.cut:
@@ -182,7 +184,7 @@ class CdcSim(DbSim):
         self.tally.done("g", self.channel)
 
     def final_states(self) -> tuple[dict[str, str] | None, dict[str, dict[str, str]]]:
-        return self.source_rows(), {self.store.name: rows(self.store)}
+        return self.source_rows(), {self.store.name: self.store.values()}
 
 
 class AmqpSim(DbSim):
@@ -289,7 +291,7 @@ class AmqpSim(DbSim):
                 progress |= self.step(Step(action, w)) is not None
 
     def final_states(self) -> tuple[dict[str, str] | None, dict[str, dict[str, str]]]:
-        return self.source_rows(), {"cache": rows(self.cache)}
+        return self.source_rows(), {"cache": self.cache.values()}
 
 
 class BoundedLogSim(DbSim):
@@ -343,6 +345,8 @@ class CompactedLogSim(DbSim):
             value, version, lsn = self.write_source(step.actor, step.key)
             self.capture(self.log, step.key, value, version, lsn)
             return Step(Action.DB_WRITE, step.actor, step.key, value)
+        if step.action == Action.DB_DELETE and step.actor and step.key:
+            return self.delete(step.actor, step.key, self.log)
         if step.action == Action.COMPACT:
             part = self.log.partitions[0]
             held = len(part.records)
@@ -362,7 +366,7 @@ class CompactedLogSim(DbSim):
         self.tally.done("rebuild", self.channel)
 
     def final_states(self) -> tuple[dict[str, str] | None, dict[str, dict[str, str]]]:
-        return self.source_rows(), {"rebuild": rows(self.store)}
+        return self.source_rows(), {"rebuild": self.store.values()}
 
 
 class EventSourcedSim(Sim):
@@ -497,7 +501,7 @@ class EventSourcedSim(Sim):
         self.tally.done("projection", self.channel)
 
     def final_states(self) -> tuple[dict[str, str] | None, dict[str, dict[str, str]]]:
-        return None, {self.projection.name: rows(self.projection)}
+        return None, {self.projection.name: self.projection.values()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -531,6 +535,9 @@ def _spec(
 
 
 def _cdc_moves(partitions: int, store: str) -> tuple[Move, ...]:
+    # Deletes come last: the shrinker prefers earlier moves, and only a setup whose
+    # store is versioned can take a tombstone (a counter has no delete).
+    deletes = () if store == "counter" else (Move(Action.DB_DELETE, CLIENTS[:2], KEYS),)
     return (
         Move(Action.DB_WRITE, CLIENTS[:2], KEYS),
         Move(Action.POLL, ("g",), partitions=tuple(range(partitions))),
@@ -540,6 +547,7 @@ def _cdc_moves(partitions: int, store: str) -> tuple[Move, ...]:
         Move(Action.RESTART, ("g",)),
         Move(Action.PARTITION, targets=(f"g->{store}",)),
         Move(Action.HEAL),
+        *deletes,
     )
 
 
@@ -635,7 +643,11 @@ SETUPS: dict[str, SetupSpec] = {
             "consumer rebuilds a store from offset 0",
             ("C9",),
             CompactedLogSim,
-            (Move(Action.DB_WRITE, CLIENTS[:2], KEYS), Move(Action.COMPACT)),
+            (
+                Move(Action.DB_WRITE, CLIENTS[:2], KEYS),
+                Move(Action.COMPACT),
+                Move(Action.DB_DELETE, CLIENTS[:2], KEYS),
+            ),
         ),
         _spec(
             "event-sourced",

@@ -12,7 +12,7 @@ class Record:
 
     offset: int
     key: str
-    value: str
+    value: str | None  # None: a tombstone, the key was deleted
     version: int
     msg_id: str
 
@@ -30,7 +30,7 @@ class Partition:
         """The log start offset: the oldest offset still held (next_offset if empty)."""
         return self.records[0].offset if self.records else self.next_offset
 
-    def append(self, key: str, value: str, version: int, msg_id: str) -> Record:
+    def append(self, key: str, value: str | None, version: int, msg_id: str) -> Record:
         """Append at the next offset; drop the oldest records beyond retention."""
         rec = Record(self.next_offset, key, value, version, msg_id)
         self.records.append(rec)
@@ -47,7 +47,7 @@ class Partition:
         return None
 
     def compact(self) -> None:
-        """Keep only the latest record of every key; offsets do not move."""
+        """Keep only the latest record of every key (tombstones too); offsets stay."""
         latest = {rec.key: rec.offset for rec in self.records}
         self.records = [rec for rec in self.records if latest[rec.key] == rec.offset]
 

@@ -198,11 +198,41 @@ class DbSim(Sim):
         self.tally.source_write(key, value)
         return value, version, lsn
 
+    def delete_source(self, client: str, key: str) -> tuple[int, int] | None:
+        """Commit a client's delete of a present key; return its version and LSN."""
+        if key not in self.db.rows:
+            return None
+        op_id = self.op(client, "delete", key, None, SOURCE_STORE)
+        deleted = self.db.delete(key)
+        assert deleted is not None
+        version, lsn = deleted
+        self.done(
+            op_id,
+            client,
+            "delete",
+            key,
+            OpPhase.OK,
+            version=version,
+            store=SOURCE_STORE,
+            source_pos=lsn,
+        )
+        self.tally.source_write(key, None)
+        return version, lsn
+
+    def delete(self, client: str, key: str, log: LogBroker) -> Step | None:
+        """A client deletes a present key; the connector captures a tombstone."""
+        deleted = self.delete_source(client, key)
+        if deleted is None:
+            return None
+        version, lsn = deleted
+        self.capture(log, key, None, version, lsn)
+        return Step(Action.DB_DELETE, client, key)
+
     def produced(
         self,
         msg_id: str,
         key: str,
-        value: str,
+        value: str | None,
         version: int,
         lsn: int,
         partition: int | None = None,
@@ -223,7 +253,7 @@ class DbSim(Sim):
         )
         self.tally.produce(self.channel, msg_id)
 
-    def capture(self, log: LogBroker, key: str, value: str, version: int, lsn: int) -> None:
+    def capture(self, log: LogBroker, key: str, value: str | None, version: int, lsn: int) -> None:
         """The connector appends a commit to the log in commit order (Debezium, WAL)."""
         partition = log.partition_for(key)
         msg_id = f"m{lsn}"
@@ -282,8 +312,3 @@ class DbSim(Sim):
 
     def final_versions(self) -> dict[str, int]:
         return {k: ver for k, (_, ver) in self.db.rows.items()}
-
-
-def rows(store: KeyValueStore) -> dict[str, str]:
-    """A derived store's final rows."""
-    return {k: v for k, (v, _) in store.rows.items()}

@@ -24,8 +24,8 @@ class Tally:
     invariant_min: int | None = None
     findings: set[Finding] = field(default_factory=set)
     committed: dict[str, set[str]] = field(default_factory=dict)
-    source_writes: list[tuple[str, str]] = field(default_factory=list)
-    reached: set[tuple[str, str, str]] = field(default_factory=set)
+    source_writes: list[tuple[str, str | None]] = field(default_factory=list)
+    reached: set[tuple[str, str, str | None]] = field(default_factory=set)
     effect_stores: set[str] = field(default_factory=set)
     top_applied: dict[tuple[str, str], int] = field(default_factory=dict)
     applies: set[tuple[str, str]] = field(default_factory=set)
@@ -34,13 +34,14 @@ class Tally:
     produced: dict[str, list[str]] = field(default_factory=dict)
     sums: dict[str, int] = field(default_factory=dict)
 
-    def source_write(self, key: str, value: str) -> None:
-        """An ok source write: a committed value of its key."""
-        self.committed.setdefault(key, set()).add(value)
+    def source_write(self, key: str, value: str | None) -> None:
+        """An ok source write (None: a delete): a committed value of its key."""
+        if value is not None:
+            self.committed.setdefault(key, set()).add(value)
         self.source_writes.append((key, value))
 
     def effect(
-        self, store: str, key: str, value: str, version: int | None, msg_id: str | None
+        self, store: str, key: str, value: str | None, version: int | None, msg_id: str | None
     ) -> None:
         """A write reaching a derived store (an apply, or a direct client write)."""
         self.reached.add((store, key, value))
@@ -56,7 +57,7 @@ class Tally:
                 self.findings.add(("duplicate-apply", store, None, None))
             self.applies.add((store, msg_id))
 
-    def skip(self, store: str, key: str, value: str) -> None:
+    def skip(self, store: str, key: str, value: str | None) -> None:
         """The consumer saw the write and rightly ignored it."""
         self.reached.add((store, key, value))
 
