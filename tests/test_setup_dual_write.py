@@ -1,0 +1,144 @@
+"""The dual-write setup on real PostgreSQL, Redis and a tantivy index."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from setup_fixtures import events, make_context
+
+from harness.history.schema import SOURCE_STORE
+from harness.services.stack import Stack
+from harness.services.toxiproxy import link_name
+from harness.setups.base import AppCrash, SetupContext
+from harness.setups.connect import APP
+from harness.setups.dual_write import AFTER_SOURCE_WRITE, DualWrite
+
+pytestmark = pytest.mark.services
+
+
+@pytest.fixture
+def wired(
+    stack: Stack, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[DualWrite, SetupContext]]:
+    stack.up("postgres", "redis")
+    params = getattr(request, "param", {})
+    ctx = make_context(stack, tmp_path, "dw-test", **params)
+    setup = DualWrite()
+    setup.prepare(ctx)
+    setup.start()
+    try:
+        yield setup, ctx
+    finally:
+        setup.teardown()
+        ctx.recorder.close()  # type: ignore[attr-defined]
+        stack.links.heal(link_name(APP, "redis"))
+
+
+def test_writes_reach_every_store_with_source_versions(
+    wired: tuple[DualWrite, SetupContext],
+) -> None:
+    setup, ctx = wired
+    client = setup.client("c0")
+    for v in ("a-1", "a-2", "a-3"):
+        client.write("k", v)
+    client.write("j", "b-1")
+    client.delete("j")
+    client.close()
+    assert setup.quiesce(10)
+    states = setup.final_states()
+    assert states[SOURCE_STORE] == {"k": ("a-3", 3)}
+    assert states["cache"] == {"k": ("a-3", 3)}
+    assert states["search"] == {"k": ("a-3", 3)}
+    oks = [e for e in events(ctx) if e["type"] == "op" and e["phase"] == "ok"]
+    source = [(e["key"], e["f"], e["version"]) for e in oks if e["store"] == SOURCE_STORE]
+    assert source == [
+        ("k", "write", 1),
+        ("k", "write", 2),
+        ("k", "write", 3),
+        ("j", "write", 1),
+        ("j", "delete", 2),
+    ]
+    cache = [(e["key"], e.get("value"), e["version"]) for e in oks if e["store"] == "cache"]
+    assert cache[:3] == [("k", "a-1", 1), ("k", "a-2", 2), ("k", "a-3", 3)]
+
+
+def test_a_crash_between_the_writes_leaves_the_derived_stores_stale(
+    wired: tuple[DualWrite, SetupContext],
+) -> None:
+    setup, ctx = wired
+    client = setup.client("c0")
+    client.write("k", "c0-1")
+
+    def crash(point: str, process: str, key: str) -> None:
+        if point == AFTER_SOURCE_WRITE:
+            raise AppCrash(f"{process} at {point}")
+
+    ctx.steps.add(crash)
+    with pytest.raises(AppCrash):
+        client.write("k", "c0-2")
+    ctx.steps.remove(crash)
+    client.close()
+    states = setup.final_states()
+    assert states[SOURCE_STORE]["k"] == ("c0-2", 2)
+    assert states["cache"]["k"] == ("c0-1", 1)
+    assert states["search"]["k"] == ("c0-1", 1)
+
+
+@pytest.mark.parametrize(
+    "wired", [{"derived": ["cache"], "on_failure": "invalidate"}], indirect=True
+)
+def test_invalidate_removes_the_key_once_the_cache_answers_again(
+    stack: Stack, wired: tuple[DualWrite, SetupContext]
+) -> None:
+    setup, ctx = wired
+    client = setup.client("c0")
+    client.write("k", "c0-1")
+    stack.links.disable(link_name(APP, "redis"))
+    client.write("k", "c0-2")
+    failed = [
+        e
+        for e in events(ctx)
+        if e["type"] == "op" and e["store"] == "cache" and e["phase"] in ("fail", "info")
+    ]
+    assert len(failed) == 1 and failed[0]["value"] == "c0-2"
+    assert setup.final_states()["cache"]["k"] == ("c0-1", 1)  # stale while unreachable
+    stack.links.heal(link_name(APP, "redis"))
+    client.close()
+    assert setup.quiesce(10)
+    states = setup.final_states()
+    assert states[SOURCE_STORE]["k"] == ("c0-2", 2)
+    assert "k" not in states["cache"]
+    assert any(
+        e["type"] == "op" and e.get("f") == "invalidate" and e["phase"] == "ok" for e in events(ctx)
+    )
+
+
+@pytest.mark.parametrize(
+    "wired", [{"derived": ["search"], "search": "indexer", "refresh_ms": 300}], indirect=True
+)
+def test_the_indexer_view_lags_and_records_its_messages(
+    wired: tuple[DualWrite, SetupContext],
+) -> None:
+    setup, ctx = wired
+    client = setup.client("c0")
+    client.write("k", "c0-1")
+    client.read("k", "search")  # right after the write: the view has not caught up
+    client.close()
+    assert setup.quiesce(10)
+    assert setup.final_states()["search"] == {"k": ("c0-1", 1)}
+    evs = events(ctx)
+    read = next(e for e in evs if e["type"] == "op" and e["f"] == "read" and e["phase"] == "ok")
+    assert read.get("value") is None
+    actions = [e["action"] for e in evs if e["type"] == "msg"]
+    assert actions == ["produce", "deliver", "apply"]
+    assert any(e["type"] == "mark" and e["kind"] == "consumer-done" for e in evs)
+
+
+def test_bad_parameters_are_named(stack: Stack, tmp_path: Path) -> None:
+    stack.up("postgres", "redis")
+    ctx = make_context(stack, tmp_path, "dw-bad", on_failure="pray")
+    with pytest.raises(ValueError, match="ignore, retry or invalidate"):
+        DualWrite().prepare(ctx)
+    ctx.recorder.close()  # type: ignore[attr-defined]
