@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -151,6 +152,26 @@ def test_state_file_reattaches_with_same_credentials(stack_dir: Path) -> None:
         assert not again.is_up()
         stack.up("redis")
         assert stack.endpoint("redis").extra == again.endpoint("redis").extra
+    finally:
+        stack.down()
+
+
+def test_a_link_survives_a_toxiproxy_restart_on_its_port(stack_dir: Path) -> None:
+    stack = Stack(stack_dir, owned=True)
+    try:
+        stack.up("redis")
+        before = stack.link("app", "redis")
+        toxiproxy = stack["toxiproxy"]
+        toxiproxy.kill()
+        toxiproxy.start()
+        toxiproxy.wait_healthy(10)
+        assert stack.links.list() == []  # Toxiproxy keeps no proxies across restarts
+        after = stack.link("app", "redis")
+        assert after == before
+        client = redis.Redis(
+            host=after.host, port=after.port, password=after.extra["password"], socket_timeout=3
+        )
+        assert client.ping()
     finally:
         stack.down()
 

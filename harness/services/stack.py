@@ -83,7 +83,7 @@ register("nats", lambda spec, deps: NatsService(spec))
 register(TOXIPROXY, lambda spec, deps: ToxiproxyService(spec), start_timeout=30.0)
 # JVMs on a shared 2-core machine: a cold start can take a minute.
 register("kafka", lambda spec, deps: cluster_from_spec(spec), start_timeout=120.0)
-register("connect", connect_from_deps, depends_on=("kafka",), start_timeout=120.0)
+register("connect", connect_from_deps, depends_on=("kafka", TOXIPROXY), start_timeout=120.0)
 
 
 def default_services() -> list[str]:
@@ -292,7 +292,9 @@ class Stack:
         The endpoint carries the service's credentials in `extra`. Idempotent.
         """
         name = link_name(client, service)
-        endpoint = self.links.create(name, self.endpoint(service))
+        # A link made before keeps its port, even if Toxiproxy restarted in between.
+        known = self.links_made.get(name, {}).get("port")
+        endpoint = self.links.create(name, self.endpoint(service), listen_port=known)
         self.links_made[name] = {
             "client": client,
             "service": service,

@@ -21,7 +21,7 @@ from toxiproxy.server import Toxiproxy
 
 from harness.services.base import Endpoint, ServiceError
 from harness.services.binaries import find_binary
-from harness.services.ports import LOOPBACK, free_port
+from harness.services.ports import LOOPBACK, free_port, port_is_free
 from harness.services.process import ProcessService
 
 # toxiproxy-python keeps the server's address in class attributes of APIConsumer, one
@@ -112,7 +112,9 @@ class Links:
                 return Endpoint(host, int(port), dict(upstream.extra))
             if existing is not None:
                 existing.destroy()
-            port = listen_port or free_port()
+            if listen_port is None or not port_is_free(listen_port, allow_time_wait=True):
+                listen_port = free_port()
+            port = listen_port
             api.create(upstream=upstream.address, name=name, listen=f"{LOOPBACK}:{port}")
         return Endpoint(LOOPBACK, port, dict(upstream.extra))
 
