@@ -53,8 +53,9 @@ def analyze(
 
     Example: driftlab analyze runs/latest
     """
-    console = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+    # soft_wrap: messages stay whole lines (paths are long), the terminal wraps them.
+    console = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     # Spark loads only once the input is known to be worth it: bad paths fail fast.
     if not run_dir.is_dir():
         err.print(
