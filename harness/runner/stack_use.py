@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from harness.services.stack import DEFAULT_STACK_DIR, Stack
+
+log = logging.getLogger("driftlab.runner")
 
 
 def running_stack(root: Path = DEFAULT_STACK_DIR) -> Stack | None:
@@ -35,6 +38,9 @@ def acquire_stack(services: Iterable[str], stack: Stack | None = None) -> Iterat
         own_root = Path(tempfile.mkdtemp(prefix="driftlab-stack-", dir="/tmp"))
         own_root.chmod(0o755)
         stack = Stack(own_root, owned=True)
+        log.info("stack: own, in %s (stopped at the end)", own_root)
+    else:
+        log.info("stack: shared, in %s", stack.root)
     try:
         stack.up(*services)
         yield stack
