@@ -18,7 +18,7 @@ from hypothesis.errors import NoSuchExample
 from checkers.anomaly import Anomaly
 from harness.explore.properties import Property, reference_anomalies
 from harness.explore.schedule import Action, Schedule, Step
-from harness.explore.setups import get_setup
+from harness.explore.setups import SetupSpec, get_setup
 from harness.explore.sim.machine import SimResult
 from harness.explore.strategies import schedules
 
@@ -111,7 +111,7 @@ def search(prop: Property, examples: int = 500, seed: int = 0) -> SearchResult:
     # The executed steps make every client completion explicit, so renaming them keeps
     # the interleaving whatever order the quiesce would complete operations in.
     explicit = [s for s in run.executed if s.action != Action.QUIESCE]
-    renamed = canonical(explicit, lambda steps: prop.broken_by(spec.run(steps).findings))
+    renamed = canonical(explicit, lambda steps: _same_shape_and_broken(spec, prop, steps))
     if renamed is not explicit:
         run = spec.run(renamed)
     anomalies, missing = reference_anomalies(run.events)
@@ -128,24 +128,37 @@ def search(prop: Property, examples: int = 500, seed: int = 0) -> SearchResult:
     )
 
 
-def canonical(steps: list[Step], broken: Callable[[list[Step]], bool]) -> list[Step]:
-    """Rename clients and workers in order of first appearance (c1 first, then c2...).
+def canonical(steps: list[Step], still_breaks: Callable[[list[Step]], bool]) -> list[Step]:
+    """Rename clients, workers and keys in order of first appearance (c1, then c2...).
 
-    Actors of one role are interchangeable in every setup, so the renamed schedule
-    breaks the property as well; it is kept only if it still does. Keys are not renamed:
-    they choose partitions.
+    Clients and workers of one role are interchangeable in every setup, keys wherever
+    they do not choose a partition; the renamed schedule is kept only if `still_breaks`
+    it, so a renaming that changes what happens is never kept.
     """
     names: dict[str, str] = {}
     counts: dict[str, int] = {}
     for step in steps:
-        actor = step.actor
-        if actor and actor[0] in "cw" and actor[1:].isdigit() and actor not in names:
-            counts[actor[0]] = counts.get(actor[0], 0) + 1
-            names[actor] = f"{actor[0]}{counts[actor[0]]}"
+        for name in (step.actor, step.key):
+            if name and name[0] in "cwk" and name[1:].isdigit() and name not in names:
+                counts[name[0]] = counts.get(name[0], 0) + 1
+                names[name] = f"{name[0]}{counts[name[0]]}"
     renamed = [
-        replace(s, actor=names.get(s.actor or "", s.actor), value=None, offset=None) for s in steps
+        replace(
+            s,
+            actor=names.get(s.actor or "", s.actor),
+            key=names.get(s.key or "", s.key),
+            value=None,
+            offset=None,
+        )
+        for s in steps
     ]
-    return renamed if renamed != steps and broken(renamed) else steps
+    return renamed if renamed != steps and still_breaks(renamed) else steps
+
+
+def _same_shape_and_broken(spec: SetupSpec, prop: Property, steps: list[Step]) -> bool:
+    """Every step still runs (none skipped, none added) and the property still breaks."""
+    run = spec.run(steps)
+    return len(run.executed) == len(steps) + 1 and prop.broken_by(run.findings)
 
 
 def simulate(schedule: Schedule) -> SimResult:
