@@ -8,6 +8,24 @@ its owner (PR_SET_PDEATHSIG on every leader plus a reaper process for the groups
 
 Services register in `REGISTRY` (name -> ServiceKind), each with a factory from its
 own module.
+
+`stack.json` (version 1, mode 600, rewritten atomically after every launch and link):
+
+    {"version": 1, "root": "/abs/stack", "owned": false, "owner_pid": 1234,
+     "services": {"postgres": {
+         "spec": {"ports": {"main": 24011}, "secrets": {"password": "..."},
+                  "die_with_parent": false},
+         "processes": {"main": {"pid": 99, "pgid": 99, "start_time": 5120,
+                                "log_path": "/abs/stack/logs/postgres.log"}},
+         "endpoint": {"host": "127.0.0.1", "port": 24011,
+                      "extra": {"user": "driftlab", "password": "...", "dbname": "driftlab"}}},
+         ...},
+     "links": {"app->postgres": {"client": "app", "service": "postgres",
+                                 "host": "127.0.0.1", "port": 27003}}}
+
+`processes` lists only live processes (start_time tells a recycled pid apart); after
+`down` it is empty while `spec` stays, so the next `up` reuses ports and passwords that
+the data folders depend on (PostgreSQL's password is set by initdb).
 """
 
 from __future__ import annotations
