@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.anomaly import KINDS, Anomaly
-from harness.explore.properties import available_checkers, reference_anomalies
+from harness.explore.properties import PROPERTIES, available_checkers, reference_anomalies
 from harness.explore.schedule import Step
 from harness.explore.setups import SETUPS, SetupSpec
 from harness.explore.sim.recorder import to_jsonl
@@ -121,7 +121,11 @@ def test_tally_agrees_with_reference_checkers(case: tuple[SetupSpec, list[Step]]
 
 
 def test_reference_checkers_for_the_properties_are_present() -> None:
-    assert {"divergence", "duplicates"} <= set(available_checkers())
+    """Every checker whose kinds a property names must be there to confirm it."""
+    named = {k for p in PROPERTIES for k in p.kinds}
+    needed = {checker for checker, kinds in KINDS.items() if named & set(kinds)}
+    assert needed == {"lost", "duplicates", "reorder", "divergence", "eventsourcing"}
+    assert needed <= set(available_checkers())
 
 
 def _state(events: list[Event], store: str) -> dict[str, str]:
