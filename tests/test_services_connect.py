@@ -240,3 +240,25 @@ def test_rejected_connector_config_is_not_kept(cdc: Cdc) -> None:
     assert "bad-login" not in cdc.connect.registered()
     assert cdc.connect.registered() == [cdc.connector.name]
     cdc.connect.delete_connector(bad.name)  # unknown to the worker: not an error
+
+
+@pytest.mark.services
+def test_connect_reaches_kafka_only_through_its_link(cdc: Cdc, stack: Any) -> None:
+    assert "connect->kafka" in {link.name for link in stack.links.list()}
+    assert cdc.connect.kafka_bootstrap != cdc.bootstrap
+    consumer = cdc.reader()
+    try:
+        stack.links.disable("connect->kafka")
+        try:
+            cdc.execute(f"INSERT INTO {TABLE} VALUES (500, 'during-partition')")
+            held = read_events(consumer, lambda ev: any(e["after"]["id"] == 500 for e in ev), 4)
+            assert not any(e["after"]["id"] == 500 for e in held), "the event bypassed the link"
+        finally:
+            stack.links.heal("connect->kafka")
+        healed = time.monotonic()
+        events = read_events(consumer, lambda ev: any(e["after"]["id"] == 500 for e in ev), 90)
+    finally:
+        consumer.close()
+    arrived = [e for e in events if e["after"]["id"] == 500]
+    assert arrived, "the event never arrived after the link healed"
+    print(f"\ncdc: event arrived {arrived[0]['_arrived'] - healed:.1f}s after the link healed")

@@ -6,13 +6,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from harness.services.base import ServiceError
 from harness.services.kafka import KafkaCluster, KafkaSettings, new_cluster_id
-from harness.services.kafka_admin import TopicSpec, create_topics, topic_configs
+from harness.services.kafka_admin import TopicSpec, admin_client, create_topics, topic_configs
 from harness.services.process import ServiceSpec
 
 
@@ -114,6 +115,21 @@ def test_round_trip_with_acks_all(kafka: KafkaCluster) -> None:
         sent = [v for v in values if acked[v][0] == partition]
         read = [v for v, p, _ in sorted(rows, key=lambda r: r[2]) if p == partition]
         assert read == sent
+
+
+@pytest.mark.services
+def test_a_linked_client_stays_on_its_link(kafka: KafkaCluster, stack: Any) -> None:
+    bootstrap = kafka.link(stack.links, "test-client")
+    assert kafka.link(stack.links, "test-client") == bootstrap  # idempotent
+    proxy_port = int(bootstrap.rsplit(":", 1)[1])
+    # The metadata answer names the link's port, so every later request uses it too.
+    brokers = admin_client(bootstrap).list_topics(timeout=10).brokers
+    assert [b.port for b in brokers.values()] == [proxy_port]
+    create_topics(kafka.bootstrap_servers, [TopicSpec("via-link")])
+    acked = produce_acked(bootstrap, "via-link", ["through-the-proxy"])
+    assert consume_all(bootstrap, "via-link", 1) == [
+        ("through-the-proxy", *acked["through-the-proxy"])
+    ]
 
 
 @pytest.mark.services

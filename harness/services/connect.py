@@ -30,6 +30,7 @@ from harness.services.base import Endpoint, ServiceError
 from harness.services.kafka import KafkaCluster
 from harness.services.ports import LOOPBACK, port_accepts
 from harness.services.process import ProcessService, ServiceSpec
+from harness.services.toxiproxy import ToxiproxyService
 
 POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
 SNAPSHOT_MODES = ("initial", "no_data", "never", "always", "initial_only", "when_needed")
@@ -345,11 +346,15 @@ class ConnectService(ProcessService):
 
 
 def connect_from_deps(spec: ServiceSpec, deps: Mapping[str, object]) -> ConnectService:
-    """The stack's Connect worker, on the stack's Kafka; connectors come from the setups."""
-    kafka = deps["kafka"]
-    if not isinstance(kafka, KafkaCluster):
-        raise ServiceError("connect needs the stack's kafka service")
-    return ConnectService(spec, kafka.bootstrap_servers)
+    """The stack's Connect worker, reaching Kafka through the link "connect->kafka".
+
+    Connectors come from the setups (`put_connector`), with a PostgreSQL endpoint that
+    is usually `stack.link("connect", "postgres")`.
+    """
+    kafka, toxiproxy = deps["kafka"], deps["toxiproxy"]
+    if not isinstance(kafka, KafkaCluster) or not isinstance(toxiproxy, ToxiproxyService):
+        raise ServiceError("connect needs the stack's kafka and toxiproxy services")
+    return ConnectService(spec, kafka.link(toxiproxy.client(), "connect"))
 
 
 class RestError(ServiceError):

@@ -25,6 +25,7 @@ from harness.services.base import Endpoint, Service, ServiceError
 from harness.services.kafka_admin import admin_client
 from harness.services.ports import LOOPBACK, port_accepts
 from harness.services.process import ProcessRecord, ProcessService, ServiceSpec
+from harness.services.toxiproxy import Links, link_name
 
 FORMAT_TIMEOUT_S = 60.0
 NODES_ENV = "DRIFTLAB_KAFKA_NODES"
@@ -52,6 +53,8 @@ class KafkaSettings:
     retention_check_interval_ms: int = 1000
     # The cleaner's back-off (default 15 s) delays compaction of compacted topics.
     cleaner_backoff_ms: int = 1000
+    # Extra listeners that Toxiproxy links attach to (see KafkaCluster.link).
+    link_slots: int = 3
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -85,15 +88,22 @@ class KafkaNode(ProcessService):
         s = self.settings
         port, controller_port = self.spec.port("main"), self.spec.port("controller")
         replicas = min(3, s.nodes)
+        # LINKn listeners advertise their Toxiproxy link's port, so a client that
+        # bootstraps through the link keeps talking through it after the metadata answer.
+        slots = range(1, s.link_slots + 1)
+        listeners = [f"PLAINTEXT://{LOOPBACK}:{port}", f"CONTROLLER://{LOOPBACK}:{controller_port}"]
+        listeners += [f"LINK{n}://{LOOPBACK}:{self.spec.port(f'link{n}')}" for n in slots]
+        advertised = [f"PLAINTEXT://{LOOPBACK}:{port}"]
+        advertised += [f"LINK{n}://{LOOPBACK}:{self.spec.port(f'proxy{n}')}" for n in slots]
+        protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
+        protocols += [f"LINK{n}:PLAINTEXT" for n in slots]
         props: dict[str, object] = {
             "process.roles": "broker,controller",
             "node.id": self.node_id,
             "controller.quorum.voters": self.voters,
-            "listeners": (
-                f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port}"
-            ),
-            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listeners": ",".join(listeners),
+            "advertised.listeners": ",".join(advertised),
+            "listener.security.protocol.map": ",".join(protocols),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": self.storage_dir,
@@ -170,6 +180,10 @@ class KafkaNode(ProcessService):
         """The node's PLAINTEXT listener."""
         return Endpoint(LOOPBACK, self.spec.port("main"), {"node_id": str(self.node_id)})
 
+    def link_ports(self, slot: int) -> tuple[int, int]:
+        """(listener port, advertised proxy port) of link slot `slot`."""
+        return self.spec.port(f"link{slot}"), self.spec.port(f"proxy{slot}")
+
 
 class KafkaCluster(Service):
     """A KRaft cluster of `settings.nodes` combined nodes (1 by default, 3 as an option).
@@ -209,8 +223,16 @@ class KafkaCluster(Service):
             name=self.spec.name if single else f"{self.spec.name}-{node_id}",
             root=self.spec.root,
             ports={
-                "main": self.spec.port("main" + suffix),
-                "controller": self.spec.port("controller" + suffix),
+                key: self.spec.port(key + suffix)
+                for key in (
+                    "main",
+                    "controller",
+                    *(
+                        f"{kind}{n}"
+                        for n in range(1, self.settings.link_slots + 1)
+                        for kind in ("link", "proxy")
+                    ),
+                )
             },
             die_with_parent=self.spec.die_with_parent,
         )
@@ -219,6 +241,37 @@ class KafkaCluster(Service):
     def bootstrap_servers(self) -> str:
         """Every node's listener, as clients' bootstrap.servers."""
         return ",".join(n.endpoint().address for n in self.nodes)
+
+    def link(self, links: Links, client: str) -> str:
+        """Route `client` through Toxiproxy: returns its bootstrap.servers.
+
+        Each client takes one of the `link_slots` listeners (kept in the spec, so the
+        same client gets the same slot again) and one link per node, named
+        "<client>->kafka" (or "<client>->kafka-N"); faults on those links then hit
+        all of the client's traffic, metadata and fetches included. Idempotent.
+        """
+        key = f"link-slot:{client}"
+        if key not in self.spec.secrets:
+            taken = {v for k, v in self.spec.secrets.items() if k.startswith("link-slot:")}
+            free = [str(n) for n in range(1, self.settings.link_slots + 1) if str(n) not in taken]
+            if not free:
+                users = sorted(
+                    k.split(":", 1)[1] for k in self.spec.secrets if k.startswith("link-slot:")
+                )
+                raise ServiceError(
+                    f"kafka: all {self.settings.link_slots} link slots are taken (by "
+                    f"{', '.join(users)}); raise KafkaSettings.link_slots for {client!r}"
+                )
+            self.spec.secrets[key] = free[0]
+        slot = int(self.spec.secrets[key])
+        addresses = []
+        for node in self.nodes:
+            listener, proxy = node.link_ports(slot)
+            made = links.create(
+                link_name(client, node.name), Endpoint(LOOPBACK, listener), listen_port=proxy
+            )
+            addresses.append(made.address)
+        return ",".join(addresses)
 
     def start(self) -> None:
         """Launch every node that is not running (formatting new storage first)."""
