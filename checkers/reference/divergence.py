@@ -1,0 +1,82 @@
+"""Divergence: does every derived store end holding what the source holds?
+
+The plain-Python specification of the `divergence` kinds of docs/checkers.md: `missing`,
+`extra`, `stale` and `phantom`, judged per (store, key) on the final `state` events.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from checkers.anomaly import MAX_EVIDENCE, Anomaly, evidence_json
+from checkers.reference.common import (
+    committed_values,
+    final_states,
+    is_effect,
+    is_source_write,
+    order_key,
+)
+from harness.history.schema import SOURCE_STORE, Event, OpPhase
+
+CHECKER = "divergence"
+
+
+def check(events: Sequence[Event]) -> list[Anomaly]:
+    """Every (store, key) whose final value differs from the source's, classified."""
+    states = final_states(events)
+    source = states.pop(SOURCE_STORE, None)
+    if source is None or not states:
+        return []
+    committed = committed_values(events)
+    history = _key_history(events)
+    out: list[Anomaly] = []
+    for store in sorted(states):
+        held = states[store]
+        for key in sorted(source.keys() | held.keys()):
+            src, der = source.get(key), held.get(key)
+            if src is not None and der is not None and src.value == der.value:
+                continue
+            if der is None:
+                kind = "missing"
+                detail = f"{store} lacks {key!r}, the source holds {src.value!r}"
+            elif src is None:
+                kind = "extra"
+                detail = f"{store} holds {key!r} = {der.value!r}, the source does not hold it"
+            elif der.value in committed.get(key, ()):
+                kind = "stale"
+                detail = (
+                    f"{store} holds {key!r} = {der.value!r}, an older committed value; "
+                    f"the source holds {src.value!r}"
+                )
+            else:
+                kind = "phantom"
+                detail = (
+                    f"{store} holds {key!r} = {der.value!r}, never committed at the source; "
+                    f"the source holds {src.value!r}"
+                )
+            shown = der if der is not None else src
+            finals = [e for e in (src, der) if e is not None]
+            writes = history.get((SOURCE_STORE, key), []) + history.get((store, key), [])
+            out.append(
+                Anomaly(
+                    CHECKER, kind, store, key, None, shown.time, detail, _evidence(finals, writes)
+                )
+            )
+    return out
+
+
+def _key_history(events: Iterable[Event]) -> dict[tuple[str, str], list[Event]]:
+    """(store, key) -> the writes behind its final value: source writes that may have
+    committed (`ok` and `info`) under `source`, effects under the derived store."""
+    out: dict[tuple[str, str], list[Event]] = defaultdict(list)
+    for e in events:
+        if (is_source_write(e) and e.phase in (OpPhase.OK, OpPhase.INFO)) or is_effect(e):
+            out[(e.store, e.key)].append(e)
+    return out
+
+
+def _evidence(finals: list[Event], writes: list[Event]) -> str:
+    """The final states, then the latest writes of the key on both sides in time order."""
+    latest = sorted(writes, key=order_key)[-(MAX_EVIDENCE - len(finals)) :]
+    return evidence_json(finals + latest)

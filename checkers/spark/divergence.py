@@ -1,0 +1,106 @@
+"""Divergence in Spark: the `missing`, `extra`, `stale`, `phantom` kinds of docs/checkers.md.
+
+Same semantics as checkers/reference/divergence.py in one shuffle: the events of each
+key (final states, committed source writes, effects) are grouped once and judged per
+store with array functions, no Python on the executors.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from checkers.anomaly import SPARK_DDL
+from checkers.spark.common import (
+    event_struct,
+    evidence_column,
+    is_effect,
+    is_source_write,
+    state_stores,
+)
+from harness.history.schema import SOURCE_STORE, EventType, OpPhase
+
+CHECKER = "divergence"
+
+
+def check(events: DataFrame) -> DataFrame:
+    """Every (store, key) whose final value differs from the source's, classified."""
+    # The stores with a final state: a handful of names, collected to the driver.
+    stores = sorted(r.store for r in state_stores(events).collect())
+    derived = [s for s in stores if s != SOURCE_STORE]
+    if SOURCE_STORE not in stores or not derived:
+        return events.sparkSession.createDataFrame([], SPARK_DDL)
+
+    is_state = (F.col("type") == EventType.STATE) & F.col("store").isNotNull()
+    may_commit = is_source_write() & F.col("phase").isin(OpPhase.OK, OpPhase.INFO)
+    is_write = may_commit | is_effect()
+    stamp = [F.col("time").alias("t"), F.col("writer").alias("w"), F.col("seq").alias("s")]
+    per_key = (
+        events.filter(
+            F.col("type").isin(EventType.STATE, EventType.OP, EventType.MSG)
+            & F.col("key").isNotNull()
+        )
+        .filter(is_state | is_write)
+        .groupBy("key")
+        .agg(
+            F.collect_list(
+                F.when(is_state, F.struct(*stamp, "store", "value", event_struct().alias("e")))
+            ).alias("states"),
+            F.collect_set(F.when(may_commit, F.col("value"))).alias("committed"),
+            F.collect_list(
+                F.when(is_write, F.struct(*stamp, "store", event_struct().alias("e")))
+            ).alias("writes"),
+        )
+    )
+
+    def final(store: Column) -> Column:
+        """The key's last state event in `store`, or null."""
+        return F.try_element_at(
+            F.array_sort(F.filter("states", lambda x: x["store"] == store)), F.lit(-1)
+        )
+
+    judged = per_key.select(
+        "key",
+        "committed",
+        "writes",
+        "states",
+        F.explode(F.array(*[F.lit(s) for s in derived])).alias("store"),
+        final(F.lit(SOURCE_STORE)).alias("src"),
+    ).withColumn("der", final(F.col("store")))
+    src_v, der_v = F.col("src.value"), F.col("der.value")
+    kind = (
+        F.when(der_v.isNull(), "missing")
+        .when(src_v.isNull(), "extra")
+        .when(F.array_contains("committed", der_v), "stale")
+        .otherwise("phantom")
+    )
+    held = F.when(der_v.isNull(), F.format_string("%s lacks '%s'", "store", "key")).otherwise(
+        F.format_string("%s holds '%s' = '%s'", "store", "key", der_v)
+    )
+    why = F.when(kind == "stale", "an older committed value").when(
+        kind == "phantom", "never committed at the source"
+    )
+    source_says = F.when(src_v.isNull(), "the source does not hold it").otherwise(
+        F.format_string("the source holds '%s'", src_v)
+    )
+    finals = F.filter(
+        F.array(F.col("src.e"), F.col("der.e")), lambda e: e.isNotNull() & e["value"].isNotNull()
+    )
+    behind = F.transform(
+        F.filter("writes", lambda x: (x["store"] == SOURCE_STORE) | (x["store"] == F.col("store"))),
+        lambda x: F.struct(
+            x["t"].alias("t"), x["w"].alias("w"), x["s"].alias("s"), x["e"].alias("e")
+        ),
+    )
+    return judged.filter(
+        ~(src_v.isNull() & der_v.isNull()) & ~F.coalesce(src_v == der_v, F.lit(False))
+    ).select(
+        F.lit(CHECKER).alias("checker"),
+        kind.alias("kind"),
+        "store",
+        "key",
+        F.lit(None).cast("string").alias("consumer"),
+        F.when(der_v.isNotNull(), F.col("der.t")).otherwise(F.col("src.t")).alias("time"),
+        F.concat_ws(", ", held, why, source_says).alias("detail"),
+        evidence_column(behind, finals).alias("evidence"),
+    )

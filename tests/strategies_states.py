@@ -1,0 +1,287 @@
+"""Event builders and Hypothesis histories for the state checkers.
+
+The builders keep hand-made histories short; `histories()` draws random histories that
+exercise divergence, staleness, event sourcing and graph checks at once: source writes
+in every phase, effects on derived stores in any order (phantoms included), final
+states, reads with their invocations, event-sourcing events and a header invariant.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict
+
+from hypothesis import strategies as st
+
+from checkers.anomaly import Anomaly
+from harness.history.schema import SOURCE_STORE, Event, RunHeader
+
+_seq = itertools.count()
+
+
+def _event(**fields: object) -> Event:
+    fields.setdefault("writer", "w")
+    fields.setdefault("seq", next(_seq))
+    return Event(**fields)  # type: ignore[arg-type]
+
+
+def write(
+    time: int,
+    key: str,
+    value: str | None,
+    version: int | None = None,
+    *,
+    phase: str = "ok",
+    process: str = "p1",
+    f: str = "write",
+    store: str = SOURCE_STORE,
+    op_id: str | None = None,
+) -> Event:
+    """A write completion (or invocation) on a store, the source by default."""
+    return _event(
+        type="op",
+        time=time,
+        process=process,
+        phase=phase,
+        f=f,
+        key=key,
+        value=value,
+        version=version,
+        store=store,
+        op_id=op_id,
+    )
+
+
+def apply(time: int, store: str, key: str, value: str | None, version: int | None) -> Event:
+    """A consumer applying a change to a derived store."""
+    return _event(
+        type="msg", time=time, action="apply", store=store, key=key, value=value, version=version
+    )
+
+
+def state(time: int, store: str, key: str | None, value: str | None) -> Event:
+    """One key of one store's final state."""
+    return _event(type="state", time=time, store=store, key=key, value=value)
+
+
+def read(
+    invoked: int, done: int, process: str, store: str, key: str, value: str | None, op_id: str
+) -> list[Event]:
+    """A read's invocation and its `ok` completion."""
+    common = {"type": "op", "process": process, "f": "read", "key": key, "store": store}
+    return [
+        _event(time=invoked, phase="invoke", op_id=op_id, **common),
+        _event(time=done, phase="ok", value=value, op_id=op_id, **common),
+    ]
+
+
+def produce(time: int, key: str, delta: str, version: int | None, channel: str = "events") -> Event:
+    """An event-sourcing event appended to an event log."""
+    return _event(
+        type="msg",
+        time=time,
+        action="produce",
+        channel=channel,
+        key=key,
+        value=delta,
+        version=version,
+        msg_id=f"m{next(_seq)}",
+    )
+
+
+def header(params: dict[str, object]) -> Event:
+    """A segment header carrying the run's params."""
+    extra = RunHeader(run_id="r", scenario="s", seed=1, params=params)
+    return _event(type="header", time=0, extra=json.dumps(asdict(extra)))
+
+
+def identities(anomalies: Iterable[Anomaly]) -> Counter[tuple]:
+    """The multiset reference and Spark must agree on."""
+    return Counter(a.identity() for a in anomalies)
+
+
+def spark_identities(df: object) -> Counter[tuple]:
+    """The same multiset from a Spark anomaly DataFrame."""
+    return Counter(
+        (r.checker, r.kind, r.store, r.key, r.consumer, r.time)
+        for r in df.collect()  # type: ignore[attr-defined]
+    )
+
+
+def kinds(anomalies: Iterable[Anomaly]) -> Counter[tuple[str, str | None, str | None]]:
+    """(kind, store, key) counts, for exact expectations in hand-made tests."""
+    return Counter((a.kind, a.store, a.key) for a in anomalies)
+
+
+KEYS = ("k0", "k1", "k2")
+STORES = ("cache", "search")
+PROCESSES = ("p1", "p2")
+AGGREGATES = ("a0", "a1")
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Event]:
+    """A random history touching every state checker."""
+    events: list[Event] = []
+    times = st.integers(0, 60)
+    writers = st.sampled_from([None, "w1", "w2"])
+    seqs = itertools.count()
+
+    def ev(**fields: object) -> Event:
+        fields["writer"] = draw(writers)
+        # seq is unique, so (time, writer, seq) orders every event: ties are undefined.
+        fields["seq"] = next(seqs)
+        e = Event(**fields)  # type: ignore[arg-type]
+        events.append(e)
+        return e
+
+    source_values: dict[str, list[str | None]] = {}
+    committed: list[Event] = []
+    for key in draw(st.lists(st.sampled_from(KEYS), unique=True)):
+        version = 0
+        values: list[str | None] = []
+        for i in range(draw(st.integers(0, 4))):
+            f = draw(st.sampled_from(["write", "write", "increment", "delete"]))
+            phase = draw(st.sampled_from(["ok", "ok", "ok", "info", "fail"]))
+            value = None if f == "delete" else f"{key}-{i}"
+            process = draw(st.sampled_from(PROCESSES))
+            t = draw(times)
+            op_id = f"w{key}{i}"
+            ev(
+                type="op",
+                time=t,
+                process=process,
+                phase="invoke",
+                f=f,
+                key=key,
+                value=value,
+                store=SOURCE_STORE,
+                op_id=op_id,
+            )
+            if phase == "ok":
+                version += draw(st.integers(1, 3))
+            done = ev(
+                type="op",
+                time=t + draw(st.integers(0, 5)),
+                process=process,
+                phase=phase,
+                f=f,
+                key=key,
+                value=value,
+                store=SOURCE_STORE,
+                op_id=op_id,
+                version=version if phase == "ok" else None,
+            )
+            if phase != "fail":
+                committed.append(done)
+            if phase == "ok":
+                values.append(value)
+        source_values[key] = values
+
+    stores = draw(st.lists(st.sampled_from(STORES), unique=True))
+    for store in stores:
+        for w in committed:
+            for _ in range(draw(st.integers(0, 2))):
+                if draw(st.booleans()):
+                    ev(
+                        type="msg",
+                        time=draw(times),
+                        action="apply",
+                        store=store,
+                        key=w.key,
+                        value=w.value,
+                        version=w.version,
+                    )
+                else:
+                    ev(
+                        type="op",
+                        time=draw(times),
+                        process="app",
+                        phase="ok",
+                        f=w.f,
+                        key=w.key,
+                        value=w.value,
+                        store=store,
+                    )
+        if draw(st.booleans()):
+            ev(
+                type="msg",
+                time=draw(times),
+                action="apply",
+                store=store,
+                key=draw(st.sampled_from(KEYS)),
+                value="ghost",
+                version=draw(st.integers(0, 5)),
+            )
+
+    if draw(st.booleans()):
+        for key, values in source_values.items():
+            if values and values[-1] is not None and draw(st.integers(0, 4)):
+                ev(type="state", time=draw(times), store=SOURCE_STORE, key=key, value=values[-1])
+        ev(type="state", time=draw(times), store=SOURCE_STORE, key=None, value=None)
+    for store in draw(st.lists(st.sampled_from(STORES), unique=True)):
+        for key in KEYS:
+            candidates = [None, "ghost", *(w.value for w in committed if w.key == key)]
+            for _ in range(draw(st.integers(0, 2))):
+                ev(
+                    type="state",
+                    time=draw(times),
+                    store=store,
+                    key=key,
+                    value=draw(st.sampled_from(candidates)),
+                )
+        if draw(st.booleans()):
+            ev(type="state", time=draw(times), store=store, key=None, value=None)
+
+    for i in range(draw(st.integers(0, 6))):
+        key = draw(st.sampled_from(KEYS))
+        candidates = [None, "ghost", *(w.value for w in committed if w.key == key)]
+        t = draw(times)
+        common = {
+            "type": "op",
+            "process": draw(st.sampled_from(PROCESSES)),
+            "f": "read",
+            "key": key,
+            "store": draw(st.sampled_from((SOURCE_STORE, *STORES))),
+            "op_id": f"r{i}",
+        }
+        if draw(st.integers(0, 5)):
+            ev(time=t, phase="invoke", **common)
+        ev(
+            time=t + draw(st.integers(0, 5)),
+            phase="ok",
+            value=draw(st.sampled_from(candidates)),
+            **common,
+        )
+
+    invariant = draw(st.sampled_from([None, {"min": 0}, {"max": 3}, {"min": -1, "max": 2}]))
+    if invariant is not None or draw(st.booleans()):
+        params = {"invariant": invariant} if invariant is not None else {}
+        ev(
+            type="header",
+            time=0,
+            extra=json.dumps({"run_id": "r", "scenario": "s", "seed": 1, "params": params}),
+        )
+    folds: dict[str, int] = {}
+    for agg in draw(st.lists(st.sampled_from(AGGREGATES), unique=True)):
+        for i in range(draw(st.integers(0, 5))):
+            delta = draw(st.sampled_from(["1", "2", "-1", "-2", "+3", "x"]))
+            ev(
+                type="msg",
+                time=draw(times),
+                action="produce",
+                channel=draw(st.sampled_from(["events", "events:acct", "other"])),
+                key=agg,
+                value=delta,
+                version=draw(st.one_of(st.none(), st.integers(0, 6))),
+                msg_id=f"e{agg}{i}",
+            )
+            folds[agg] = folds.get(agg, 0) + (int(delta) if delta != "x" else 0)
+    if draw(st.booleans()):
+        for agg in AGGREGATES:
+            value = draw(st.sampled_from([None, "0", "1", "x", str(folds.get(agg, 0))]))
+            ev(type="state", time=draw(times), store="projection:balance", key=agg, value=value)
+    return events
