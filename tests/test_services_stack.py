@@ -197,6 +197,20 @@ def test_missing_program_names_its_install_command(
     assert "`bash scripts/bootstrap`" in str(err.value)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs PostgreSQL as another user")
+def test_a_stack_folder_postgres_cannot_enter_is_refused_with_the_fix(stack_dir: Path) -> None:
+    private = stack_dir / "private"
+    private.mkdir(mode=0o700)
+    stack = Stack(private / "stack", owned=True)
+    try:
+        with pytest.raises(ServiceError) as err:
+            stack.up("postgres")
+    finally:
+        stack.down()
+    assert f"cannot enter {private}" in str(err.value)
+    assert f"chmod o+x {private}" in str(err.value)
+
+
 def test_unknown_service_is_named(stack_dir: Path) -> None:
     with pytest.raises(ServiceError, match="unknown service 'mysql'; known services: "):
         Stack(stack_dir).up("mysql")
