@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -140,6 +141,18 @@ def test_child_dies_with_its_sigkilled_parent(tmp_path: Path) -> None:
     while read_start_time(child) is not None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert read_start_time(child) is None
+
+
+def test_a_child_launched_from_a_short_lived_thread_outlives_it(tmp_path: Path) -> None:
+    proc = SupervisedProcess("t", ["sleep", "300"], tmp_path / "t.log", die_with_parent=True)
+    starter = threading.Thread(target=proc.start)
+    starter.start()
+    starter.join()
+    time.sleep(0.3)  # a parent-death signal tied to the finished thread would have fired
+    try:
+        assert proc.is_running()
+    finally:
+        proc.kill()
 
 
 def test_free_ports_are_distinct_bindable_and_below_ephemeral() -> None:

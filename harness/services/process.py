@@ -18,9 +18,11 @@ import secrets
 import signal
 import socket
 import subprocess
+import threading
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +86,29 @@ def _die_with_parent(parent_pid: int) -> Callable[[], None]:
             os._exit(1)
 
     return preexec
+
+
+_launcher: ThreadPoolExecutor | None = None
+_launcher_lock = threading.Lock()
+
+
+def _from_long_lived_thread(
+    launch: Callable[[], subprocess.Popen[bytes]],
+) -> subprocess.Popen[bytes]:
+    """Run `launch` in a thread that lives as long as the process.
+
+    The parent-death signal fires when the forking thread exits: a service restarted
+    from a short-lived thread (a nemesis step, a probe pool) would be killed as soon as
+    that thread ended. The main thread lives long enough; other threads hand the fork
+    to one launcher thread kept for the life of the process.
+    """
+    global _launcher
+    if threading.current_thread() is threading.main_thread():
+        return launch()
+    with _launcher_lock:
+        if _launcher is None:
+            _launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="driftlab-launcher")
+    return _launcher.submit(launch).result()
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +184,9 @@ class SupervisedProcess:
         with open(self.log_path, "ab") as log:
             log.write(f"--- driftlab: starting {' '.join(self.argv)}\n".encode())
             log.flush()
-            try:
-                self._popen = subprocess.Popen(
+
+            def launch() -> subprocess.Popen[bytes]:
+                return subprocess.Popen(
                     self.argv,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
@@ -171,6 +197,9 @@ class SupervisedProcess:
                     close_fds=True,
                     **kwargs,
                 )
+
+            try:
+                self._popen = _from_long_lived_thread(launch) if self.die_with_parent else launch()
             except OSError as exc:
                 raise ServiceError(f"{self.name}: cannot launch {self.argv[0]}: {exc}") from exc
         pid = self._popen.pid
