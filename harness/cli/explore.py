@@ -100,7 +100,12 @@ def _show(console: Console, r: SearchResult) -> None:
     )
     for i, step in enumerate(r.run.executed, 1):
         console.print(f"  {i:>3}. {describe(step)}")
-    table = Table(title="anomalies the reference checkers find", title_justify="left")
+    table = Table(
+        title="anomalies the reference checkers find",
+        title_justify="left",
+        caption="* breaks the property",
+        caption_justify="left",
+    )
     for col in ("checker", "kind", "store", "key", "consumer", "detail"):
         table.add_column(col)
     for a in r.anomalies:
@@ -110,9 +115,10 @@ def _show(console: Console, r: SearchResult) -> None:
         )
     console.print(table)
     if not r.breaking:
+        seen = ", ".join(sorted({f[0] for f in r.run.findings if f[0] in prop.kinds}))
         console.print(
-            "  the simulator's tally saw: "
-            + ", ".join(sorted({f[0] for f in r.run.findings if f[0] in prop.kinds}))
+            f"  [yellow]the reference checkers do not confirm it[/]; the simulator's tally "
+            f"saw: {seen}"
         )
     if r.missing_checkers:
         console.print(f"  reference checkers not present yet: {', '.join(r.missing_checkers)}")
