@@ -134,6 +134,9 @@ def _save(console: Console, found: list[SearchResult], out: Path, history: Path 
                 hpath = history.with_name(f"{history.stem}{suffix}{history.suffix}")
                 hpath.write_text(to_jsonl(r.run.events))
         except OSError as exc:
-            console.print(f"[red]cannot write {exc.filename}[/]: {exc.strerror}; pass --out")
+            console.print(
+                f"[red]cannot write {exc.filename}[/]: {exc.strerror}; "
+                "pass --out (and --history) in a writable directory"
+            )
             raise typer.Exit(2) from None
         console.print(f"saved {r.prop.name}'s minimal schedule to {path}")
