@@ -101,7 +101,7 @@ TALLIED = frozenset(
 )
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(any_setup_and_schedule())
 def test_tally_agrees_with_reference_checkers(case: tuple[SetupSpec, list[Step]]) -> None:
     """The search loop's cheap tally finds what the reference checkers find.
