@@ -30,7 +30,12 @@ SCENARIOS = [
             duration=10,
             rotate_s=1.0,
         ),
-        expectations={"stale": PRESENT, "stale-overwrite": PRESENT, **NO_PHANTOMS},
+        expectations={
+            "stale": PRESENT,
+            "stale-overwrite": PRESENT,
+            "contradictory-order": PRESENT,
+            **NO_PHANTOMS,
+        },
     ),
     Scenario(
         name="dual-write-sequential",
