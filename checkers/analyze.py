@@ -296,14 +296,14 @@ def _run_checkers(
         run = CheckerRun(name)
         runs.append(run)
         t = time.perf_counter()
-        mod = _module(name)
-        if mod is None:
-            run.status, run.error = "missing", f"no module checkers.spark.{name}"
-            say(f"  [yellow]{name:<14} missing[/] (no module checkers.spark.{name})")
-            log.warning("checker %s: no module checkers.spark.%s", name, name)
-            continue
         out = scratch / name
         try:
+            mod = _module(name)
+            if mod is None:
+                run.status, run.error = "missing", f"no module checkers.spark.{name}"
+                say(f"  [yellow]{name:<14} missing[/] (no module checkers.spark.{name})")
+                log.warning("checker %s: no module checkers.spark.%s", name, name)
+                continue
             mod.check(events).write.mode("overwrite").parquet(str(out))
             rows = spark.read.parquet(str(out)).groupBy("kind").count().collect()
         except Exception as e:  # a broken checker must not hide the others' results
@@ -330,9 +330,9 @@ def _notes_and_lag(
     notes: dict[str, Any] = {}
     lag: dict[str, Any] = {}
     series = None
-    lost = _module("lost") if "lost" in ok else None
-    staleness = _module("staleness") if "staleness" in ok else None
     try:
+        lost = _module("lost") if "lost" in ok else None
+        staleness = _module("staleness") if "staleness" in ok else None
         if lost is not None:
             notes = lost.notes(events)
         if staleness is not None:
