@@ -1,0 +1,113 @@
+"""Event sourcing: projection mismatches and invariant violations, reference and Spark."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from strategies_states import header, histories, identities, kinds, produce, spark_identities, state
+
+from checkers.frames import events_to_df
+from checkers.reference import eventsourcing as ref
+from checkers.spark import eventsourcing as spk
+from harness.history.schema import Event
+
+PROJECTIONS = [
+    produce(1, "a", "5", 1),
+    produce(2, "a", "-2", 2, channel="events:acct"),
+    produce(3, "b", "4", 1),
+    produce(4, "b", "+1", 2),
+    produce(5, "c", "7", 1),
+    produce(6, "d", "3", 1, channel="orders"),  # not an event log
+    produce(7, "e", "oops", 1),  # not an integer: adds nothing
+    state(20, "projection:balance", "a", "3"),  # matches the fold
+    state(21, "projection:balance", "b", "4"),  # one event missed: mismatch
+    # c has events but no row: mismatch at its last event
+    state(22, "projection:balance", "z", "0"),  # no events, fold 0: fine
+    state(23, "projection:balance", "y", "2"),  # no events: mismatch
+    state(24, "projection:balance", "e", "0"),
+    state(25, "projection:count", "a", "three"),  # not an integer: mismatch
+    state(26, "cache", "a", "99"),  # not a projection: not judged here
+]
+
+OVERDRAFT = [
+    header({"invariant": {"min": 0}}),
+    # appended out of time order: the version order is what counts
+    produce(10, "acct", "5", 1),
+    produce(14, "acct", "-3", 2),
+    produce(12, "acct", "-4", 3),  # 5 - 3 - 4 = -2: violation
+    produce(13, "acct", "-1", 4),  # -3: violation
+    produce(11, "acct", "+2", 5),  # -1: still below, but moving back: fine
+    produce(15, "other", "-1", 1),  # -1: violation
+]
+
+OVERBOOKING = [
+    header({"scenario_note": "no invariant here"}),
+    header({"invariant": {"max": 2}}),
+    *[produce(20 + i, "flight", "1", i + 1) for i in range(4)],  # seats 3 and 4 overbook
+    produce(30, "flight", "-1", 5),
+]
+
+
+def both(spark, events: list[Event]) -> list:
+    """The reference anomalies, after checking Spark finds the same identities."""
+    found = ref.check(events)
+    assert spark_identities(spk.check(events_to_df(spark, events))) == identities(found)
+    return found
+
+
+@pytest.mark.spark
+def test_empty_history(spark) -> None:
+    assert both(spark, []) == []
+
+
+@pytest.mark.spark
+def test_projection_against_the_fold(spark) -> None:
+    found = both(spark, PROJECTIONS)
+    assert kinds(found) == Counter(
+        {
+            ("projection-mismatch", "projection:balance", "b"): 1,
+            ("projection-mismatch", "projection:balance", "c"): 1,
+            ("projection-mismatch", "projection:balance", "y"): 1,
+            ("projection-mismatch", "projection:count", "a"): 1,
+            # the count projection holds none of the other aggregates
+            ("projection-mismatch", "projection:count", "b"): 1,
+            ("projection-mismatch", "projection:count", "c"): 1,
+            ("projection-mismatch", "projection:count", "e"): 1,
+        }
+    )
+    missing_c = next(a for a in found if a.store == "projection:balance" and a.key == "c")
+    assert missing_c.time == 5
+
+
+@pytest.mark.spark
+def test_overdraft_in_version_order(spark) -> None:
+    found = both(spark, OVERDRAFT)
+    assert kinds(found) == Counter(
+        {("invariant-violation", None, "acct"): 2, ("invariant-violation", None, "other"): 1}
+    )
+    assert sorted(a.time for a in found) == [12, 13, 15]
+
+
+@pytest.mark.spark
+def test_overbooking_beyond_the_maximum(spark) -> None:
+    found = both(spark, OVERBOOKING)
+    assert sorted(a.time for a in found if a.kind == "invariant-violation") == [22, 23]
+
+
+@pytest.mark.spark
+def test_without_an_invariant_nothing_is_violated(spark) -> None:
+    assert both(spark, OVERDRAFT[1:]) == []
+
+
+def test_a_malformed_invariant_names_the_fix() -> None:
+    with pytest.raises(ValueError, match=r"params.invariant must be like"):
+        ref.check([header({"invariant": {"min": "zero"}}), produce(1, "a", "1", 1)])
+
+
+@pytest.mark.spark
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=histories())
+def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
+    both(spark, events)
