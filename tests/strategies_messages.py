@@ -14,40 +14,51 @@ from hypothesis import strategies as st
 
 from harness.history.schema import SOURCE_STORE, Event, Mark, OpPhase
 
-KEYS = ("k0", "k1", "k2")
-VALUES = ("v0", "v1", "v2")
+KEYS = ("k0", "k1")
 CONSUMERS = ("g0", "g1")
 PROCESSES = ("p0", "p1")
 CHANNELS = ("c0", "c1")
 DERIVED = ("cache", "search")
-MSG_IDS = ("m0", "m1", "m2", "m3", "m4")
+MSG_IDS = ("m0", "m1", "m2", "m3", "m4", "m5")
+VALUES = tuple(f"v{i}" for i in range(len(MSG_IDS)))
 WRITERS = ("w0", "w1", "w2")
 
 
-def _maybe(values: tuple, null_share: int = 6) -> st.SearchStrategy:
+def _maybe(values: tuple, null_share: int = 10) -> st.SearchStrategy:
     """One of `values`, or None about once in `null_share` draws."""
     return st.sampled_from((None, *values * (null_share - 1)))
 
 
-_times = st.integers(0, 25)
-_small = st.integers(0, 5)
+def _mostly(usual: object, values: tuple) -> st.SearchStrategy:
+    """`usual` four times in five, else any of `values` or None."""
+    return st.sampled_from((usual, usual, usual, usual, usual, usual, usual, None, *values))
 
-msg_events = st.builds(
-    Event,
-    type=st.just("msg"),
-    time=_times,
-    action=st.sampled_from(("produce", "produce", "deliver", "deliver", "apply", "skip")),
-    channel=_maybe(CHANNELS),
-    partition=_maybe((0, 1)),
-    offset=_maybe(tuple(range(6))),
-    msg_id=_maybe(MSG_IDS),
-    consumer=_maybe(CONSUMERS),
-    process=_maybe(PROCESSES),
-    key=_maybe(KEYS),
-    value=_maybe(VALUES, 3),
-    version=_maybe(tuple(range(5))),
-    store=_maybe(DERIVED),
-)
+
+_times = st.integers(0, 25)
+
+
+@st.composite
+def msg_events(draw: st.DrawFn) -> Event:
+    """A step of one message's life. Message i has its own key, version, value and log
+    coordinates, so that events about it usually agree; sometimes a field is unset or
+    another message's, as when a broker or a consumer misbehaves."""
+    i = draw(st.integers(0, len(MSG_IDS) - 1))
+    return Event(
+        type="msg",
+        time=draw(_times),
+        action=draw(st.sampled_from(("produce", "deliver", "deliver", "apply", "skip"))),
+        msg_id=draw(_mostly(MSG_IDS[i], MSG_IDS)),
+        key=draw(_mostly(KEYS[i % 2], KEYS)),
+        version=draw(_mostly(i, tuple(range(len(MSG_IDS))))),
+        value=draw(_mostly(VALUES[i], (*VALUES, None))),
+        channel=draw(_mostly("c0", CHANNELS)),
+        partition=draw(_mostly(i % 2, (0, 1))),
+        offset=draw(_mostly(i // 2, tuple(range(4)))),
+        consumer=draw(_maybe(CONSUMERS)),
+        process=draw(_maybe(PROCESSES)),
+        store=draw(_maybe(DERIVED)),
+    )
+
 
 op_events = st.builds(
     Event,
@@ -58,7 +69,7 @@ op_events = st.builds(
     f=st.sampled_from(["write", "write", "delete", "increment", "read"]),
     key=_maybe(KEYS),
     value=_maybe(VALUES, 3),
-    version=_maybe(tuple(range(5))),
+    version=_maybe(tuple(range(len(MSG_IDS)))),
     store=st.sampled_from((SOURCE_STORE, SOURCE_STORE, *DERIVED)),
 )
 
@@ -74,13 +85,13 @@ mark_events = st.one_of(
     st.builds(Event, type=st.just("mark"), time=_times, kind=st.just(str(Mark.QUIESCED))),
 )
 
-events = st.one_of(msg_events, msg_events, msg_events, op_events, mark_events)
+events = st.one_of(msg_events(), msg_events(), msg_events(), op_events, mark_events)
 
 
 @st.composite
-def message_histories(draw: st.DrawFn, max_events: int = 30) -> list[Event]:
+def message_histories(draw: st.DrawFn, min_events: int = 0, max_events: int = 30) -> list[Event]:
     """A random history: messages, source and derived writes, done and quiesced marks."""
-    out = draw(st.lists(events, max_size=max_events))
+    out = draw(st.lists(events, min_size=min_events, max_size=max_events))
     seqs: defaultdict[str, int] = defaultdict(int)
     for e in out:
         e.writer = draw(st.sampled_from(WRITERS))
@@ -106,6 +117,8 @@ def _scoped(prefix: str, e: Event) -> Event:
 @st.composite
 def combined_histories(draw: st.DrawFn, max_parts: int = 12) -> list[Event]:
     """Several random histories, each in its own namespace, as one history: many dense
-    small cases for the price of one Spark job."""
-    parts = draw(st.lists(message_histories(), min_size=1, max_size=max_parts))
+    small cases for the price of one Spark job (the first part may be empty)."""
+    first = draw(message_histories())
+    rest = draw(st.lists(message_histories(min_events=10), min_size=2, max_size=max_parts))
+    parts = [first, *rest]
     return [_scoped(f"h{i}.", e) for i, part in enumerate(parts) for e in part]

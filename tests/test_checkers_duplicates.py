@@ -105,7 +105,7 @@ def test_spark_finds_the_hand_made_duplicates(spark) -> None:
 
 
 @pytest.mark.spark
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(combined_histories())
 def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
     rows = spark_checker.check(events_to_df(spark, events)).collect()

@@ -152,7 +152,7 @@ def test_spark_finds_the_planted_reorders(spark) -> None:
 
 
 @pytest.mark.spark
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(combined_histories())
 def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
     assert spark_identities(spark, events) == identities(reference.check(events))

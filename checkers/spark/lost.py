@@ -1,0 +1,172 @@
+"""Lost in Spark: produced messages anti-joined with deliveries, source writes with the
+effects and skips of every derived store.
+
+Agrees with checkers.reference.lost (see docs/checkers.md and that module's docstring
+for which channels a consumer consumes and is done on).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from checkers.spark.common import (
+    anomaly_rows,
+    evidence_column,
+    is_effect,
+    is_msg,
+    is_source_write,
+    timed_event,
+)
+from harness.history.schema import SOURCE_STORE, EventType, Mark, MsgAction, OpPhase
+
+CHECKER = "lost"
+
+
+def check(events: DataFrame) -> DataFrame:
+    """Every lost message (per consumer) and every lost write (per derived store)."""
+    return _lost_messages(events).unionByName(_lost_writes(events))
+
+
+def notes(events: DataFrame) -> dict[str, int]:
+    """Counts of the notes: `unseen-message` and `recovered-write`."""
+    return {
+        "unseen-message": _undelivered(events).filter(~F.col("done")).count(),
+        "recovered-write": _recovered_writes(events).count(),
+    }
+
+
+def _consumer_channels(events: DataFrame) -> DataFrame:
+    """(consumer, channel, done): the channels each consumer consumes (small)."""
+    delivered_on = (
+        events.filter(is_msg(MsgAction.DELIVER.value) & F.col("consumer").isNotNull())
+        .filter(F.col("channel").isNotNull())
+        .select("consumer", "channel")
+        .distinct()
+    )
+    marks = events.filter(
+        (F.col("type") == EventType.MARK)
+        & (F.col("kind") == Mark.CONSUMER_DONE)
+        & F.col("consumer").isNotNull()
+    ).select("consumer", "channel")
+    marked = marks.filter(F.col("channel").isNotNull())
+    # A mark without a channel: done on every channel the consumer has a deliver on.
+    everywhere = delivered_on.join(marks.filter(F.col("channel").isNull()), "consumer", "left_semi")
+    return (
+        delivered_on.withColumn("done", F.lit(False))
+        .unionByName(marked.withColumn("done", F.lit(True)))
+        .unionByName(everywhere.withColumn("done", F.lit(True)))
+        .groupBy("consumer", "channel")
+        .agg(F.max("done").alias("done"))
+    )
+
+
+def _undelivered(events: DataFrame) -> DataFrame:
+    """(consumer, msg_id, done, first, evs): messages produced on a channel the consumer
+    consumes and never delivered to it; `done` when one of those channels is done, with
+    the first such produce and the evidence."""
+    produced = events.filter(
+        is_msg(MsgAction.PRODUCE.value) & F.col("channel").isNotNull() & F.col("msg_id").isNotNull()
+    ).select("channel", "msg_id", "key", "time", "writer", "seq", timed_event().alias("ev"))
+    delivered = events.filter(
+        is_msg(MsgAction.DELIVER.value)
+        & F.col("consumer").isNotNull()
+        & F.col("msg_id").isNotNull()
+    ).select("consumer", "msg_id")
+    pairs = produced.join(F.broadcast(_consumer_channels(events)), "channel").join(
+        delivered, ["consumer", "msg_id"], "left_anti"
+    )
+    done = F.col("done")
+    return pairs.groupBy("consumer", "msg_id").agg(
+        F.max(done).alias("done"),
+        F.min(F.when(done, F.struct("time", "writer", "seq", "key", "channel"))).alias("first"),
+        F.collect_list(F.when(done, F.col("ev"))).alias("evs"),
+    )
+
+
+def _lost_messages(events: DataFrame) -> DataFrame:
+    lost = _undelivered(events).filter(F.col("done"))
+    return anomaly_rows(
+        lost,
+        CHECKER,
+        kind=F.lit("lost-message"),
+        store=F.lit(None),
+        key=F.col("first.key"),
+        consumer=F.col("consumer"),
+        time=F.col("first.time"),
+        detail=F.format_string(
+            "%s produced on %s, never delivered to %s",
+            F.col("msg_id"),
+            F.col("first.channel"),
+            F.col("consumer"),
+        ),
+        evidence=evidence_column(F.col("evs")),
+    )
+
+
+def _reached(events: DataFrame) -> DataFrame:
+    """(store, key, value, effect): what reached a derived store, applied or skipped."""
+    skip = is_msg(MsgAction.SKIP.value) & F.col("store").isNotNull()
+    return events.filter(
+        F.col("key").isNotNull() & (is_effect() | (skip & (F.col("store") != SOURCE_STORE)))
+    ).select("store", "key", "value", is_effect().alias("effect"))
+
+
+def _source_writes(events: DataFrame, phase: OpPhase) -> DataFrame:
+    return events.filter(
+        is_source_write() & (F.col("phase") == phase) & F.col("key").isNotNull()
+    ).select("key", "value", "time", "f", timed_event().alias("ev"))
+
+
+def _lost_writes(events: DataFrame) -> DataFrame:
+    reached = _reached(events)
+    stores = reached.filter(F.col("effect")).select("store").distinct()
+    quiesced = events.filter(
+        (F.col("type") == EventType.MARK) & (F.col("kind") == Mark.QUIESCED)
+    ).select(F.lit(1).alias("quiesced"))
+    writes = _source_writes(events, OpPhase.OK).join(
+        F.broadcast(quiesced.limit(1)), how="left_semi"
+    )
+    seen = reached.select(
+        F.col("store").alias("r_store"),
+        F.col("key").alias("r_key"),
+        F.col("value").alias("r_value"),
+    )
+    lost = writes.crossJoin(F.broadcast(stores)).join(
+        seen,
+        (F.col("store") == F.col("r_store"))
+        & (F.col("key") == F.col("r_key"))
+        & F.col("value").eqNullSafe(F.col("r_value")),
+        "left_anti",
+    )
+    return anomaly_rows(
+        lost,
+        CHECKER,
+        kind=F.lit("lost-write"),
+        store=F.col("store"),
+        key=F.col("key"),
+        consumer=F.lit(None),
+        time=F.col("time"),
+        detail=F.format_string(
+            "%s of '%s' = '%s' never reached %s",
+            F.col("f"),
+            F.col("key"),
+            F.col("value"),
+            F.col("store"),
+        ),
+        evidence=evidence_column(F.array(F.col("ev"))),
+    )
+
+
+def _recovered_writes(events: DataFrame) -> DataFrame:
+    """`info` source writes whose (key, value) reached some derived store."""
+    anywhere = (
+        _reached(events)
+        .select(F.col("key").alias("r_key"), F.col("value").alias("r_value"))
+        .distinct()
+    )
+    return _source_writes(events, OpPhase.INFO).join(
+        anywhere,
+        (F.col("key") == F.col("r_key")) & F.col("value").eqNullSafe(F.col("r_value")),
+        "left_semi",
+    )

@@ -1,0 +1,138 @@
+"""The lost checker: hand-made histories, and reference/Spark agreement."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from strategies_messages import combined_histories
+
+from checkers.frames import events_to_df
+from checkers.reference import lost as reference
+from checkers.spark import lost as spark_checker
+from harness.history.schema import Event
+
+
+def msg(action: str, t: int, msg_id: str, **kw: object) -> Event:
+    return Event(type="msg", time=t, action=action, msg_id=msg_id, **kw)
+
+
+def produce(t: int, msg_id: str, channel: str = "orders") -> Event:
+    return msg("produce", t, msg_id, channel=channel, key=f"key-{msg_id}")
+
+
+def deliver(t: int, msg_id: str, consumer: str, channel: str = "orders") -> Event:
+    return msg("deliver", t, msg_id, channel=channel, consumer=consumer, process=f"{consumer}-1")
+
+
+def done(t: int, consumer: str, channel: str | None = "orders") -> Event:
+    return Event(type="mark", time=t, kind="consumer-done", consumer=consumer, channel=channel)
+
+
+def write(t: int, key: str, value: str | None, phase: str = "ok", f: str = "write") -> Event:
+    return Event(type="op", time=t, phase=phase, f=f, store="source", key=key, value=value)
+
+
+def effect(t: int, store: str, key: str, value: str | None, action: str = "apply") -> Event:
+    return Event(type="msg", time=t, action=action, store=store, key=key, value=value)
+
+
+QUIESCED = Event(type="mark", time=99, kind="quiesced")
+
+MESSAGES = [
+    produce(1, "m1"),
+    produce(2, "m2"),
+    produce(3, "m3"),
+    produce(5, "m2"),  # a producer retry: one lost message, timed by the first produce
+    produce(4, "m4", channel="audit"),  # nobody consumes audit
+    deliver(10, "m1", "g"),
+    deliver(11, "m3", "g"),
+    done(20, "g"),  # g: m2 lost
+    deliver(12, "m1", "h"),  # h is not done: m2 and m3 unseen
+    deliver(13, "m1", "x"),
+    done(21, "x", channel=None),  # x: done on orders, its only channel: m2, m3 lost
+    done(22, "y"),  # y never read a thing but is done: m1, m2, m3 lost
+]
+
+WRITES = [
+    QUIESCED,
+    write(1, "a", "a1"),
+    write(2, "b", "b1"),
+    write(3, "a", None, f="delete"),
+    write(4, "c", "c9", phase="info"),  # reached cache: recovered
+    write(5, "d", "d9", phase="info"),  # never seen: neither lost nor recovered
+    write(6, "e", "e1", phase="fail"),  # never committed
+    Event(type="op", time=7, phase="invoke", f="write", store="source", key="a", value="a1"),
+    effect(10, "cache", "a", "a1"),
+    effect(11, "cache", "b", "b1", action="skip"),  # reached, though not applied
+    effect(12, "cache", "a", None),  # the delete
+    effect(13, "cache", "c", "c9"),
+    Event(type="op", time=14, phase="ok", f="write", store="search", key="a", value="a1"),
+    effect(15, "counter", "b", "b1", action="skip"),  # counter has no effects: not judged
+]
+
+
+def identities(anomalies) -> Counter:
+    return Counter(a.identity() for a in anomalies)
+
+
+def test_empty_history_loses_nothing() -> None:
+    assert reference.check([]) == []
+    assert reference.notes([]) == {"unseen-message": 0, "recovered-write": 0}
+
+
+def test_lost_messages_per_done_consumer() -> None:
+    found = reference.check(MESSAGES)
+    assert Counter((a.consumer, a.key, a.time) for a in found) == Counter(
+        {
+            ("g", "key-m2", 2): 1,
+            ("x", "key-m2", 2): 1,
+            ("x", "key-m3", 3): 1,
+            ("y", "key-m1", 1): 1,
+            ("y", "key-m2", 2): 1,
+            ("y", "key-m3", 3): 1,
+        }
+    )
+    assert {a.kind for a in found} == {"lost-message"}
+    assert reference.notes(MESSAGES) == {"unseen-message": 2, "recovered-write": 0}
+
+
+def test_lost_writes_per_store_with_effects() -> None:
+    found = reference.check(WRITES)
+    assert identities(found) == Counter(
+        {
+            ("lost", "lost-write", "search", "b", None, 2): 1,
+            ("lost", "lost-write", "search", "a", None, 3): 1,  # the delete of a
+        }
+    )
+    assert reference.notes(WRITES) == {"unseen-message": 0, "recovered-write": 1}
+
+
+def test_no_lost_write_before_quiescence() -> None:
+    unfinished = [e for e in WRITES if e is not QUIESCED]
+    assert reference.check(unfinished) == []
+    assert reference.notes(unfinished)["recovered-write"] == 1
+
+
+@pytest.mark.spark
+def test_spark_finds_the_hand_made_losses(spark) -> None:
+    events = MESSAGES + WRITES
+    df = events_to_df(spark, events)
+    rows = spark_checker.check(df).collect()
+    assert Counter(tuple(r)[:6] for r in rows) == identities(reference.check(events))
+    assert len(rows) == 8
+    assert spark_checker.notes(df) == {"unseen-message": 2, "recovered-write": 1}
+    g = next(r for r in rows if r.consumer == "g")
+    assert g.detail == "m2 produced on orders, never delivered to g"
+    assert g.evidence.count('"msg_id":"m2"') == 2
+
+
+@pytest.mark.spark
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(combined_histories())
+def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
+    df = events_to_df(spark, events)
+    rows = spark_checker.check(df).collect()
+    assert Counter(tuple(r)[:6] for r in rows) == identities(reference.check(events))
+    assert spark_checker.notes(df) == reference.notes(events)
