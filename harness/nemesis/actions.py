@@ -46,10 +46,11 @@ def link_fault(stack: Any, name: str, kind: str, params: dict[str, Any]) -> Undo
     """One Toxiproxy fault on the link from the application to service `name`.
 
     `cut` is a partition (bytes stop, connections hang until the client times out);
-    `down` takes the link down (connections close, new ones are refused).
+    `down` takes the link down (connections close, new ones are refused). A `name`
+    holding "->" is a whole link name (`consumer->redis`): another client's link.
     """
     links = stack.links
-    link = link_name(APP, name)
+    link = name if "->" in name else link_name(APP, name)
     if kind == "cut":
         links.cut(link)
     elif kind == "down":

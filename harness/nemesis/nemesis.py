@@ -113,6 +113,9 @@ class Nemesis:
     def _apply(self, spec: FaultSpec) -> actions.Undo:
         stack = self.ctx.stack
         p = spec.params
+        own = self.setup.process(spec.target)
+        if own is not None and spec.kind in ("crash", "pause", "restart"):
+            stack = {spec.target: own}  # a process of the setup's own (a consumer)
         if spec.kind == "crash":
             return actions.crash(stack, spec.target)
         if spec.kind == "pause":

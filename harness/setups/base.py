@@ -159,6 +159,12 @@ class Setup(ABC):
     def start(self) -> None:  # noqa: B027 (optional hook)
         """Start background consumers (none by default)."""
 
+    def process(self, name: str) -> Any:
+        """A process the setup runs itself (a consumer) under `name`, as a
+        harness.services.base.Service that crash, pause and restart faults act on; None
+        when `name` is none of its own (the fault then targets the stack's service)."""
+        return None
+
     @abstractmethod
     def client(self, process: str) -> Client:
         """A new client for one workload thread (or a restarted application instance)."""
