@@ -8,10 +8,8 @@ bootstrap:
 	bash scripts/bootstrap
 
 ## make demo: the claims suite on the local stack, ending in runs/index.html
-## (until the suite runner lands: a synthetic history with planted anomalies, analysed)
 demo: bootstrap
-	$(PY) -m harness.history.synthetic --runs runs --events 200000
-	$(VENV)/bin/driftlab analyze runs/latest
+	$(VENV)/bin/driftlab suite
 
 ## make test: the test suite (real services, no mocks)
 test: bootstrap
