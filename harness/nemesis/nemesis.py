@@ -7,7 +7,6 @@ closes whatever is open (the end of the run, Ctrl-C, an error) and is idempotent
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 import threading
@@ -148,11 +147,3 @@ class Nemesis:
 
         self.ctx.steps.add(hook)
         return lambda: self.ctx.steps.remove(hook)
-
-
-def run_schedule(nemesis: Nemesis, duration: float) -> None:
-    """Run the nemesis for `duration` seconds then heal (a blocking helper for tests)."""
-    nemesis.start()
-    with contextlib.suppress(KeyboardInterrupt):
-        time.sleep(duration)
-    nemesis.heal_all()
