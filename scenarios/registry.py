@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from functools import cache
 
 import scenarios
@@ -32,8 +33,10 @@ def all_scenarios() -> dict[str, Scenario]:
 
 
 def _claim_order(claim: str | None) -> tuple[int, str]:
-    if claim and claim[0] == "C" and claim[1:].isdigit():
-        return int(claim[1:]), claim
+    # "C15-counter" (a second variant of a claim) sorts right after "C15".
+    number = re.match(r"C(\d+)", claim or "")
+    if number:
+        return int(number.group(1)), claim or ""
     return 10_000, claim or ""
 
 
@@ -42,7 +45,7 @@ def get_scenario(name_or_claim: str) -> Scenario:
     registry = all_scenarios()
     if name_or_claim in registry:
         return registry[name_or_claim]
-    by_claim = [s for s in registry.values() if s.claim == name_or_claim.upper()]
+    by_claim = [s for s in registry.values() if (s.claim or "").upper() == name_or_claim.upper()]
     if by_claim:
         return by_claim[0]
     raise KeyError(
@@ -55,8 +58,9 @@ def claims_scenarios(only: list[str] | None = None) -> list[Scenario]:
     """The scenarios that test a claim (the first per claim id), optionally only some."""
     seen: dict[str, Scenario] = {}
     for sc in all_scenarios().values():
-        if sc.claim and sc.claim not in seen:
-            seen[sc.claim] = sc
+        # Upper case as keys: a variant id such as "C15-counter" is matched like "C1".
+        if sc.claim and sc.claim.upper() not in seen:
+            seen[sc.claim.upper()] = sc
     if only is None:
         return list(seen.values())
     wanted = [c.strip().upper() for c in only if c.strip()]

@@ -7,8 +7,14 @@ The interface is in `harness.setups.base` and docs/scenarios.md.
 from __future__ import annotations
 
 from harness.setups.base import Setup
+from harness.setups.cdc import Cdc
+from harness.setups.direct_producer import DirectProducer
 from harness.setups.dual_write import DualWrite
+from harness.setups.outbox import Outbox
 
 SETUPS: dict[str, type[Setup]] = {
     DualWrite.name: DualWrite,
+    Cdc.name: Cdc,
+    Outbox.name: Outbox,
+    DirectProducer.name: DirectProducer,
 }

@@ -1,0 +1,191 @@
+"""Acknowledged produce: the application is a Kafka producer (acks=all, idempotent), the
+log is its system of record (claim C16: acknowledged messages survive a broker crash).
+
+    client -> (link app->kafka) -> Kafka topic <ns>.log (key-partitioned)
+
+A write produces `(key, value)` and waits for the broker's answer: on an acknowledgement
+the client records the `produce` (partition, offset, `msg_id` = the unique value) and
+completes its `write` op (`store` = `log`) as `ok` with `version` = the offset (strictly
+increasing per key, as a key keeps its partition); an error or a timeout leaves the
+outcome unknown (`info`). After quiescence an auditor (a fresh consumer, no group,
+straight to the broker) reads every partition from offset 0 to its end, records a
+`deliver` per record (consumer `auditor`) and a `consumer-done` mark: an acknowledged
+message missing from the log is a `lost-message`, one read back at other coordinates an
+`inconsistent-offset`.
+
+Parameters: `partitions` (default 3), `timeout_s` (the producer's delivery timeout,
+default 20).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from harness.services.kafka_admin import TopicSpec, create_topics
+from harness.setups.base import Client, Setup, SetupContext
+from harness.setups.connect import APP
+
+LOG_STORE = "log"
+AUDITOR = "auditor"
+
+log = logging.getLogger("driftlab.setups.direct_producer")
+
+
+class DirectProducer(Setup):
+    """The application produces to Kafka with acks=all and waits for each answer."""
+
+    name = "direct-producer"
+    services = ("kafka",)
+    stores = ()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.topic = ""
+        self.bootstrap_app = ""
+        self.bootstrap_direct = ""
+        self.timeout_s = 20.0
+
+    def prepare(self, ctx: SetupContext) -> None:
+        """Create the run's topic and the application's link to Kafka."""
+        self.ctx = ctx
+        partitions = int(ctx.params.get("partitions", 3))
+        if partitions < 1:
+            raise ValueError(f"direct-producer: partitions={partitions}; use 1 or more")
+        self.timeout_s = float(ctx.params.get("timeout_s", 20))
+        kafka = ctx.stack["kafka"]
+        self.topic = f"{ctx.namespace}.log"
+        self.bootstrap_direct = kafka.bootstrap_servers
+        self.bootstrap_app = kafka.link(ctx.stack.links, APP)
+        create_topics(self.bootstrap_direct, [TopicSpec(self.topic, partitions)])
+
+    def read_stores(self) -> tuple[str, ...]:
+        """Nothing to read: the log is judged by the auditor after quiescence."""
+        return ()
+
+    def client(self, process: str) -> ProducerClient:
+        """A client with its own idempotent producer."""
+        return ProducerClient(self, process)
+
+    def quiesce(self, timeout: float) -> bool:
+        """Read the whole topic back as the auditor (one `deliver` per record)."""
+        deadline = time.monotonic() + timeout
+        rec = self.context.recorder
+        reader = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap_direct,
+                "group.id": f"auditor-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+            },
+            logger=log,
+        )
+        try:
+            meta = reader.list_topics(self.topic, timeout=30).topics[self.topic]
+            parts = sorted(meta.partitions)
+            ends = {
+                p: reader.get_watermark_offsets(TopicPartition(self.topic, p), 30)[1] for p in parts
+            }
+            reader.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in parts])
+            position = dict.fromkeys(parts, 0)
+            while any(position[p] < ends[p] for p in parts):
+                if time.monotonic() >= deadline:
+                    return False
+                for msg in reader.consume(num_messages=500, timeout=0.2):
+                    if msg.error() is not None:
+                        continue
+                    position[msg.partition()] = msg.offset() + 1
+                    rec.msg(
+                        "deliver",
+                        consumer=AUDITOR,
+                        process=AUDITOR,
+                        attempt=1,
+                        **_message_fields(msg),
+                    )
+        finally:
+            reader.close()
+        rec.mark("consumer-done", consumer=AUDITOR, channel=self.topic)
+        return True
+
+    def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
+        """None: the log's contents are recorded as the auditor's deliveries."""
+        return {}
+
+
+def _message_fields(msg: Message) -> dict[str, Any]:
+    key = msg.key().decode() if msg.key() is not None else None
+    value = msg.value().decode() if msg.value() is not None else None
+    return {
+        "channel": msg.topic(),
+        "partition": msg.partition(),
+        "offset": msg.offset(),
+        "msg_id": value,
+        "key": key,
+        "value": value,
+        "version": msg.offset(),
+    }
+
+
+class ProducerClient(Client):
+    """One application instance: an idempotent producer, one message in flight."""
+
+    def __init__(self, setup: DirectProducer, process: str) -> None:
+        self.setup = setup
+        self.process = process
+        self.rec = setup.context.recorder
+        timeout_ms = int(setup.timeout_s * 1000)
+        self.producer = Producer(
+            {
+                "bootstrap.servers": setup.bootstrap_app,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 0,
+                "delivery.timeout.ms": timeout_ms,
+                "request.timeout.ms": min(timeout_ms, 5000),
+            },
+            logger=log,
+        )
+
+    def write(self, key: str, value: str) -> None:
+        """Produce (key, value) and wait for the broker's acknowledgement."""
+        op = self.rec.invoke(self.process, "write", key=key, value=value, store=LOG_STORE)
+        outcome: dict[str, Any] = {}
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            outcome["err"], outcome["msg"] = err, msg
+
+        self.producer.produce(self.setup.topic, key=key, value=value, on_delivery=delivered)
+        deadline = time.monotonic() + self.setup.timeout_s + 10
+        while "msg" not in outcome and time.monotonic() < deadline:
+            self.producer.poll(0.1)
+        err, msg = outcome.get("err"), outcome.get("msg")
+        if msg is None or err is not None:
+            # Not acknowledged: the message may or may not be in the log.
+            self.rec.complete(op, "info", error=str(err or "no answer from the producer"))
+            return
+        self.rec.msg("produce", **_message_fields(msg))
+        self.rec.complete(op, "ok", version=msg.offset())
+
+    def delete(self, key: str) -> None:
+        """Not offered: the log is append-only."""
+        raise ValueError("direct-producer has no delete; use a write-only mix")
+
+    def read(self, key: str, store: str) -> None:
+        """Not offered: the auditor reads the log after quiescence."""
+        raise ValueError("direct-producer has no reads; use a write-only mix")
+
+    def close(self) -> None:
+        """Wait briefly for anything still in flight (its outcome stays unknown)."""
+        with contextlib.suppress(Exception):
+            self.producer.flush(1.0)

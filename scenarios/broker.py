@@ -1,0 +1,31 @@
+"""Log broker scenario: claim C16 (acknowledged messages survive a broker crash)."""
+
+from __future__ import annotations
+
+from harness.workload.spec import WorkloadSpec
+from scenarios.model import ABSENT, Scenario, faults
+
+SCENARIOS = [
+    Scenario(
+        name="broker-crash-acked",
+        claim="C16",
+        setup="direct-producer",
+        summary=(
+            "The application produces to a 3-partition Kafka topic with acks=all and waits "
+            "for each acknowledgement; Kafka is SIGKILLed mid-run and restarted. Every "
+            "acknowledged message is read back at the offset it was acknowledged with: a "
+            "case where the lab must report no loss."
+        ),
+        setup_params={"partitions": 3},
+        workload=WorkloadSpec(
+            clients=4, keys=20, distribution="uniform", mix={"write": 1.0}, rate=100, duration=10
+        ),
+        faults=faults({"kind": "crash", "target": "kafka", "at": 3.0, "duration": 1.0}),
+        expectations={
+            "lost-message": ABSENT,
+            "inconsistent-offset": ABSENT,
+            "poll-skip": ABSENT,
+        },
+        quiesce_timeout=60.0,
+    ),
+]

@@ -1,0 +1,148 @@
+"""Change data capture scenarios (Debezium on Kafka, consumer processes, Redis): claims
+C3 (at-least-once after a consumer crash), C4 (offsets committed before applying),
+C5 (a non-idempotent counter), C8 (per-partition order across restarts) and C15 (a cut
+consumer -> Redis link, idempotent and not)."""
+
+from __future__ import annotations
+
+from harness.workload.spec import WorkloadSpec
+from scenarios.model import ABSENT, PRESENT, Scenario, faults
+
+# The pipeline never invents a value, loses a captured change or reorders one key's
+# changes while it applies only newer versions.
+CONVERGES = {
+    "missing": ABSENT,
+    "stale": ABSENT,
+    "phantom": ABSENT,
+    "extra": ABSENT,
+    "lost-message": ABSENT,
+    "lost-write": ABSENT,
+    "stale-overwrite": ABSENT,
+}
+
+# Writes spread over many keys, so every key's last write is one message among many.
+SPREAD = WorkloadSpec(
+    clients=4, keys=200, distribution="uniform", mix={"write": 1.0}, rate=150, duration=10
+)
+
+CONSUMER_CRASHES = faults(
+    {"kind": "crash", "target": "consumer", "at": 2.5, "duration": 1.5},
+    {"kind": "crash", "target": "consumer", "at": 6.0, "duration": 1.5},
+    recovery=2.0,
+)
+
+SCENARIOS = [
+    Scenario(
+        name="cdc-consumer-crash",
+        claim="C3",
+        setup="cdc",
+        summary=(
+            "PostgreSQL changes flow through Debezium and Kafka to a consumer that applies "
+            "only newer versions to Redis and commits offsets after applying. The consumer "
+            "is SIGKILLed twice: it receives again what it had not committed, and the cache "
+            "converges."
+        ),
+        setup_params={"effect": "versioned", "commit": "after-apply", "commit_ms": 500},
+        workload=SPREAD,
+        faults=CONSUMER_CRASHES,
+        expectations={
+            "duplicate-delivery": PRESENT,
+            "reorder-delivery": ABSENT,
+            **CONVERGES,
+        },
+    ),
+    Scenario(
+        name="cdc-commit-before-apply",
+        claim="C4",
+        setup="cdc",
+        summary=(
+            "The planted bug: the consumer commits each polled batch before applying it "
+            "(4 ms of work per message). A SIGKILL in between skips the rest of the batch "
+            "for good: writes never reach the cache, which keeps older values."
+        ),
+        setup_params={"effect": "versioned", "commit": "before-apply", "apply_ms": 4},
+        workload=SPREAD,
+        faults=faults(
+            {"kind": "crash", "target": "consumer", "at": 2.0, "duration": 1.0},
+            {"kind": "crash", "target": "consumer", "at": 4.5, "duration": 1.0},
+            {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 1.0},
+            recovery=2.0,
+        ),
+        expectations={"lost-write": PRESENT, "stale": PRESENT, "phantom": ABSENT},
+    ),
+    Scenario(
+        name="cdc-counter-crash",
+        claim="C5",
+        setup="cdc",
+        summary=(
+            "Each change INCRs a Redis counter (not idempotent); the consumer commits after "
+            "applying and is SIGKILLed twice. The changes it had applied but not committed "
+            "are applied again: the derived counters exceed the source's totals."
+        ),
+        setup_params={"effect": "counter", "commit": "after-apply", "commit_ms": 500},
+        workload=WorkloadSpec(
+            clients=4, keys=20, distribution="uniform", mix={"write": 1.0}, rate=150, duration=10
+        ),
+        faults=CONSUMER_CRASHES,
+        expectations={"duplicate-apply": PRESENT, "phantom": PRESENT, "lost-message": ABSENT},
+    ),
+    Scenario(
+        name="cdc-partitioned-crash",
+        claim="C8",
+        setup="cdc",
+        summary=(
+            "A key-partitioned change topic (3 partitions) with one consumer process per "
+            "partition; two of them are SIGKILLed and restarted. Each resumes its partition "
+            "from its committed offset: no key's changes arrive out of order."
+        ),
+        setup_params={"partitions": 3, "consumers": 3, "commit_ms": 500},
+        workload=WorkloadSpec(
+            clients=4, keys=12, distribution="zipf", mix={"write": 1.0}, rate=150, duration=10
+        ),
+        faults=faults(
+            {"kind": "crash", "target": "consumer-0", "at": 2.5, "duration": 1.5},
+            {"kind": "crash", "target": "consumer-2", "at": 5.0, "duration": 1.5},
+            {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 1.0},
+            recovery=2.0,
+        ),
+        expectations={"reorder-delivery": ABSENT, "nonmonotonic-poll": ABSENT, **CONVERGES},
+    ),
+    Scenario(
+        name="cdc-store-partition",
+        claim="C15",
+        setup="cdc",
+        summary=(
+            "The link from the consumer to Redis is cut twice, then healed. The consumer "
+            "retries from its last committed offsets; its versioned apply skips what it had "
+            "already applied, and the cache converges."
+        ),
+        setup_params={"effect": "versioned", "commit": "after-apply", "commit_ms": 500},
+        workload=SPREAD,
+        faults=faults(
+            {"kind": "cut", "target": "consumer->redis", "at": 2.5, "duration": 2.0},
+            {"kind": "cut", "target": "consumer->redis", "at": 6.0, "duration": 1.5},
+            recovery=2.0,
+        ),
+        expectations={"duplicate-delivery": PRESENT, **CONVERGES},
+    ),
+    Scenario(
+        name="cdc-store-partition-counter",
+        claim="C15-counter",
+        setup="cdc",
+        summary=(
+            "C15 with a non-idempotent effect: the consumer INCRs a counter per change. "
+            "After each cut it retries from its last committed offsets and counts again "
+            "what it had already counted."
+        ),
+        setup_params={"effect": "counter", "commit": "after-apply", "commit_ms": 500},
+        workload=WorkloadSpec(
+            clients=4, keys=20, distribution="uniform", mix={"write": 1.0}, rate=150, duration=10
+        ),
+        faults=faults(
+            {"kind": "cut", "target": "consumer->redis", "at": 2.5, "duration": 2.0},
+            {"kind": "cut", "target": "consumer->redis", "at": 6.0, "duration": 1.5},
+            recovery=2.0,
+        ),
+        expectations={"duplicate-apply": PRESENT, "phantom": PRESENT, "lost-message": ABSENT},
+    ),
+]

@@ -1,0 +1,127 @@
+"""The CDC setup on the real stack: PostgreSQL -> Debezium -> Kafka -> consumer process
+-> Redis, with the consumer SIGKILLed and restarted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from setup_fixtures import events, make_context
+
+from harness.history.schema import SOURCE_STORE
+from harness.services.stack import Stack
+from harness.setups.base import SetupContext
+from harness.setups.cdc import Cdc
+
+
+def test_bad_parameters_are_named(stack: Stack, tmp_path: Path) -> None:
+    for params, problem in (
+        ({"effect": "sometimes"}, "effect 'sometimes'; use versioned or counter"),
+        ({"commit": "never"}, "commit 'never'; use after-apply or before-apply"),
+        ({"partitions": 2, "consumers": 3}, "between 1 and that many consumers"),
+    ):
+        with pytest.raises(ValueError, match=problem):
+            Cdc().prepare(make_context(stack, tmp_path, "cdc-bad", **params))
+
+
+@pytest.fixture(scope="module")
+def wired(
+    stack: Stack, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Cdc, SetupContext]]:
+    stack.up("postgres", "redis", "kafka", "connect")
+    ctx = make_context(stack, tmp_path_factory.mktemp("cdc"), "cdc-test", partitions=2, consumers=1)
+    setup = Cdc()
+    setup.prepare(ctx)
+    setup.start()
+    try:
+        yield setup, ctx
+    finally:
+        setup.teardown()
+        ctx.recorder.close()  # type: ignore[attr-defined]
+
+
+@pytest.mark.services
+def test_changes_reach_the_cache_through_the_log(wired: tuple[Cdc, SetupContext]) -> None:
+    setup, ctx = wired
+    client = setup.client("c0")
+    for v in ("a-1", "a-2", "a-3"):
+        client.write("k", v)
+    client.write("j", "b-1")
+    client.delete("j")
+    client.close()
+    assert setup.quiesce(60)
+    states = setup.final_states()
+    assert states[SOURCE_STORE] == {"k": ("a-3", 3)}
+    assert states["cache"] == {"k": ("a-3", 3)}
+
+    evs = events(ctx)
+    produced = [e for e in evs if e["type"] == "msg" and e["action"] == "produce"]
+    assert sorted((e["key"], e["version"]) for e in produced) == [
+        ("j", 1),
+        ("j", 2),
+        ("k", 1),
+        ("k", 2),
+        ("k", 3),
+    ]
+    # One partition per key (Debezium keys events by the primary key), offsets in order.
+    assert len({e["partition"] for e in produced if e["key"] == "k"}) == 1
+    applied = {(e["key"], e["version"]) for e in evs if e.get("action") == "apply"}
+    assert applied == {(e["key"], e["version"]) for e in produced}
+    assert all(
+        e["consumer"] == "cdc-sync" and e["process"] == "consumer-0#1"
+        for e in evs
+        if e.get("action") == "deliver"
+    )
+    # The delete is a tombstone row: the consumer removed the key at version 2.
+    assert ("j", None) in {(e["key"], e.get("value")) for e in evs if e.get("action") == "apply"}
+    assert any(
+        e["type"] == "mark" and e["kind"] == "consumer-done" and e["channel"] == setup.topic
+        for e in evs
+    )
+
+
+@pytest.mark.services
+def test_a_killed_consumer_resumes_from_its_commit_as_a_new_instance(
+    wired: tuple[Cdc, SetupContext],
+) -> None:
+    setup, ctx = wired
+    consumer = setup.process("consumer-0")
+    assert consumer is not None and setup.process("consumer") is not None
+    assert setup.process("kafka") is None  # the stack's own services stay the stack's
+    client = setup.client("c1")
+    consumer.kill()
+    assert not consumer.is_running()
+    for i in range(20):
+        client.write(f"m{i % 4}", f"c1-{i}")
+    consumer.start()
+    consumer.wait_healthy(60)
+    assert consumer.instance == "consumer-0#2"
+    client.close()
+    assert setup.quiesce(60)
+    states = setup.final_states()
+    for key in ("m0", "m1", "m2", "m3"):
+        assert states["cache"][key] == states[SOURCE_STORE][key]
+    evs = events(ctx)
+    second = [e for e in evs if e.get("process") == "consumer-0#2" and e["type"] == "msg"]
+    assert {e["key"] for e in second if e["action"] == "apply"} >= {"m0", "m1", "m2", "m3"}
+    commits = [e for e in second if e["action"] == "commit"]
+    assert commits and all(e["offset"] > 0 for e in commits)
+
+
+@pytest.mark.services
+def test_teardown_drops_the_replication_slot(stack: Stack, tmp_path: Path) -> None:
+    stack.up("postgres", "redis", "kafka", "connect")
+    ctx = make_context(stack, tmp_path, "cdc-slot")
+    setup = Cdc()
+    setup.prepare(ctx)
+    assert setup.connector is not None
+    slot = setup.connector.slot
+    setup.teardown()
+    ctx.recorder.close()  # type: ignore[attr-defined]
+    with psycopg.connect(stack["postgres"].conninfo(), autocommit=True) as conn:
+        left = conn.execute(
+            "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s", (slot,)
+        ).fetchone()
+    assert left == (0,)
