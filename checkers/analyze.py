@@ -130,7 +130,7 @@ def analyze(
         scratch.mkdir()
         try:
             t = time.perf_counter()
-            events = spark.read.parquet(str(run / PARQUET_NAME)).cache()
+            events = _read_history(spark, run / PARQUET_NAME)
             bounds = events.agg(F.min("time").alias("t0"), F.max("time").alias("t1")).first()
             t0_ns, t1_ns = int(bounds["t0"] or 0), int(bounds["t1"] or 0)
             timings["load_s"] = time.perf_counter() - t
@@ -268,6 +268,18 @@ def _spark(master: str | None, log_path: Path) -> SparkSession:
                 os.dup2(saved, 2)
     finally:
         os.close(saved)
+
+
+def _read_history(spark: SparkSession, path: Path) -> DataFrame:
+    """The history, cached, in at least two partitions per core.
+
+    Spark splits Parquet files into 128 MB partitions: a history of a few million events
+    would be read (and every checker's first stage run) by one core.
+    """
+    cores = spark.sparkContext.defaultParallelism
+    split = max(1 << 20, path.stat().st_size // (2 * cores) + 1)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(split))
+    return spark.read.parquet(str(path)).cache()
 
 
 def _module(name: str) -> ModuleType | None:

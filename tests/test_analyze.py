@@ -22,7 +22,7 @@ from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
 from checkers.verdict import judge
 from harness.cli import app
 from harness.history.reader import read_history
-from harness.history.synthetic import generate_history
+from harness.history.synthetic import generate, generate_history
 
 # Checkers whose Spark module has not landed yet: analyze must report them `missing`.
 # Empty this set as they land; once all are in, a missing module fails the test.
@@ -42,11 +42,9 @@ def _invoke(run_dir: Path) -> Any:
 @pytest.fixture(scope="module")
 def planted(spark: object, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     run = tmp_path_factory.mktemp("planted") / "run"
-    expected = generate_history(
-        run, events=20_000, seed=11, plant=PLANT, expectations=EXPECT_PLANTED
-    )
+    syn = generate(run, 20_000, 11, PLANT, expectations=EXPECT_PLANTED)
     result = _invoke(run)
-    return {"run": run, "expected": expected, "result": result}
+    return {"run": run, "expected": syn.expected, "notes": syn.notes, "result": result}
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +79,9 @@ def test_planted_counts_are_found_exactly(planted: dict[str, Any]) -> None:
     assert judged, "no checker landed yet"
     assert {k: analysis["counts"][k] for k in judged} == {k: planted["expected"][k] for k in judged}
     assert list(analysis["counts"]) == list(ALL_KINDS)
+    # Every consumer is done on its channels; the committed `info` writes reached stores.
+    assert analysis["notes"] == {"unseen-message": 0, **planted["notes"]}
+    assert set(analysis["lag"]) == {"cache", "search", "dw"}
 
 
 @pytest.mark.spark

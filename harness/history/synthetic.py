@@ -253,7 +253,10 @@ def generate(
         schema = arrow_schema().with_metadata({METADATA_KEY: info.to_json()})
         with pq.ParquetWriter(run / PARQUET_NAME, schema, compression="zstd") as out:
             for part in chunks:
-                out.write_table(part.replace_schema_metadata(schema.metadata))
+                # Row groups as the reader writes them: Spark splits a file at them.
+                out.write_table(
+                    part.replace_schema_metadata(schema.metadata), row_group_size=ROW_GROUP_SIZE
+                )
     config = {
         "scenario": SCENARIO,
         "seed": seed,
@@ -291,7 +294,6 @@ class _Writes:
     is_ok: np.ndarray  # False: an `info` write that committed anyway
     proc: np.ndarray
     last: np.ndarray  # the key's last version
-    n_versions: np.ndarray  # versions of the key in all
 
 
 def _build(
@@ -343,7 +345,6 @@ def _build(
         is_ok=~info[c],
         proc=proc[c],
         last=last,
-        n_versions=n_ver[c_key],
     )
 
     b.add(len(_writers()), np.array(_writers()), type="header", time=T0, extra=_header_json(header))
