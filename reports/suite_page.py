@@ -1,0 +1,227 @@
+"""The suite page: runs/index.html, claim by claim, what the lab observed.
+
+Built from the run folders under runs/ (config.json and analysis.json of each run), so
+that it also shows the runs of earlier suites: the trend of each verdict across runs,
+for nightly jobs. runs/index.json, written by `driftlab suite`, says which runs belong
+to the latest suite; without it the newest run of each scenario is shown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from reports.claims import CLAIMS
+from reports.render import ReportError, write_html
+from reports.run_report import REPORT_NAME
+
+INDEX_HTML = "index.html"
+INDEX_JSON = "index.json"
+MAX_TREND = 12
+_STAMP = re.compile(r"^(\d{8}T\d{6}Z)-")
+
+
+@dataclass(slots=True)
+class RunInfo:
+    """One run folder as the suite page sees it."""
+
+    path: str  # relative to runs/
+    scenario: str
+    claim: str | None
+    summary: str | None
+    started: str
+    verdict: str
+    counts: dict[str, int] = field(default_factory=dict)
+    expectations: dict[str, str] = field(default_factory=dict)
+    report: str | None = None  # relative link, when report.html exists
+    error: str | None = None
+
+
+def render_index(index_json: str | Path) -> Path:
+    """Hook of `driftlab suite`: the suite page of the folder holding index.json."""
+    return render_suite(Path(index_json).parent)
+
+
+def render_suite(runs_dir: str | Path) -> Path:
+    """Write runs_dir/index.html from every run folder under it and return its path.
+
+    Raises ReportError when runs_dir is not a folder.
+    """
+    runs = Path(runs_dir)
+    if not runs.is_dir():
+        raise ReportError(f"{runs} is not a folder of runs; pass the runs/ folder of a suite")
+    return write_html(runs / INDEX_HTML, "suite.html.j2", build_suite_context(runs))
+
+
+def scan_runs(runs: Path) -> list[RunInfo]:
+    """Every run folder runs/<scenario>/<run>/ with a config.json, oldest first."""
+    found = []
+    for config_path in sorted(runs.glob("*/*/config.json")):
+        run = config_path.parent
+        if run.parent.is_symlink() or run.is_symlink():
+            continue
+        found.append(_run_info(runs, run))
+    return sorted(found, key=lambda r: (r.started, r.path))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _run_info(runs: Path, run: Path) -> RunInfo:
+    config = _read(run / "config.json")
+    analysis = _read(run / "analysis.json")
+    summary = _read(run / "logs" / "run.json")
+    params = config.get("params") or {}
+    started = config.get("started_utc") or _stamp(run.name, run)
+    verdict = analysis.get("verdict") or ("error" if summary.get("error") else "not judged")
+    return RunInfo(
+        path=run.relative_to(runs).as_posix(),
+        scenario=str(config.get("scenario") or run.parent.name),
+        claim=config.get("claim") or params.get("claim"),
+        summary=params.get("summary"),
+        started=started,
+        verdict=verdict,
+        counts={k: int(v) for k, v in (analysis.get("counts") or {}).items()},
+        expectations=dict(analysis.get("expectations") or config.get("expectations") or {}),
+        report=f"{run.relative_to(runs).as_posix()}/{REPORT_NAME}"
+        if (run / REPORT_NAME).exists()
+        else None,
+        error=summary.get("error"),
+    )
+
+
+def _stamp(name: str, run: Path) -> str:
+    """The run's start from its folder name (UTC stamp), else the folder's mtime."""
+    m = _STAMP.match(name)
+    if m:
+        return datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(run.stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def evidence_line(run: RunInfo) -> str:
+    """One line of evidence: what was expected and found, what was forbidden and found,
+    what was expected and missing."""
+    if run.error and run.verdict in ("error", "not judged"):
+        return f"run failed: {run.error}"
+    found = [
+        f"{k} {run.counts.get(k, 0)}"
+        for k, w in run.expectations.items()
+        if w == "present" and run.counts.get(k, 0)
+    ]
+    forbidden = [
+        f"{k} {run.counts[k]}"
+        for k, w in run.expectations.items()
+        if w == "absent" and run.counts.get(k, 0)
+    ]
+    missing = [
+        k for k, w in run.expectations.items() if w == "present" and not run.counts.get(k, 0)
+    ]
+    clean = [k for k, w in run.expectations.items() if w == "absent" and not run.counts.get(k, 0)]
+    parts = []
+    if forbidden:
+        parts.append("forbidden but found: " + _few(forbidden))
+    if missing:
+        parts.append("predicted but not found: " + _few(missing))
+    if found:
+        parts.append("found as predicted: " + _few(found))
+    if clean:
+        parts.append("none of " + _few(clean))
+    if not parts:
+        others = [f"{k} {n}" for k, n in run.counts.items() if n]
+        parts.append("no expectations; observed: " + (", ".join(others) or "no anomaly"))
+    return "; ".join(parts)
+
+
+def _few(items: list[str], n: int = 5) -> str:
+    """At most `n` items, then how many more: one line of evidence stays one line."""
+    more = f" and {len(items) - n} more" if len(items) > n else ""
+    return ", ".join(items[:n]) + more
+
+
+def build_suite_context(runs: Path) -> dict[str, Any]:
+    """Claims table rows, the other scenarios' rows and the suite's facts."""
+    all_runs = scan_runs(runs)
+    by_scenario: dict[str, list[RunInfo]] = {}
+    for r in all_runs:
+        by_scenario.setdefault(r.scenario, []).append(r)
+    index = _read(runs / INDEX_JSON)
+    in_suite = {e.get("run_dir") for e in index.get("runs", [])}
+
+    def latest(scenario: str) -> RunInfo | None:
+        runs_of = by_scenario.get(scenario, [])
+        suite_runs = [r for r in runs_of if r.path in in_suite]
+        return (suite_runs or runs_of or [None])[-1]
+
+    def row(scenario: str, claim: str | None, text: str | None) -> dict[str, Any]:
+        last = latest(scenario)
+        history = by_scenario.get(scenario, [])
+        return {
+            "claim": claim,
+            "claim_text": text,
+            "scenario": scenario,
+            "summary": (last.summary if last else None),
+            "last": last,
+            "verdict": last.verdict if last else "not run",
+            "evidence": evidence_line(last) if last else "no run of this scenario yet",
+            "trend": history[-MAX_TREND:],
+            "n_runs": len(history),
+        }
+
+    claim_scenarios = _claim_scenarios(all_runs)
+    claims = []
+    for claim_id, text in CLAIMS.items():
+        scenario = claim_scenarios.get(claim_id)
+        if scenario is None:
+            claims.append(
+                {
+                    "claim": claim_id,
+                    "claim_text": text,
+                    "scenario": None,
+                    "summary": None,
+                    "last": None,
+                    "verdict": "not run",
+                    "evidence": "no scenario has run yet",
+                    "trend": [],
+                    "n_runs": 0,
+                }
+            )
+        else:
+            claims.append(row(scenario, claim_id, text))
+    used = {c["scenario"] for c in claims}
+    others = [row(s, None, None) for s in sorted(by_scenario) if s not in used]
+    tally: dict[str, int] = {}
+    for c in claims:
+        tally[c["verdict"]] = tally.get(c["verdict"], 0) + 1
+    return {
+        "claims": claims,
+        "others": others,
+        "tally": tally,
+        "n_runs": len(all_runs),
+        "generated": index.get("generated_utc") or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "wall_s": index.get("wall_s"),
+    }
+
+
+def _claim_scenarios(all_runs: list[RunInfo]) -> dict[str, str]:
+    """The scenario that tests each claim: the registry's choice, else the newest run
+    that names the claim."""
+    chosen: dict[str, str] = {}
+    try:
+        from scenarios.registry import claims_scenarios
+
+        chosen = {sc.claim: sc.name for sc in claims_scenarios() if sc.claim}
+    except (ImportError, KeyError, ValueError):
+        chosen = {}
+    for r in all_runs:
+        if r.claim and r.claim not in chosen:
+            chosen[r.claim] = r.scenario
+    return chosen
