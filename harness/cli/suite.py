@@ -117,7 +117,7 @@ def run_suite(
 
 def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wall: float) -> Path:
     """runs/index.json (one entry per claim run), then runs/index.html if the report
-    module offers `reports.index.render_index(index_json) -> Path`."""
+    module offers `reports.suite_page.render_index(index_json) -> Path`."""
     by_name = {sc.name: sc for sc in chosen}
     entries = []
     for r in results:
@@ -155,7 +155,7 @@ def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wal
         + "\n"
     )
     try:
-        render = importlib.import_module("reports.index").render_index
+        render = importlib.import_module("reports.suite_page").render_index
     except (ImportError, AttributeError):
         return path
     return Path(render(path))

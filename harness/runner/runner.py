@@ -169,6 +169,8 @@ def run_scenario(
             _analyze(run_dir, spark_master, result, tick)
     result.wall_s = time.monotonic() - started
     _write_summary(run_dir, result)
+    if result.verdict is not None:
+        _write_report(run_dir)
     return result
 
 
@@ -261,6 +263,17 @@ def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | 
     result.exit_code = (
         EXIT_OK if result.verdict in ("reproduced", "no expectations") else EXIT_VERDICT
     )
+
+
+def _write_report(run_dir: Path) -> None:
+    """RUN_DIR/report.html from the analysis outputs; a report that fails to render
+    is logged, never a failed run (`driftlab report RUN_DIR` renders it again)."""
+    try:
+        from reports.run_report import render_run_report
+
+        render_run_report(run_dir)
+    except Exception:
+        log.exception("the HTML report of %s failed; retry with driftlab report", run_dir)
 
 
 def _write_summary(run_dir: Path, result: RunResult) -> None:
