@@ -17,7 +17,7 @@ SCENARIOS = [
             "point) and the consumer's link to Redis is cut: the crashed transactions roll "
             "back whole, and the cache converges where the dual write diverges."
         ),
-        setup_params={"commit": "after-apply", "commit_ms": 500},
+        setup_params={"commit": "after-apply", "commit_ms": 500, "store_timeout_ms": 500},
         # C2's workload: keys cool down, so a divergence would stay visible.
         workload=WorkloadSpec(
             clients=4,

@@ -23,6 +23,9 @@ Parameters (scenario `setup_params`):
   together `consumer`: a `crash`, `pause` or `restart` fault targets either.
 - `batch`, `apply_ms`: messages per poll (default 100) and the consumer's own work per
   message in ms (default 0).
+- `store_timeout_ms`: the consumer's Redis timeout (default 2000); a Toxiproxy `cut`
+  stalls the link rather than refusing it, so only a timeout shorter than the cut
+  makes the consumer notice.
 
 Every consumer reaches Kafka through the Toxiproxy link `consumer->kafka` and Redis
 through `consumer->redis` (a `cut` fault may target `consumer->redis`); Connect reaches
@@ -305,6 +308,7 @@ class Cdc(Setup):
                 commit_ms=int(p.get("commit_ms", 500)),
                 batch=int(p.get("batch", 100)),
                 apply_ms=float(p.get("apply_ms", 0)),
+                redis_timeout=float(p.get("store_timeout_ms", 2000)) / 1000,
                 id_field=self.id_field,
             )
             self.consumers.append(ConsumerProcess(name, cfg, log_dir))
@@ -511,17 +515,17 @@ class CdcClient(Client):
         """Write the source (an increment of it with the counter effect)."""
         if self.setup.effect == COUNTER:
             op = self.rec.invoke(self.process, "increment", key=key, store=SOURCE_STORE)
-            self._source(op, key, None, _INCREMENT)
+            self._source(op, (key,), _INCREMENT)
         else:
             op = self.rec.invoke(self.process, "write", key=key, value=value, store=SOURCE_STORE)
-            self._source(op, key, value, _UPSERT)
+            self._source(op, (key, value), _UPSERT)
 
     def delete(self, key: str) -> None:
         """A tombstone row: value NULL, version bumped (captured as an update)."""
         if self.setup.effect == COUNTER:
             raise ValueError("the counter effect has no delete; use a write-only mix")
         op = self.rec.invoke(self.process, "delete", key=key, store=SOURCE_STORE)
-        self._source(op, key, None, _UPSERT)
+        self._source(op, (key, None), _UPSERT)
 
     def read(self, key: str, store: str) -> None:
         """Read `key` from the source or the derived store."""
@@ -551,12 +555,12 @@ class CdcClient(Client):
                 raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
         return self._pg
 
-    def _source(self, op: str, key: str, value: str | None, statement: str) -> None:
+    def _source(self, op: str, args: tuple[str | None, ...], statement: str) -> None:
         try:
             conn = self.conn()
             try:
                 row = conn.execute(
-                    sql.SQL(statement).format(table=self.setup.table), (key, value)
+                    sql.SQL(statement).format(table=self.setup.table), args
                 ).fetchone()
             except psycopg.Error as exc:
                 with contextlib.suppress(Exception):
