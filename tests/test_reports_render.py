@@ -1,0 +1,236 @@
+"""Report building blocks without Spark or a browser: charts, sequence diagrams, the
+suite page from run folders, and the errors a reader gets for bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.history.synthetic import generate_history
+from reports.plots import Chart, Line, Window, render_chart
+from reports.render import ReportError
+from reports.run_report import render_run_report
+from reports.sequence import build_diagram, pick_targets, read_key_events, render_diagram
+from reports.suite_page import (
+    RunInfo,
+    build_suite_context,
+    evidence_line,
+    render_suite,
+    scan_runs,
+)
+
+T0 = 1_767_225_600_000_000_000
+MS = 1_000_000
+
+
+def test_chart_shades_and_names_every_fault_window() -> None:
+    chart = Chart(
+        "throughput",
+        "ops/s",
+        10.0,
+        [Line("write ok", [(0.5, 10.0), (1.5, None), (2.5, 30.0), (3.5, 20.0)])],
+        [Window("partition kafka", 2.0, 4.0), Window("crash consumer:g1", 8.0, None)],
+    )
+    svg = str(render_chart(chart))
+    assert svg.count('class="fault-window"') == 2
+    assert "partition kafka" in svg and "crash consumer:g1: 8.00s to never stopped" in svg
+    # The None splits the line: one lone point, then a two-point polyline.
+    assert svg.count("<polyline") == 1 and svg.count("<circle") == 1
+
+
+def test_empty_chart_says_so() -> None:
+    assert "no data in this run" in str(render_chart(Chart("lag", "ms", 5.0)))
+
+
+def _op(t_ms: int, process: str, phase: str, op_id: str, store: str, value: str) -> dict:
+    return {
+        "type": "op",
+        "time": T0 + t_ms * MS,
+        "process": process,
+        "phase": phase,
+        "f": "write",
+        "op_id": op_id,
+        "key": "x",
+        "value": value,
+        "version": None,
+        "store": store,
+        "action": None,
+        "channel": None,
+        "partition": None,
+        "offset": None,
+        "consumer": None,
+    }
+
+
+def _state(t_ms: int, store: str, value: str) -> dict:
+    return _op(t_ms, "runner", "", "", store, value) | {"type": "state", "f": None}
+
+
+FIGURE_11_4 = [
+    # Client 1 writes A to the database, client 2 writes B; the cache gets B, then A.
+    _op(0, "client-1", "invoke", "w1", "source", "A"),
+    _op(1, "client-1", "ok", "w1", "source", "A"),
+    _op(2, "client-2", "invoke", "w2", "source", "B"),
+    _op(3, "client-2", "ok", "w2", "source", "B"),
+    _op(4, "client-2", "invoke", "c2", "cache", "B"),
+    _op(5, "client-2", "ok", "c2", "cache", "B"),
+    _op(6, "client-1", "invoke", "c1", "cache", "A"),
+    _op(7, "client-1", "ok", "c1", "cache", "A"),
+    _op(8, "client-3", "invoke", "w3", "source", "C"),  # never answered
+    _state(20, "source", "B"),
+    _state(21, "cache", "A"),
+]
+
+
+def test_sequence_diagram_shows_the_interleaving_and_the_diverged_final_state() -> None:
+    d = build_diagram(FIGURE_11_4, "x", "cache", "stale", "cache holds A", T0 + 21 * MS)
+    order = [(a.actor, a.store, a.value, a.outcome) for a in d.arrows]
+    assert order == [
+        ("client-1", "source", "A", "ok"),
+        ("client-2", "source", "B", "ok"),
+        ("client-2", "cache", "B", "ok"),
+        ("client-1", "cache", "A", "ok"),
+        ("client-3", "source", "C", "info"),
+    ]
+    assert d.finals == {"source": "B", "cache": "A"}
+    svg = str(render_diagram(d, T0))
+    for lane in ("client-1", "client-2", "client-3", "source", "cache"):
+        assert f">{lane}</text>" in svg
+    assert svg.count('class="write"') == 5
+    assert 'class="final differs"' in svg and "final: A" in svg
+    assert "set C (no reply) info" in svg
+
+
+def test_long_key_histories_keep_the_arrows_before_the_anomaly() -> None:
+    events = []
+    for i in range(40):
+        events += [
+            _op(10 * i, "client-1", "invoke", f"w{i}", "source", str(i)),
+            _op(10 * i + 1, "client-1", "ok", f"w{i}", "source", str(i)),
+        ]
+    d = build_diagram(events, "x", "cache", "contradictory-order", "", T0 + 105 * MS)
+    assert 0 < len(d.arrows) <= 16 and d.omitted == 40 - len(d.arrows)
+    assert any(a.value == "10" for a in d.arrows)  # the write just before the anomaly
+    final = build_diagram(events, "x", "cache", "stale", "", T0 + 105 * MS)
+    assert final.arrows[-1].value == "39"  # a final-state anomaly shows the last writes
+
+
+def test_pick_targets_prefers_divergence_and_skips_keyless_examples() -> None:
+    examples = {
+        "kinds": {
+            "lost-message": {"examples": [{"key": "k9", "store": None}]},
+            "contradictory-order": {
+                "examples": [{"key": "k1", "store": "cache", "detail": "cycle", "time_ns": 5}]
+            },
+            "stale": {
+                "examples": [
+                    {"key": "k1", "store": "cache", "detail": "old", "time_ns": 9},
+                    {"key": "k2", "store": None},
+                ]
+            },
+        }
+    }
+    assert pick_targets(examples) == [("k1", "cache", "stale", "old", 9)]
+
+
+def test_key_events_are_read_with_a_filter(tmp_path: Path) -> None:
+    generate_history(tmp_path, events=3000, seed=3)
+    events = read_key_events(tmp_path / "history.parquet", ["acct-1", "nope"])
+    assert events["nope"] == []
+    assert events["acct-1"] and {e["key"] for e in events["acct-1"]} == {"acct-1"}
+    times = [e["time"] for e in events["acct-1"]]
+    assert times == sorted(times)
+
+
+def _run_folder(runs: Path, scenario: str, stamp: str, claim: str | None, **analysis) -> Path:
+    run = runs / scenario / f"{stamp}-0"
+    (run / "logs").mkdir(parents=True)
+    config = {"scenario": scenario, "seed": 0, "claim": claim, "params": {"summary": "s"}}
+    (run / "config.json").write_text(json.dumps(config))
+    if analysis:
+        (run / "analysis.json").write_text(json.dumps(analysis))
+    return run
+
+
+def test_suite_page_gives_each_claim_its_latest_verdict_and_trend(tmp_path: Path) -> None:
+    exp = {"stale": "present", "phantom": "absent"}
+    _run_folder(
+        tmp_path,
+        "dual-write-race",
+        "20260101T000000Z",
+        "C1",
+        verdict="not reproduced",
+        counts={"stale": 0},
+        expectations=exp,
+    )
+    _run_folder(
+        tmp_path,
+        "dual-write-race",
+        "20260102T000000Z",
+        "C1",
+        verdict="reproduced",
+        counts={"stale": 7},
+        expectations=exp,
+    )
+    newest = _run_folder(
+        tmp_path,
+        "dual-write-race",
+        "20260103T000000Z",
+        "C1",
+        verdict="unexpected anomaly",
+        counts={"stale": 2, "phantom": 1},
+        expectations=exp,
+    )
+    (newest / "report.html").write_text("<html></html>")
+    _run_folder(tmp_path, "synthetic", "20260101T000000Z", None)  # never analysed
+    (tmp_path / "latest").symlink_to("dual-write-race/20260103T000000Z-0")
+
+    assert len(scan_runs(tmp_path)) == 4
+    ctx = build_suite_context(tmp_path)
+    c1 = next(c for c in ctx["claims"] if c["claim"] == "C1")
+    assert c1["verdict"] == "unexpected anomaly"
+    assert [r.verdict for r in c1["trend"]] == [
+        "not reproduced",
+        "reproduced",
+        "unexpected anomaly",
+    ]
+    assert c1["evidence"] == ("forbidden but found: phantom 1; found as predicted: stale 2")
+    assert c1["last"].report == "dual-write-race/20260103T000000Z-0/report.html"
+    assert [o["scenario"] for o in ctx["others"]] == ["synthetic"]
+    assert ctx["others"][0]["verdict"] == "not judged"
+    page = render_suite(tmp_path).read_text()
+    assert 'href="dual-write-race/20260103T000000Z-0/report.html"' in page
+    assert page.count('id="claim-C') == 17
+
+
+def test_evidence_line_names_what_is_missing() -> None:
+    run = RunInfo(
+        "a/b",
+        "a",
+        "C4",
+        None,
+        "t",
+        "not reproduced",
+        {"lost-message": 0},
+        {"lost-message": "present", "duplicate-delivery": "absent"},
+    )
+    assert evidence_line(run) == (
+        "predicted but not found: lost-message; none of duplicate-delivery"
+    )
+
+
+def test_report_errors_name_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="driftlab analyze"):
+        render_run_report(tmp_path)
+    (tmp_path / "analysis.json").write_text("{not json")
+    with pytest.raises(ReportError, match="not readable JSON"):
+        render_run_report(tmp_path)
+    cli = CliRunner()
+    result = cli.invoke(app, ["report", str(tmp_path / "missing")])
+    assert result.exit_code == 2 and "not a run directory" in result.output
+    result = cli.invoke(app, ["report", "--suite", str(tmp_path / "missing")])
+    assert result.exit_code == 2 and "not a folder of runs" in result.output
