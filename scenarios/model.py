@@ -81,8 +81,14 @@ class Scenario:
         return replace(self, workload=wl, faults=faults.fitted(wl.duration))
 
     def to_config(self) -> dict[str, Any]:
-        """The `params` block of config.json."""
+        """The `params` block of config.json (and of the history's header).
+
+        A setup parameter `invariant` is repeated at the top level: the eventsourcing
+        checker reads the bounds from the header's `params.invariant`.
+        """
+        invariant = self.setup_params.get("invariant")
         return {
+            **({"invariant": invariant} if invariant is not None else {}),
             "setup": self.setup,
             "claim": self.claim,
             "summary": self.summary,

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 from harness.setups.base import Setup
 from harness.setups.cdc import Cdc
+from harness.setups.direct_messaging import DirectMessaging
 from harness.setups.direct_producer import DirectProducer
 from harness.setups.dual_write import DualWrite
+from harness.setups.event_sourced import EventSourced
 from harness.setups.outbox import Outbox
+from harness.setups.work_queue import WorkQueue
 
 SETUPS: dict[str, type[Setup]] = {
     DualWrite.name: DualWrite,
     Cdc.name: Cdc,
     Outbox.name: Outbox,
     DirectProducer.name: DirectProducer,
+    WorkQueue.name: WorkQueue,
+    DirectMessaging.name: DirectMessaging,
+    EventSourced.name: EventSourced,
 }

@@ -1,0 +1,155 @@
+"""One competing consumer of the work queue: a pika process that a crash really kills.
+
+    python -m harness.setups.work_queue_worker   # started by harness.setups.work_queue
+
+It consumes the queue with manual acks and a prefetch window (`prefetch` messages may
+be delivered and not yet acked), and for each message records `deliver`, does its work
+(`work_ms`), writes the latest value of the key into a Redis hash *without* a version
+check (updates that do not commute), records `apply`, acks, and records `ack`. Killed
+with SIGKILL, its unacked messages go back to the queue and the broker redelivers them
+to the other consumers, which have meanwhile processed newer versions of the same keys.
+
+Every event goes to the kernel as it is recorded (`batch_size=1`): a SIGKILL loses none.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import time
+from typing import Any
+
+import pika
+import redis
+
+from harness.history.recorder import Recorder
+from harness.setups.worker_process import publish_status, worker_config
+
+log = logging.getLogger("driftlab.work_queue_worker")
+
+
+class Worker:
+    """The consume loop of one instance."""
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.cfg = cfg
+        self.rec = Recorder(cfg["run_dir"], role="worker", batch_size=1, flush_interval=1.0)
+        self.redis = redis.Redis(
+            host=cfg["redis_host"],
+            port=cfg["redis_port"],
+            password=cfg["redis_password"],
+            socket_timeout=2.0,
+            socket_connect_timeout=2.0,
+            decode_responses=True,
+        )
+        self.connection = pika.BlockingConnection(
+            pika.ConnectionParameters(
+                host=cfg["amqp_host"],
+                port=cfg["amqp_port"],
+                virtual_host=cfg["vhost"],
+                credentials=pika.PlainCredentials(cfg["user"], cfg["password"]),
+                heartbeat=10,
+                connection_attempts=5,
+                retry_delay=0.5,
+            )
+        )
+        self.channel = self.connection.channel()
+        self.channel.basic_qos(prefetch_count=int(cfg["prefetch"]))
+        self.channel.basic_consume(cfg["queue"], self.on_message, auto_ack=False)
+        self.stopping = False
+        self.attempts: dict[str, int] = {}
+        self.handled = 0
+        self.last_message = time.time()
+        self.last_status = 0.0
+
+    def run(self) -> None:
+        """Consume until SIGTERM, publishing a status at least every 100 ms."""
+        self.status(force=True)
+        while not self.stopping:
+            self.connection.process_data_events(time_limit=0.1)
+            self.status()
+        self.status(force=True)
+        self.connection.close()
+        self.rec.close()
+
+    def on_message(
+        self,
+        channel: Any,
+        method: pika.spec.Basic.Deliver,
+        _props: pika.BasicProperties,
+        body: bytes,
+    ) -> None:
+        """Deliver, work, write Redis, ack: each step recorded."""
+        m = json.loads(body)
+        attempt = self.attempts.get(m["msg_id"], 0) + 1
+        self.attempts[m["msg_id"]] = attempt
+        fields = {
+            "channel": self.cfg["queue"],
+            "msg_id": m["msg_id"],
+            "key": m["key"],
+            "value": m["value"],
+            "version": m["version"],
+            "consumer": self.cfg["group"],
+            "process": self.cfg["instance"],
+        }
+        self.rec.msg(
+            "deliver", attempt=attempt, extra={"redelivered": method.redelivered}, **fields
+        )
+        if self.cfg["work_ms"]:
+            time.sleep(self.cfg["work_ms"] / 1000)  # the job's own work
+        try:
+            # The latest value wins, whatever its version: the non-commuting update.
+            self.redis.hset(
+                self.cfg["prefix"] + m["key"],
+                mapping={"value": m["value"], "version": m["version"]},
+            )
+        except redis.RedisError as exc:
+            log.warning("redis: %s; message requeued", exc)
+            channel.basic_nack(method.delivery_tag, requeue=True)
+            time.sleep(0.5)
+            return
+        self.rec.msg("apply", store=self.cfg["store"], **fields)
+        channel.basic_ack(method.delivery_tag)
+        self.rec.msg("ack", **fields)
+        self.handled += 1
+        self.last_message = time.time()
+
+    def status(self, *, force: bool = False) -> None:
+        """Publish who runs, how many messages it handled and when it last had one."""
+        now = time.monotonic()
+        if not force and now - self.last_status < 0.1:
+            return
+        self.last_status = now
+        publish_status(
+            self.cfg["status_path"],
+            {
+                "instance": self.cfg["instance"],
+                "handled": self.handled,
+                "last_message": self.last_message,
+            },
+        )
+
+
+def main() -> int:
+    """Run one worker instance until SIGTERM."""
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    cfg = worker_config()
+    worker = Worker(cfg)
+
+    def stop(_signum: int, _frame: object) -> None:
+        worker.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    log.info("instance %s consuming %s", cfg["instance"], cfg["queue"])
+    worker.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

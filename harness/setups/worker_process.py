@@ -1,0 +1,132 @@
+"""A setup's own worker process (a consumer, a projector, a receiver) as a Service.
+
+The work-queue, direct-messaging and event-sourced setups run their consumers as OS
+processes, `python -m <module>`, so that a crash fault is a real SIGKILL: what the
+process held in memory (unacked messages, a half-applied batch) is gone. Wrapping one
+in `harness.services.base.Service` lets the nemesis crash, pause and restart it like
+any server (see `Setup.process`).
+
+Each start is a new *instance*: `<name>-i<n>`, the history `process` of everything it
+records, passed with the rest of its configuration as JSON in `$DRIFTLAB_WORKER`. The
+worker says it is ready, and publishes figures the parent reads (how far it got), by
+atomically replacing its status file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.services.base import Endpoint, Service, ServiceError
+from harness.services.process import SupervisedProcess
+
+CONFIG_ENV = "DRIFTLAB_WORKER"
+
+
+class WorkerProcess(Service):
+    """One worker of a setup, restartable under a new instance name each time."""
+
+    def __init__(
+        self, name: str, module: str, config: dict[str, Any], run_dir: Path, status_dir: Path
+    ) -> None:
+        self.name = name
+        self.module = module
+        self.config = config
+        self.run_dir = run_dir
+        self.log_path = run_dir / "logs" / f"{name}.log"
+        self.status_path = status_dir / f"{name}.status.json"
+        self.instances = 0
+        self.instance = ""
+        self._proc: SupervisedProcess | None = None
+
+    def start(self) -> None:
+        """Launch a new instance (the status file of the previous one is removed)."""
+        if self.is_running():
+            raise ServiceError(f"{self.name}: already running as {self.instance}")
+        self.instances += 1
+        self.instance = f"{self.name}-i{self.instances}"
+        self.status_path.unlink(missing_ok=True)
+        config = {
+            **self.config,
+            "name": self.name,
+            "instance": self.instance,
+            "run_dir": str(self.run_dir),
+            "status_path": str(self.status_path),
+        }
+        env = {**os.environ, CONFIG_ENV: json.dumps(config)}
+        self._proc = SupervisedProcess(
+            self.instance,
+            [sys.executable, "-m", self.module],
+            self.log_path,
+            env=env,
+            die_with_parent=True,
+            stop_timeout=5.0,
+        )
+        self._proc.start()
+
+    def wait_healthy(self, timeout: float = 30.0) -> None:
+        """Block until this instance has written its first status (it is consuming)."""
+        proc = self._require()
+
+        def ready() -> bool:
+            return self.status().get("instance") == self.instance
+
+        proc.wait_until(ready, timeout, f"{self.instance} to report ready")
+
+    def status(self) -> dict[str, Any]:
+        """The latest status the running instance published ({} before the first)."""
+        try:
+            return json.loads(self.status_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def stop(self) -> None:
+        """SIGTERM (the worker finishes its current message), SIGKILL if it lingers."""
+        if self._proc is not None:
+            self._proc.stop()
+
+    def kill(self) -> None:
+        """SIGKILL: the crash a fault injects."""
+        self._require().kill()
+
+    def pause(self) -> None:
+        self._require().pause()
+
+    def resume(self) -> None:
+        self._require().resume()
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.is_running()
+
+    def endpoint(self) -> Endpoint:
+        """Where the worker listens, if it does (`port` in its configuration)."""
+        return Endpoint("127.0.0.1", int(self.config.get("port", 0)))
+
+    def _require(self) -> SupervisedProcess:
+        if self._proc is None:
+            raise ServiceError(f"{self.name}: not started")
+        return self._proc
+
+
+def worker_config() -> dict[str, Any]:
+    """In the worker: its configuration, or exit with a message saying who starts it."""
+    raw = os.environ.get(CONFIG_ENV)
+    if not raw:
+        print(
+            f"${CONFIG_ENV} is not set: this module is a worker that a driftlab setup "
+            "starts (harness.setups.worker_process.WorkerProcess), not a command",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    return json.loads(raw)
+
+
+def publish_status(path: str, status: dict[str, Any]) -> None:
+    """In the worker: atomically replace the status file the parent reads."""
+    target = Path(path)
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps(status))
+    os.replace(tmp, target)
