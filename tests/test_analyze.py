@@ -42,7 +42,7 @@ def _invoke(run_dir: Path) -> Any:
 @pytest.fixture(scope="module")
 def planted(spark: object, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     run = tmp_path_factory.mktemp("planted") / "run"
-    syn = generate(run, 20_000, 11, PLANT, expectations=EXPECT_PLANTED)
+    syn = generate(run, 8_000, 11, PLANT, expectations=EXPECT_PLANTED)
     result = _invoke(run)
     return {"run": run, "expected": syn.expected, "notes": syn.notes, "result": result}
 
@@ -51,7 +51,7 @@ def planted(spark: object, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 def clean(spark: object, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     run = tmp_path_factory.mktemp("clean") / "run"
     expected = generate_history(
-        run, events=12_000, seed=5, cut_short=True, jsonl=True, expectations=EXPECT_CLEAN
+        run, events=5_000, seed=5, cut_short=True, jsonl=True, expectations=EXPECT_CLEAN
     )
     result = _invoke(run)
     return {"run": run, "expected": expected, "result": result}
