@@ -130,7 +130,8 @@ def _versions(config: dict[str, Any], analysis: dict[str, Any]) -> dict[str, str
     spark = analysis.get("spark", {})
     if spark.get("version"):
         versions.setdefault("spark", f"{spark['version']} ({spark.get('master', '?')})")
-    versions.setdefault("python (report)", platform.python_version())
+    if "python" not in versions:
+        versions["python (report)"] = platform.python_version()
     return versions
 
 

@@ -31,6 +31,7 @@ from harness.runner.stack_use import acquire_stack, service_logs
 from harness.setups import SETUPS
 from harness.setups.base import SetupContext
 from harness.workload import Workload, WorkloadStats
+from reports.versions import component_versions
 from scenarios.model import Scenario
 
 log = logging.getLogger("driftlab.runner")
@@ -141,6 +142,7 @@ def run_scenario(
             "params": params,
             "expectations": dict(scenario.expectations),
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "versions": component_versions(SETUPS[scenario.setup].services),
         },
     )
     result = RunResult(run_dir, scenario.name, seed)
