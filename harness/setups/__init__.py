@@ -7,16 +7,22 @@ The interface is in `harness.setups.base` and docs/scenarios.md.
 from __future__ import annotations
 
 from harness.setups.base import Setup
+from harness.setups.bounded_log import BoundedLog
 from harness.setups.cdc import Cdc
+from harness.setups.compaction import CompactedLog
 from harness.setups.direct_messaging import DirectMessaging
 from harness.setups.direct_producer import DirectProducer
 from harness.setups.dual_write import DualWrite
 from harness.setups.event_sourced import EventSourced
 from harness.setups.outbox import Outbox
+from harness.setups.snapshot import SnapshotStream
 from harness.setups.work_queue import WorkQueue
 
 SETUPS: dict[str, type[Setup]] = {
     DualWrite.name: DualWrite,
+    BoundedLog.name: BoundedLog,
+    CompactedLog.name: CompactedLog,
+    SnapshotStream.name: SnapshotStream,
     Cdc.name: Cdc,
     Outbox.name: Outbox,
     DirectProducer.name: DirectProducer,

@@ -1,0 +1,254 @@
+"""A log with bounded retention read by a fast and a slow consumer (claim C6: the log is
+a ring buffer; a consumer that falls behind its tail misses messages).
+
+    client -> (link app->kafka) -> Kafka topic <ns>.log (retention.ms, tiny segments)
+                                       |--> consumer `fast`  (keeps up)
+                                       '--> consumer `slow`  (a slow-consumer fault)
+
+Why Kafka rather than NATS JetStream: Kafka's retention is the log DDIA chapter 11
+describes (whole old segments are deleted from disk, the consumer's offset is its own
+business), and a consumer whose offset fell off the tail gets OFFSET_OUT_OF_RANGE and
+is reset to the oldest retained offset by `auto.offset.reset=earliest`: the skipped
+offsets are visible in the history as a jump. Kafka only deletes closed segments, so
+the topic rolls a segment every `segment_ms` and keeps `retention_ms` of data; the
+stack's broker checks retention every second, so messages vanish within seconds.
+
+The application's writes are acknowledged produces (acks=all), as in the
+direct-producer setup: a `produce` event (msg_id = the unique value, version = the
+offset) per acknowledgement, the `write` op on store `log`. Each consumer is a thread
+with its own Kafka consumer (through the link `consumer->kafka`), reading the one
+partition from offset 0 and recording a `deliver` per record under its own consumer
+name. The slow consumer keeps librdkafka's prefetch queue tiny, so what it has not
+read is still on the broker (and can be deleted there) rather than buffered locally.
+
+Parameters: `retention_ms` (default 3000), `segment_ms` (250), `slow_ms` (the slow
+consumer's base delay per message, default 0: the scenario slows it with a
+`slow-consumer` fault on target `slow`), `timeout_s` (the producer's, default 20).
+
+Quiesce waits until both consumers have read up to the topic's end offsets, then marks
+`consumer-done` for each with its counts (delivered, offsets skipped) in `extra`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
+
+from harness.services.kafka_admin import TopicSpec, create_topics
+from harness.setups.base import Recorder, SetupContext
+from harness.setups.direct_producer import DirectProducer
+
+FAST, SLOW = "fast", "slow"
+CONSUMER_LINK = "consumer"
+
+log = logging.getLogger("driftlab.setups.bounded_log")
+
+
+class LogConsumer(threading.Thread):
+    """One consumer of the topic: records a `deliver` per record it reads.
+
+    `delay_s` (base) plus `extra_delay_s` (set by a slow-consumer fault) is slept after
+    every record: the consumer's own work per message.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        topic: str,
+        bootstrap: str,
+        recorder: Recorder,
+        delay_s: float,
+        *,
+        prefetch: bool,
+    ) -> None:
+        super().__init__(name=f"consumer-{name}", daemon=True)
+        self.consumer = name
+        self.topic = topic
+        self.rec = recorder
+        self.delay_s = delay_s
+        self.extra_delay_s = 0.0
+        self.position = 0  # next offset to read
+        self.delivered = 0
+        self.skipped = 0  # offsets jumped over (deleted before this consumer read them)
+        self.stopping = threading.Event()
+        config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{topic}-{name}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+        if not prefetch:
+            # librdkafka prefetches up to 64 MiB per partition by default: a slow
+            # consumer would hold the whole log in memory and never fall behind the
+            # broker's retention.
+            config |= {
+                "queued.min.messages": 1,
+                "queued.max.messages.kbytes": 1,
+                "fetch.message.max.bytes": 1024,
+                "fetch.max.bytes": 1024,
+                "message.max.bytes": 1000,
+            }
+        self.kafka = Consumer(config, logger=log)
+
+    def run(self) -> None:
+        """Read from offset 0 until stopped."""
+        self.kafka.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        try:
+            while not self.stopping.is_set():
+                msgs = self.kafka.consume(num_messages=100, timeout=0.2)
+                if not msgs:
+                    self.catch_up()
+                for msg in msgs:
+                    if msg.error() is not None:
+                        if msg.error().code() != KafkaError._PARTITION_EOF:
+                            log.warning("%s: kafka: %s", self.consumer, msg.error())
+                        continue
+                    self.deliver(msg)
+                    pause = self.delay_s + self.extra_delay_s
+                    if pause:
+                        time.sleep(pause)
+        finally:
+            self.kafka.close()
+
+    def catch_up(self) -> None:
+        """When idle, move past offsets the broker no longer holds: after retention
+        deleted every record this consumer had not read, it is reset to an empty log
+        and nothing is delivered, yet everything below the log start is gone for it."""
+        try:
+            low, _ = self.kafka.get_watermark_offsets(
+                TopicPartition(self.topic, 0), timeout=5, cached=False
+            )
+        except KafkaException as exc:
+            log.warning("%s: watermarks: %s", self.consumer, exc)
+            return
+        if low > self.position:
+            self.skipped += low - self.position
+            self.position = low
+
+    def deliver(self, msg: Message) -> None:
+        """Record the delivery; an offset past the expected one is a reset past deleted
+        segments."""
+        if msg.offset() > self.position:
+            log.info(
+                "%s: offsets %d..%d are gone (retention): reset to %d",
+                self.consumer,
+                self.position,
+                msg.offset() - 1,
+                msg.offset(),
+            )
+            self.skipped += msg.offset() - self.position
+        value = msg.value().decode() if msg.value() is not None else None
+        self.rec.msg(
+            "deliver",
+            channel=self.topic,
+            partition=msg.partition(),
+            offset=msg.offset(),
+            msg_id=value,
+            key=msg.key().decode() if msg.key() is not None else None,
+            value=value,
+            version=msg.offset(),
+            consumer=self.consumer,
+            process=self.consumer,
+            attempt=1,
+        )
+        self.delivered += 1
+        self.position = msg.offset() + 1
+
+
+class BoundedLog(DirectProducer):
+    """Acknowledged produces into a topic with tiny retention; a fast and a slow reader."""
+
+    name = "bounded-log"
+    services = ("kafka",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.consumers: dict[str, LogConsumer] = {}
+
+    def prepare(self, ctx: SetupContext) -> None:
+        """The run's topic (one partition, bounded retention) and the two consumers."""
+        self.ctx = ctx
+        p = ctx.params
+        retention_ms = int(p.get("retention_ms", 3000))
+        segment_ms = int(p.get("segment_ms", 250))
+        if not 0 < segment_ms < retention_ms:
+            raise ValueError(
+                f"bounded-log: segment_ms={segment_ms}, retention_ms={retention_ms}; Kafka "
+                "deletes only closed segments, so use 0 < segment_ms < retention_ms"
+            )
+        slow_ms = float(p.get("slow_ms", 0))
+        self.timeout_s = float(p.get("timeout_s", 20))
+        kafka = ctx.stack["kafka"]
+        self.topic = f"{ctx.namespace}.log"
+        self.bootstrap_direct = kafka.bootstrap_servers
+        self.bootstrap_app = kafka.link(ctx.stack.links, "app")
+        create_topics(
+            self.bootstrap_direct,
+            [TopicSpec(self.topic, 1, retention_ms=retention_ms, segment_ms=segment_ms)],
+        )
+        bootstrap = kafka.link(ctx.stack.links, CONSUMER_LINK)
+        self.consumers = {
+            FAST: LogConsumer(FAST, self.topic, bootstrap, ctx.recorder, 0.0, prefetch=True),
+            SLOW: LogConsumer(
+                SLOW, self.topic, bootstrap, ctx.recorder, slow_ms / 1000, prefetch=False
+            ),
+        }
+
+    def start(self) -> None:
+        """Start both consumers."""
+        for c in self.consumers.values():
+            c.start()
+
+    def slow_consumer(self, name: str, delay_s: float) -> None:
+        """Add `delay_s` of work per message to consumer `name` (`fast` or `slow`)."""
+        if name not in self.consumers:
+            raise ValueError(
+                f"bounded-log has no consumer {name!r}; slow down {FAST!r} or {SLOW!r}"
+            )
+        self.consumers[name].extra_delay_s = delay_s
+
+    def quiesce(self, timeout: float) -> bool:
+        """Wait until both consumers have read to the end offset; mark them done."""
+        deadline = time.monotonic() + timeout
+        probe = Consumer({"bootstrap.servers": self.bootstrap_direct, "group.id": "probe"})
+        try:
+            end = probe.get_watermark_offsets(TopicPartition(self.topic, 0), 30)[1]
+        finally:
+            probe.close()
+        while any(c.position < end for c in self.consumers.values()):
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "consumers short of offset %d: %s",
+                    end,
+                    {n: c.position for n, c in self.consumers.items()},
+                )
+                return False
+            time.sleep(0.1)
+        for name, c in self.consumers.items():
+            self.context.recorder.mark(
+                "consumer-done",
+                consumer=name,
+                channel=self.topic,
+                extra={"delivered": c.delivered, "skipped_offsets": c.skipped, "end": end},
+            )
+        return True
+
+    def teardown(self) -> None:
+        """Stop the consumers (the topic stays for inspection)."""
+        for c in self.consumers.values():
+            c.stopping.set()
+        for c in self.consumers.values():
+            with contextlib.suppress(RuntimeError):
+                c.join(10)
