@@ -25,9 +25,11 @@ SPREAD = WorkloadSpec(
     clients=4, keys=200, distribution="uniform", mix={"write": 1.0}, rate=150, duration=10
 )
 
+# Short windows far apart: a restart takes seconds on a loaded machine, and the second
+# kill must find an instance that has applied changes since its last commit.
 CONSUMER_CRASHES = faults(
-    {"kind": "crash", "target": "consumer", "at": 2.5, "duration": 1.5},
-    {"kind": "crash", "target": "consumer", "at": 6.0, "duration": 1.5},
+    {"kind": "crash", "target": "consumer", "at": 2.5, "duration": 0.5},
+    {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 0.5},
     recovery=2.0,
 )
 
@@ -42,7 +44,7 @@ SCENARIOS = [
             "is SIGKILLed twice: it receives again what it had not committed, and the cache "
             "converges."
         ),
-        setup_params={"effect": "versioned", "commit": "after-apply", "commit_ms": 500},
+        setup_params={"effect": "versioned", "commit": "after-apply", "commit_ms": 1000},
         workload=SPREAD,
         faults=CONSUMER_CRASHES,
         expectations={
@@ -83,7 +85,7 @@ SCENARIOS = [
             "applying and is SIGKILLed twice. The changes it had applied but not committed "
             "are applied again: the derived counters exceed the source's totals."
         ),
-        setup_params={"effect": "counter", "commit": "after-apply", "commit_ms": 500},
+        setup_params={"effect": "counter", "commit": "after-apply", "commit_ms": 1000},
         workload=WorkloadSpec(
             clients=4, keys=20, distribution="uniform", mix={"write": 1.0}, rate=150, duration=10
         ),

@@ -40,6 +40,8 @@ from typing import Any
 
 import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from harness.history.recorder import Recorder
 
@@ -144,6 +146,9 @@ class CdcConsumer:
             socket_timeout=cfg.redis_timeout,
             socket_connect_timeout=cfg.redis_timeout,
             decode_responses=True,
+            # No silent retries inside the client: a failed call is the consumer's to
+            # handle (it goes back to its committed offsets), and the history shows it.
+            retry=Retry(NoBackoff(), 0),
         )
         self.apply_newer = self.redis.register_script(_APPLY_NEWER)
         self.kafka = Consumer(
