@@ -222,7 +222,9 @@ class BoundedLog(DirectProducer):
     def quiesce(self, timeout: float) -> bool:
         """Wait until both consumers have read to the end offset; mark them done."""
         deadline = time.monotonic() + timeout
-        probe = Consumer({"bootstrap.servers": self.bootstrap_direct, "group.id": "probe"})
+        probe = Consumer(
+            {"bootstrap.servers": self.bootstrap_direct, "group.id": "probe"}, logger=log
+        )
         try:
             end = probe.get_watermark_offsets(TopicPartition(self.topic, 0), 30)[1]
         finally:

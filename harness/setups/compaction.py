@@ -40,6 +40,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import psycopg
@@ -168,7 +169,7 @@ class CompactedLog(Cdc):
         """No processes of its own: faults target the stack's services."""
         return None
 
-    def client(self, process: str) -> CompactedClient:  # type: ignore[override]
+    def client(self, process: str) -> Client:
         """A client writing and deleting source rows."""
         return CompactedClient(self, process)
 
@@ -257,7 +258,7 @@ class CompactedLog(Cdc):
         rec.mark("consumer-done", consumer=REBUILD, channel=self.topic)
 
     @contextlib.contextmanager
-    def _reader(self) -> Consumer:
+    def _reader(self) -> Iterator[Consumer]:
         reader = Consumer(
             {
                 "bootstrap.servers": self.bootstrap_direct,

@@ -43,9 +43,11 @@ import threading
 import time
 
 import psycopg
+import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 from psycopg import sql
 
+from harness.services.base import Endpoint
 from harness.services.connect import DebeziumPostgres
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import SetupContext
@@ -116,7 +118,7 @@ class ViewConsumer(threading.Thread):
         self.position = end
         kafka.assign([TopicPartition(self.setup.topic, 0, end)])
 
-    def apply(self, r: object, msg: Message) -> None:
+    def apply(self, r: redis.Redis, msg: Message) -> None:
         """Record the delivery, overwrite the key in Redis, record the apply."""
         change = parse_change(msg)
         assert change is not None
@@ -134,7 +136,7 @@ class ViewConsumer(threading.Thread):
         }
         rec = self.setup.context.recorder
         rec.msg("deliver", attempt=1, **fields)
-        r.hset(  # type: ignore[attr-defined]
+        r.hset(
             self.setup.prefix + change.key,
             mapping={"value": change.value or "", "version": change.version},
         )
@@ -155,7 +157,7 @@ class SnapshotStream(Cdc):
         self.stores = (VIEW,)
         self.align = True
         self.bootstrap_view = ""
-        self._redis_view = None
+        self._redis_view: Endpoint | None = None
         self.view: ViewConsumer | None = None
 
     def prepare(self, ctx: SetupContext) -> None:
@@ -195,27 +197,27 @@ class SnapshotStream(Cdc):
         try:
             create_topics(self.bootstrap_direct, [TopicSpec(self.topic, 1)])
             stack["connect"].put_connector(self.connector)
-            self._wait_slot_consistent(60)
+            self._wait_slot_consistent(self.connector.slot, 60)
         except BaseException:
             self._drop_capture()
             raise
         self.view = ViewConsumer(self, join_s)
 
-    def _wait_slot_consistent(self, timeout: float) -> None:
+    def _wait_slot_consistent(self, slot: str, timeout: float) -> None:
         """Until the connector's slot has its consistent point (the snapshot's position)."""
         deadline = time.monotonic() + timeout
         with psycopg.connect(self.pg_direct, autocommit=True) as conn:
             while True:
                 row = conn.execute(
                     "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = %s",
-                    (self.connector.slot,),  # type: ignore[union-attr]
+                    (slot,),
                 ).fetchone()
                 if row is not None and row[0] is not None:
                     return
                 if time.monotonic() >= deadline:
                     raise TimeoutError(
-                        f"snapshot-stream: slot {self.connector.slot} not created after "  # type: ignore[union-attr]
-                        f"{timeout:.0f}s; see the connect log"
+                        f"snapshot-stream: slot {slot} not consistent after {timeout:.0f}s; "
+                        "see the connect log"
                     )
                 time.sleep(0.1)
 
