@@ -13,18 +13,18 @@ SCENARIOS = [
         setup="work-queue",
         summary=(
             "The application publishes versioned writes of a few keys to a RabbitMQ queue; "
-            "three consumer processes compete for it with manual acks and a prefetch of 10 "
-            "and write each key's latest value into Redis. Two consumers are SIGKILLed while "
-            "processing: the broker redelivers their unacked messages to the others after "
-            "newer versions, and older values overwrite newer ones."
+            "three consumer processes compete for it with manual acks (every 200 ms) and a "
+            "prefetch of 10 and write each key's latest value into Redis. Two consumers are "
+            "SIGKILLed while processing: the broker redelivers their unacked messages to the "
+            "others after newer versions, and older values overwrite newer ones."
         ),
-        setup_params={"workers": 3, "prefetch": 10, "work_ms": 10},
+        setup_params={"workers": 3, "prefetch": 10, "work_ms": 10, "ack_ms": 200},
         workload=WorkloadSpec(
             clients=4, keys=5, distribution="uniform", mix={"write": 1.0}, rate=200, duration=10
         ),
         faults=faults(
-            {"kind": "crash", "target": "worker-0", "at": 3, "duration": 1.5},
-            {"kind": "crash", "target": "worker-1", "at": 6, "duration": 1.5},
+            {"kind": "crash", "target": "worker-0", "at": 2.5, "duration": 1},
+            {"kind": "crash", "target": "worker-1", "at": 6, "duration": 1},
             recovery=2.0,
         ),
         # Redelivery loses nothing and invents nothing: those would be bugs of the lab.

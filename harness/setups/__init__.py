@@ -1,7 +1,8 @@
 """Setups: the architectures under test, wired onto the stack's services.
 
-`SETUPS` maps a scenario's `setup` name to its class; a new setup adds one entry.
-The interface is in `harness.setups.base` and docs/scenarios.md.
+`SETUPS` maps a scenario's `setup` name to its class; a new setup adds one entry, and
+a setup defined outside the package (a user's own, see examples/) joins with
+`register_setup`. The interface is in `harness.setups.base` and docs/scenarios.md.
 """
 
 from __future__ import annotations
@@ -30,3 +31,18 @@ SETUPS: dict[str, type[Setup]] = {
     DirectMessaging.name: DirectMessaging,
     EventSourced.name: EventSourced,
 }
+
+
+def register_setup(setup: type[Setup]) -> type[Setup]:
+    """Make a setup class defined outside this package known to scenarios by its
+    `name` (usable as a class decorator); a name taken by another class is refused."""
+    if not setup.name:
+        raise ValueError(f"{setup.__qualname__} has no `name`; set the class attribute name")
+    known = SETUPS.get(setup.name)
+    if known is not None and known is not setup:
+        raise ValueError(
+            f"setup name {setup.name!r} is taken by {known.__module__}.{known.__qualname__}; "
+            "choose another name"
+        )
+    SETUPS[setup.name] = setup
+    return setup

@@ -6,13 +6,14 @@ one key's publishes are serialized, so the queue holds each key's versions in or
 `workers` consumer processes (`harness.setups.work_queue_worker`, named `worker-0`,
 `worker-1`, ...) compete for the queue with a prefetch window: each holds up to
 `prefetch` delivered, unacked messages, works `work_ms` on each, writes the key's
-latest value into Redis without a version check, then acks. A crash fault on
+latest value into Redis without a version check, and acks what it applied every
+`ack_ms`. A crash fault on
 `worker-<n>` SIGKILLs it: the broker redelivers its unacked messages to the others,
 after newer versions of the same keys, and the older value overwrites the newer one
 (DDIA Figure 11-2). Healing starts a new instance of the worker.
 
 Parameters (scenario `setup.params`): `workers` (default 3), `prefetch` (default 10),
-`work_ms` (default 10).
+`work_ms` (default 10), `ack_ms` (default 0: ack each message as it is applied).
 
 History: the application records `write` ops on the source (its intended state, with
 the version) and a `produce` per confirmed publish; each worker instance records
@@ -85,10 +86,11 @@ class WorkQueue(Setup):
         count = int(p.get("workers", 3))
         prefetch = int(p.get("prefetch", 10))
         work_ms = float(p.get("work_ms", 10))
-        if count < 1 or prefetch < 1 or work_ms < 0:
+        ack_ms = float(p.get("ack_ms", 0))
+        if count < 1 or prefetch < 1 or work_ms < 0 or ack_ms < 0:
             raise ValueError(
-                "work-queue: workers and prefetch must be >= 1 and work_ms >= 0; "
-                f"got workers={count}, prefetch={prefetch}, work_ms={work_ms}"
+                "work-queue: workers and prefetch must be >= 1, work_ms and ack_ms >= 0; "
+                f"got workers={count}, prefetch={prefetch}, work_ms={work_ms}, ack_ms={ack_ms}"
             )
         self.queue = f"{ctx.namespace}.work"
         self.prefix = f"{ctx.namespace}:"
@@ -109,6 +111,7 @@ class WorkQueue(Setup):
             "prefix": self.prefix,
             "prefetch": prefetch,
             "work_ms": work_ms,
+            "ack_ms": ack_ms,
             "amqp_host": amqp.host,
             "amqp_port": amqp.port,
             "vhost": amqp.extra.get("vhost", "/"),

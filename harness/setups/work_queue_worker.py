@@ -5,9 +5,12 @@
 It consumes the queue with manual acks and a prefetch window (`prefetch` messages may
 be delivered and not yet acked), and for each message records `deliver`, does its work
 (`work_ms`), writes the latest value of the key into a Redis hash *without* a version
-check (updates that do not commute), records `apply`, acks, and records `ack`. Killed
-with SIGKILL, its unacked messages go back to the queue and the broker redelivers them
-to the other consumers, which have meanwhile processed newer versions of the same keys.
+check (updates that do not commute) and records `apply`. It acks what it has applied
+every `ack_ms` (one `multiple` ack, a common way to spare the broker a round trip per
+message; 0 acks each message) and records an `ack` per message. Killed with SIGKILL,
+its unacked messages (prefetched, or applied and not yet acked) go back to the queue and
+the broker redelivers them to the other consumers, which have meanwhile processed newer
+versions of the same keys.
 
 Every event goes to the kernel as it is recorded (`batch_size=1`): a SIGKILL loses none.
 """
@@ -59,6 +62,9 @@ class Worker:
         self.channel.basic_qos(prefetch_count=int(cfg["prefetch"]))
         self.channel.basic_consume(cfg["queue"], self.on_message, auto_ack=False)
         self.stopping = False
+        self.unacked: list[dict[str, Any]] = []  # applied, not yet acked
+        self.last_tag = 0
+        self.last_ack = time.monotonic()
         self.attempts: dict[str, int] = {}
         self.handled = 0
         self.last_message = time.time()
@@ -68,8 +74,10 @@ class Worker:
         """Consume until SIGTERM, publishing a status at least every 100 ms."""
         self.status(force=True)
         while not self.stopping:
-            self.connection.process_data_events(time_limit=0.1)
+            self.connection.process_data_events(time_limit=0.05)
+            self.ack_due()
             self.status()
+        self.ack_due(force=True)
         self.status(force=True)
         self.connection.close()
         self.rec.close()
@@ -111,10 +119,23 @@ class Worker:
             time.sleep(0.5)
             return
         self.rec.msg("apply", store=self.cfg["store"], **fields)
-        channel.basic_ack(method.delivery_tag)
-        self.rec.msg("ack", **fields)
+        self.unacked.append(fields)
+        self.last_tag = method.delivery_tag
         self.handled += 1
         self.last_message = time.time()
+        self.ack_due()
+
+    def ack_due(self, *, force: bool = False) -> None:
+        """Ack everything applied so far once `ack_ms` have passed since the last ack."""
+        if not self.unacked:
+            return
+        if not force and time.monotonic() - self.last_ack < self.cfg["ack_ms"] / 1000:
+            return
+        self.channel.basic_ack(self.last_tag, multiple=True)
+        for fields in self.unacked:
+            self.rec.msg("ack", **fields)
+        self.unacked.clear()
+        self.last_ack = time.monotonic()
 
     def status(self, *, force: bool = False) -> None:
         """Publish who runs, how many messages it handled and when it last had one."""

@@ -1,0 +1,36 @@
+"""Judging a run with the reference checkers (imported by scenario tests, not a plugin).
+
+The plain-Python checkers are the specification the Spark jobs are kept in agreement
+with (tests/test_checkers_*.py); on short runs they judge in a second where a Spark
+session would take much longer on a shared CI machine.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from pathlib import Path
+
+from checkers.anomaly import KINDS, Anomaly
+from harness.history.reader import read_history
+from harness.history.schema import Event
+
+
+def run_events(run_dir: Path) -> list[Event]:
+    """Every event of a run's history."""
+    return [Event(**row) for row in read_history(run_dir).table.to_pylist()]
+
+
+def reference_anomalies(run_dir: Path) -> list[Anomaly]:
+    """Every anomaly the reference checkers find in a run's history."""
+    events = run_events(run_dir)
+    found: list[Anomaly] = []
+    for checker in KINDS:
+        module = importlib.import_module(f"checkers.reference.{checker}")
+        found += module.check(events)
+    return found
+
+
+def reference_counts(run_dir: Path) -> dict[str, int]:
+    """Anomaly counts by kind, as analysis.json has them."""
+    return dict(Counter(a.kind for a in reference_anomalies(run_dir)))
