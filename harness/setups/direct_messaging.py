@@ -41,7 +41,7 @@ class DirectMessaging(Setup):
     """A producer that POSTs to a receiver process; no broker, no derived store."""
 
     name = "direct-messaging"
-    services = ()
+    services = ("toxiproxy",)  # nothing but the stack itself: no broker is the point
     stores = ()
 
     def __init__(self) -> None:
