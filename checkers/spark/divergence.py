@@ -1,9 +1,9 @@
 """Divergence in Spark: the `missing`, `extra`, `stale`, `phantom` kinds of docs/checkers.md.
 
-Same semantics as checkers/reference/divergence.py in one shuffle: the events of each
-key (final states, committed source writes, effects) are grouped once and judged per
-store with array functions, no Python on the executors.
-"""
+Same semantics as checkers/reference/divergence.py. Judging takes one shuffle: each
+key's final states and committed values are grouped once and judged per store with
+array functions, no Python on the executors. Evidence takes one more join, of the
+anomalous keys only."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from checkers.spark.common import (
     is_effect,
     is_source_write,
     state_stores,
+    timed_event,
 )
 from harness.history.schema import SOURCE_STORE, EventType, OpPhase
 
@@ -40,16 +41,13 @@ def check(events: DataFrame) -> DataFrame:
             F.col("type").isin(EventType.STATE, EventType.OP, EventType.MSG)
             & F.col("key").isNotNull()
         )
-        .filter(is_state | is_write)
+        .filter(is_state | may_commit)
         .groupBy("key")
         .agg(
             F.collect_list(
                 F.when(is_state, F.struct(*stamp, "store", "value", event_struct().alias("e")))
             ).alias("states"),
             F.collect_set(F.when(may_commit, F.col("value"))).alias("committed"),
-            F.collect_list(
-                F.when(is_write, F.struct(*stamp, "store", event_struct().alias("e")))
-            ).alias("writes"),
         )
     )
 
@@ -62,7 +60,6 @@ def check(events: DataFrame) -> DataFrame:
     judged = per_key.select(
         "key",
         "committed",
-        "writes",
         "states",
         F.explode(F.array(*[F.lit(s) for s in derived])).alias("store"),
         final(F.lit(SOURCE_STORE)).alias("src"),
@@ -86,21 +83,47 @@ def check(events: DataFrame) -> DataFrame:
     finals = F.filter(
         F.array(F.col("src.e"), F.col("der.e")), lambda e: e.isNotNull() & e["value"].isNotNull()
     )
-    behind = F.transform(
-        F.filter("writes", lambda x: (x["store"] == SOURCE_STORE) | (x["store"] == F.col("store"))),
-        lambda x: F.struct(
-            x["t"].alias("t"), x["w"].alias("w"), x["s"].alias("s"), x["e"].alias("e")
-        ),
-    )
-    return judged.filter(
+    anomalies = judged.filter(
         ~(src_v.isNull() & der_v.isNull()) & ~F.coalesce(src_v == der_v, F.lit(False))
     ).select(
-        F.lit(CHECKER).alias("checker"),
         kind.alias("kind"),
         "store",
         "key",
-        F.lit(None).cast("string").alias("consumer"),
         F.when(der_v.isNotNull(), F.col("der.t")).otherwise(F.col("src.t")).alias("time"),
         F.concat_ws(", ", held, why, source_says).alias("detail"),
-        evidence_column(behind, finals).alias("evidence"),
+        finals.alias("finals"),
+    )
+    return _with_evidence(events.filter(is_write), anomalies)
+
+
+def _with_evidence(writes: DataFrame, anomalies: DataFrame) -> DataFrame:
+    """Anomaly rows with their evidence: the final states, then the key's latest source
+    writes that may have committed and effects on the store. Only the anomalous keys'
+    writes are gathered, after the judging pass."""
+    tagged = writes.filter(F.col("key").isNotNull()).select(
+        F.col("key").alias("w_key"),
+        F.when(F.col("store") != SOURCE_STORE, F.col("store")).alias("w_store"),
+        timed_event().alias("te"),
+    )
+    # The source's writes of a key belong to every store's anomaly on it.
+    on = (F.col("key") == F.col("w_key")) & (
+        F.col("w_store").isNull() | (F.col("w_store") == F.col("store"))
+    )
+    return (
+        anomalies.join(tagged, on, "left")
+        .groupBy("store", "key")
+        .agg(
+            *[F.first(c).alias(c) for c in ("kind", "time", "detail", "finals")],
+            F.collect_list("te").alias("writes"),
+        )
+        .select(
+            F.lit(CHECKER).alias("checker"),
+            "kind",
+            "store",
+            "key",
+            F.lit(None).cast("string").alias("consumer"),
+            "time",
+            "detail",
+            evidence_column(F.col("writes"), F.col("finals")).alias("evidence"),
+        )
     )
