@@ -148,7 +148,7 @@ def build_diagram(
                     t_send=delivers.get((e["consumer"], e["channel"], e["offset"]), e["time"]),
                     t_done=e["time"],
                     value=e["value"],
-                    label=f"apply {e['value']}{where}",
+                    label=f"{e['value']} {where}".strip(),
                     outcome="apply",
                 )
             )
@@ -236,7 +236,7 @@ def render_diagram(d: Diagram, t0_ns: int) -> Markup:
         y0, y1 = lane_y[a.actor], lane_y[a.store]
         # A label that would run into the previous one on its lane goes below the lane.
         label_y = y0 - 5 if x0 >= label_end.get(a.actor, 0.0) else y0 + 13
-        label_end[a.actor] = x0 + 6.5 * len(a.label) + 10 if label_y < y0 else label_end[a.actor]
+        label_end[a.actor] = x0 + 7.5 * len(a.label) + 8 if label_y < y0 else label_end[a.actor]
         y1 += -6 if y1 > y0 else 6
         color = colors[a.value]
         dash = ' stroke-dasharray="4 3"' if a.outcome in ("fail", "info") else ""
