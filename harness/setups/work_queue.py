@@ -75,7 +75,6 @@ class WorkQueue(Setup):
         self._latest: dict[str, tuple[str, int]] = {}
         self._key_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
         self._lock = threading.Lock()
-        self.produced = 0
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -186,6 +185,11 @@ class WorkQueue(Setup):
 
     # -- used by clients -----------------------------------------------------------
 
+    def latest(self, key: str) -> tuple[str, int] | None:
+        """The producer's latest confirmed write of `key` (the source's view)."""
+        with self._lock:
+            return self._latest.get(key)
+
     def publish(self, channel: Any, key: str, value: str) -> int:
         """Publish the next version of `key`, confirmed; returns the version.
 
@@ -210,7 +214,6 @@ class WorkQueue(Setup):
             self._versions[key] = version
             with self._lock:
                 self._latest[key] = (value, version)
-                self.produced += 1
             self.context.recorder.msg("produce", channel=self.queue, **body)
         return version
 
@@ -248,8 +251,7 @@ class WorkQueueClient(Client):
     def read(self, key: str, store: str) -> None:
         """Read the key's hash from Redis (the only derived store)."""
         if store == SOURCE_STORE:
-            with self.setup._lock:
-                latest = self.setup._latest.get(key)
+            latest = self.setup.latest(key)
             op = self.rec.invoke(self.process, "read", key=key, store=store)
             value, version = latest if latest else (None, None)
             self.rec.complete(op, "ok", value=value, version=version)
