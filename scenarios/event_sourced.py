@@ -47,7 +47,7 @@ SCENARIOS = [
     ),
     Scenario(
         name="event-sourced-no-occ",
-        claim="C12",
+        claim="C12-no-occ",
         setup="event-sourced",
         summary=(
             "Concurrent withdrawals from two hot accounts, validated against the replayed "
