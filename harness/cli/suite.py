@@ -77,13 +77,41 @@ def run_suite(
     console: Console, chosen: list[Any], seed: int, runs_dir: Path, spark_master: str | None
 ) -> int:
     """Run `chosen` scenarios on one stack; write the index; return the exit status."""
-    from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
-    from harness.runner.stack_use import acquire_stack
+    from harness.runner.runner import EXIT_INTERRUPTED
     from harness.setups import SETUPS
 
     services = sorted({s for sc in chosen for s in SETUPS[sc.setup].services})
     results: list[RunResult] = []
     started = time.monotonic()
+    try:
+        _run_all(chosen, seed, runs_dir, spark_master, services, results)
+    except KeyboardInterrupt:
+        # Between runs (starting or stopping the stack): the stack is already down.
+        console.print("[yellow]interrupted[/]")
+        return EXIT_INTERRUPTED
+    wall = time.monotonic() - started
+    index = write_index(runs_dir, chosen, results, wall)
+    _table(console, chosen, results, wall)
+    console.print(f"index: {index}")
+    if any(r.exit_code == EXIT_INTERRUPTED for r in results):
+        for r in results[-1:]:
+            print_result(console, r)
+        return EXIT_INTERRUPTED
+    return 0 if all(r.exit_code == 0 for r in results) else 1
+
+
+def _run_all(
+    chosen: list[Any],
+    seed: int,
+    runs_dir: Path,
+    spark_master: str | None,
+    services: list[str],
+    results: list[RunResult],
+) -> None:
+    """Run the scenarios in order on one stack, appending to `results`."""
+    from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
+    from harness.runner.stack_use import acquire_stack
+
     with progress() as prog:
         task = prog.add_task(f"starting {', '.join(services)}", total=None)
         with acquire_stack(services) as stack:
@@ -104,15 +132,6 @@ def run_suite(
                 )
                 if result.exit_code == EXIT_INTERRUPTED:
                     break
-    wall = time.monotonic() - started
-    index = write_index(runs_dir, chosen, results, wall)
-    _table(console, chosen, results, wall)
-    console.print(f"index: {index}")
-    if any(r.exit_code == EXIT_INTERRUPTED for r in results):
-        for r in results[-1:]:
-            print_result(console, r)
-        return EXIT_INTERRUPTED
-    return 0 if all(r.exit_code == 0 for r in results) else 1
 
 
 def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wall: float) -> Path:
