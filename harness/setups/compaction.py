@@ -16,8 +16,8 @@ version and the delete's own version is that plus one.
 
 Quiesce, in three steps:
 
-1. drain: read the topic until every key's final version (from `key_versions`) is in
-   it; the end offset then counts every record Debezium produced;
+1. drain: wait until every key's final version (from `key_versions`) is in the topic;
+   the end offset then counts every record Debezium produced;
 2. compaction: re-read the topic from offset 0 until it holds fewer records than were
    produced (the log cleaner has run), then record a `compaction` mark whose `extra`
    gives `produced`, `retained`, `tombstones` and `compacted`;
@@ -29,8 +29,13 @@ Writes that compaction removed never reach `rebuilt`, so the lost checker report
 them as `lost-write` (the evidence of compaction in the history); the claim is about
 the final state: `missing`, `stale`, `phantom` and `extra` absent.
 
+A capture monitor follows the topic live during the workload (a delete event's version
+survives only until the cleaner replaces it with its tombstone), so step 1 knows when
+every change is in.
+
 Parameters: `segment_ms` (default 500), `dirty_ratio` (`min.cleanable.dirty.ratio`,
-default 0.01).
+default 0.01), `compaction_lag_ms` (`min.compaction.lag.ms`, default 2000: the
+monitor's margin).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -95,6 +101,39 @@ def read_record(msg: Message) -> Record:
     return Record(msg.offset(), key, after["value"], int(after["version"]), False)
 
 
+class CaptureMonitor(threading.Thread):
+    """Follows the change topic live, keeping the highest version seen per key.
+
+    It tells quiesce when every change has reached the topic. It must read as the
+    records arrive: the cleaner later removes a delete event (the only record carrying
+    a delete's version) in favour of its tombstone. `min.compaction.lag.ms` gives it a
+    margin. It records nothing: it is the harness's instrument, not a consumer under test.
+    """
+
+    def __init__(self, setup: CompactedLog) -> None:
+        super().__init__(name="capture-monitor", daemon=True)
+        self.setup = setup
+        self.seen: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        """Read from offset 0 until stopped."""
+        with self.setup._reader() as reader:
+            while not self.stopping.is_set():
+                for msg in reader.consume(num_messages=500, timeout=0.2):
+                    if msg.error() is None:
+                        r = read_record(msg)
+                        if r.version is not None:
+                            with self.lock:
+                                self.seen[r.key] = max(self.seen.get(r.key, 0), r.version)
+
+    def short_of(self, want: dict[str, int]) -> dict[str, int]:
+        """The keys whose final version has not been seen yet."""
+        with self.lock:
+            return {k: v for k, v in want.items() if self.seen.get(k, 0) < v}
+
+
 class CompactedLog(Cdc):
     """PostgreSQL -> Debezium -> compacted Kafka topic -> (later) a rebuilt Redis store."""
 
@@ -106,6 +145,7 @@ class CompactedLog(Cdc):
         self.store = REBUILT
         self.stores = (REBUILT,)
         self.versions = sql.Identifier("key_versions")
+        self.monitor: CaptureMonitor | None = None
 
     def prepare(self, ctx: SetupContext) -> None:
         """The run's tables, the compacted topic and the connector (streaming)."""
@@ -113,6 +153,7 @@ class CompactedLog(Cdc):
         p = ctx.params
         segment_ms = int(p.get("segment_ms", 500))
         dirty_ratio = float(p.get("dirty_ratio", 0.01))
+        lag_ms = int(p.get("compaction_lag_ms", 2000))
         if segment_ms <= 0 or not 0 < dirty_ratio <= 1:
             raise ValueError(
                 f"compacted-log: segment_ms={segment_ms}, dirty_ratio={dirty_ratio}; use a "
@@ -141,7 +182,10 @@ class CompactedLog(Cdc):
             1,
             segment_ms=segment_ms,
             compact=True,
-            extra={"min.cleanable.dirty.ratio": str(dirty_ratio)},
+            extra={
+                "min.cleanable.dirty.ratio": str(dirty_ratio),
+                "min.compaction.lag.ms": str(lag_ms),
+            },
         )
         try:
             create_topics(self.bootstrap_direct, [spec])
@@ -163,7 +207,17 @@ class CompactedLog(Cdc):
             )
 
     def start(self) -> None:
-        """Nothing runs during the workload: the derived store is built afterwards."""
+        """Only the capture monitor runs during the workload: the derived store is built
+        afterwards."""
+        self.monitor = CaptureMonitor(self)
+        self.monitor.start()
+
+    def teardown(self) -> None:
+        """Stop the monitor; drop the connector, its slot and its publication."""
+        if self.monitor is not None:
+            self.monitor.stopping.set()
+            self.monitor.join(10)
+        super().teardown()
 
     def process(self, name: str) -> None:
         """No processes of its own: faults target the stack's services."""
@@ -203,22 +257,17 @@ class CompactedLog(Cdc):
             return {k: int(v) for k, v in rows.fetchall()}
 
     def drain(self, deadline: float) -> int | None:
-        """Read the topic until it holds every key's final version; its end offset then
+        """Wait until the topic holds every key's final version; its end offset then
         (None: timed out)."""
         want = self.final_versions()
-        seen: dict[str, int] = {}
+        assert self.monitor is not None
+        while short := self.monitor.short_of(want):
+            if time.monotonic() >= deadline:
+                log.warning("drain timed out; keys short of their final version: %s", short)
+                return None
+            time.sleep(0.1)
         with self._reader() as reader:
-            while time.monotonic() < deadline:
-                for msg in reader.consume(num_messages=500, timeout=0.2):
-                    if msg.error() is None:
-                        r = read_record(msg)
-                        if r.version is not None:
-                            seen[r.key] = max(seen.get(r.key, 0), r.version)
-                if all(seen.get(k, 0) >= v for k, v in want.items()):
-                    return reader.get_watermark_offsets(TopicPartition(self.topic, 0), 10)[1]
-        short = {k: v for k, v in want.items() if seen.get(k, 0) < v}
-        log.warning("drain timed out; keys short of their final version: %s", short)
-        return None
+            return reader.get_watermark_offsets(TopicPartition(self.topic, 0), 10)[1]
 
     def count(self, end: int) -> tuple[int, int]:
         """(records, tombstones) the topic holds below `end` now."""
