@@ -16,6 +16,16 @@ _CONTENDED = WorkloadSpec(
 )
 _CONTENDED_PARAMS = {"invariant": NO_OVERDRAFT, "withdraw_p": 0.6, "max_amount": 5, "gap_ms": 5}
 
+# C11 and its planted bug: commands on ten Zipf-hot accounts, the projector killed twice.
+_COMMANDS = WorkloadSpec(
+    clients=4, keys=10, distribution="zipf", mix={"write": 1.0}, rate=150, duration=10
+)
+_PROJECTOR_CRASHES = faults(
+    {"kind": "crash", "target": "projector", "at": 3, "duration": 1},
+    {"kind": "crash", "target": "projector", "at": 6, "duration": 1},
+    recovery=2.0,
+)
+
 SCENARIOS = [
     Scenario(
         name="event-sourced-projection-rebuild",
@@ -29,20 +39,40 @@ SCENARIOS = [
             "replay of the log."
         ),
         setup_params={"occ": True, "invariant": NO_OVERDRAFT, "gap_ms": 1},
-        workload=WorkloadSpec(
-            clients=4, keys=10, distribution="zipf", mix={"write": 1.0}, rate=150, duration=10
-        ),
-        faults=faults(
-            {"kind": "crash", "target": "projector", "at": 3, "duration": 1},
-            {"kind": "crash", "target": "projector", "at": 6, "duration": 1},
-            recovery=2.0,
-        ),
+        workload=_COMMANDS,
+        faults=_PROJECTOR_CRASHES,
         expectations={
             "projection-mismatch": ABSENT,
             "invariant-violation": ABSENT,
             "lost-message": ABSENT,
             "duplicate-apply": ABSENT,
             "stale-overwrite": ABSENT,
+        },
+    ),
+    Scenario(
+        name="event-sourced-checkpoint-apart",
+        claim="C11-checkpoint-apart",
+        setup="event-sourced",
+        summary=(
+            "A planted bug on C11's run: the projector saves its checkpoint on its own every "
+            "500 ms instead of in the projection's transaction. Each SIGKILL re-applies the "
+            "events folded since the last save: the live projection counts them twice and "
+            "no longer equals a replay of the log (the rebuilt one still does)."
+        ),
+        setup_params={
+            "occ": True,
+            "invariant": NO_OVERDRAFT,
+            "gap_ms": 1,
+            "checkpoint": "periodic",
+            "checkpoint_ms": 500,
+        },
+        workload=_COMMANDS,
+        faults=_PROJECTOR_CRASHES,
+        expectations={
+            "projection-mismatch": PRESENT,
+            "duplicate-apply": PRESENT,
+            "invariant-violation": ABSENT,
+            "lost-message": ABSENT,
         },
     ),
     Scenario(

@@ -22,7 +22,10 @@ Appends take an EXCLUSIVE lock on the log table (readers are not blocked), which
 that commits late. The projector (`harness.setups.projector`, a process named
 `projector`, the target of crash faults) folds the log into `projection:balance` with
 its checkpoint in the same transaction; at quiesce a fresh projector (`rebuild`)
-replays the whole log from position 0 into `projection:rebuilt` (C11). Snapshots are
+replays the whole log from position 0 into `projection:rebuilt` (C11). With
+`checkpoint: periodic` (a planted bug) the live projector saves its checkpoint apart
+from the projection every `checkpoint_ms`: a crash re-applies events, and the live
+projection no longer equals a replay (the rebuild, always atomic, still does). Snapshots are
 not used: they would only be an optimization of the replay.
 
 History: commands are `command` ops (value: the workload's unique value, `extra.delta`,
@@ -34,7 +37,8 @@ record `deliver` and `apply` from their own segments.
 
 Parameters: `occ` (default true), `invariant` (default `{"min": 0}`), `withdraw_p`
 (probability that a command withdraws, default 0.6), `max_amount` (default 5),
-`gap_ms` (default 0), `retries` (default 5), `poll_ms` (projector poll, default 50).
+`gap_ms` (default 0), `retries` (default 5), `poll_ms` (projector poll, default 50),
+`checkpoint` (`atomic`, default, or `periodic`) and `checkpoint_ms` (default 500).
 """
 
 from __future__ import annotations
@@ -137,10 +141,18 @@ class EventSourced(Setup):
             "batch": 200,
             "poll_ms": float(p.get("poll_ms", 50)),
         }
-        self.projectors[PROJECTOR] = self._projector(PROJECTOR, LIVE)
+        checkpoint = p.get("checkpoint", "atomic")
+        if checkpoint not in ("atomic", "periodic"):
+            raise ValueError(f"event-sourced: checkpoint {checkpoint!r}; use atomic or periodic")
+        self.projectors[PROJECTOR] = self._projector(
+            PROJECTOR,
+            LIVE,
+            checkpoint=checkpoint,
+            checkpoint_ms=float(p.get("checkpoint_ms", 500)),
+        )
 
-    def _projector(self, name: str, store: str) -> WorkerProcess:
-        config = {**self._worker_config, "table": _TABLES[store], "store": store}
+    def _projector(self, name: str, store: str, **options: Any) -> WorkerProcess:
+        config = {**self._worker_config, "table": _TABLES[store], "store": store, **options}
         ctx = self.context
         return WorkerProcess(
             name, "harness.setups.projector", config, ctx.work_dir, ctx.work_dir / "logs"

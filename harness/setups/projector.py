@@ -7,7 +7,10 @@ batch records a `deliver` per event, then in *one* PostgreSQL transaction adds e
 delta to its projection table and moves its checkpoint, then records an `apply` per
 event (value: the aggregate's new balance, version: the event's sequence number).
 Projection and checkpoint commit together, so a SIGKILL anywhere leaves them agreeing:
-the next instance redelivers the uncommitted batch and applies it exactly once.
+the next instance redelivers the uncommitted batch and applies it exactly once. With
+`checkpoint: periodic` (a planted bug) the checkpoint is saved on its own every
+`checkpoint_ms`, as an auto-committing consumer would: a kill re-applies every batch
+folded since the last save, and the projection counts those deltas twice.
 
 Tailing by `pos` is safe because appends are serialized (see event_sourced.py): a
 visible event's predecessors in `pos` order are all committed.
@@ -43,6 +46,8 @@ class Projector:
         self.conn = psycopg.connect(cfg["conninfo"], autocommit=True, connect_timeout=5)
         self.stopping = False
         self.pos = self._checkpoint()
+        self.atomic = cfg.get("checkpoint", "atomic") == "atomic"
+        self.last_save = time.monotonic()
         self.attempts: dict[str, int] = {}
 
     def _checkpoint(self) -> int:
@@ -92,19 +97,28 @@ class Projector:
                 ).fetchone()
                 assert row is not None
                 balances.append(int(row[0]))
-            self.conn.execute(
-                sql.SQL(
-                    "INSERT INTO {} (projector, pos) VALUES (%s, %s) "
-                    "ON CONFLICT (projector) DO UPDATE SET pos = EXCLUDED.pos"
-                ).format(self.checkpoints),
-                (self.cfg["name"], rows[-1][0]),
-            )
+            if self.atomic:
+                self.save_checkpoint(rows[-1][0])
         for (pos, aggregate, seq, delta, event_id), balance in zip(rows, balances, strict=True):
             fields = self._fields(pos, aggregate, seq, delta, event_id) | {"value": str(balance)}
             self.rec.msg("apply", store=self.cfg["store"], **fields)
         self.pos = rows[-1][0]
+        due = time.monotonic() - self.last_save >= self.cfg.get("checkpoint_ms", 0) / 1000
+        if not self.atomic and due:
+            self.save_checkpoint(self.pos)
         self.status()
         return len(rows)
+
+    def save_checkpoint(self, pos: int) -> None:
+        """Record that the projection holds every event up to `pos`."""
+        self.conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (projector, pos) VALUES (%s, %s) "
+                "ON CONFLICT (projector) DO UPDATE SET pos = EXCLUDED.pos"
+            ).format(self.checkpoints),
+            (self.cfg["name"], pos),
+        )
+        self.last_save = time.monotonic()
 
     def _fields(
         self, pos: int, aggregate: str, seq: int, delta: int, event_id: str
