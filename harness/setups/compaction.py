@@ -2,7 +2,7 @@
 compacted log keeps the latest value of every key, tombstones delete, so a new system
 rebuilt from offset 0 equals the source).
 
-    client -> PostgreSQL <ns>.items --(Debezium)--> Kafka topic dbz.<ns>.items
+    client -> PostgreSQL <ns>.items --(Debezium)--> Kafka topic dbz_<ns>.<ns>.items
               (cleanup.policy=compact, small segments, min.cleanable.dirty.ratio low)
     after the workload: compaction, then a new consumer reads offset 0 -> Redis `rebuilt`
 
@@ -172,7 +172,9 @@ class CompactedLog(Cdc):
         self.connector = DebeziumPostgres(
             name=ns,
             postgres=stack.link("connect", "postgres"),
-            topic_prefix=TOPIC_PREFIX,
+            # Debezium names its metrics MBeans after the prefix: a prefix of the run's
+            # own keeps a connector another run left behind from blocking this one.
+            topic_prefix=f"{TOPIC_PREFIX}_{ns}",
             tables=(f"{ns}.{self.table_name}",),
             snapshot_mode="no_data",
         )

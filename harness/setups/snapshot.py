@@ -3,7 +3,7 @@ source and applies the change stream from the position the snapshot corresponds 
 (claim C10; with `align: false`, the planted bug of starting the stream later).
 
     loader -> PostgreSQL <ns>.items (one row per key)
-    Debezium (snapshot.mode=initial) -> Kafka topic dbz.<ns>.items:
+    Debezium (snapshot.mode=initial) -> Kafka topic dbz_<ns>.<ns>.items:
         the snapshot's rows (op `r`), then every change committed after it
     client writes (the workload) -> PostgreSQL
     `join_s` after the start: consumer `view` reads the topic -> Redis `view`
@@ -189,7 +189,9 @@ class SnapshotStream(Cdc):
         self.connector = DebeziumPostgres(
             name=ns,
             postgres=stack.link("connect", "postgres"),
-            topic_prefix=TOPIC_PREFIX,
+            # Debezium names its metrics MBeans after the prefix: a prefix of the run's
+            # own keeps a connector another run left behind from blocking this one.
+            topic_prefix=f"{TOPIC_PREFIX}_{ns}",
             tables=(f"{ns}.{self.table_name}",),
             snapshot_mode="initial",
         )
