@@ -112,3 +112,42 @@ def anomaly_rows(frame: DataFrame, checker: str, **cols: Column) -> DataFrame:
     cols["checker"] = F.lit(checker)
     types = dict(part.strip().split(" ") for part in SPARK_DDL.split(","))
     return frame.select(*[cols[c].cast(types[c]).alias(c) for c in ANOMALY_COLUMNS])
+
+
+def ok_source_writes(events: DataFrame) -> DataFrame:
+    """`ok` source writes with a key and a version: the writes with a known order."""
+    return events.filter(
+        is_source_write()
+        & (F.col("phase") == OpPhase.OK)
+        & F.col("key").isNotNull()
+        & F.col("version").isNotNull()
+    )
+
+
+def carried_writes(events: DataFrame) -> DataFrame:
+    """Effects with the `ok` source write each carries, as reference SourceWrites.of:
+    (store, key, time, writer, seq, e, wv, ok_time, w) with `e` the effect, `w` the write.
+
+    Two equi-joins, by (key, value) and for deletes by (key, version), so a hot key's
+    effects never meet all of its writes.
+    """
+    writes = ok_source_writes(events).select(
+        "key", "value", "f", "version", F.col("time").alias("ok_time"), event_struct().alias("w")
+    )
+    effects = events.filter(
+        F.col("type").isin(EventType.OP, EventType.MSG) & is_effect() & F.col("key").isNotNull()
+    ).select("store", "key", "value", "version", *ORDER, event_struct().alias("e"))
+    by_value = effects.filter(F.col("value").isNotNull()).join(
+        writes.filter(F.col("value").isNotNull()).select(
+            "key", "value", F.col("version").alias("wv"), "ok_time", "w"
+        ),
+        ["key", "value"],
+    )
+    by_delete = effects.filter(F.col("value").isNull() & F.col("version").isNotNull()).join(
+        writes.filter(F.col("value").isNull() & (F.col("f") == "delete")).select(
+            "key", "version", F.col("version").alias("wv"), "ok_time", "w"
+        ),
+        ["key", "version"],
+    )
+    cols = ["store", "key", *ORDER, "e", "wv", "ok_time", "w"]
+    return by_value.select(*cols).unionByName(by_delete.select(*cols))
