@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType
 
 from checkers.anomaly import SPARK_DDL
 from checkers.reference.eventsourcing import PROJECTION_PREFIX, Bounds, bounds
@@ -91,7 +92,7 @@ def _mismatches(events: DataFrame, log: DataFrame) -> DataFrame:
         evidence_column(
             F.coalesce("appended", F.array().cast(folds.schema["appended"].dataType)),
             F.when(F.col("ev").isNotNull(), F.array("ev")).otherwise(
-                F.array().cast(f"array<{held.schema['ev'].dataType.simpleString()}>")
+                F.array().cast(ArrayType(held.schema["ev"].dataType))
             ),
         ).alias("evidence"),
     )

@@ -1,0 +1,94 @@
+"""Graph: one key's writes ordered one way by the source and another way by a store.
+
+The plain-Python specification of the `contradictory-order` kind of docs/checkers.md
+(the race of DDIA Figure 11-4). Per (store, key), a networkx DiGraph over the key's
+`ok` source writes (nodes are their versions) gets an edge between consecutive versions
+(the source's order) and between consecutive effects on the store in time order (the
+store's order). A cycle means the two orders contradict each other.
+
+The smallest cycle: the forward edges all climb the version order, so every cycle
+holds a backward edge of the store (a, b) with b < a, and the shortest cycle through it
+is that edge plus a BFS shortest path b -> a (nx.shortest_path). The smallest over the
+backward edges, first found in time order on ties, is a smallest cycle of the graph.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from itertools import pairwise
+
+import networkx as nx
+
+from checkers.anomaly import Anomaly, evidence_json
+from checkers.reference.common import SourceWrites, is_effect, order_key
+from harness.history.schema import Event
+
+CHECKER = "graph"
+
+
+def check(events: Sequence[Event]) -> list[Anomaly]:
+    """Every (store, key) whose effect order contradicts the source's version order."""
+    writes = SourceWrites(events)
+    chains: dict[str, list[Event]] = defaultdict(list)
+    for w in (*writes.by_value.values(), *writes.deletes.values()):
+        chains[w.key].append(w)
+    applied: dict[tuple[str, str], list[tuple[int, Event]]] = defaultdict(list)
+    for e in sorted((e for e in events if is_effect(e)), key=order_key):
+        w = writes.of(e)
+        if w is not None:
+            applied[(e.store, e.key)].append((w.version, e))
+    out = []
+    for (store, key), sequence in sorted(applied.items()):
+        chain = sorted(chains[key], key=lambda w: w.version)
+        found = contradiction(store, key, chain, sequence)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def contradiction(
+    store: str, key: str, chain: list[Event], applied: list[tuple[int, Event]]
+) -> Anomaly | None:
+    """The anomaly of one (store, key), or None when the orders agree.
+
+    `chain` holds the key's `ok` source writes in version order, `applied` the store's
+    effects of the key in time order, each with the version of the write it carries.
+    Its time is the first effect that steps back in version order.
+    """
+    g = nx.DiGraph()
+    g.add_edges_from(pairwise(w.version for w in chain))
+    steps: dict[tuple[int, int], tuple[Event, Event]] = {}
+    backward: list[tuple[int, int]] = []
+    for (a, ea), (b, eb) in pairwise(applied):
+        if a == b:
+            continue
+        g.add_edge(a, b)
+        steps.setdefault((a, b), (ea, eb))
+        if b < a:
+            backward.append((a, b))
+    if not backward:
+        return None
+    cycle: list[int] = []
+    for a, b in backward:
+        path = nx.shortest_path(g, b, a)
+        if not cycle or len(path) < len(cycle):
+            cycle = path
+    by_version = {w.version: w for w in chain}
+    successor = dict(pairwise(w.version for w in chain))
+    behind: dict[int, Event] = {}
+    for x, y in pairwise([*cycle, cycle[0]]):
+        pair = (by_version[x], by_version[y]) if successor.get(x) == y else steps[(x, y)]
+        behind.update((id(e), e) for e in pair)
+    names = " -> ".join(_name(by_version[v]) for v in [*cycle, cycle[0]])
+    detail = f"{len(cycle)}-cycle {names} over the source's version order and {store}'s order"
+    first_back = steps[backward[0]][1]
+    evidence = evidence_json(sorted(behind.values(), key=order_key))
+    return Anomaly(
+        CHECKER, "contradictory-order", store, key, None, first_back.time, detail, evidence
+    )
+
+
+def _name(w: Event) -> str:
+    """A write as a person reads it: its value, or the delete and its version."""
+    return repr(w.value) if w.value is not None else f"delete@{w.version}"
