@@ -93,29 +93,35 @@ def _messages(events: Sequence[Event]) -> _Outcome:
     return out
 
 
+def _carried(e: Event) -> tuple[str | None, str | None, int | None]:
+    """What identifies the write an event carries: (key, value), and for a delete, which
+    has no value, (key, version)."""
+    return (e.key, e.value, e.version if e.value is None else None)
+
+
 def _writes(events: Sequence[Event]) -> _Outcome:
-    reached: set[tuple[str, str, str | None]] = set()
+    reached: set[tuple[str, tuple[str | None, str | None, int | None]]] = set()
     effect_stores: set[str] = set()
     for e in events:
         if e.key is None:
             continue
         if is_effect(e):
             effect_stores.add(e.store)
-            reached.add((e.store, e.key, e.value))
+            reached.add((e.store, _carried(e)))
         elif _is(e, MsgAction.SKIP) and e.store is not None and e.store != SOURCE_STORE:
-            reached.add((e.store, e.key, e.value))
-    anywhere = {(key, value) for _, key, value in reached}
+            reached.add((e.store, _carried(e)))
+    anywhere = {carried for _, carried in reached}
     quiesced = any(e.type == EventType.MARK and e.kind == Mark.QUIESCED for e in events)
     out = _Outcome()
     for w in sorted(events, key=order_key):
         if not is_source_write(w) or w.key is None:
             continue
-        if w.phase == OpPhase.INFO and (w.key, w.value) in anywhere:
+        if w.phase == OpPhase.INFO and _carried(w) in anywhere:
             out.recovered += 1
         if w.phase != OpPhase.OK or not quiesced:
             continue
         for store in sorted(effect_stores):
-            if (store, w.key, w.value) not in reached:
+            if (store, _carried(w)) not in reached:
                 out.lost.append(
                     Anomaly(
                         checker=CHECKER,
