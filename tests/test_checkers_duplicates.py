@@ -105,6 +105,7 @@ def test_spark_finds_the_hand_made_duplicates(spark) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(combined_histories())
 def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
