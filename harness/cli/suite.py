@@ -182,8 +182,10 @@ def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wal
 
 def _list(console: Console, registry: dict[str, Any]) -> None:
     table = Table(show_edge=False)
-    table.add_column("claim")
-    table.add_column("scenario")
+    table.add_column("claim", no_wrap=True)
+    # Names are what a user types next: never shorten them, let the expectations wrap.
+    width = max((len(name) for name in registry), default=8)
+    table.add_column("scenario", no_wrap=True, min_width=width)
     table.add_column("setup")
     table.add_column("s", justify="right")
     table.add_column("expectations")
