@@ -168,7 +168,7 @@ def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> lis
                     "kind": kind,
                     "count": int(counts.get(kind, 0)),
                     "expected": expectations.get(kind),
-                    "examples": [_example(e) for e in ex.get("examples", [])],
+                    "examples": [_example(e, t0) for e in ex.get("examples", [])],
                 }
             )
         total = sum(r["count"] for r in rows)
@@ -179,20 +179,22 @@ def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> lis
     return out
 
 
-def _example(ex: dict[str, Any]) -> dict[str, Any]:
+def _example(ex: dict[str, Any], t0: int) -> dict[str, Any]:
     return {
         "t": ex.get("t"),
         "store": ex.get("store"),
         "key": ex.get("key"),
         "consumer": ex.get("consumer"),
         "detail": ex.get("detail", ""),
-        "evidence": [_evidence_line(e) for e in ex.get("evidence", [])],
+        "evidence": [_evidence_line(e, t0) for e in ex.get("evidence", [])],
     }
 
 
-def _evidence_line(e: dict[str, Any]) -> str:
-    """One history event as a short line: type, who, what, where."""
-    parts = [str(e.get("type", "?"))]
+def _evidence_line(e: dict[str, Any], t0: int) -> str:
+    """One history event as a short line: when (seconds since the run's start), type,
+    who, what, where."""
+    when = f"{(int(e['time']) - t0) / 1e9:.6f}s" if e.get("time") is not None else "?"
+    parts = [when, str(e.get("type", "?"))]
     for name in ("phase", "action", "f", "process", "consumer"):
         if e.get(name) is not None:
             parts.append(str(e[name]))

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 from markupsafe import Markup, escape
 
 from harness.history.schema import SOURCE_STORE
@@ -100,11 +101,17 @@ def pick_targets(examples: dict[str, Any]) -> list[tuple[str, str, str, str, int
 
 
 def read_key_events(history: Path, keys: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    """The events of `keys` from history.parquet, per key in time order (filtered read:
-    only the row groups whose statistics may hold the keys are decoded)."""
+    """The events of `keys` from history.parquet, per key in time order (a filtered
+    scan: only the matching rows are kept, whatever the history's size)."""
     if not keys or not history.exists():
         return {}
-    table = pq.read_table(history, columns=_COLUMNS, filters=[("key", "in", list(keys))])
+    # Row groups of a big history hold a million events: read them one at a time.
+    table = ds.dataset(history, format="parquet").to_table(
+        columns=_COLUMNS,
+        filter=pc.field("key").isin(list(keys)),
+        batch_readahead=2,
+        fragment_readahead=1,
+    )
     per_key: dict[str, list[dict[str, Any]]] = {k: [] for k in keys}
     for row in table.sort_by("time").to_pylist():
         per_key[row["key"]].append(row)
