@@ -18,9 +18,9 @@ SCENARIOS = [
         ),
         setup_params={"partitions": 3},
         workload=WorkloadSpec(
-            clients=4, keys=20, distribution="uniform", mix={"write": 1.0}, rate=100, duration=10
+            clients=4, keys=20, distribution="uniform", mix={"write": 1.0}, rate=200, duration=10
         ),
-        faults=faults({"kind": "crash", "target": "kafka", "at": 3.0, "duration": 1.0}),
+        faults=faults({"kind": "crash", "target": "kafka", "at": 5.0, "duration": 1.0}),
         expectations={
             "lost-message": ABSENT,
             "inconsistent-offset": ABSENT,

@@ -145,7 +145,7 @@ class ConsumerProcess(Service):
 
     def stop(self) -> None:
         """SIGTERM (the consumer finishes its batch), SIGKILL if it lingers."""
-        if self.proc is not None:
+        if self.proc is not None and self.proc.is_running():
             self.proc.stop()
 
     def kill(self) -> None:
@@ -279,7 +279,8 @@ class Cdc(Setup):
         try:
             create_topics(self.bootstrap_direct, [TopicSpec(self.topic, partitions)])
             stack["connect"].put_connector(self.connector)
-            wait_slot_streaming(self.connector)
+            # A loaded machine can take a minute to start the task and its slot.
+            wait_slot_streaming(self.connector, timeout=120)
         except BaseException:
             self._drop_capture()
             raise
