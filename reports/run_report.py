@@ -224,7 +224,7 @@ def _charts(
 ) -> list[Any]:
     """Throughput, latency, replication lag and anomalies over time."""
     bucket = float(series.get("bucket_s") or 1)
-    t_max = max(duration, bucket)
+    t_max = duration or bucket
 
     def mid(t: float) -> float:
         # A bucket's value is drawn at its middle; the last bucket may be cut by the end.
@@ -322,7 +322,7 @@ def _consumers(
                 Chart(
                     f"{consumer} on {channel}: offsets (solid delivered, dashed committed)",
                     "offset",
-                    max(duration, bucket),
+                    duration or bucket,
                     chart_lines,
                     windows,
                     height=200,
