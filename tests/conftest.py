@@ -8,27 +8,13 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[object]:
-    """One owned local stack for the session; a test calls `stack.up("kafka", ...)` for
-    what it needs (idempotent: running services are reused). Stopped at the end.
-
-    It lives in /tmp rather than pytest's tmp_path: PostgreSQL runs as an unprivileged
-    account that must be able to enter every parent folder.
+def stack(driftlab_stack: object) -> object:
+    """The session's one owned local stack: the pytest plugin's `driftlab_stack`, so
+    the lab's tests and scenario tests share it. A test calls `stack.up("kafka", ...)`
+    for what it needs (idempotent: running services are reused). Stopped at the end,
+    from a folder in /tmp (PostgreSQL's unprivileged account must enter every parent).
     """
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from harness.services.stack import Stack
-
-    root = Path(tempfile.mkdtemp(prefix="driftlab-test-stack-", dir="/tmp"))
-    root.chmod(0o755)
-    lab = Stack(root, owned=True)
-    try:
-        yield lab
-    finally:
-        lab.down()
-        shutil.rmtree(root, ignore_errors=True)
+    return driftlab_stack
 
 
 @pytest.fixture(scope="session")

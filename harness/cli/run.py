@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from harness.cli import app
@@ -60,6 +62,25 @@ def make_tick(
     return tick
 
 
+BACKEND_OPTION = typer.Option(
+    "--backend",
+    help="Stack backend: local (supervised processes, default) or docker (docker/compose.yml).",
+)
+
+
+def enter_backend(scope: contextlib.ExitStack, backend: str, err: Console) -> Any:
+    """An owned stack of `backend` for the command's runs, stopped when `scope` ends;
+    exit 2 with the problem and the fix when it cannot be had (no Docker engine)."""
+    from harness.runner.stack_use import open_stack
+    from harness.services.base import ServiceError
+
+    try:
+        return scope.enter_context(open_stack(backend))
+    except (ServiceError, ValueError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+
+
 @app.command()
 def run(
     scenario: Annotated[
@@ -95,6 +116,7 @@ def run(
     analyze: Annotated[
         bool, typer.Option("--analyze/--no-analyze", help="Judge the history after the run.")
     ] = True,
+    backend: Annotated[str, BACKEND_OPTION] = "local",
 ) -> None:
     """Run one scenario: workload and faults on the real stack, then the verdict.
 
@@ -120,13 +142,18 @@ def run(
     except (KeyError, ValueError) as exc:
         err.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}")
         raise typer.Exit(2) from None
-    with progress() as prog:
+    with contextlib.ExitStack() as scope:
+        stack = None
+        if backend != "local":
+            stack = enter_backend(scope, backend, err)
+        prog = scope.enter_context(progress())
         task = prog.add_task(sc.name, total=None)
         result = run_scenario(
             sc,
             seed=seed,
             runs_dir=runs_dir,
             spark_master=spark_master,
+            stack=stack,
             analyze=analyze,
             tick=make_tick(prog, task, sc.name, sc.workload.duration),
         )

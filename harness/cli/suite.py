@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from harness.cli import app
-from harness.cli.run import make_tick, parse_duration, print_result, progress
+from harness.cli.run import BACKEND_OPTION, make_tick, parse_duration, print_result, progress
 
 if TYPE_CHECKING:
     from harness.runner.runner import RunResult
@@ -42,6 +43,7 @@ def suite(
         str | None,
         typer.Option("--spark-master", metavar="URL", help="Spark master URL for the analysis."),
     ] = None,
+    backend: Annotated[str, BACKEND_OPTION] = "local",
 ) -> None:
     """Run the scenario of every claim of CLAIMS.md on one shared stack.
 
@@ -51,6 +53,7 @@ def suite(
 
     Example: driftlab suite --only C1,C13 --duration 10s
     """
+    from harness.runner.stack_use import check_backend
     from scenarios.registry import all_scenarios, claims_scenarios
 
     console = Console(highlight=False)
@@ -59,6 +62,7 @@ def suite(
         _list(console, all_scenarios())
         return
     try:
+        check_backend(backend)
         chosen = claims_scenarios(only.split(",") if only else None)
         secs = parse_duration(duration)
         chosen = [sc.with_overrides(duration=secs) for sc in chosen]
@@ -70,21 +74,31 @@ def suite(
     if not chosen:
         err.print("[red]error:[/] no scenario registered for any claim")
         raise typer.Exit(2)
-    raise typer.Exit(run_suite(console, chosen, seed, runs_dir, spark_master))
+    raise typer.Exit(run_suite(console, chosen, seed, runs_dir, spark_master, backend))
 
 
 def run_suite(
-    console: Console, chosen: list[Any], seed: int, runs_dir: Path, spark_master: str | None
+    console: Console,
+    chosen: list[Any],
+    seed: int,
+    runs_dir: Path,
+    spark_master: str | None,
+    backend: str = "local",
 ) -> int:
     """Run `chosen` scenarios on one stack; write the index; return the exit status."""
     from harness.runner.runner import EXIT_INTERRUPTED
+    from harness.services.base import ServiceError
     from harness.setups import SETUPS
 
     services = sorted({s for sc in chosen for s in SETUPS[sc.setup].services})
     results: list[RunResult] = []
     started = time.monotonic()
     try:
-        _run_all(chosen, seed, runs_dir, spark_master, services, results)
+        _run_all(chosen, seed, runs_dir, spark_master, services, results, backend)
+    except ServiceError as exc:
+        # The backend itself is missing (no Docker engine): nothing ran.
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        return 2
     except KeyboardInterrupt:
         # Between runs (starting or stopping the stack): the stack is already down.
         console.print("[yellow]interrupted[/]")
@@ -107,6 +121,7 @@ def _run_all(
     spark_master: str | None,
     services: list[str],
     results: list[RunResult],
+    backend: str = "local",
 ) -> None:
     """Run the scenarios in order on one stack, appending to `results`."""
     from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
@@ -114,7 +129,7 @@ def _run_all(
 
     with progress() as prog:
         task = prog.add_task(f"starting {', '.join(services)}", total=None)
-        with acquire_stack(services) as stack:
+        with acquire_stack(services, backend=backend) as stack:
             for i, sc in enumerate(chosen, 1):
                 label = f"[{i}/{len(chosen)}] {sc.claim or ''} {sc.name}"
                 result = run_scenario(

@@ -8,10 +8,48 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from harness.services.stack import DEFAULT_STACK_DIR, Stack
 
 log = logging.getLogger("driftlab.runner")
+
+BACKENDS = ("local", "docker")
+"""`local`: supervised processes (harness/services); `docker`: docker/compose.yml."""
+
+
+def check_backend(backend: str) -> str:
+    """The backend name, or ValueError naming the choices."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; use --backend local or --backend docker")
+    return backend
+
+
+@contextlib.contextmanager
+def open_stack(backend: str = "local") -> Iterator[Any]:
+    """An owned, not yet started stack of `backend` for a session of runs (the suite,
+    the matrix, a pytest session); `up` starts what each run needs. Stopped at the end.
+
+    The docker backend fails here, before any run, when no Docker engine answers.
+    """
+    if check_backend(backend) == "docker":
+        from harness.services.docker_backend import DockerStack
+
+        docker_stack = DockerStack.connect()
+        try:
+            yield docker_stack
+        finally:
+            docker_stack.down()
+        return
+    # PostgreSQL runs as an unprivileged account that must enter every parent folder.
+    root = Path(tempfile.mkdtemp(prefix="driftlab-stack-", dir="/tmp"))
+    root.chmod(0o755)
+    stack = Stack(root, owned=True)
+    try:
+        yield stack
+    finally:
+        stack.down()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def running_stack(root: Path = DEFAULT_STACK_DIR) -> Stack | None:
@@ -23,13 +61,21 @@ def running_stack(root: Path = DEFAULT_STACK_DIR) -> Stack | None:
 
 
 @contextlib.contextmanager
-def acquire_stack(services: Iterable[str], stack: Stack | None = None) -> Iterator[Stack]:
+def acquire_stack(
+    services: Iterable[str], stack: Stack | None = None, backend: str = "local"
+) -> Iterator[Stack]:
     """Yield a stack running `services`.
 
-    A `stack` given by the caller is used (the suite shares one). Otherwise a stack left
-    running by `driftlab up` is reused, or one is started in a temporary folder and
-    stopped when the block ends, whatever happens, so no server outlives it.
+    A `stack` given by the caller is used (the suite shares one). Otherwise, with the
+    docker backend, the compose stack; with the local one, a stack left running by
+    `driftlab up` is reused, or one is started in a temporary folder and stopped when
+    the block ends, whatever happens, so no server outlives it.
     """
+    if stack is None and check_backend(backend) == "docker":
+        with open_stack("docker") as docker_stack:
+            docker_stack.up(*services)
+            yield docker_stack
+        return
     own_root: Path | None = None
     if stack is None:
         stack = running_stack()

@@ -1,0 +1,225 @@
+"""driftlab's pytest plugin: scenarios as tests (entry point `pytest11`, loaded by itself).
+
+    @pytest.mark.scenario("C3", seed=7, duration=5)
+    def test_cdc_survives_a_consumer_crash(scenario_result):
+        assert scenario_result.result.stats.ops > 0
+
+A test marked with a scenario runs it on the session's stack before its body; a run
+whose verdict is not the scenario's prediction (a forbidden anomaly, a predicted one
+missing, a failed run) fails the test with the anomalies, one example each, the report
+path and the command that reproduces it. `pytest -m scenario` selects these tests.
+
+Fixtures:
+- `driftlab_stack`: one owned stack per pytest session (services start on first use);
+- `run_scenario`: `run_scenario("C1" | Scenario, seed=..., duration=...) -> Outcome`;
+- `driftlab_scenario`: builds a Scenario from a user's own Setup class;
+- `scenario_result`: the Outcome of the test's `scenario` marker.
+
+Options: --driftlab-backend local|docker, --driftlab-seed, --driftlab-duration (they
+override the marker's seed and duration), --driftlab-runs-dir (default runs/).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from harness.runner.outcome import Outcome
+    from harness.setups.base import Setup
+    from scenarios.model import Scenario
+
+MARKER = "scenario"
+RESULT_FIXTURE = "scenario_result"
+_OUTCOME_KEY = pytest.StashKey["Outcome"]()
+
+RunScenario = Callable[..., "Outcome"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The --driftlab-* options."""
+    group = parser.getgroup("driftlab", "driftlab scenarios")
+    group.addoption(
+        "--driftlab-backend",
+        default="local",
+        choices=("local", "docker"),
+        help="Stack backend of the session: local processes (default) or docker/compose.yml.",
+    )
+    group.addoption(
+        "--driftlab-seed",
+        type=int,
+        default=None,
+        help="Seed of every scenario run (overrides the marker's; default: marker's, else 0).",
+    )
+    group.addoption(
+        "--driftlab-duration",
+        default=None,
+        help="Workload duration of every scenario run, e.g. 5s (overrides the marker's).",
+    )
+    group.addoption(
+        "--driftlab-runs-dir",
+        default="runs",
+        help="Where run folders go (default: runs/ under the current folder).",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker (harmless when pyproject.toml declares it too)."""
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(name_or_scenario, seed=None, duration=None): run a driftlab scenario "
+        f"before the test (it receives the outcome as `{RESULT_FIXTURE}`); "
+        "without arguments, only a label for `-m scenario`",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test marked with a scenario gets the `scenario_result` fixture even when its
+    signature does not ask for it: the marker alone makes it a scenario run."""
+    for item in items:
+        marker = item.get_closest_marker(MARKER)
+        if marker is None or not marker.args:
+            continue
+        names = getattr(item, "fixturenames", None)
+        if names is not None and RESULT_FIXTURE not in names:
+            names.append(RESULT_FIXTURE)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """Fail a scenario test in its call phase (FAILED, not ERROR) before its body runs."""
+    outcome = item.stash.get(_OUTCOME_KEY, None)
+    if outcome is not None and not outcome.passed:
+        pytest.fail(outcome.summary(), pytrace=False)
+
+
+def _duration(text: str | float | None) -> float | None:
+    if text is None or isinstance(text, int | float):
+        return None if text is None else float(text)
+    from harness.cli.run import parse_duration
+
+    try:
+        return parse_duration(text)
+    except Exception as exc:  # typer.BadParameter: make it a usage error of pytest
+        raise pytest.UsageError(f"--driftlab-duration: {exc}") from None
+
+
+@pytest.fixture(scope="session")
+def driftlab_stack(pytestconfig: pytest.Config) -> Iterator[Any]:
+    """One owned stack for the whole session, of --driftlab-backend; each run starts
+    what its setup needs (services already up are reused). Stopped at the end."""
+    from harness.runner.stack_use import open_stack
+
+    with open_stack(pytestconfig.getoption("driftlab_backend")) as stack:
+        yield stack
+
+
+@pytest.fixture(scope="session")
+def run_scenario(pytestconfig: pytest.Config, driftlab_stack: Any) -> RunScenario:
+    """A callable: `run_scenario("C1" | Scenario, seed=None, duration=None,
+    analyze=True) -> Outcome` (verdict, counts, report path, run folder, summary),
+    run on the session's stack into --driftlab-runs-dir."""
+    from harness.runner.outcome import outcome_of
+    from harness.runner.runner import run_scenario as run_once
+    from scenarios.registry import get_scenario
+
+    runs_dir = Path(pytestconfig.getoption("driftlab_runs_dir")).absolute()
+
+    def run(
+        scenario: str | Scenario,
+        seed: int | None = None,
+        duration: str | float | None = None,
+        analyze: bool = True,
+    ) -> Outcome:
+        sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
+        secs = _duration(duration)
+        sc = sc.with_overrides(duration=secs)
+        sc.validate()
+        result = run_once(
+            sc,
+            seed=0 if seed is None else seed,
+            runs_dir=runs_dir,
+            stack=driftlab_stack,
+            analyze=analyze,
+        )
+        return outcome_of(result, sc, duration=secs)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def driftlab_scenario() -> Callable[..., Scenario]:
+    """Build a Scenario from a user's own Setup class: `driftlab_scenario(MySetup,
+    name=..., workload=WorkloadSpec(...), expectations={...}, faults=..., ...)`.
+    The setup is registered (as `register_setup` does) so the runner finds it."""
+    from harness.setups import register_setup
+    from scenarios.model import Scenario
+
+    def build(
+        setup: type[Setup],
+        *,
+        name: str | None = None,
+        summary: str | None = None,
+        expectations: Mapping[str, str] | None = None,
+        **fields: Any,
+    ) -> Scenario:
+        if not isinstance(setup, type):
+            raise TypeError(
+                f"driftlab_scenario takes a Setup class, not {setup!r}; pass the class itself"
+            )
+        register_setup(setup)
+        sc = Scenario(
+            name=name or setup.name,
+            setup=setup.name,
+            summary=summary or (setup.__doc__ or setup.name).strip().splitlines()[0],
+            expectations=dict(expectations or {}),
+            **fields,
+        )
+        sc.validate()
+        return sc
+
+    return build
+
+
+@pytest.fixture
+def scenario_result(request: pytest.FixtureRequest, run_scenario: RunScenario) -> Outcome:
+    """The outcome of the test's `@pytest.mark.scenario(...)` run; the command-line
+    --driftlab-seed and --driftlab-duration win over the marker's."""
+    marker = request.node.get_closest_marker(MARKER)
+    if marker is None or not marker.args:
+        raise pytest.UsageError(
+            f"{request.node.nodeid}: the scenario_result fixture needs "
+            '@pytest.mark.scenario("<name or claim>", seed=..., duration=...) on the test'
+        )
+    unknown = set(marker.kwargs) - {"seed", "duration", "analyze"}
+    if unknown:
+        raise pytest.UsageError(
+            f"{request.node.nodeid}: @pytest.mark.scenario takes seed, duration and analyze, "
+            f"not {', '.join(sorted(unknown))}"
+        )
+    config = request.config
+    seed = config.getoption("driftlab_seed")
+    duration = config.getoption("driftlab_duration")
+    outcome = run_scenario(
+        marker.args[0],
+        seed=marker.kwargs.get("seed") if seed is None else seed,
+        duration=marker.kwargs.get("duration") if duration is None else duration,
+        analyze=marker.kwargs.get("analyze", True),
+    )
+    if outcome.scenario.name not in _registered():
+        rerun = f"pytest '{request.node.nodeid}' --driftlab-seed {outcome.result.seed}"
+        if outcome.duration is not None:
+            rerun += f" --driftlab-duration {outcome.duration:g}s"
+        outcome = dataclasses.replace(outcome, rerun=rerun)
+    request.node.stash[_OUTCOME_KEY] = outcome
+    return outcome
+
+
+def _registered() -> dict[str, Scenario]:
+    from scenarios.registry import all_scenarios
+
+    return all_scenarios()

@@ -1,0 +1,144 @@
+"""A run's outcome in words: what failed, one example each, the report, the reproduction.
+
+Shared by the pytest plugin (a failing test's message) and `driftlab matrix` (a JUnit
+failure's message), so both tell a failure the same way. Built only from the run
+folder's analysis outputs (analysis.json, examples.json) and the runner's result.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.runner.runner import EXIT_INTERRUPTED, EXIT_OK, RunResult
+from scenarios.model import Scenario
+from scenarios.registry import all_scenarios
+
+REPORT_NAME = "report.html"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One judged run: the kinds behind its verdict and one example line per kind."""
+
+    result: RunResult
+    scenario: Scenario
+    forbidden: dict[str, int] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    found: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, str] = field(default_factory=dict)
+    duration: float | None = None
+    rerun: str | None = None  # the command for a scenario the registry does not know
+
+    @property
+    def passed(self) -> bool:
+        """Reproduced (or no expectations): the run behaved as the scenario predicts."""
+        return self.result.exit_code == EXIT_OK
+
+    @property
+    def report(self) -> Path | None:
+        """RUN_DIR/report.html, when the runner wrote it."""
+        path = Path(self.result.run_dir) / REPORT_NAME
+        return path if path.exists() else None
+
+    def reproduce(self) -> str:
+        """The command that repeats this run (same scenario, seed and duration)."""
+        registry = all_scenarios()
+        if registry.get(self.scenario.name) is not None:
+            # A claim id names the claim's first scenario; a variant goes by its name.
+            claim = self.scenario.claim
+            use_claim = claim and _first_of_claim(registry, claim) == self.scenario.name
+            cmd = f"driftlab run {claim if use_claim else self.scenario.name}"
+            cmd += f" --seed {self.result.seed}"
+            if self.duration is not None:
+                cmd += f" --duration {self.duration:g}s"
+            return cmd
+        if self.rerun:
+            return self.rerun
+        extra = f", duration={self.duration:g}" if self.duration is not None else ""
+        return (
+            f"the same Scenario object ({self.scenario.name}, not registered) "
+            f"with seed={self.result.seed}{extra}"
+        )
+
+    def headline(self) -> str:
+        """`scenario (claim): verdict` in one line."""
+        claim = f" (claim {self.scenario.claim})" if self.scenario.claim else ""
+        what = self.result.verdict or ("error" if self.result.error else "not judged")
+        if self.result.exit_code == EXIT_INTERRUPTED:
+            what = "interrupted"
+        return f"driftlab scenario {self.scenario.name}{claim}, seed {self.result.seed}: {what}"
+
+    def summary(self) -> str:
+        """Several lines a person reads: the verdict, each failing kind with one example,
+        the report path and the command that reproduces the run."""
+        lines = [self.headline()]
+        if self.result.error:
+            lines.append(f"  run failed: {self.result.error}")
+            lines.append(f"  log: {Path(self.result.run_dir) / 'logs' / 'runner.log'}")
+        for kind, n in sorted(self.forbidden.items()):
+            lines.append(f"  forbidden anomaly {kind}: {n}{self._example(kind)}")
+        for kind in self.missing:
+            lines.append(f"  predicted anomaly {kind} not found")
+        if self.found:
+            seen = ", ".join(f"{k} {n}" for k, n in sorted(self.found.items()))
+            lines.append(f"  also observed: {seen}")
+        lines.append(f"  report: {self.report or '(none)'}")
+        lines.append(f"  run folder: {self.result.run_dir}")
+        lines.append(f"  reproduce with: {self.reproduce()}")
+        return "\n".join(lines)
+
+    def _example(self, kind: str) -> str:
+        text = self.examples.get(kind)
+        return f"; e.g. {text}" if text else ""
+
+
+def _first_of_claim(registry: dict[str, Scenario], claim: str) -> str | None:
+    for sc in registry.values():
+        if (sc.claim or "").upper() == claim.upper():
+            return sc.name
+    return None
+
+
+def outcome_of(result: RunResult, scenario: Scenario, duration: float | None = None) -> Outcome:
+    """The outcome of a finished run, read from its analysis outputs (absent outputs
+    give an outcome with the runner's error or verdict only)."""
+    run_dir = Path(result.run_dir)
+    analysis = _read_json(run_dir / "analysis.json")
+    counts = {k: int(v) for k, v in (analysis.get("counts") or result.counts).items() if v}
+    forbidden = {k: counts[k] for k in analysis.get("forbidden_found", []) if k in counts}
+    missing = list(analysis.get("expected_missing", []))
+    found = {k: n for k, n in counts.items() if k not in forbidden}
+    kinds = _read_json(run_dir / "examples.json").get("kinds") or {}
+    examples = {k: _example_line(kinds.get(k) or {}) for k in counts}
+    return Outcome(
+        result,
+        scenario,
+        forbidden=forbidden,
+        missing=missing,
+        found=found,
+        examples={k: v for k, v in examples.items() if v},
+        duration=duration,
+    )
+
+
+def _example_line(entry: dict[str, Any]) -> str:
+    rows = entry.get("examples") or []
+    if not rows:
+        return ""
+    row = rows[0]
+    where = " ".join(
+        f"{name} {row[name]}" for name in ("store", "key", "consumer") if row.get(name) is not None
+    )
+    at = f" at t={row['t']:.2f}s" if isinstance(row.get("t"), int | float) else ""
+    return f"{where}{at}: {row.get('detail') or '(no detail)'}".strip()
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
