@@ -120,6 +120,9 @@ class KafkaNode(ProcessService):
             # Consumers join at once instead of after 3 s: runs are short.
             "group.initial.rebalance.delay.ms": 0,
             "log.retention.check.interval.ms": s.retention_check_interval_ms,
+            # Retention checks start 30 s after the broker by default: a fresh stack would
+            # delete nothing during a short retention experiment.
+            "log.initial.task.delay.ms": 1000,
             "log.segment.delete.delay.ms": 1000,
             "log.cleaner.backoff.ms": s.cleaner_backoff_ms,
             # The dedupe buffer is 128 MiB of heap by default; 16 MiB fits -Xmx512m.

@@ -3,7 +3,7 @@ a ring buffer; a consumer that falls behind its tail misses messages).
 
     client -> (link app->kafka) -> Kafka topic <ns>.log (retention.ms, tiny segments)
                                        |--> consumer `fast`  (keeps up)
-                                       '--> consumer `slow`  (a slow-consumer fault)
+                                       '--> consumer `slow`  (work per message)
 
 Why Kafka rather than NATS JetStream: Kafka's retention is the log DDIA chapter 11
 describes (whole old segments are deleted from disk, the consumer's offset is its own
@@ -22,8 +22,8 @@ name. The slow consumer keeps librdkafka's prefetch queue tiny, so what it has n
 read is still on the broker (and can be deleted there) rather than buffered locally.
 
 Parameters: `retention_ms` (default 3000), `segment_ms` (250), `slow_ms` (the slow
-consumer's base delay per message, default 0: the scenario slows it with a
-`slow-consumer` fault on target `slow`), `timeout_s` (the producer's, default 20).
+consumer's work per message, default 0; C6 uses 100), `timeout_s` (the producer's,
+default 20). A `slow-consumer` fault on `fast` or `slow` adds its delay to theirs.
 
 Quiesce waits until both consumers have read up to the topic's end offsets, then marks
 `consumer-done` for each with its counts (delivered, offsets skipped) in `extra`.
@@ -43,9 +43,11 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Message,
+    Producer,
     TopicPartition,
 )
 
+from harness.services.base import ServiceError
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import Recorder, SetupContext
 from harness.setups.direct_producer import DirectProducer
@@ -93,7 +95,10 @@ class LogConsumer(threading.Thread):
             # librdkafka prefetches up to 64 MiB per partition by default: a slow
             # consumer would hold the whole log in memory and never fall behind the
             # broker's retention.
+            # Over those thresholds librdkafka waits fetch.queue.backoff.ms (1 s by
+            # default) before the next fetch: the consumer would be slow without a fault.
             config |= {
+                "fetch.queue.backoff.ms": 10,
                 "queued.min.messages": 1,
                 "queued.max.messages.kbytes": 1,
                 "fetch.message.max.bytes": 1024,
@@ -198,6 +203,7 @@ class BoundedLog(DirectProducer):
             self.bootstrap_direct,
             [TopicSpec(self.topic, 1, retention_ms=retention_ms, segment_ms=segment_ms)],
         )
+        self.warm_up()
         bootstrap = kafka.link(ctx.stack.links, CONSUMER_LINK)
         self.consumers = {
             FAST: LogConsumer(FAST, self.topic, bootstrap, ctx.recorder, 0.0, prefetch=True),
@@ -205,6 +211,24 @@ class BoundedLog(DirectProducer):
                 SLOW, self.topic, bootstrap, ctx.recorder, slow_ms / 1000, prefetch=False
             ),
         }
+
+    def warm_up(self, timeout: float = 60.0) -> None:
+        """One acknowledged idempotent produce to a topic of its own. A broker that has
+        just started answers InitProducerId with COORDINATOR_LOAD_IN_PROGRESS for
+        seconds: the workload's producers would spend its start waiting, and a log
+        written that slowly never leaves the slow consumer behind."""
+        topic = f"{self.context.namespace}.warm-up"
+        create_topics(self.bootstrap_direct, [TopicSpec(topic, 1)])
+        producer = Producer(
+            {"bootstrap.servers": self.bootstrap_app, "acks": "all", "enable.idempotence": True},
+            logger=log,
+        )
+        producer.produce(topic, b"warm-up")
+        if producer.flush(timeout):
+            raise ServiceError(
+                f"bounded-log: no acknowledgement from Kafka within {timeout:.0f}s; see the "
+                "kafka log"
+            )
 
     def start(self) -> None:
         """Start both consumers."""
