@@ -8,10 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies_messages import combined_histories
 
+from checkers.anomaly import KINDS
 from checkers.frames import events_to_df
 from checkers.reference import lost as reference
 from checkers.spark import lost as spark_checker
-from harness.history.schema import Event
+from harness.history.reader import read_parquet
+from harness.history.schema import COLUMNS, Event
+from harness.history.synthetic import generate
 
 
 def msg(action: str, t: int, msg_id: str, **kw: object) -> Event:
@@ -133,6 +136,17 @@ def test_spark_finds_the_hand_made_losses(spark) -> None:
     g = next(r for r in rows if r.consumer == "g")
     assert g.detail == "m2 produced on orders, never delivered to g"
     assert g.evidence.count('"msg_id":"m2"') == 2
+
+
+def test_finds_what_the_synthetic_generator_planted(tmp_path) -> None:
+    """harness.history.synthetic plants each kind by its own reading of the spec."""
+    run = generate(tmp_path / "run", 2000, seed=11, plant={k: 2 for k in KINDS["lost"]})
+    rows = read_parquet(run.run_dir / "history.parquet").table.to_pylist()
+    events = [Event(**{c: r[c] for c in COLUMNS}) for r in rows]
+    found = Counter(a.kind for a in reference.check(events))
+    kinds = KINDS["lost"]
+    assert {k: found[k] for k in kinds} == {k: run.expected[k] for k in kinds}
+    assert reference.notes(events)["recovered-write"] == run.notes["recovered-write"]
 
 
 @pytest.mark.spark
