@@ -173,7 +173,7 @@ def _lost_writes(events: DataFrame) -> DataFrame:
 
 
 def _recovered_writes(events: DataFrame) -> DataFrame:
-    """`info` source writes whose (key, value) reached some derived store."""
+    """`info` source writes that reached some derived store (applied or skipped)."""
     anywhere = (
         _reached(events)
         .select(*[F.col(c).alias(f"r_{c}") for c in ("key", "value", "deleted")])
