@@ -1,0 +1,115 @@
+"""The pytest plugin, run the way a user runs it: a test file through pytest in a
+subprocess (pytester), the plugin loaded by its `pytest11` entry point."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+# A planted bug: the claim that dual writes keep Redis in step with PostgreSQL. The
+# lab's own C1 shows they do not, so the run must fail with `stale` as the forbidden kind.
+PLANTED = """
+import dataclasses
+
+import pytest
+
+from scenarios.registry import get_scenario
+
+CLAIMED_SAFE = dataclasses.replace(
+    get_scenario("dual-write-race"),
+    name="dual-write-claimed-safe",
+    claim=None,
+    expectations={"stale": "absent", "phantom": "absent"},
+)
+
+
+@pytest.mark.scenario(CLAIMED_SAFE, seed=7, duration="3s")
+def test_dual_writes_stay_in_sync(scenario_result):
+    raise AssertionError("the body ran after a failed scenario")
+
+
+@pytest.mark.scenario
+def test_only_a_label():
+    pass
+"""
+
+
+@pytest.mark.services
+@pytest.mark.spark
+@pytest.mark.scenario
+@pytest.mark.slow
+def test_a_planted_bug_fails_with_anomalies_report_and_reproduction(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_planted=PLANTED)
+    result = pytester.runpytest_subprocess("-m", "scenario", "-p", "no:cacheprovider", "-rA")
+    out = result.stdout.str()
+    result.assert_outcomes(failed=1, passed=1)
+    assert "driftlab scenario dual-write-claimed-safe, seed 7: unexpected anomaly" in out, out
+    # One example each: where and what, from examples.json.
+    assert re.search(r"forbidden anomaly stale: \d+; e\.g\. store cache key k\d+", out), out
+    report = re.search(r"report: (\S+/report\.html)", out)
+    assert report, out
+    assert Path(report.group(1)).is_file() and Path(report.group(1)).is_relative_to(pytester.path)
+    assert (
+        "reproduce with: pytest 'test_planted.py::test_dual_writes_stay_in_sync' "
+        "--driftlab-seed 7 --driftlab-duration 3s"
+    ) in out, out
+    assert "the body ran" not in out
+    runs = list((pytester.path / "runs" / "dual-write-claimed-safe").iterdir())
+    assert len(runs) == 1 and (runs[0] / "analysis.json").is_file()
+
+
+def test_the_docker_backend_refuses_without_an_engine(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_docker="""
+        def test_needs_stack(driftlab_stack):
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("--driftlab-backend", "docker", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*no Docker engine at unix:///var/run/docker.sock: start Docker or use --backend local*"]
+    )
+
+
+def test_marker_arguments_are_checked(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bad="""
+        import pytest
+
+        @pytest.mark.scenario("C1", seeds=3)
+        def test_typo():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*@pytest.mark.scenario takes seed, duration and analyze*seeds*"])
+
+
+def test_the_options_and_fixtures_are_offered(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "*--driftlab-backend*",
+            "*--driftlab-seed*",
+            "*--driftlab-duration*",
+            "*--driftlab-runs-dir*",
+        ]
+    )
+    fixtures = pytester.runpytest_subprocess("--fixtures", "-p", "no:cacheprovider")
+    fixtures.stdout.fnmatch_lines(
+        [
+            "*driftlab_stack*",
+            "*run_scenario*",
+            "*driftlab_scenario*",
+            "*scenario_result*",
+        ],
+        consecutive=False,
+    )
