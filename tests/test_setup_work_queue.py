@@ -22,8 +22,9 @@ from scenarios.registry import get_scenario
 @pytest.mark.services
 @pytest.mark.slow
 def test_c7_consumer_crash_redelivers_out_of_order(stack: Stack, tmp_path: Path) -> None:
-    sc = get_scenario("C7").with_overrides(duration=6)
-    result = run_scenario(sc, seed=3, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
+    # The scenario's own 10 s: on a loaded machine a shorter run may keep one crash only.
+    sc = get_scenario("C7")
+    result = run_scenario(sc, seed=11, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
     assert result.error is None and result.quiesced and not result.fault_errors
     counts = reference_counts(result.run_dir)
     verdict = judge(counts, sc.expectations)

@@ -143,13 +143,15 @@ class WorkQueue(Setup):
         return WorkQueueClient(self, process)
 
     def quiesce(self, timeout: float) -> bool:
-        """Wait until the queue is empty and every worker has been idle for a second."""
+        """Wait until the queue is empty, the broker counts only the live workers'
+        consumers (a killed one's unacked messages are back), and every worker has been
+        idle for a second."""
         deadline = time.monotonic() + timeout
         assert self._amqp_direct is not None
         while time.monotonic() < deadline:
             conn = pika.BlockingConnection(_amqp_parameters(self._amqp_direct))
             try:
-                ready = conn.channel().queue_declare(self.queue, passive=True).method.message_count
+                declared = conn.channel().queue_declare(self.queue, passive=True).method
             finally:
                 conn.close()
             statuses = [w.status() for w in self.workers.values()]
@@ -157,7 +159,10 @@ class WorkQueue(Setup):
                 w.is_running() and time.time() - s.get("last_message", 0) > 1.0
                 for w, s in zip(self.workers.values(), statuses, strict=True)
             )
-            if ready == 0 and idle:
+            # A killed worker's consumer counts until the broker sees its connection
+            # close; only then are its unacked messages back in the queue.
+            settled = declared.consumer_count == len(self.workers)
+            if declared.message_count == 0 and idle and settled:
                 self.context.recorder.mark("consumer-done", consumer=GROUP, channel=self.queue)
                 return True
             time.sleep(0.2)
