@@ -112,6 +112,8 @@ def evidence_line(run: RunInfo) -> str:
     what was expected and missing."""
     if run.error and run.verdict in ("error", "not judged"):
         return f"run failed: {run.error}"
+    if run.verdict == "not judged":
+        return f"recorded, not analysed: driftlab analyze runs/{run.path}"
     found = [
         f"{k} {run.counts.get(k, 0)}"
         for k, w in run.expectations.items()

@@ -202,6 +202,9 @@ def test_suite_page_gives_each_claim_its_latest_verdict_and_trend(tmp_path: Path
     assert c1["last"].report == "dual-write-race/20260103T000000Z-0/report.html"
     assert [o["scenario"] for o in ctx["others"]] == ["synthetic"]
     assert ctx["others"][0]["verdict"] == "not judged"
+    assert ctx["others"][0]["evidence"] == (
+        "recorded, not analysed: driftlab analyze runs/synthetic/20260101T000000Z-0"
+    )
     page = render_suite(tmp_path).read_text()
     assert 'href="dual-write-race/20260103T000000Z-0/report.html"' in page
     assert page.count('id="claim-C') == 17
