@@ -30,4 +30,13 @@ def main() -> None:
 
 
 # Subcommands register themselves on `app` when their module is imported.
-from harness.cli import analyze, explore, report, run, stack, suite, version  # noqa: E402,F401
+from harness.cli import (  # noqa: E402,F401
+    analyze,
+    explore,
+    matrix,
+    report,
+    run,
+    stack,
+    suite,
+    version,
+)

@@ -1,0 +1,178 @@
+"""`driftlab matrix`: scenarios x fault schedules x seeds within a time budget."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from harness.cli import app
+from harness.cli.run import BACKEND_OPTION, enter_backend, parse_duration
+
+EXIT_FORBIDDEN = 1
+EXIT_RUN_ERROR = 2
+MATRIX_JSON = "matrix.json"
+
+
+@app.command()
+def matrix(
+    budget: Annotated[
+        str,
+        typer.Option(help="Wall-time budget, e.g. 20m: cells that would overrun it are skipped."),
+    ] = "20m",
+    scenarios: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated claim ids or scenario names (default: every claim)."),
+    ] = None,
+    schedules: Annotated[
+        str, typer.Option(help="Comma-separated fault schedules: own, none, latency.")
+    ] = "own,none,latency",
+    seeds: Annotated[
+        str, typer.Option(help="Seeds: a count (3 = 0,1,2), a list (1,5,9) or a range (0-4).")
+    ] = "3",
+    duration: Annotated[
+        str | None,
+        typer.Option(help="Workload duration of every run, e.g. 10s (default: each one's)."),
+    ] = None,
+    runs_dir: Annotated[
+        Path, typer.Option("--runs-dir", help="Where run folders, index.html and matrix.json go.")
+    ] = Path("runs"),
+    junit: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Write a JUnit XML report: one testcase per run."),
+    ] = None,
+    spark_master: Annotated[
+        str | None,
+        typer.Option("--spark-master", metavar="URL", help="Spark master URL for the analysis."),
+    ] = None,
+    backend: Annotated[str, BACKEND_OPTION] = "local",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the cells that would run; run none.")
+    ] = False,
+) -> None:
+    """Run scenarios x fault schedules x seeds on one stack within a time budget.
+
+    Writes a run folder per cell, the suite page runs/index.html listing every run,
+    runs/matrix.json (cells run and skipped) and, with --junit, a JUnit XML report.
+    Exit status: 0 when no run found a forbidden anomaly (predicted anomalies are the
+    demonstrations, found or not), 1 when some run did, 2 bad input or a run that could
+    not complete, 130 interrupted.
+
+    Example: driftlab matrix --budget 20m --scenarios C1,C3 --seeds 2 --junit matrix.xml
+    """
+    from harness.runner.matrix import parse_seeds, plan
+    from harness.runner.stack_use import check_backend
+    from scenarios.registry import claims_scenarios, get_scenario
+
+    console = Console(highlight=False)
+    err = Console(stderr=True, highlight=False)
+    try:
+        check_backend(backend)
+        budget_s = parse_duration(budget) or 0.0
+        secs = parse_duration(duration)
+        if scenarios:
+            chosen = [get_scenario(s.strip()) for s in scenarios.split(",") if s.strip()]
+        else:
+            chosen = claims_scenarios()
+        chosen = [sc.with_overrides(duration=secs) for sc in chosen]
+        cells = plan(
+            chosen, [s.strip() for s in schedules.split(",") if s.strip()], parse_seeds(seeds)
+        )
+    except (KeyError, ValueError, typer.BadParameter) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc.args[0] if exc.args else exc))}")
+        raise typer.Exit(2) from None
+    if not cells:
+        err.print("[red]error:[/] no cell to run: check --scenarios and --schedules")
+        raise typer.Exit(2)
+    if dry_run:
+        for c in cells:
+            console.print(f"{c.scenario.name} seed {c.seed} ({c.scenario.workload.duration:g} s)")
+        console.print(f"{len(cells)} cells, budget {budget_s:.0f} s")
+        return
+    raise typer.Exit(_run(console, err, cells, budget_s, runs_dir, junit, spark_master, backend))
+
+
+def _run(
+    console: Console,
+    err: Console,
+    cells: list[Any],
+    budget_s: float,
+    runs_dir: Path,
+    junit: Path | None,
+    spark_master: str | None,
+    backend: str,
+) -> int:
+    from harness.cli.suite import write_index
+    from harness.runner.matrix import junit_xml, run_matrix
+    from harness.runner.runner import EXIT_INTERRUPTED
+    from harness.runner.stack_use import running_stack
+
+    def show(cell: Any, outcome: Any) -> None:
+        r = outcome.result
+        what = r.verdict or r.error or "not judged"
+        colour = "red" if r.verdict == "unexpected anomaly" or r.error else "green"
+        console.print(
+            f"{cell.scenario.name} seed {cell.seed}: [{colour}]{escape(what)}[/] ({r.wall_s:.0f} s)"
+        )
+
+    console.print(f"matrix: {len(cells)} cells, budget {budget_s:.0f} s")
+    with contextlib.ExitStack() as scope:
+        stack = running_stack() if backend == "local" else None
+        if stack is None:
+            stack = enter_backend(scope, backend, err)
+        result = run_matrix(cells, budget_s, runs_dir, stack, spark_master, on_result=show)
+    chosen = [c.scenario for c, _ in result.outcomes]
+    runs = [o.result for _, o in result.outcomes]
+    index = write_index(
+        runs_dir, list({sc.name: sc for sc in chosen}.values()), runs, result.wall_s
+    )
+    _write_matrix_json(runs_dir, result)
+    if junit is not None:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_bytes(junit_xml(result))
+        console.print(f"JUnit: {junit}")
+    for outcome in result.forbidden:
+        console.print(f"[red]{escape(outcome.summary())}[/]")
+    console.print(
+        f"{len(result.outcomes)} runs in {result.wall_s:.0f} s, {len(result.skipped)} skipped "
+        f"for the budget; {len(result.forbidden)} with forbidden anomalies, "
+        f"{len(result.errors)} failed runs; index: {index}"
+    )
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    if result.forbidden:
+        return EXIT_FORBIDDEN
+    return EXIT_RUN_ERROR if result.errors else 0
+
+
+def _write_matrix_json(runs_dir: Path, result: Any) -> None:
+    """runs/matrix.json: every cell run (with its verdict and folder) and skipped."""
+    data = {
+        "schema": 1,
+        "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "wall_s": round(result.wall_s, 1),
+        "runs": [
+            {
+                "scenario": cell.scenario.name,
+                "schedule": cell.schedule,
+                "seed": cell.seed,
+                "verdict": o.result.verdict,
+                "forbidden": o.forbidden,
+                "error": o.result.error,
+                "run_dir": str(Path(o.result.run_dir).relative_to(runs_dir)),
+                "wall_s": round(o.result.wall_s, 1),
+            }
+            for cell, o in result.outcomes
+        ],
+        "skipped": [
+            {"scenario": c.scenario.name, "schedule": c.schedule, "seed": c.seed}
+            for c in result.skipped
+        ],
+    }
+    (runs_dir / MATRIX_JSON).write_text(json.dumps(data, indent=2) + "\n")

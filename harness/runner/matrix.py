@@ -1,0 +1,239 @@
+"""The chaos matrix: scenarios x fault schedules x seeds within a time budget.
+
+A cell is one run. Cells run seed by seed, each seed over every schedule and scenario,
+so a short budget still covers every scenario once before it repeats one. Before a
+cell starts, the matrix estimates its wall time (the mean of the runs so far of that
+setup, else the workload plus a first-run allowance); a cell that would end past the
+budget is skipped and listed as such.
+
+Fault schedules:
+- `own`: the scenario's schedule as written (its run folder keeps the scenario's name);
+- `none`: no faults at all (the control: which anomalies come from the design alone);
+- `latency`: the scenario's schedule plus 100 ms +- 30 ms on the app's link to its
+  first store for the middle half of the workload (scenarios without a store link
+  have no such cell).
+A variant runs as `<scenario>+<schedule>` so the suite page keeps its runs apart.
+
+Only a forbidden anomaly (an `absent` expectation found) fails a cell: a predicted
+anomaly that a variant schedule does not produce is a finding, not a failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.nemesis.schedule import FaultSpec, Schedule
+from harness.runner.outcome import Outcome, outcome_of
+from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
+from harness.setups import SETUPS
+from scenarios.model import Scenario
+
+SCHEDULES = ("own", "none", "latency")
+FIRST_RUN_ALLOWANCE_S = 90.0  # services to start and a Spark session to warm, once
+LATENCY_STORES = ("postgres", "redis", "rabbitmq")
+UNEXPECTED = "unexpected anomaly"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the matrix."""
+
+    scenario: Scenario
+    schedule: str
+    seed: int
+
+    @property
+    def name(self) -> str:
+        """The run's scenario name: the scenario's own, or `<scenario>+<schedule>`."""
+        return self.scenario.name
+
+    def rerun(self, base: str) -> str:
+        """The command that repeats this cell alone."""
+        return f"driftlab matrix --scenarios {base} --schedules {self.schedule} --seeds {self.seed}"
+
+
+@dataclass
+class MatrixResult:
+    """What the matrix ran, what it skipped for the budget, and its wall time."""
+
+    outcomes: list[tuple[Cell, Outcome]] = field(default_factory=list)
+    skipped: list[Cell] = field(default_factory=list)
+    wall_s: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def forbidden(self) -> list[Outcome]:
+        """Runs with a forbidden anomaly: the matrix's failures."""
+        return [o for _, o in self.outcomes if o.result.verdict == UNEXPECTED]
+
+    @property
+    def errors(self) -> list[Outcome]:
+        """Runs that could not complete (no verdict)."""
+        return [
+            o for _, o in self.outcomes if o.result.error and o.result.exit_code != EXIT_INTERRUPTED
+        ]
+
+
+def with_schedule(sc: Scenario, schedule: str) -> Scenario | None:
+    """`sc` under the named fault schedule, or None when it has no such variant."""
+    if schedule == "own":
+        return sc
+    if schedule == "none":
+        return dataclasses.replace(sc, name=f"{sc.name}+none", faults=Schedule((), 0.0))
+    if schedule == "latency":
+        stores = [s for s in SETUPS[sc.setup].services if s in LATENCY_STORES]
+        if not stores:
+            return None
+        d = sc.workload.duration
+        window = FaultSpec(
+            "latency", stores[0], at=0.25 * d, duration=0.5 * d, params={"ms": 100, "jitter_ms": 30}
+        )
+        faults = Schedule((*sc.faults.faults, window), sc.faults.recovery)
+        return dataclasses.replace(sc, name=f"{sc.name}+latency", faults=faults.fitted(d))
+    raise ValueError(f"unknown fault schedule {schedule!r}; choose from {', '.join(SCHEDULES)}")
+
+
+def plan(scenarios: list[Scenario], schedules: list[str], seeds: list[int]) -> list[Cell]:
+    """Every cell, seed-major then schedule then scenario (see the module)."""
+    for s in schedules:
+        if s not in SCHEDULES:
+            raise ValueError(f"unknown fault schedule {s!r}; choose from {', '.join(SCHEDULES)}")
+    cells = []
+    for seed in seeds:
+        for schedule in schedules:
+            for sc in scenarios:
+                variant = with_schedule(sc, schedule)
+                if variant is not None:
+                    variant.validate()
+                    cells.append(Cell(variant, schedule, seed))
+    return cells
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`3` (seeds 0..2), `1,5,9` or `0-4`; ValueError naming the forms otherwise."""
+    text = text.strip()
+    try:
+        if "," in text:
+            return [int(s) for s in text.split(",") if s.strip()]
+        if "-" in text[1:]:
+            lo, hi = text.split("-", 1)
+            seeds = list(range(int(lo), int(hi) + 1))
+        else:
+            seeds = list(range(int(text)))
+    except ValueError:
+        seeds = []
+    if not seeds:
+        raise ValueError(
+            f"--seeds {text!r}: write a count (3 = seeds 0,1,2), a list (1,5,9) or a range (0-4)"
+        )
+    return seeds
+
+
+def run_matrix(
+    cells: list[Cell],
+    budget_s: float,
+    runs_dir: Path,
+    stack: Any,
+    spark_master: str | None = None,
+    on_result: Callable[[Cell, Outcome], None] | None = None,
+    stop: threading.Event | None = None,
+) -> MatrixResult:
+    """Run `cells` on `stack` until the budget would be exceeded; never raises for a
+    failed run (it is an outcome with an error)."""
+    result = MatrixResult()
+    started = time.monotonic()
+    walls: dict[str, list[float]] = {}
+    base_of = {c.scenario.name: c.scenario.name.split("+", 1)[0] for c in cells}
+    for i, cell in enumerate(cells):
+        if result.interrupted:
+            break
+        if time.monotonic() - started + _estimate(cell, walls) > budget_s:
+            result.skipped = cells[i:]
+            break
+        run = run_scenario(
+            cell.scenario,
+            seed=cell.seed,
+            runs_dir=runs_dir,
+            spark_master=spark_master,
+            stack=stack,
+            stop=stop,
+        )
+        walls.setdefault(cell.scenario.setup, []).append(run.wall_s)
+        outcome = outcome_of(run, cell.scenario)
+        if cell.schedule != "own":
+            outcome = dataclasses.replace(outcome, rerun=cell.rerun(base_of[cell.name]))
+        result.outcomes.append((cell, outcome))
+        if on_result:
+            on_result(cell, outcome)
+        if run.exit_code == EXIT_INTERRUPTED:
+            result.interrupted = True
+    result.wall_s = time.monotonic() - started
+    return result
+
+
+def _estimate(cell: Cell, walls: dict[str, list[float]]) -> float:
+    seen = walls.get(cell.scenario.setup)
+    if seen:
+        return sum(seen) / len(seen)
+    return (
+        cell.scenario.workload.duration
+        + cell.scenario.quiesce_timeout / 2
+        + (FIRST_RUN_ALLOWANCE_S)
+    )
+
+
+def junit_xml(result: MatrixResult) -> bytes:
+    """A JUnit XML report: one testcase per cell (classname the scenario, name the
+    schedule and seed); a forbidden anomaly is a <failure> whose message is the
+    outcome's headline and forbidden kinds, its text the full summary; a run that
+    could not complete is an <error>; a cell the budget left out is <skipped>."""
+    suite = ET.Element("testsuite", name="driftlab matrix")
+    failures = errors = 0
+    for cell, outcome in result.outcomes:
+        case = _case(cell, outcome.result.wall_s)
+        r = outcome.result
+        if r.verdict == UNEXPECTED:
+            failures += 1
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(outcome.forbidden.items()))
+            failure = ET.SubElement(
+                case, "failure", message=f"{outcome.headline()}: {kinds}", type=UNEXPECTED
+            )
+            failure.text = outcome.summary()
+        elif r.error or r.exit_code == EXIT_INTERRUPTED:
+            errors += 1
+            error = ET.SubElement(case, "error", message=r.error or "interrupted", type="run error")
+            error.text = outcome.summary()
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = outcome.summary()
+        suite.append(case)
+    for cell in result.skipped:
+        case = _case(cell, 0.0)
+        ET.SubElement(case, "skipped", message="left out: the time budget was spent")
+        suite.append(case)
+    total = len(result.outcomes) + len(result.skipped)
+    suite.set("tests", str(total))
+    suite.set("failures", str(failures))
+    suite.set("errors", str(errors))
+    suite.set("skipped", str(len(result.skipped)))
+    suite.set("time", f"{result.wall_s:.1f}")
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def _case(cell: Cell, seconds: float) -> ET.Element:
+    return ET.Element(
+        "testcase",
+        classname=f"driftlab.{cell.scenario.name.split('+', 1)[0]}",
+        name=f"{cell.schedule} seed {cell.seed}",
+        time=f"{seconds:.1f}",
+    )
