@@ -91,6 +91,9 @@ class LogConsumer(threading.Thread):
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
         }
+        # A slow consumer takes one message at a time: a batch taken at once would move
+        # its fetch position far ahead of what it has processed.
+        self.batch = 100 if prefetch else 1
         if not prefetch:
             # librdkafka prefetches up to 64 MiB per partition by default: a slow
             # consumer would hold the whole log in memory and never fall behind the
@@ -112,7 +115,7 @@ class LogConsumer(threading.Thread):
         self.kafka.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         try:
             while not self.stopping.is_set():
-                msgs = self.kafka.consume(num_messages=100, timeout=0.2)
+                msgs = self.kafka.consume(num_messages=self.batch, timeout=0.2)
                 if not msgs:
                     self.catch_up()
                 for msg in msgs:
