@@ -64,7 +64,12 @@ def test_a_planted_bug_fails_with_anomalies_report_and_reproduction(
     assert len(runs) == 1 and (runs[0] / "analysis.json").is_file()
 
 
-def test_the_docker_backend_refuses_without_an_engine(pytester: pytest.Pytester) -> None:
+def test_the_docker_backend_refuses_without_an_engine(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An engine address where nothing listens, also on a machine that runs Docker.
+    url = f"unix://{pytester.path}/docker.sock"
+    monkeypatch.setenv("DOCKER_HOST", url)
     pytester.makepyfile(
         test_docker="""
         def test_needs_stack(driftlab_stack):
@@ -74,7 +79,7 @@ def test_the_docker_backend_refuses_without_an_engine(pytester: pytest.Pytester)
     result = pytester.runpytest_subprocess("--driftlab-backend", "docker", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*no Docker engine at unix:///var/run/docker.sock: start Docker or use --backend local*"]
+        [f"*no Docker engine at {url}: start Docker or use --backend local*"]
     )
 
 
