@@ -108,8 +108,7 @@ def _run(
     spark_master: str | None,
     backend: str,
 ) -> int:
-    from harness.cli.suite import write_index
-    from harness.runner.matrix import junit_xml, run_matrix
+    from harness.runner.matrix import run_matrix
     from harness.runner.runner import EXIT_INTERRUPTED
     from harness.runner.stack_use import running_stack
 
@@ -127,15 +126,8 @@ def _run(
         if stack is None:
             stack = enter_backend(scope, backend, err)
         result = run_matrix(cells, budget_s, runs_dir, stack, spark_master, on_result=show)
-    chosen = [c.scenario for c, _ in result.outcomes]
-    runs = [o.result for _, o in result.outcomes]
-    index = write_index(
-        runs_dir, list({sc.name: sc for sc in chosen}.values()), runs, result.wall_s
-    )
-    _write_matrix_json(runs_dir, result)
+    index = write_outputs(runs_dir, result, junit)
     if junit is not None:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_bytes(junit_xml(result))
         console.print(f"JUnit: {junit}")
     for outcome in result.forbidden:
         console.print(f"[red]{escape(outcome.summary())}[/]")
@@ -149,6 +141,22 @@ def _run(
     if result.forbidden:
         return EXIT_FORBIDDEN
     return EXIT_RUN_ERROR if result.errors else 0
+
+
+def write_outputs(runs_dir: Path, result: Any, junit: Path | None) -> Path:
+    """runs/index.json and the suite page (every run of the matrix), runs/matrix.json
+    and the JUnit report; returns the suite page's path."""
+    from harness.cli.suite import write_index
+    from harness.runner.matrix import junit_xml
+
+    chosen = {c.scenario.name: c.scenario for c, _ in result.outcomes}
+    runs = [o.result for _, o in result.outcomes]
+    index = write_index(runs_dir, list(chosen.values()), runs, result.wall_s)
+    _write_matrix_json(runs_dir, result)
+    if junit is not None:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_bytes(junit_xml(result))
+    return index
 
 
 def _write_matrix_json(runs_dir: Path, result: Any) -> None:

@@ -86,8 +86,9 @@ def docker_host() -> str:
 
 def docker_client() -> Any:
     """A Docker SDK client that has answered a ping, or ServiceError with the fix."""
-    import docker
     from docker.errors import DockerException
+
+    import docker
 
     url = docker_host()
     try:

@@ -1,0 +1,98 @@
+"""`driftlab matrix`: the plan of cells, the budget, the JUnit report and the suite page;
+one real run with a planted forbidden anomaly on the real stack."""
+
+from __future__ import annotations
+
+import dataclasses
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.cli.matrix import write_outputs
+from harness.runner.matrix import Cell, junit_xml, parse_seeds, plan, run_matrix, with_schedule
+from scenarios.registry import get_scenario
+
+
+def test_cells_go_seed_by_seed_over_schedules_and_scenarios() -> None:
+    scs = [get_scenario("C1"), get_scenario("C17")]
+    cells = plan(scs, ["own", "none", "latency"], [4, 5])
+    names = [(c.seed, c.scenario.name) for c in cells]
+    # direct-messaging has no store link: no latency cell for it.
+    assert names[:5] == [
+        (4, "dual-write-race"),
+        (4, "direct-messaging-consumer-offline"),
+        (4, "dual-write-race+none"),
+        (4, "direct-messaging-consumer-offline+none"),
+        (4, "dual-write-race+latency"),
+    ]
+    assert len(cells) == 10 and {c.seed for c in cells[5:]} == {5}
+
+
+def test_schedules_change_only_the_faults() -> None:
+    sc = get_scenario("C2")
+    none = with_schedule(sc, "none")
+    assert none is not None and none.faults.faults == () and none.expectations == sc.expectations
+    latency = with_schedule(sc, "latency")
+    assert latency is not None
+    extra = latency.faults.faults[len(sc.faults.faults) :]
+    assert [(f.kind, f.target, f.params["ms"]) for f in extra] == [("latency", "postgres", 100)]
+    assert extra[0].at + extra[0].duration <= sc.workload.duration
+    with pytest.raises(ValueError, match="unknown fault schedule 'flood'; choose from own"):
+        plan([sc], ["flood"], [0])
+
+
+def test_seeds_accept_a_count_a_list_and_a_range() -> None:
+    assert parse_seeds("3") == [0, 1, 2]
+    assert parse_seeds("1,5,9") == [1, 5, 9]
+    assert parse_seeds("2-4") == [2, 3, 4]
+    with pytest.raises(ValueError, match=r"a count .* a list .* or a range"):
+        parse_seeds("some")
+
+
+def test_bad_input_exits_2_with_the_problem() -> None:
+    out = CliRunner().invoke(app, ["matrix", "--scenarios", "C99", "--dry-run"])
+    assert out.exit_code == 2 and "no scenario 'C99'" in out.output
+    out = CliRunner().invoke(app, ["matrix", "--budget", "soon", "--dry-run"])
+    assert out.exit_code == 2 and "is not a duration" in out.output
+
+
+def test_a_spent_budget_skips_every_cell_and_junit_lists_them(tmp_path: Path) -> None:
+    cells = plan([get_scenario("C1")], ["own", "none"], [0])
+    result = run_matrix(cells, budget_s=0, runs_dir=tmp_path / "runs", stack=None)
+    assert result.outcomes == [] and len(result.skipped) == 2
+    suite = ET.fromstring(junit_xml(result)).find("testsuite")
+    assert suite is not None and suite.get("tests") == "2" and suite.get("skipped") == "2"
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.services
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_forbidden_anomaly_is_a_junit_failure_and_the_page_lists_every_run(
+    stack: object, tmp_path: Path
+) -> None:
+    # Planted: the claim that dual writes keep Redis in step (C1 shows they do not).
+    claimed_safe = dataclasses.replace(
+        get_scenario("dual-write-race").with_overrides(duration=3),
+        name="dual-write-claimed-safe",
+        expectations={"stale": "absent", "phantom": "absent"},
+    )
+    runs = tmp_path / "runs"
+    result = run_matrix([Cell(claimed_safe, "own", 7)], 600, runs, stack)
+    assert [o.result.verdict for _, o in result.outcomes] == ["unexpected anomaly"]
+    assert result.forbidden and not result.errors
+    index = write_outputs(runs, result, tmp_path / "matrix.xml")
+    case = ET.parse(tmp_path / "matrix.xml").getroot().find("testsuite/testcase")
+    assert case is not None and case.get("name") == "own seed 7"
+    failure = case.find("failure")
+    assert failure is not None and "forbidden anomaly stale" in (failure.text or "")
+    assert failure.get("message", "").startswith(
+        "driftlab scenario dual-write-claimed-safe (claim C1), seed 7: unexpected anomaly: stale "
+    )
+    page = index.read_text()
+    run_dir = Path(result.outcomes[0][1].result.run_dir)
+    assert f"{run_dir.relative_to(runs).as_posix()}/report.html" in page
+    assert (runs / "matrix.json").is_file()
