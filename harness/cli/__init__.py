@@ -34,6 +34,7 @@ from harness.cli import (  # noqa: E402,F401
     analyze,
     explore,
     matrix,
+    replay,
     report,
     run,
     stack,

@@ -1,0 +1,89 @@
+"""`driftlab replay SCHEDULE.json`: run an explored schedule on the real stack."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from harness.cli import app
+from harness.explore.schedule import Schedule, ScheduleError, describe
+from harness.history.errors import HistoryError
+from harness.replay.replay import compare, replay
+from harness.replay.turnstile import ReplayError
+from harness.services.base import ServiceError
+
+_HELP = (
+    "Replay a schedule saved by `driftlab explore` on the real services.\n\n"
+    "Each client is held at the setup's step points (between the database write and the "
+    "cache write, ...) and let through one scheduled step at a time, so the interleaving "
+    "is forced. The replay writes a normal run directory (config.json names the "
+    "schedule), analyses it with the Spark checkers and compares the anomaly kinds with "
+    "those the simulator saved in the schedule. Exit 0 when they are the same, 1 when "
+    "they differ (both lists are printed), 2 on bad input or a step that could not be "
+    "forced."
+)
+
+
+@app.command(name="replay", help=_HELP, epilog="The schedule file format is in docs/explore.md.")
+def replay_cmd(
+    schedule_path: Annotated[
+        Path, typer.Argument(metavar="SCHEDULE", help="A schedule file of `driftlab explore`.")
+    ],
+    runs_dir: Annotated[
+        Path, typer.Option("--runs-dir", help="Where run folders are written.")
+    ] = Path("runs"),
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Run seed (default: a random one).")
+    ] = None,
+    spark_master: Annotated[
+        str | None, typer.Option("--spark-master", help="Spark master URL (default local).")
+    ] = None,
+) -> None:
+    """Replay SCHEDULE on the real stack and compare its anomalies with the simulation's."""
+    console = Console()
+    try:
+        schedule = Schedule.load(schedule_path)
+    except ScheduleError as exc:
+        console.print(f"[red]{schedule_path}: {exc}[/]")
+        raise typer.Exit(2) from None
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    console.print(f"[bold]replay[/] {schedule_path} ({schedule.setup}, seed {seed})")
+    for i, step in enumerate(schedule.steps, start=1):
+        console.print(f"  {i:>2}. {describe(step)}")
+    try:
+        run_dir = replay(schedule, runs_dir=runs_dir, seed=seed, source=schedule_path)
+    except (ReplayError, ServiceError) as exc:
+        console.print(f"[red]replay failed[/]: {exc}")
+        raise typer.Exit(2) from None
+    console.print(f"run folder: {run_dir}")
+    from checkers.analyze import AnalysisInputError, analyze
+
+    try:
+        result = analyze(run_dir, master=spark_master, console=console)
+    except (HistoryError, AnalysisInputError) as exc:
+        console.print(f"[red]analysis failed[/]: {exc}")
+        raise typer.Exit(2) from None
+    found = [kind for kind, n in result.counts.items() if n]
+    comparison = compare(schedule, found)
+    (run_dir / "replay.json").write_text(
+        json.dumps(
+            {"simulated": sorted(comparison.expected), "real": sorted(comparison.found)},
+            indent=2,
+        )
+        + "\n"
+    )
+    console.print(f"simulated kinds: {', '.join(sorted(comparison.expected)) or 'none'}")
+    console.print(f"real kinds:      {', '.join(sorted(comparison.found)) or 'none'}")
+    if comparison.same:
+        console.print("[green]the real stack shows the simulated anomaly kinds[/]")
+        return
+    if comparison.missing:
+        console.print(f"[red]not seen on the real stack[/]: {', '.join(comparison.missing)}")
+    if comparison.extra:
+        console.print(f"[red]seen only on the real stack[/]: {', '.join(comparison.extra)}")
+    raise typer.Exit(1)

@@ -1,0 +1,1 @@
+"""Replay of explored schedules on the real stack (`driftlab replay`, docs/explore.md)."""
