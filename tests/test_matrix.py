@@ -71,6 +71,8 @@ def test_a_spent_budget_skips_every_cell_and_junit_lists_them(tmp_path: Path) ->
 @pytest.mark.services
 @pytest.mark.spark
 @pytest.mark.slow
+# A stack, a run and a Spark analysis; on a loaded two-core machine more than 600 s.
+@pytest.mark.timeout(1200)
 def test_a_forbidden_anomaly_is_a_junit_failure_and_the_page_lists_every_run(
     stack: object, tmp_path: Path
 ) -> None:

@@ -42,6 +42,8 @@ def test_only_a_label():
 @pytest.mark.spark
 @pytest.mark.scenario
 @pytest.mark.slow
+# A stack, a run and a Spark analysis; on a loaded two-core machine more than 600 s.
+@pytest.mark.timeout(1200)
 def test_a_planted_bug_fails_with_anomalies_report_and_reproduction(
     pytester: pytest.Pytester,
 ) -> None:
