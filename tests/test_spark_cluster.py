@@ -141,7 +141,7 @@ def test_standalone_cluster_matches_local(
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1800,  # a loaded 2-core machine; a few minutes otherwise
     )
     assert done.returncode == 0, done.stdout + done.stderr
     remote = json.loads((cluster_run / "analysis.json").read_text())
