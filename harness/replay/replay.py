@@ -90,7 +90,7 @@ def replay(
     """
     check_replayable(schedule)
     turnstile = Turnstile(step_timeout)
-    driver = DRIVERS[schedule.setup](turnstile)
+    driver = DRIVERS[schedule.setup](turnstile, schedule.params)
     scenario = scenario_name(schedule)
     run_dir = create_run_dir(runs_dir, scenario, seed)
     run_id = f"{run_dir.parent.name}/{run_dir.name}"

@@ -18,6 +18,10 @@ records to its own history segment (role `consumer`) one event per step:
   than the stored one (a Lua script, atomic in Redis; else a `skip`), deletes keep the
   version as a tombstone; `counter` INCRs a counter per change (not idempotent), and
   the `apply` event carries the new total as its value.
+- `control_path` (replay): the consumer moves only when told. The parent writes a
+  command there atomically (`{"seq": n, "cmd": "poll", "partition": p}`, `apply`,
+  `commit`, or `run` to leave stepped mode), and the consumer publishes `done: n` in its
+  status once the step is over, so `driftlab replay` forces one step at a time.
 - A failed Redis call (a cut link) makes the consumer seek back to its last committed
   offsets and process again from there after a back-off: the at-least-once retry.
 
@@ -89,6 +93,7 @@ class ConsumerConfig:
     apply_ms: float = 0.0
     id_field: str | None = None  # outbox: the event id column gives msg_id
     redis_timeout: float = 2.0
+    control_path: str | None = None  # stepped mode (replay): commands come from this file
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -168,6 +173,9 @@ class CdcConsumer:
         self.committed: dict[int, int] = {}
         self.last_commit = time.monotonic()
         self.last_status = 0.0
+        self.done = 0  # stepped mode: the last command carried out
+        self.fetched: dict[int, int] = {}  # stepped mode: next offset to receive
+        self.received: list[Change] = []  # stepped mode: received, not applied yet
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -194,8 +202,13 @@ class CdcConsumer:
         self.write_status(ready=True)
 
     def run(self) -> None:
-        """Consume until SIGTERM."""
+        """Consume until SIGTERM (stepped first, while it has a control file)."""
+        if self.cfg.control_path:
+            # Commands written before this instance started were for an earlier one.
+            self.done = self.command(Path(self.cfg.control_path))["seq"]
         self.assign()
+        if self.cfg.control_path:
+            self.run_stepped(Path(self.cfg.control_path))
         while not self.stopping:
             msgs = self.kafka.consume(num_messages=self.cfg.batch, timeout=0.1)
             batch = self.deliver(msgs)
@@ -215,6 +228,67 @@ class CdcConsumer:
         self.write_status(force=True)
         self.rec.close()
         self.kafka.close()
+
+    def run_stepped(self, control: Path) -> None:
+        """Carry out one command of the control file at a time, until `run` or SIGTERM."""
+        while not self.stopping:
+            cmd = self.command(control)
+            if cmd["seq"] <= self.done:
+                time.sleep(0.01)
+                continue
+            if cmd["cmd"] == "poll":
+                self.poll_one(int(cmd["partition"]))
+            elif cmd["cmd"] == "apply" and self.received:
+                change = self.received.pop(0)
+                self.apply(change)
+                self.position[change.partition] = change.offset + 1
+            elif cmd["cmd"] == "commit":
+                received = {c.partition: c.offset + 1 for c in self.received}
+                applied = dict(self.position)
+                self.commit_positions(
+                    applied | received if self.cfg.commit == BEFORE_APPLY else applied
+                )
+            self.done = cmd["seq"]
+            if cmd["cmd"] == "run":
+                break
+            self.write_status(force=True)
+        # Leaving stepped mode: what was received is applied, then the plain loop
+        # fetches on from there.
+        for change in self.received:
+            self.apply(change)
+            self.position[change.partition] = change.offset + 1
+        self.received = []
+        start = [
+            TopicPartition(self.cfg.topic, p, self.position.get(p, self.committed[p]))
+            for p in self.cfg.partitions
+        ]
+        self.kafka.assign(start)
+        self.write_status(force=True)
+
+    @staticmethod
+    def command(control: Path) -> dict[str, Any]:
+        """The control file's command ({"seq": 0} before the first)."""
+        try:
+            return dict(json.loads(control.read_text()))
+        except (OSError, ValueError):
+            return {"seq": 0}
+
+    def poll_one(self, partition: int) -> None:
+        """Receive the next change of `partition` (waiting for it to be captured)."""
+        # Assigning only that partition at the next offset drops whatever was prefetched.
+        offset = self.fetched.get(partition, self.committed.get(partition, OFFSET_BEGINNING))
+        self.kafka.assign([TopicPartition(self.cfg.topic, partition, offset)])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not self.stopping:
+            msgs = [m for m in self.kafka.consume(num_messages=1, timeout=0.2) if not m.error()]
+            if not msgs:
+                continue
+            self.fetched[partition] = msgs[0].offset() + 1
+            batch = self.deliver(msgs)
+            if batch:
+                self.received.extend(batch)
+                return
+        log.warning("poll of partition %d: nothing to receive", partition)
 
     # --- the steps ---------------------------------------------------------------------
 
@@ -327,6 +401,8 @@ class CdcConsumer:
             "ready": ready,
             "position": {str(p): o for p, o in self.position.items()},
             "committed": {str(p): o for p, o in self.committed.items()},
+            "done": self.done,
+            "received": [[c.partition, c.offset, c.value] for c in self.received],
         }
         path = Path(self.cfg.status_path)
         tmp = path.with_suffix(".tmp")
