@@ -124,6 +124,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dic
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # two daemons, two drivers: slow when others share the cores
 def test_standalone_cluster_matches_local(
     spark: object, cluster: tuple[str, dict[str, str]], tmp_path: Path
 ) -> None:
