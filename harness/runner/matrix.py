@@ -56,7 +56,10 @@ class Cell:
 
     def rerun(self, base: str) -> str:
         """The command that repeats this cell alone."""
-        return f"driftlab matrix --scenarios {base} --schedules {self.schedule} --seeds {self.seed}"
+        return (
+            f"driftlab matrix --scenarios {base} --schedules {self.schedule} "
+            f"--seeds {self.seed}-{self.seed} --duration {self.scenario.workload.duration:g}s"
+        )
 
 
 @dataclass
@@ -166,7 +169,7 @@ def run_matrix(
             stop=stop,
         )
         walls.setdefault(cell.scenario.setup, []).append(run.wall_s)
-        outcome = outcome_of(run, cell.scenario)
+        outcome = outcome_of(run, cell.scenario, duration=cell.scenario.workload.duration)
         if cell.schedule != "own":
             outcome = dataclasses.replace(outcome, rerun=cell.rerun(base_of[cell.name]))
         result.outcomes.append((cell, outcome))
