@@ -98,3 +98,13 @@ def test_a_forbidden_anomaly_is_a_junit_failure_and_the_page_lists_every_run(
     run_dir = Path(result.outcomes[0][1].result.run_dir)
     assert f"{run_dir.relative_to(runs).as_posix()}/report.html" in page
     assert (runs / "matrix.json").is_file()
+
+
+def test_a_variant_rerun_command_plans_exactly_that_cell() -> None:
+    cell = plan([get_scenario("C2").with_overrides(duration=4)], ["latency"], [9])[0]
+    argv = cell.rerun("dual-write-partial-failure").split()
+    assert argv[:2] == ["driftlab", "matrix"]
+    out = CliRunner().invoke(app, [*argv[1:], "--dry-run"])
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[0] == "dual-write-partial-failure+latency seed 9 (4 s)"
+    assert "1 cells" in out.output
