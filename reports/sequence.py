@@ -200,8 +200,10 @@ def _window(arrows: list[Arrow], kind: str, at_ns: int) -> tuple[list[Arrow], in
 
 def render_diagram(d: Diagram, t0_ns: int) -> Markup:
     """The diagram as inline SVG."""
-    actors = sorted({a.actor for a in d.arrows})
     stores = [SOURCE_STORE] + ([d.store] if d.store != SOURCE_STORE else [])
+    # A consumer may share its store's name (the view feeds `view`): its lane is its own.
+    lane_of = {a.actor: f"{a.actor} (consumer)" if a.actor in stores else a.actor for a in d.arrows}
+    actors = sorted(set(lane_of.values()))
     lanes = actors + stores
     instants = sorted({t for a in d.arrows for t in (a.t_send, a.t_done)})
     rank = {t: i for i, t in enumerate(instants)}
@@ -240,10 +242,12 @@ def render_diagram(d: Diagram, t0_ns: int) -> Markup:
     label_end: dict[str, float] = {}
     for a in d.arrows:
         x0, x1 = x(a.t_send), x(a.t_done)
-        y0, y1 = lane_y[a.actor], lane_y[a.store]
+        actor = lane_of[a.actor]
+        y0, y1 = lane_y[actor], lane_y[a.store]
         # A label that would run into the previous one on its lane goes below the lane.
-        label_y = y0 - 5 if x0 >= label_end.get(a.actor, 0.0) else y0 + 13
-        label_end[a.actor] = x0 + 7.5 * len(a.label) + 8 if label_y < y0 else label_end[a.actor]
+        label_y = y0 - 5 if x0 >= label_end.get(actor, 0.0) else y0 + 13
+        if label_y < y0:
+            label_end[actor] = x0 + 7.5 * len(a.label) + 8
         y1 += -6 if y1 > y0 else 6
         color = colors[a.value]
         dash = ' stroke-dasharray="4 3"' if a.outcome in ("fail", "info") else ""

@@ -237,3 +237,17 @@ def test_report_errors_name_the_fix(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "not a run directory" in result.output
     result = cli.invoke(app, ["report", "--suite", str(tmp_path / "missing")])
     assert result.exit_code == 2 and "not a folder of runs" in result.output
+
+
+def test_a_consumer_named_like_its_store_gets_its_own_lane() -> None:
+    apply = _op(30, "view", "", "", "view", "A") | {
+        "type": "msg",
+        "action": "apply",
+        "f": None,
+        "consumer": "view",
+        "offset": 4,
+    }
+    d = build_diagram([*FIGURE_11_4[:2], apply], "x", "view", "stale", "", T0)
+    svg = str(render_diagram(d, T0))
+    assert ">view (consumer)</text>" in svg and ">view</text>" in svg
+    assert svg.count('class="write"') == 2
