@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,12 +53,12 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(30)
 
 
-def _alive_workers(ui_port: int) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as r:
-            return int(json.load(r).get("aliveworkers", 0))
-    except OSError:
-        return 0
+def _registered(worker_log: Path) -> bool:
+    """The worker says it joined the master (the master's UI port may be taken by
+    another process between choosing it and binding it; the log is unambiguous)."""
+    return worker_log.exists() and "Successfully registered with master" in (
+        worker_log.read_text(errors="replace")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +110,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dic
             )
         )
         deadline = time.monotonic() + 180
-        while _alive_workers(ui) < 1:
+        while not _registered(base / "worker.log"):
             for p in procs:
                 assert p.poll() is None, (base / "master.log").read_text()[-2000:]
             assert time.monotonic() < deadline, "the worker did not register in 180s"
