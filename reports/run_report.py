@@ -264,8 +264,11 @@ def _charts(
     by_class: dict[tuple[float, str], int] = defaultdict(int)
     for r in series.get("anomalies", []):
         by_class[(float(r["t"]), class_of.get(r["kind"], r["kind"]))] += int(r["count"])
+    # Buckets without an anomaly count zero: a line must not bridge them.
+    grid = [i * bucket for i in range(int(t_max // bucket) + 1)]
+    classes = sorted({c for _, c in by_class})
     anomalies = lines(
-        [{"t": t, "class": c, "count": n} for (t, c), n in sorted(by_class.items())],
+        [{"t": t, "class": c, "count": by_class.get((t, c), 0)} for c in classes for t in grid],
         "class",
         "count",
     )
@@ -320,7 +323,7 @@ def _consumers(
         if chart_lines:
             chart = render_chart(
                 Chart(
-                    f"{consumer} on {channel}: offsets (solid delivered, dashed committed)",
+                    "offsets per partition (solid: delivered, dashed: committed)",
                     "offset",
                     duration or bucket,
                     chart_lines,
