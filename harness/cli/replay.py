@@ -68,6 +68,13 @@ def replay_cmd(
     except (HistoryError, AnalysisInputError) as exc:
         console.print(f"[red]analysis failed[/]: {exc}")
         raise typer.Exit(2) from None
+    try:
+        from reports.run_report import render_run_report
+
+        render_run_report(run_dir)
+    except Exception as exc:
+        # The verdict stands without its page; `driftlab report RUN_DIR` renders it again.
+        console.print(f"[yellow]report.html not rendered[/]: {exc} (retry: driftlab report)")
     found = [kind for kind, n in result.counts.items() if n]
     comparison = compare(schedule, found)
     (run_dir / "replay.json").write_text(

@@ -10,6 +10,7 @@ says whether it shows the anomaly kinds the simulator saved in the schedule.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterable
@@ -123,8 +124,8 @@ def replay(
                 params=dict(driver.params),
                 seed=seed,
             )
-            driver.prepare(ctx)
             try:
+                driver.prepare(ctx)
                 for i, step in enumerate(schedule.steps[:-1], start=1):
                     log.info("step %d: %s", i, step)
                     driver.step(i, step)
@@ -142,7 +143,9 @@ def replay(
                         rec.state(store, key, value, version=version)
                 completed = True
             finally:
-                driver.finish()
+                # Already done on success; after a failure it must not hide the cause.
+                with contextlib.suppress(ReplayError):
+                    driver.finish()
                 driver.setup.teardown()
     finally:
         if completed:
