@@ -9,9 +9,10 @@ import pytest
 from reference_counts import reference_anomalies, run_events
 
 from harness.explore.properties import PROPERTIES
-from harness.explore.schedule import Schedule
+from harness.explore.schedule import Schedule, Step
 from harness.explore.search import search
 from harness.replay.replay import compare, replay
+from harness.replay.turnstile import ReplayError
 from harness.services.stack import Stack
 
 pytestmark = pytest.mark.services
@@ -42,6 +43,27 @@ def test_dual_write_race_replays_on_postgres_and_redis(stack: Stack, tmp_path: P
     assert {"stale-overwrite", "stale"} <= found
     comparison = compare(schedule, found)
     assert comparison.same, comparison
+    # A simulation that had claimed another kind is told apart, both ways.
+    claimed = Schedule(schedule.setup, schedule.steps, anomalies=[{"kind": "lost-write"}])
+    differs = compare(claimed, found)
+    assert not differs.same
+    assert differs.missing == ["lost-write"]
+    assert differs.extra == sorted(found)
+
+
+def test_a_step_the_stack_cannot_take_fails_the_replay_by_name(
+    stack: Stack, tmp_path: Path
+) -> None:
+    stack.up("postgres", "redis")
+    # c1 has no db write in flight: nothing is parked where its cache write would go.
+    schedule = Schedule(
+        "dual-write",
+        [Step("db-write", "c1", "k1", "c1-1"), Step("cache-write", "c2", "k1"), Step("quiesce")],
+    )
+    with pytest.raises(ReplayError, match=r"step 2 \(client c2 .*c2 is not started"):
+        replay(schedule, runs_dir=tmp_path, stack=stack, step_timeout=20)
+    (run_dir,) = (tmp_path / "replay-dual-write").iterdir()
+    assert not [e for e in run_events(run_dir) if e.type == "mark" and e.kind == "end"]
 
 
 def test_client_crash_between_writes_loses_the_cache_write(stack: Stack, tmp_path: Path) -> None:
