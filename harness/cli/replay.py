@@ -56,7 +56,7 @@ def replay_cmd(
     for i, step in enumerate(schedule.steps, start=1):
         console.print(f"  {i:>2}. {describe(step)}")
     try:
-        run_dir = replay(schedule, runs_dir=runs_dir, seed=seed, source=schedule_path)
+        run_dir = replay(schedule, runs_dir=runs_dir, seed=seed, source=schedule_path.resolve())
     except (ReplayError, ServiceError) as exc:
         console.print(f"[red]replay failed[/]: {exc}")
         raise typer.Exit(2) from None
