@@ -10,8 +10,9 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-# A planted bug: the claim that dual writes keep Redis in step with PostgreSQL. The
-# lab's own C1 shows they do not, so the run must fail with `stale` as the forbidden kind.
+# A planted bug: the claim that dual writes apply writes to Redis in PostgreSQL's order.
+# The lab's own C1 shows they do not: hundreds of stale overwrites in a few seconds (a
+# stale final state is rarer in 3 s, so it would make a flaky planted bug).
 PLANTED = """
 import dataclasses
 
@@ -23,7 +24,7 @@ CLAIMED_SAFE = dataclasses.replace(
     get_scenario("dual-write-race"),
     name="dual-write-claimed-safe",
     claim=None,
-    expectations={"stale": "absent", "phantom": "absent"},
+    expectations={"stale-overwrite": "absent"},
 )
 
 
@@ -53,7 +54,7 @@ def test_a_planted_bug_fails_with_anomalies_report_and_reproduction(
     result.assert_outcomes(failed=1, passed=1)
     assert "driftlab scenario dual-write-claimed-safe, seed 7: unexpected anomaly" in out, out
     # One example each: where and what, from examples.json.
-    assert re.search(r"forbidden anomaly stale: \d+; e\.g\. store cache key k\d+", out), out
+    assert re.search(r"forbidden anomaly stale-overwrite: \d+; e\.g\. store \S+ key \S+", out), out
     report = re.search(r"report: (\S+/report\.html)", out)
     assert report, out
     assert Path(report.group(1)).is_file() and Path(report.group(1)).is_relative_to(pytester.path)

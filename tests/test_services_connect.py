@@ -170,6 +170,9 @@ def test_kill_9_connect_resumes_from_stored_offset(cdc: Cdc) -> None:
     while not (offsets.exists() and offsets.stat().st_size > 0) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert offsets.stat().st_size > 0, "Connect never flushed its offsets"
+    # That first flush may still hold the snapshot's offsets, after which a restart
+    # snapshots again; the kill below waits for a flush made while streaming.
+    snapshot_offsets = offsets.read_bytes()
 
     thread = threading.Thread(target=writer)
     thread.start()
@@ -180,6 +183,10 @@ def test_kill_9_connect_resumes_from_stored_offset(cdc: Cdc) -> None:
         read_events(consumer, lambda ev: sum(1 for e in ev if e["after"]["id"] >= 100) >= 20)
     finally:
         consumer.close()
+    deadline = time.monotonic() + 60
+    while offsets.read_bytes() == snapshot_offsets and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert offsets.read_bytes() != snapshot_offsets, "Connect never flushed a streaming offset"
     cdc.connect.kill()
     assert not cdc.connect.is_running()
     thread.join()

@@ -54,7 +54,7 @@ class KafkaSettings:
     # The cleaner's back-off (default 15 s) delays compaction of compacted topics.
     cleaner_backoff_ms: int = 1000
     # Extra listeners that Toxiproxy links attach to (see KafkaCluster.link).
-    link_slots: int = 3
+    link_slots: int = 6
     extra: dict[str, str] = field(default_factory=dict)
 
 
