@@ -18,6 +18,7 @@ import shutil
 import time
 import traceback
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -301,37 +302,47 @@ def _first_line(e: BaseException) -> str:
 def _run_checkers(
     spark: SparkSession, events: DataFrame, scratch: Path, say: Any
 ) -> tuple[list[CheckerRun], list[Path]]:
-    """Each checker's rows written once to scratch/<name>; their counts per kind."""
-    runs: list[CheckerRun] = []
-    parts: list[Path] = []
-    for name in CHECKERS:
-        run = CheckerRun(name)
-        runs.append(run)
-        t = time.perf_counter()
-        out = scratch / name
-        try:
-            mod = _module(name)
-            if mod is None:
-                run.status, run.error = "missing", f"no module checkers.spark.{name}"
-                say(f"  [yellow]{name:<14} missing[/] (no module checkers.spark.{name})")
-                log.warning("checker %s: no module checkers.spark.%s", name, name)
-                continue
-            mod.check(events).write.mode("overwrite").parquet(str(out))
-            rows = spark.read.parquet(str(out)).groupBy("kind").count().collect()
-        except Exception as e:  # a broken checker must not hide the others' results
-            run.status, run.error = "error", _first_line(e)
-            run.seconds = time.perf_counter() - t
-            log.error("checker %s failed:\n%s", name, traceback.format_exc())
-            say(f"  [red]{name:<14} error[/] {run.error[:120]} (see logs/{LOG_NAME})")
-            continue
-        run.seconds = time.perf_counter() - t
-        run.counts = {r["kind"]: int(r["count"]) for r in rows}
-        parts.append(out)
-        total = sum(run.counts.values())
-        colour = "green" if total == 0 else "bold red"
-        say(f"  {name:<14} [{colour}]{total:>8,} anomalies[/]  {run.seconds:6.1f}s")
-        log.info("checker %s: %s in %.2fs", name, run.counts, run.seconds)
+    """Each checker's rows written once to scratch/<name>; their counts per kind.
+
+    The checkers run as concurrent Spark jobs: many of their stages have fewer tasks than
+    cores (a window over a few channels, a driver-side step, a final single-partition
+    write), and a second job fills the idle cores meanwhile. Results keep CHECKERS order.
+    """
+    runs = [CheckerRun(name) for name in CHECKERS]
+    workers = max(2, spark.sparkContext.defaultParallelism)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="checker") as pool:
+        list(pool.map(lambda r: _run_checker(spark, events, scratch / r.name, r, say), runs))
+    parts = [scratch / r.name for r in runs if r.status == "ok"]
     return runs, parts
+
+
+def _run_checker(
+    spark: SparkSession, events: DataFrame, out: Path, run: CheckerRun, say: Any
+) -> None:
+    """Run one checker into `out`, recording its status, time and counts in `run`."""
+    name = run.name
+    t = time.perf_counter()
+    try:
+        mod = _module(name)
+        if mod is None:
+            run.status, run.error = "missing", f"no module checkers.spark.{name}"
+            say(f"  [yellow]{name:<14} missing[/] (no module checkers.spark.{name})")
+            log.warning("checker %s: no module checkers.spark.%s", name, name)
+            return
+        mod.check(events).write.mode("overwrite").parquet(str(out))
+        rows = spark.read.parquet(str(out)).groupBy("kind").count().collect()
+    except Exception as e:  # a broken checker must not hide the others' results
+        run.status, run.error = "error", _first_line(e)
+        run.seconds = time.perf_counter() - t
+        log.error("checker %s failed:\n%s", name, traceback.format_exc())
+        say(f"  [red]{name:<14} error[/] {run.error[:120]} (see logs/{LOG_NAME})")
+        return
+    run.seconds = time.perf_counter() - t
+    run.counts = {r["kind"]: int(r["count"]) for r in rows}
+    total = sum(run.counts.values())
+    colour = "green" if total == 0 else "bold red"
+    say(f"  {name:<14} [{colour}]{total:>8,} anomalies[/]  {run.seconds:6.1f}s")
+    log.info("checker %s: %s in %.2fs", name, run.counts, run.seconds)
 
 
 def _notes_and_lag(
