@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import typer
 
 app = typer.Typer(
@@ -26,6 +28,11 @@ def _root() -> None:
 
 def main() -> None:
     """Entry point of the console script."""
+    # Logs belong in the run directory (the runner and analyze attach file handlers).
+    # Without a handler of its own, the first module-level `logging.info()` of a
+    # library (py4j does this) would install a stderr handler on the root logger and
+    # flood the terminal with every INFO line of every later run.
+    logging.getLogger().addHandler(logging.NullHandler())
     app()
 
 
