@@ -403,7 +403,38 @@ class ServiceSpec:
         )
 
 
-class ProcessService(Service):
+class SupervisedService(Service):
+    """A Service that is one SupervisedProcess at a time: `self.process`, None until the
+    first start. Stopping, killing, pausing and resuming act on that process."""
+
+    name: str
+    process: SupervisedProcess | None = None
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it lingers (nothing when it never started)."""
+        if self.process is not None:
+            self.process.stop()
+
+    def kill(self) -> None:
+        """SIGKILL the process group: the crash a fault injects."""
+        self._require().kill()
+
+    def pause(self) -> None:
+        self._require().pause()
+
+    def resume(self) -> None:
+        self._require().resume()
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.is_running()
+
+    def _require(self) -> SupervisedProcess:
+        if self.process is None:
+            raise ServiceError(f"{self.name}: not started")
+        return self.process
+
+
+class ProcessService(SupervisedService):
     """A Service run as one supervised process group on this machine.
 
     Subclasses say how to prepare the data folder (`prepare`, idempotent: a restart
@@ -485,30 +516,9 @@ class ProcessService(Service):
             return {}
         return {"main": self.process.record}
 
-    def _require(self) -> SupervisedProcess:
-        if self.process is None:
-            raise ServiceError(f"{self.name}: not started")
-        return self.process
-
     def wait_healthy(self, timeout: float = 60.0) -> None:
         self._require().wait_until(self.probe, timeout, f"a {self.name} client round trip")
         self.after_healthy()
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
-
-    def kill(self) -> None:
-        self._require().kill()
-
-    def pause(self) -> None:
-        self._require().pause()
-
-    def resume(self) -> None:
-        self._require().resume()
-
-    def is_running(self) -> bool:
-        return self.process is not None and self.process.is_running()
 
     def healthy(self) -> bool:
         """One probe, without waiting: True if a client round trip succeeds now."""

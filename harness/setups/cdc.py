@@ -64,7 +64,7 @@ from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint, Service, ServiceError
 from harness.services.connect import DebeziumPostgres, wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec, create_topics
-from harness.services.process import SupervisedProcess
+from harness.services.process import SupervisedProcess, SupervisedService
 from harness.setups import cdc_consumer
 from harness.setups.base import Client, ReadResult, Setup, SetupContext
 from harness.setups.cdc_consumer import (
@@ -93,7 +93,7 @@ RETURNING value, version
 """
 
 
-class ConsumerProcess(Service):
+class ConsumerProcess(SupervisedService):
     """One consumer OS process, which the nemesis can SIGKILL, pause and restart.
 
     Each start is a new instance `<name>#<n>` (the history `process`); `wait_healthy`
@@ -107,7 +107,6 @@ class ConsumerProcess(Service):
         self.status_path = Path(config.status_path)
         self.starts = 0
         self.instance = ""
-        self.proc: SupervisedProcess | None = None
 
     def start(self) -> None:
         """Launch a new instance (it resumes from its group's committed offsets)."""
@@ -117,7 +116,7 @@ class ConsumerProcess(Service):
         self.instance = f"{self.name}#{self.starts}"
         cfg = dict(self.config.__dict__, instance=self.instance)
         env = {**os.environ, CONFIG_ENV: json.dumps(cfg)}
-        self.proc = SupervisedProcess(
+        self.process = SupervisedProcess(
             self.name,
             # Run as a script (-P: its folder stays off sys.path) rather than with -m,
             # which would import the whole harness.setups package first.
@@ -128,7 +127,7 @@ class ConsumerProcess(Service):
             die_with_parent=True,
             stop_timeout=10.0,
         )
-        self.proc.start()
+        self.process.start()
 
     def status(self) -> dict[str, Any]:
         """The instance's last published status ({} before it published any)."""
@@ -143,33 +142,10 @@ class ConsumerProcess(Service):
         proc = self._require()
         proc.wait_until(lambda: self.status().get("ready"), timeout, "its partitions")
 
-    def stop(self) -> None:
-        """SIGTERM (the consumer finishes its batch), SIGKILL if it lingers."""
-        if self.proc is not None and self.proc.is_running():
-            self.proc.stop()
-
-    def kill(self) -> None:
-        """SIGKILL: whatever it applied but did not commit will be delivered again."""
-        self._require().kill()
-
-    def pause(self) -> None:
-        self._require().pause()
-
-    def resume(self) -> None:
-        self._require().resume()
-
-    def is_running(self) -> bool:
-        return self.proc is not None and self.proc.is_running()
-
     def endpoint(self) -> Endpoint:
         """Where it reads from: its Kafka link."""
         host, port = self.config.bootstrap.split(",")[0].rsplit(":", 1)
         return Endpoint(host, int(port), {"instance": self.instance})
-
-    def _require(self) -> SupervisedProcess:
-        if self.proc is None:
-            raise ServiceError(f"{self.name}: not started")
-        return self.proc
 
 
 class _Group(Service):

@@ -20,13 +20,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.services.base import Endpoint, Service, ServiceError
-from harness.services.process import SupervisedProcess
+from harness.services.base import Endpoint, ServiceError
+from harness.services.process import SupervisedProcess, SupervisedService
 
 CONFIG_ENV = "DRIFTLAB_WORKER"
 
 
-class WorkerProcess(Service):
+class WorkerProcess(SupervisedService):
     """One worker of a setup, restartable under a new instance name each time."""
 
     def __init__(
@@ -40,7 +40,6 @@ class WorkerProcess(Service):
         self.status_path = status_dir / f"{name}.status.json"
         self.instances = 0
         self.instance = ""
-        self._proc: SupervisedProcess | None = None
 
     def start(self) -> None:
         """Launch a new instance (the status file of the previous one is removed)."""
@@ -57,7 +56,7 @@ class WorkerProcess(Service):
             "status_path": str(self.status_path),
         }
         env = {**os.environ, CONFIG_ENV: json.dumps(config)}
-        self._proc = SupervisedProcess(
+        self.process = SupervisedProcess(
             self.instance,
             [sys.executable, "-m", self.module],
             self.log_path,
@@ -65,7 +64,7 @@ class WorkerProcess(Service):
             die_with_parent=True,
             stop_timeout=5.0,
         )
-        self._proc.start()
+        self.process.start()
 
     def wait_healthy(self, timeout: float = 30.0) -> None:
         """Block until this instance has written its first status (it is consuming)."""
@@ -83,32 +82,9 @@ class WorkerProcess(Service):
         except (OSError, ValueError):
             return {}
 
-    def stop(self) -> None:
-        """SIGTERM (the worker finishes its current message), SIGKILL if it lingers."""
-        if self._proc is not None:
-            self._proc.stop()
-
-    def kill(self) -> None:
-        """SIGKILL: the crash a fault injects."""
-        self._require().kill()
-
-    def pause(self) -> None:
-        self._require().pause()
-
-    def resume(self) -> None:
-        self._require().resume()
-
-    def is_running(self) -> bool:
-        return self._proc is not None and self._proc.is_running()
-
     def endpoint(self) -> Endpoint:
         """Where the worker listens, if it does (`port` in its configuration)."""
         return Endpoint("127.0.0.1", int(self.config.get("port", 0)))
-
-    def _require(self) -> SupervisedProcess:
-        if self._proc is None:
-            raise ServiceError(f"{self.name}: not started")
-        return self._proc
 
 
 def worker_config() -> dict[str, Any]:
