@@ -43,18 +43,65 @@ def is_effect() -> Column:
     return _true((F.col("store") != SOURCE_STORE) & (applied | written))
 
 
-def event_struct() -> Column:
-    """The whole event as one struct (serialized by to_json like Event.to_dict)."""
-    return F.struct(*[F.col(c) for c in COLUMNS])
+def event_struct(prefix: str = "") -> Column:
+    """The whole event as one struct (serialized by to_json like Event.to_dict), from
+    the columns named `prefix` + its field."""
+    return F.struct(*[F.col(prefix + c).alias(c) for c in COLUMNS])
 
 
-def timed_event() -> Column:
+def timed_event(prefix: str = "") -> Column:
     """The event as a struct that sorts in time order: (t, w, s, e)."""
     return F.struct(
-        F.col("time").alias("t"),
-        F.col("writer").alias("w"),
-        F.col("seq").alias("s"),
-        event_struct().alias("e"),
+        F.col(prefix + "time").alias("t"),
+        F.col(prefix + "writer").alias("w"),
+        F.col(prefix + "seq").alias("s"),
+        event_struct(prefix).alias("e"),
+    )
+
+
+ROW_ID = "_row"
+"""The column with_row_id adds: a number per event, distinct from every other's."""
+
+_SCANNED = "_e_"
+
+
+def with_row_id(events: DataFrame) -> DataFrame:
+    """`events` with ROW_ID, so that windows and shuffles carry a few narrow columns and
+    the flagged rows find their whole event again (attach_events).
+
+    `writer` and `seq` may be null (hand-made histories): they do not identify an event.
+    monotonically_increasing_id numbers rows by partition and position, which every scan
+    of one input (the cached history, an in-memory or a Parquet one) repeats, and no
+    filter is pushed below it, so every use of the result numbers the events alike.
+    """
+    return events.withColumn(ROW_ID, F.monotonically_increasing_id())
+
+
+def attach_events(frame: DataFrame, events: DataFrame, **ids: str) -> DataFrame:
+    """`frame` with a timed_event column per `name=id_column`: the event of `events` (a
+    with_row_id frame) whose ROW_ID that column holds. Rows whose ids match no event
+    drop out; with several ids, the rows of `frame` must be distinct.
+
+    For flagged rows, which are few: `frame` is broadcast and `events` scanned once,
+    so whole events are built for those rows alone and never shuffled or sorted.
+    """
+    scanned = events.select(*[F.col(c).alias(_SCANNED + c) for c in (ROW_ID, *COLUMNS)])
+    found = F.col(_SCANNED + ROW_ID)
+    event = timed_event(_SCANNED)
+    if len(ids) == 1:
+        ((name, id_column),) = ids.items()
+        joined = scanned.join(F.broadcast(frame), found == F.col(id_column))
+        return joined.select(*frame.columns, event.alias(name))
+    # Every scan decodes whole events: one scan finds all of a row's, then one small
+    # aggregation puts them side by side again.
+    wanted = F.array(*[F.struct(F.lit(n).alias("n"), F.col(c).alias("id")) for n, c in ids.items()])
+    pairs = frame.select(*frame.columns, F.explode(wanted).alias("_want"))
+    joined = scanned.join(F.broadcast(pairs), found == F.col("_want.id"))
+    by_name = [F.max(F.when(F.col("_want.n") == n, event)).alias(n) for n in ids]
+    return (
+        joined.groupBy(*frame.columns)
+        .agg(*by_name)
+        .filter(F.forall(F.array(*ids), lambda e: e.isNotNull()))
     )
 
 

@@ -2,7 +2,8 @@
 effects and skips of every derived store.
 
 Agrees with checkers.reference.lost (see docs/checkers.md and that module's docstring
-for which channels a consumer consumes and is done on).
+for which channels a consumer consumes and is done on). Joins carry narrow columns and a
+row id; only the lost messages and writes get their whole events back (attach_events).
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from checkers.spark.common import (
+    ORDER,
+    ROW_ID,
     anomaly_rows,
+    attach_events,
     evidence_column,
     is_effect,
     is_msg,
     is_source_write,
-    timed_event,
+    with_row_id,
 )
 from harness.history.schema import SOURCE_STORE, EventType, Mark, MsgAction, OpPhase
 
@@ -25,11 +29,13 @@ CHECKER = "lost"
 
 def check(events: DataFrame) -> DataFrame:
     """Every lost message (per consumer) and every lost write (per derived store)."""
+    events = with_row_id(events)
     return _lost_messages(events).unionByName(_lost_writes(events))
 
 
 def notes(events: DataFrame) -> dict[str, int]:
     """Counts of the notes: `unseen-message` and `recovered-write`."""
+    events = with_row_id(events)
     unseen = _undelivered(events).filter(~F.col("done")).select(F.lit("unseen-message"))
     recovered = _recovered_writes(events).select(F.lit("recovered-write"))
     # One job for both counts; a note nobody shows up in counts zero.
@@ -64,31 +70,43 @@ def _consumer_channels(events: DataFrame) -> DataFrame:
     )
 
 
-def _undelivered(events: DataFrame) -> DataFrame:
-    """(consumer, msg_id, done, first, evs): messages produced on a channel the consumer
-    consumes and never delivered to it; `done` when one of those channels is done, with
-    the first such produce and the evidence."""
+def _undelivered_produces(events: DataFrame) -> DataFrame:
+    """(consumer, msg_id, done, channel, key, time, writer, seq, ROW_ID): each produce of
+    a message on a channel the consumer consumes, the message never delivered to it;
+    `done` when the consumer is done on that channel."""
     produced = events.filter(
         is_msg(MsgAction.PRODUCE.value) & F.col("channel").isNotNull() & F.col("msg_id").isNotNull()
-    ).select("channel", "msg_id", "key", "time", "writer", "seq", timed_event().alias("ev"))
+    ).select("channel", "msg_id", "key", *ORDER, ROW_ID)
     delivered = events.filter(
         is_msg(MsgAction.DELIVER.value)
         & F.col("consumer").isNotNull()
         & F.col("msg_id").isNotNull()
     ).select("consumer", "msg_id")
-    pairs = produced.join(F.broadcast(_consumer_channels(events)), "channel").join(
+    return produced.join(F.broadcast(_consumer_channels(events)), "channel").join(
         delivered, ["consumer", "msg_id"], "left_anti"
     )
-    done = F.col("done")
-    return pairs.groupBy("consumer", "msg_id").agg(
-        F.max(done).alias("done"),
-        F.min(F.when(done, F.struct("time", "writer", "seq", "key", "channel"))).alias("first"),
-        F.collect_list(F.when(done, F.col("ev"))).alias("evs"),
+
+
+def _undelivered(events: DataFrame) -> DataFrame:
+    """(consumer, msg_id, done): messages produced on a channel the consumer consumes and
+    never delivered to it; `done` when one of those channels is done."""
+    return (
+        _undelivered_produces(events).groupBy("consumer", "msg_id").agg(F.max("done").alias("done"))
     )
 
 
 def _lost_messages(events: DataFrame) -> DataFrame:
-    lost = _undelivered(events).filter(F.col("done"))
+    # A message is lost to a consumer by its produces on done channels, which alone are
+    # its evidence: few rows, given their events before grouping.
+    done = _undelivered_produces(events).filter(F.col("done"))
+    lost = (
+        attach_events(done, events, ev=ROW_ID)
+        .groupBy("consumer", "msg_id")
+        .agg(
+            F.min(F.struct(*ORDER, "key", "channel")).alias("first"),
+            F.collect_list("ev").alias("evs"),
+        )
+    )
     return anomaly_rows(
         lost,
         CHECKER,
@@ -135,9 +153,7 @@ def _reached(events: DataFrame) -> DataFrame:
 def _source_writes(events: DataFrame, phase: OpPhase) -> DataFrame:
     return events.filter(
         is_source_write() & (F.col("phase") == phase) & F.col("key").isNotNull()
-    ).select(
-        "key", "value", _delete_version().alias("deleted"), "time", "f", timed_event().alias("ev")
-    )
+    ).select("key", "value", _delete_version().alias("deleted"), ROW_ID)
 
 
 def _lost_writes(events: DataFrame) -> DataFrame:
@@ -153,19 +169,21 @@ def _lost_writes(events: DataFrame) -> DataFrame:
     lost = writes.crossJoin(F.broadcast(stores)).join(
         seen, (F.col("store") == F.col("r_store")) & _carries("r_"), "left_anti"
     )
+    shown = attach_events(lost.select("store", ROW_ID), events, ev=ROW_ID)
+    write = F.col("ev.e")
     return anomaly_rows(
-        lost,
+        shown,
         CHECKER,
         kind=F.lit("lost-write"),
         store=F.col("store"),
-        key=F.col("key"),
+        key=write["key"],
         consumer=F.lit(None),
-        time=F.col("time"),
+        time=write["time"],
         detail=F.format_string(
             "%s of '%s' = '%s' never reached %s",
-            F.col("f"),
-            F.col("key"),
-            F.col("value"),
+            write["f"],
+            write["key"],
+            write["value"],
             F.col("store"),
         ),
         evidence=evidence_column(F.array(F.col("ev"))),
