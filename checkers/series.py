@@ -35,7 +35,10 @@ def _seconds(time: Column, t0_ns: int) -> Column:
 
 
 def _rows(frame: DataFrame, order: list[str]) -> list[dict[str, Any]]:
-    return [r.asDict() for r in frame.orderBy(*order).collect()]
+    """The frame's rows sorted by `order` as Spark sorts (nulls first), on the driver: the
+    rows are few, and a Spark sort would add a sampling job for its range partitions."""
+    rows = [r.asDict() for r in frame.collect()]
+    return sorted(rows, key=lambda r: [(r[c] is not None, r[c]) for c in order])
 
 
 def compute_series(

@@ -171,30 +171,34 @@ def ok_source_writes(events: DataFrame) -> DataFrame:
     )
 
 
-def carried_writes(events: DataFrame) -> DataFrame:
+def carried_writes(events: DataFrame, *, with_effect: bool = False) -> DataFrame:
     """Effects with the `ok` source write each carries, as reference SourceWrites.of:
-    (store, key, time, writer, seq, e, wv, ok_time, w) with `e` the effect, `w` the write.
+    (store, key, time, writer, seq, wv, ok_time), the effect's identity and time with the
+    write's version and `ok` time, and with `with_effect` also `e`, the effect's event.
 
     Two equi-joins, by (key, value) and for deletes by (key, version), so a hot key's
-    effects never meet all of its writes.
+    effects never meet all of its writes. Both join by key, so carried_writes of the
+    events of some keys is exactly the rows of those keys.
     """
     writes = ok_source_writes(events).select(
-        "key", "value", "f", "version", F.col("time").alias("ok_time"), event_struct().alias("w")
+        "key", "value", "f", "version", F.col("time").alias("ok_time")
     )
+    # The event struct is the widest column by far: only callers that show it get it.
+    effect = [event_struct().alias("e")] if with_effect else []
     effects = events.filter(
         F.col("type").isin(EventType.OP, EventType.MSG) & is_effect() & F.col("key").isNotNull()
-    ).select("store", "key", "value", "version", *ORDER, event_struct().alias("e"))
+    ).select("store", "key", "value", "version", *ORDER, *effect)
     by_value = effects.filter(F.col("value").isNotNull()).join(
         writes.filter(F.col("value").isNotNull()).select(
-            "key", "value", F.col("version").alias("wv"), "ok_time", "w"
+            "key", "value", F.col("version").alias("wv"), "ok_time"
         ),
         ["key", "value"],
     )
     by_delete = effects.filter(F.col("value").isNull() & F.col("version").isNotNull()).join(
         writes.filter(F.col("value").isNull() & (F.col("f") == "delete")).select(
-            "key", "version", F.col("version").alias("wv"), "ok_time", "w"
+            "key", "version", F.col("version").alias("wv"), "ok_time"
         ),
         ["key", "version"],
     )
-    cols = ["store", "key", *ORDER, "e", "wv", "ok_time", "w"]
+    cols = ["store", "key", *ORDER, "wv", "ok_time", *(["e"] if with_effect else [])]
     return by_value.select(*cols).unionByName(by_delete.select(*cols))

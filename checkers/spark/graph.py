@@ -18,34 +18,45 @@ from checkers.spark.common import ORDER, carried_writes, event_struct, ok_source
 from harness.history.schema import Event, EventType
 
 
-def check(events: DataFrame) -> DataFrame:
-    """Every (store, key) whose effect order contradicts the source's version order."""
-    # The chain holds the writes an effect can carry: with a value, or deletes.
-    writes = ok_source_writes(events.filter(F.col("type") == EventType.OP))
-    writes = writes.filter(F.col("value").isNotNull() | (F.col("f") == "delete")).select(
-        F.col("key").alias("wk"), F.col("version").alias("wv"), event_struct().alias("w")
-    )
-    mapped = carried_writes(events).select("store", "key", *ORDER, "wv", "e")
+def check(events: DataFrame, carried: DataFrame | None = None) -> DataFrame:
+    """Every (store, key) whose effect order contradicts the source's version order.
+
+    `carried` is carried_writes(events) when the caller has it already (analyze computes
+    it once for this checker and the staleness lag).
+    """
+    mapped = carried if carried is not None else carried_writes(events)
     in_time = Window.partitionBy("store", "key").orderBy(*ORDER)
     steps_back = F.coalesce(F.col("wv") < F.lag("wv").over(in_time), F.lit(False))
-    # Bounded: only the (store, key) pairs with an inversion reach the driver, each with
-    # its effects and then its source writes; networkx works on their few hundred edges.
+    flagged = (
+        mapped.withColumn("back", steps_back).filter("back").select("store", "key").distinct()
+    ).collect()
+    spark = events.sparkSession
+    if not flagged:
+        return spark.createDataFrame([], SPARK_DDL)
+    # Bounded: only the flagged keys' events are matched again, now with the effects
+    # themselves, and reach the driver, each (store, key) with its effects and then its
+    # source writes; networkx works on their few hundred edges.
+    pairs = spark.createDataFrame(sorted({tuple(r) for r in flagged}), "store string, key string")
+    keys = pairs.select(F.col("key").alias("wk")).distinct()
+    mine = events.join(F.broadcast(keys), F.col("key") == F.col("wk"), "left_semi")
     applied = (
-        mapped.withColumn("back", steps_back)
-        .withColumn("flagged", F.max("back").over(Window.partitionBy("store", "key")))
-        .filter("flagged")
+        carried_writes(mine, with_effect=True)
+        .join(F.broadcast(pairs), ["store", "key"], "left_semi")
         .groupBy("store", "key")
         .agg(F.array_sort(F.collect_list(F.struct(*ORDER, "wv", "e"))).alias("applied"))
         .collect()
     )
-    if not applied:
-        return events.sparkSession.createDataFrame([], SPARK_DDL)
-    keys = events.sparkSession.createDataFrame(sorted({(r["key"],) for r in applied}), "wk string")
+    # The chain holds the writes an effect can carry: with a value, or deletes.
+    writes = ok_source_writes(mine.filter(F.col("type") == EventType.OP))
     chains = {
         r["wk"]: [Event(**x["w"].asDict()) for x in r["chain"]]
-        for r in writes.join(F.broadcast(keys), "wk")
-        .groupBy("wk")
-        .agg(F.array_sort(F.collect_list(F.struct("wv", "w"))).alias("chain"))
+        for r in writes.filter(F.col("value").isNotNull() | (F.col("f") == "delete"))
+        .groupBy(F.col("key").alias("wk"))
+        .agg(
+            F.array_sort(
+                F.collect_list(F.struct(F.col("version").alias("wv"), event_struct().alias("w")))
+            ).alias("chain")
+        )
         .collect()
     }
     found = []
@@ -54,4 +65,4 @@ def check(events: DataFrame) -> DataFrame:
         anomaly = contradiction(r["store"], r["key"], chains[r["key"]], sequence)
         if anomaly is not None:
             found.append(tuple(getattr(anomaly, c) for c in ANOMALY_COLUMNS))
-    return events.sparkSession.createDataFrame(found, SPARK_DDL)
+    return spark.createDataFrame(found, SPARK_DDL)

@@ -123,12 +123,11 @@ def check(events: DataFrame) -> DataFrame:
     )
 
 
-def _lags(events: DataFrame) -> DataFrame:
-    """(store, ok_time, lag_ms): every `ok` source write's first effect on each store;
-    an effect seen before the write's `ok` counts 0, as in the reference."""
+def _lags(carried: DataFrame) -> DataFrame:
+    """(store, ok_time, lag_ms) from carried_writes: every `ok` source write's first effect
+    on each store; an effect seen before the write's `ok` counts 0, as in the reference."""
     return (
-        carried_writes(events)
-        .groupBy("store", "key", "wv")
+        carried.groupBy("store", "key", "wv")
         .agg(F.min("time").alias("reached"), F.first("ok_time").alias("ok_time"))
         .select(
             "store",
@@ -138,11 +137,14 @@ def _lags(events: DataFrame) -> DataFrame:
     )
 
 
-def lag(events: DataFrame) -> dict[str, dict[str, float | int]]:
-    """{store: {count, p50_ms, p95_ms, p99_ms, max_ms}}: one small row per store."""
+def lag(events: DataFrame, carried: DataFrame | None = None) -> dict[str, dict[str, float | int]]:
+    """{store: {count, p50_ms, p95_ms, p99_ms, max_ms}}: one small row per store.
+
+    `carried` is carried_writes(events) when the caller has it already.
+    """
     qs = F.percentile_approx("lag_ms", list(PERCENTILES.values()))
     per_store = (
-        _lags(events)
+        _lags(carried if carried is not None else carried_writes(events))
         .groupBy("store")
         .agg(F.count("*").alias("count"), qs.alias("qs"), F.max("lag_ms").alias("max_ms"))
     )
@@ -155,15 +157,22 @@ def lag(events: DataFrame) -> dict[str, dict[str, float | int]]:
     return dict(sorted(out.items()))
 
 
-def lag_series(events: DataFrame) -> DataFrame:
+def lag_series(
+    events: DataFrame, carried: DataFrame | None = None, t0_ns: int | None = None
+) -> DataFrame:
     """(store, second, count, p50_ms, max_ms) per second of the run, by the write's `ok`
-    time in whole seconds since the first event: a few rows per second, for plots."""
-    start = events.agg(F.min("time").alias("t0"))
-    second = F.floor((F.col("ok_time") - F.col("t0")) / 1e9).cast("bigint")
+    time in whole seconds since the first event: a few rows per second, for plots.
+
+    `carried` is carried_writes(events) and `t0_ns` the first event's time when the
+    caller has them already.
+    """
+    lags = _lags(carried if carried is not None else carried_writes(events))
+    if t0_ns is None:
+        lags = lags.crossJoin(F.broadcast(events.agg(F.min("time").alias("t0"))))
+    t0 = F.col("t0") if t0_ns is None else F.lit(t0_ns)
+    second = F.floor((F.col("ok_time") - t0) / 1e9).cast("bigint")
     return (
-        _lags(events)
-        .crossJoin(F.broadcast(start))
-        .groupBy("store", second.alias("second"))
+        lags.groupBy("store", second.alias("second"))
         .agg(
             F.count("*").alias("count"),
             F.percentile_approx("lag_ms", 0.5).alias("p50_ms"),
