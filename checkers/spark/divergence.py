@@ -2,8 +2,9 @@
 
 Same semantics as checkers/reference/divergence.py. Judging takes one shuffle: each
 key's final states and committed values are grouped once and judged per store with
-array functions, no Python on the executors. Evidence takes one more join, of the
-anomalous keys only."""
+array functions, no Python on the executors; states carry a row id, not their event.
+Evidence takes one broadcast join of the anomalies, which are few, with the events:
+their final states by row id and their keys' writes."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from pyspark.sql import functions as F
 
 from checkers.anomaly import SPARK_DDL
 from checkers.spark.common import (
-    event_struct,
+    ROW_ID,
     evidence_column,
     is_effect,
     is_source_write,
     state_stores,
     timed_event,
+    with_row_id,
 )
 from harness.history.schema import SOURCE_STORE, EventType, OpPhase
 
@@ -32,6 +34,7 @@ def check(events: DataFrame) -> DataFrame:
     if SOURCE_STORE not in stores or not derived:
         return events.sparkSession.createDataFrame([], SPARK_DDL)
 
+    events = with_row_id(events)
     is_state = (F.col("type") == EventType.STATE) & F.col("store").isNotNull()
     may_commit = is_source_write() & F.col("phase").isin(OpPhase.OK, OpPhase.INFO)
     is_write = may_commit | is_effect()
@@ -45,7 +48,7 @@ def check(events: DataFrame) -> DataFrame:
         .groupBy("key")
         .agg(
             F.collect_list(
-                F.when(is_state, F.struct(*stamp, "store", "value", event_struct().alias("e")))
+                F.when(is_state, F.struct(*stamp, "store", "value", F.col(ROW_ID).alias("r")))
             ).alias("states"),
             F.collect_set(F.when(may_commit, F.col("value"))).alias("committed"),
         )
@@ -80,9 +83,6 @@ def check(events: DataFrame) -> DataFrame:
     source_says = F.when(src_v.isNull(), "the source does not hold it").otherwise(
         F.format_string("the source holds '%s'", src_v)
     )
-    finals = F.filter(
-        F.array(F.col("src.e"), F.col("der.e")), lambda e: e.isNotNull() & e["value"].isNotNull()
-    )
     anomalies = judged.filter(
         ~(src_v.isNull() & der_v.isNull()) & ~F.coalesce(src_v == der_v, F.lit(False))
     ).select(
@@ -91,30 +91,47 @@ def check(events: DataFrame) -> DataFrame:
         "key",
         F.when(der_v.isNotNull(), F.col("der.t")).otherwise(F.col("src.t")).alias("time"),
         F.concat_ws(", ", held, why, source_says).alias("detail"),
-        finals.alias("finals"),
+        # The final states shown: those holding a value, one at least.
+        F.when(src_v.isNotNull(), F.col("src.r")).alias("src_row"),
+        F.when(der_v.isNotNull(), F.col("der.r")).alias("der_row"),
     )
-    return _with_evidence(events.filter(is_write), anomalies)
+    return _with_evidence(events, is_write, anomalies)
 
 
-def _with_evidence(writes: DataFrame, anomalies: DataFrame) -> DataFrame:
+def _with_evidence(events: DataFrame, is_write: Column, anomalies: DataFrame) -> DataFrame:
     """Anomaly rows with their evidence: the final states, then the key's latest source
-    writes that may have committed and effects on the store. Only the anomalous keys'
-    writes are gathered, after the judging pass."""
-    tagged = writes.filter(F.col("key").isNotNull()).select(
-        F.col("key").alias("w_key"),
-        F.when(F.col("store") != SOURCE_STORE, F.col("store")).alias("w_store"),
-        timed_event().alias("te"),
-    )
+    writes that may have committed and effects on the store. Only the events of the
+    anomalies' final states (`src_row`, `der_row`) and of the anomalous keys' writes are
+    gathered, after the judging pass, in one scan."""
+    shown = anomalies.select(*[F.col(c).alias("a_" + c) for c in anomalies.columns])
+    row = F.col(ROW_ID)
     # The source's writes of a key belong to every store's anomaly on it.
-    on = (F.col("key") == F.col("w_key")) & (
-        F.col("w_store").isNull() | (F.col("w_store") == F.col("store"))
+    on = (F.col("key") == F.col("a_key")) & (
+        (row == F.col("a_src_row"))
+        | (row == F.col("a_der_row"))
+        | (is_write & ((F.col("store") == SOURCE_STORE) | (F.col("store") == F.col("a_store"))))
+    )
+    # The final states come first, the source's before the store's: roles 0, 1, then 2.
+    role = F.when(row == F.col("a_src_row"), 0).when(row == F.col("a_der_row"), 1).otherwise(2)
+    rows = (
+        events.filter(F.col("key").isNotNull())
+        .join(F.broadcast(shown), on)
+        .select(
+            *[F.col("a_" + c).alias(c) for c in ("kind", "store", "key", "time", "detail")],
+            role.alias("role"),
+            timed_event().alias("ev"),
+        )
+    )
+    finals = F.transform(
+        F.array_sort(F.collect_list(F.when(F.col("role") < 2, F.struct("role", "ev.e")))),
+        lambda x: x["e"],
     )
     return (
-        anomalies.join(tagged, on, "left")
-        .groupBy("store", "key")
+        rows.groupBy("store", "key")
         .agg(
-            *[F.first(c).alias(c) for c in ("kind", "time", "detail", "finals")],
-            F.collect_list("te").alias("writes"),
+            *[F.max(c).alias(c) for c in ("kind", "time", "detail")],
+            finals.alias("finals"),
+            F.collect_list(F.when(F.col("role") == 2, F.col("ev"))).alias("writes"),
         )
         .select(
             F.lit(CHECKER).alias("checker"),

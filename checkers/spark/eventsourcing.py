@@ -3,6 +3,8 @@
 Same semantics as checkers/reference/eventsourcing.py: the fold is one aggregation per
 aggregate, the running sum one window per aggregate in version order. Only the segment
 headers (one per writer process) and the projection store names reach the driver.
+The running sum's window carries narrow columns: the violations alone get their events
+back, by a broadcast join.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from checkers.anomaly import SPARK_DDL
 from checkers.reference.eventsourcing import PROJECTION_PREFIX, Bounds, bounds
 from checkers.spark.common import (
     ORDER,
-    event_struct,
+    ROW_ID,
+    attach_events,
     evidence_column,
     final_states,
     state_stores,
     timed_event,
+    with_row_id,
 )
 from harness.history.schema import COLUMNS, Event, EventType, MsgAction
 
@@ -44,8 +48,7 @@ def _log(events: DataFrame) -> DataFrame:
 
 def check(events: DataFrame) -> DataFrame:
     """Projection mismatches against the fold of the log, then invariant violations."""
-    log = _log(events)
-    return _mismatches(events, log).unionByName(_violations(events, log))
+    return _mismatches(events, _log(events)).unionByName(_violations(with_row_id(events)))
 
 
 def _mismatches(events: DataFrame, log: DataFrame) -> DataFrame:
@@ -98,7 +101,7 @@ def _mismatches(events: DataFrame, log: DataFrame) -> DataFrame:
     )
 
 
-def _violations(events: DataFrame, log: DataFrame) -> DataFrame:
+def _violations(events: DataFrame) -> DataFrame:
     # Headers: one per writer process, a few rows.
     headers = events.filter(F.col("type") == EventType.HEADER).select(*COLUMNS).collect()
     limits = bounds(Event(**r.asDict()) for r in headers)
@@ -111,27 +114,31 @@ def _violations(events: DataFrame, log: DataFrame) -> DataFrame:
     )
     delta = F.coalesce("delta", F.lit(0))
     total = F.col("total")
-    return (
-        log.withColumn("total", F.sum(delta).over(in_order))
+    broken = (
+        _log(events)
+        .select("key", "version", *ORDER, "delta", ROW_ID)
+        .withColumn("total", F.sum(delta).over(in_order))
         .filter(_broken(limits, total, delta))
-        .select(
-            F.lit(CHECKER).alias("checker"),
-            F.lit("invariant-violation").alias("kind"),
-            F.lit(None).cast("string").alias("store"),
-            "key",
-            F.lit(None).cast("string").alias("consumer"),
-            "time",
-            F.format_string(
-                "'%s' reached %d with %s at version %s (bounds min=%s, max=%s)",
-                F.col("key"),
-                total,
-                F.col("value"),
-                F.col("version"),
-                F.lit(str(limits.low)),
-                F.lit(str(limits.high)),
-            ).alias("detail"),
-            F.to_json(F.array(event_struct())).alias("evidence"),
-        )
+        .select("total", ROW_ID)
+    )
+    event = F.col("ev.e")
+    return attach_events(broken, events, ev=ROW_ID).select(
+        F.lit(CHECKER).alias("checker"),
+        F.lit("invariant-violation").alias("kind"),
+        F.lit(None).cast("string").alias("store"),
+        event["key"].alias("key"),
+        F.lit(None).cast("string").alias("consumer"),
+        event["time"].alias("time"),
+        F.format_string(
+            "'%s' reached %d with %s at version %s (bounds min=%s, max=%s)",
+            event["key"],
+            total,
+            event["value"],
+            event["version"],
+            F.lit(str(limits.low)),
+            F.lit(str(limits.high)),
+        ).alias("detail"),
+        F.to_json(F.array(event)).alias("evidence"),
     )
 
 
