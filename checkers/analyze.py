@@ -18,7 +18,7 @@ import shutil
 import time
 import traceback
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -46,6 +46,9 @@ MATCHING = ("graph",)
 """Checkers whose `check(events, carried)` takes carried_writes(events): the matching of
 effects to writes is computed once per analysis, for them and for the staleness lag."""
 OUTPUTS = ("analysis.json", "anomalies.parquet", "examples.json", "series.json")
+
+NotesAndLag = tuple[dict[str, Any], dict[str, Any], DataFrame | None]
+"""lost.notes, staleness.lag and staleness.lag_series (None when not computed)."""
 
 _PYSPARK_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
 
@@ -144,8 +147,9 @@ def analyze(
             # Narrow (no event structs) and cached: its two joins are the costliest step
             # the matching's users share; the first of them to run fills the cache.
             carried = carried_writes(events).cache()
-            runs, parts = _run_checkers(spark, events, carried, scratch, say)
-            notes, lag, lag_series = _notes_and_lag(events, carried, t0_ns, runs, say)
+            runs, parts, (notes, lag, lag_series) = _run_checkers(
+                spark, events, carried, t0_ns, scratch, say
+            )
             timings["checkers_s"] = time.perf_counter() - t
 
             t = time.perf_counter()
@@ -308,9 +312,15 @@ def _first_line(e: BaseException) -> str:
 
 
 def _run_checkers(
-    spark: SparkSession, events: DataFrame, carried: DataFrame, scratch: Path, say: Any
-) -> tuple[list[CheckerRun], list[Path]]:
-    """Each checker's rows written once to scratch/<name>; their counts per kind.
+    spark: SparkSession,
+    events: DataFrame,
+    carried: DataFrame,
+    t0_ns: int,
+    scratch: Path,
+    say: Any,
+) -> tuple[list[CheckerRun], list[Path], NotesAndLag]:
+    """Each checker's rows written once to scratch/<name>; their counts per kind; the
+    notes and lag (_notes_and_lag).
 
     The checkers run as concurrent Spark jobs: many of their stages have fewer tasks than
     cores (a window over a few channels, a driver-side step, a final single-partition
@@ -319,11 +329,15 @@ def _run_checkers(
     runs = [CheckerRun(name) for name in CHECKERS]
     workers = max(2, spark.sparkContext.defaultParallelism)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="checker") as pool:
-        list(
-            pool.map(lambda r: _run_checker(spark, events, carried, scratch / r.name, r, say), runs)
-        )
+        started = {
+            r.name: pool.submit(_run_checker, spark, events, carried, scratch / r.name, r, say)
+            for r in runs
+        }
+        # Queued behind every checker, notes and lag run beside the last ones; the checkers
+        # they wait for were queued before them, so no worker waits for a queued task.
+        extras = pool.submit(_notes_and_lag, events, carried, t0_ns, runs, started, say)
     parts = [scratch / r.name for r in runs if r.status == "ok"]
-    return runs, parts
+    return runs, parts, extras.result()
 
 
 def _run_checker(
@@ -362,19 +376,28 @@ def _run_checker(
 
 
 def _notes_and_lag(
-    events: DataFrame, carried: DataFrame, t0_ns: int, runs: list[CheckerRun], say: Any
-) -> tuple[dict[str, Any], dict[str, Any], DataFrame | None]:
-    """lost.notes, staleness.lag and staleness.lag_series, when those modules exist."""
-    ok = {r.name for r in runs if r.status == "ok"}
+    events: DataFrame,
+    carried: DataFrame,
+    t0_ns: int,
+    runs: list[CheckerRun],
+    started: dict[str, Future[None]],
+    say: Any,
+) -> NotesAndLag:
+    """lost.notes, staleness.lag and staleness.lag_series, each once its checker (in
+    `started`) has run without error."""
+    status = {r.name: r for r in runs}
+
+    def ran_ok(name: str) -> bool:
+        started[name].result()
+        return status[name].status == "ok"
+
     notes: dict[str, Any] = {}
     lag: dict[str, Any] = {}
     series = None
     try:
-        lost = _module("lost") if "lost" in ok else None
-        staleness = _module("staleness") if "staleness" in ok else None
-        if lost is not None:
+        if ran_ok("lost") and (lost := _module("lost")) is not None:
             notes = lost.notes(events)
-        if staleness is not None:
+        if ran_ok("staleness") and (staleness := _module("staleness")) is not None:
             lag = staleness.lag(events, carried)
             series = staleness.lag_series(events, carried, t0_ns)
     except Exception as e:  # notes are secondary: keep the anomalies
