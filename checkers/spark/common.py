@@ -82,21 +82,23 @@ def attach_events(frame: DataFrame, events: DataFrame, **ids: str) -> DataFrame:
     with_row_id frame) whose ROW_ID that column holds. Rows whose ids match no event
     drop out; with several ids, the rows of `frame` must be distinct.
 
-    For flagged rows, which are few: `frame` is broadcast and `events` scanned once,
-    so whole events are built for those rows alone and never shuffled or sorted.
+    Meant for flagged rows: whole events are built for those rows alone. No broadcast
+    hint: adaptive execution broadcasts `frame` when it is small and falls back to a
+    shuffle when a buggy run flags millions of rows, which a hint would pull through
+    the driver.
     """
     scanned = events.select(*[F.col(c).alias(_SCANNED + c) for c in (ROW_ID, *COLUMNS)])
     found = F.col(_SCANNED + ROW_ID)
     event = timed_event(_SCANNED)
     if len(ids) == 1:
         ((name, id_column),) = ids.items()
-        joined = scanned.join(F.broadcast(frame), found == F.col(id_column))
+        joined = scanned.join(frame, found == F.col(id_column))
         return joined.select(*frame.columns, event.alias(name))
     # Every scan decodes whole events: one scan finds all of a row's, then one small
     # aggregation puts them side by side again.
     wanted = F.array(*[F.struct(F.lit(n).alias("n"), F.col(c).alias("id")) for n, c in ids.items()])
     pairs = frame.select(*frame.columns, F.explode(wanted).alias("_want"))
-    joined = scanned.join(F.broadcast(pairs), found == F.col("_want.id"))
+    joined = scanned.join(pairs, found == F.col("_want.id"))
     by_name = [F.max(F.when(F.col("_want.n") == n, event)).alias(n) for n in ids]
     return (
         joined.groupBy(*frame.columns)

@@ -3,8 +3,8 @@
 Same semantics as checkers/reference/divergence.py. Judging takes one shuffle: each
 key's final states and committed values are grouped once and judged per store with
 array functions, no Python on the executors; states carry a row id, not their event.
-Evidence takes one broadcast join of the anomalies, which are few, with the events:
-their final states by row id and their keys' writes."""
+Evidence takes one join of the anomalies (broadcast by adaptive execution while few)
+with the events: their final states by row id and their keys' writes."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def _with_evidence(events: DataFrame, is_write: Column, anomalies: DataFrame) ->
     role = F.when(row == F.col("a_src_row"), 0).when(row == F.col("a_der_row"), 1).otherwise(2)
     rows = (
         events.filter(F.col("key").isNotNull())
-        .join(F.broadcast(shown), on)
+        .join(shown, on)
         .select(
             *[F.col("a_" + c).alias(c) for c in ("kind", "store", "key", "time", "detail")],
             role.alias("role"),

@@ -1,5 +1,6 @@
 """Duplicates in Spark: deliveries and applies counted per message on narrow columns, in
-one shuffle; only the repeated messages' events are gathered, by a broadcast join.
+one shuffle; only the repeated messages' events are gathered, by a join that adaptive
+execution broadcasts while they are few.
 
 Agrees with checkers.reference.duplicates (see docs/checkers.md).
 """
@@ -31,7 +32,7 @@ def check(events: DataFrame) -> DataFrame:
     repeated = msgs.groupBy(*group).count().filter(F.col("count") > 1).select(*group)
     # Repeated messages are few: their events are found by scanning, not shuffling, all.
     per_msg = (
-        msgs.join(F.broadcast(repeated), group)
+        msgs.join(repeated, group)
         .groupBy(*group)
         .agg(F.array_sort(F.collect_list(timed_event())).alias("evs"))
     )

@@ -4,7 +4,7 @@ Same semantics as checkers/reference/eventsourcing.py: the fold is one aggregati
 aggregate, the running sum one window per aggregate in version order. Only the segment
 headers (one per writer process) and the projection store names reach the driver.
 The running sum's window carries narrow columns: the violations alone get their events
-back, by a broadcast join.
+back, by a join (broadcast by adaptive execution while they are few).
 """
 
 from __future__ import annotations
