@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -131,7 +132,9 @@ def report(figures: list[Figures], console: Console) -> None:
 
 def main(sizes: list[int], root: Path, master: str | None) -> list[Figures]:
     """Run the benchmark for each size; print and save (root/results.json) the figures."""
-    console = Console(highlight=False)
+    # Piped to a file (CI logs, `| tee`), rich would fold the 9-column table to 80
+    # columns and cut every figure short.
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     root.mkdir(parents=True, exist_ok=True)
     console.print(
         f"[dim]{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; "
