@@ -6,8 +6,8 @@ one key's publishes are serialized, so the queue holds each key's versions in or
 `workers` consumer processes (`harness.setups.work_queue_worker`, named `worker-0`,
 `worker-1`, ...) compete for the queue with a prefetch window: each holds up to
 `prefetch` delivered, unacked messages, works `work_ms` on each, writes the key's
-latest value into Redis without a version check, and acks what it applied every
-`ack_ms`. A crash fault on
+latest value into Redis without a version check, and acks what it applied about every
+`ack_ms` (jittered, seeded). A crash fault on
 `worker-<n>` SIGKILLs it: the broker redelivers its unacked messages to the others,
 after newer versions of the same keys, and the older value overwrites the newer one
 (DDIA Figure 11-2). Healing starts a new instance of the worker.
@@ -111,6 +111,7 @@ class WorkQueue(Setup):
             "prefetch": prefetch,
             "work_ms": work_ms,
             "ack_ms": ack_ms,
+            "seed": ctx.seed,
             "amqp_host": amqp.host,
             "amqp_port": amqp.port,
             "vhost": amqp.extra.get("vhost", "/"),
