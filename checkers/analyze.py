@@ -292,7 +292,7 @@ def _read_history(spark: SparkSession, path: Path) -> DataFrame:
     cores = spark.sparkContext.defaultParallelism
     split = max(1 << 20, path.stat().st_size // (2 * cores) + 1)
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(split))
-    return spark.read.parquet(str(path)).cache()
+    return spark.read.parquet(str(path))
 
 
 def _module(name: str) -> ModuleType | None:

@@ -6,6 +6,8 @@ edits, keep the existing ones stable.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
@@ -77,28 +79,47 @@ def with_row_id(events: DataFrame) -> DataFrame:
     return events.withColumn(ROW_ID, F.monotonically_increasing_id())
 
 
+BROADCAST_ROWS = 100_000
+"""The most rows join_side broadcasts: flagged rows are narrow, so this many stay far
+below the driver's memory."""
+
+
+def join_side(frame: DataFrame) -> tuple[DataFrame, Callable[[DataFrame], DataFrame]]:
+    """`frame` computed once (a local checkpoint, freed with the frame), and how to hint
+    a join with it or a frame derived from it: broadcast while it has at most
+    BROADCAST_ROWS rows, no hint otherwise.
+
+    Adaptive execution would broadcast a small side too, but only after it has shuffled
+    the other: the whole history, for a handful of flagged rows. A hint on a side of
+    millions of rows would pull them all through the driver.
+    """
+    frame = frame.localCheckpoint(eager=True)
+    if frame.limit(BROADCAST_ROWS + 1).count() <= BROADCAST_ROWS:
+        return frame, F.broadcast
+    return frame, lambda f: f
+
+
 def attach_events(frame: DataFrame, events: DataFrame, **ids: str) -> DataFrame:
     """`frame` with a timed_event column per `name=id_column`: the event of `events` (a
     with_row_id frame) whose ROW_ID that column holds. Rows whose ids match no event
     drop out; with several ids, the rows of `frame` must be distinct.
 
-    Meant for flagged rows: whole events are built for those rows alone. No broadcast
-    hint: adaptive execution broadcasts `frame` when it is small and falls back to a
-    shuffle when a buggy run flags millions of rows, which a hint would pull through
-    the driver.
+    Meant for flagged rows: whole events are built for those rows alone, and `frame` is
+    broadcast while it is small (join_side).
     """
+    frame, hint = join_side(frame)
     scanned = events.select(*[F.col(c).alias(_SCANNED + c) for c in (ROW_ID, *COLUMNS)])
     found = F.col(_SCANNED + ROW_ID)
     event = timed_event(_SCANNED)
     if len(ids) == 1:
         ((name, id_column),) = ids.items()
-        joined = scanned.join(frame, found == F.col(id_column))
+        joined = scanned.join(hint(frame), found == F.col(id_column))
         return joined.select(*frame.columns, event.alias(name))
     # Every scan decodes whole events: one scan finds all of a row's, then one small
     # aggregation puts them side by side again.
     wanted = F.array(*[F.struct(F.lit(n).alias("n"), F.col(c).alias("id")) for n, c in ids.items()])
     pairs = frame.select(*frame.columns, F.explode(wanted).alias("_want"))
-    joined = scanned.join(pairs, found == F.col("_want.id"))
+    joined = scanned.join(hint(pairs), found == F.col("_want.id"))
     by_name = [F.max(F.when(F.col("_want.n") == n, event)).alias(n) for n in ids]
     return (
         joined.groupBy(*frame.columns)

@@ -3,7 +3,7 @@
 Same semantics as checkers/reference/divergence.py. Judging takes one shuffle: each
 key's final states and committed values are grouped once and judged per store with
 array functions, no Python on the executors; states carry a row id, not their event.
-Evidence takes one join of the anomalies (broadcast by adaptive execution while few)
+Evidence takes one join of the anomalies (broadcast while few: join_side)
 with the events: their final states by row id and their keys' writes."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from checkers.spark.common import (
     evidence_column,
     is_effect,
     is_source_write,
+    join_side,
     state_stores,
     timed_event,
     with_row_id,
@@ -103,7 +104,9 @@ def _with_evidence(events: DataFrame, is_write: Column, anomalies: DataFrame) ->
     writes that may have committed and effects on the store. Only the events of the
     anomalies' final states (`src_row`, `der_row`) and of the anomalous keys' writes are
     gathered, after the judging pass, in one scan."""
-    shown = anomalies.select(*[F.col(c).alias("a_" + c) for c in anomalies.columns])
+    shown, hint = join_side(
+        anomalies.select(*[F.col(c).alias("a_" + c) for c in anomalies.columns])
+    )
     row = F.col(ROW_ID)
     # The source's writes of a key belong to every store's anomaly on it.
     on = (F.col("key") == F.col("a_key")) & (
@@ -115,7 +118,7 @@ def _with_evidence(events: DataFrame, is_write: Column, anomalies: DataFrame) ->
     role = F.when(row == F.col("a_src_row"), 0).when(row == F.col("a_der_row"), 1).otherwise(2)
     rows = (
         events.filter(F.col("key").isNotNull())
-        .join(shown, on)
+        .join(hint(shown), on)
         .select(
             *[F.col("a_" + c).alias(c) for c in ("kind", "store", "key", "time", "detail")],
             role.alias("role"),

@@ -1,6 +1,6 @@
 """Duplicates in Spark: deliveries and applies counted per message on narrow columns, in
-one shuffle; only the repeated messages' events are gathered, by a join that adaptive
-execution broadcasts while they are few.
+one shuffle; only the repeated messages' events are gathered, by a join that broadcasts
+them while they are few (join_side).
 
 Agrees with checkers.reference.duplicates (see docs/checkers.md).
 """
@@ -10,7 +10,13 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.spark.common import anomaly_rows, evidence_column, is_msg, timed_event
+from checkers.spark.common import (
+    anomaly_rows,
+    evidence_column,
+    is_msg,
+    join_side,
+    timed_event,
+)
 from harness.history.schema import MsgAction
 
 CHECKER = "duplicates"
@@ -29,10 +35,12 @@ def check(events: DataFrame) -> DataFrame:
         }
     )
     group = ["dup_kind", "who", "msg_id"]
-    repeated = msgs.groupBy(*group).count().filter(F.col("count") > 1).select(*group)
+    repeated, hint = join_side(
+        msgs.groupBy(*group).count().filter(F.col("count") > 1).select(*group)
+    )
     # Repeated messages are few: their events are found by scanning, not shuffling, all.
     per_msg = (
-        msgs.join(repeated, group)
+        msgs.join(hint(repeated), group)
         .groupBy(*group)
         .agg(F.array_sort(F.collect_list(timed_event())).alias("evs"))
     )
