@@ -5,7 +5,8 @@ Spark (the whole `analyze`, with its per-phase timings) and by
 benchmarks/duckdb_reference.py, in the same process, one after the other. Prints
 events/s, the Spark/DuckDB time ratio and whether both found the planted counts.
 Figures, not pass/fail: targets are >= 1,000,000 events/s at 5M events and within 2x of
-DuckDB.
+DuckDB. Beside them, benchmarks/floor_bench.py times one aggregation, one window and one
+join as identical SQL in both engines: the ratio any plan made of such steps starts from.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.duckdb_reference import run_checks
+from benchmarks.floor_bench import Floor, measure_floor
 from checkers.analyze import analyze
 from checkers.anomaly import ALL_KINDS, KINDS
+from checkers.session import get_spark
 from harness.history.synthetic import generate
 
 PLANT_EACH = 20
@@ -42,6 +45,7 @@ class Figures:
     spark_checkers: list[str]  # the checkers that ran (missing ones are not timed)
     spark_mismatch: dict[str, list[int]]
     duckdb_mismatch: dict[str, list[int]]
+    floors: list[Floor]
 
     @property
     def spark_eps(self) -> float:
@@ -77,6 +81,7 @@ def measure(size: int, root: Path, master: str | None, console: Console) -> Figu
         k: [duck.get(k, 0), syn.expected[k]] for k in ALL_KINDS if duck.get(k, 0) != syn.expected[k]
     }
     console.print(f"  duckdb         {sum(duck.values()):>8,} anomalies  {duck_s:6.1f}s")
+    floors = measure_floor(get_spark(master), run / "history.parquet")
     return Figures(
         events=syn.events,
         generate_s=gen_s,
@@ -88,6 +93,7 @@ def measure(size: int, root: Path, master: str | None, console: Console) -> Figu
         spark_checkers=ran,
         spark_mismatch=spark_bad,
         duckdb_mismatch=duck_bad,
+        floors=floors,
     )
 
 
@@ -121,6 +127,20 @@ def report(figures: list[Figures], console: Console) -> None:
             found,
         )
     console.print(table)
+    floor = Table(title="one pass of each kind, identical SQL", title_justify="left")
+    for col in ("events", "query", "spark", "duckdb", "spark/duckdb", "counts agree"):
+        floor.add_column(col, justify="right")
+    for f in figures:
+        for q in f.floors:
+            floor.add_row(
+                f"{f.events:,}",
+                q.query,
+                f"{q.spark_s:.2f}s",
+                f"{q.duckdb_s:.2f}s",
+                f"{q.ratio:.1f}x",
+                "yes" if q.spark_count == q.duckdb_count else "NO",
+            )
+    console.print(floor)
     for f in figures:
         if len(f.spark_checkers) < len(KINDS):
             missing = sorted(set(KINDS) - set(f.spark_checkers))

@@ -93,8 +93,9 @@ def join_side(frame: DataFrame) -> tuple[DataFrame, Callable[[DataFrame], DataFr
     the other: the whole history, for a handful of flagged rows. A hint on a side of
     millions of rows would pull them all through the driver.
     """
-    frame = frame.localCheckpoint(eager=True)
-    if frame.limit(BROADCAST_ROWS + 1).count() <= BROADCAST_ROWS:
+    # Lazy: the count is the one job that computes and keeps it.
+    frame = frame.localCheckpoint(eager=False)
+    if frame.count() <= BROADCAST_ROWS:
         return frame, F.broadcast
     return frame, lambda f: f
 
