@@ -73,7 +73,7 @@ def with_row_id(events: DataFrame) -> DataFrame:
 
     `writer` and `seq` may be null (hand-made histories): they do not identify an event.
     monotonically_increasing_id numbers rows by partition and position, which every scan
-    of one input (the cached history, an in-memory or a Parquet one) repeats, and no
+    of one input (an in-memory or a Parquet history) repeats, and no
     filter is pushed below it, so every use of the result numbers the events alike.
     """
     return events.withColumn(ROW_ID, F.monotonically_increasing_id())
