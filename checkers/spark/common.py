@@ -73,8 +73,8 @@ def with_row_id(events: DataFrame) -> DataFrame:
 
     `writer` and `seq` may be null (hand-made histories): they do not identify an event.
     monotonically_increasing_id numbers rows by partition and position, which every scan
-    of one input (an in-memory or a Parquet history) repeats, and no
-    filter is pushed below it, so every use of the result numbers the events alike.
+    of one input (an in-memory or a Parquet history) repeats, and no filter is pushed
+    below it, so every use of the result numbers the events alike.
     """
     return events.withColumn(ROW_ID, F.monotonically_increasing_id())
 
@@ -93,7 +93,8 @@ def join_side(frame: DataFrame) -> tuple[DataFrame, Callable[[DataFrame], DataFr
     the other: the whole history, for a handful of flagged rows. A hint on a side of
     millions of rows would pull them all through the driver.
     """
-    # Lazy: the count is the one job that computes and keeps it.
+    # Lazy: the count computes and keeps it; an eager checkpoint runs jobs of its own
+    # first, which made small histories' analyses seconds slower.
     frame = frame.localCheckpoint(eager=False)
     if frame.count() <= BROADCAST_ROWS:
         return frame, F.broadcast
