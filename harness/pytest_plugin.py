@@ -127,7 +127,7 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: Any) -> RunScenari
     from harness.runner.runner import run_scenario as run_once
     from scenarios.registry import get_scenario
 
-    runs_dir = Path(pytestconfig.getoption("driftlab_runs_dir")).absolute()
+    runs_dir = Path(pytestconfig.getoption("driftlab_runs_dir")).resolve()
 
     def run(
         scenario: str | Scenario,

@@ -41,7 +41,12 @@ def matrix(
         typer.Option(help="Workload duration of every run, e.g. 10s (default: each one's)."),
     ] = None,
     runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", help="Where run folders, index.html and matrix.json go.")
+        Path,
+        typer.Option(
+            "--runs-dir",
+            resolve_path=True,
+            help="Where run folders, index.html and matrix.json go.",
+        ),
     ] = Path("runs"),
     junit: Annotated[
         Path | None,

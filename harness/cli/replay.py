@@ -35,7 +35,7 @@ def replay_cmd(
         Path, typer.Argument(metavar="SCHEDULE", help="A schedule file of `driftlab explore`.")
     ],
     runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", help="Where run folders are written.")
+        Path, typer.Option("--runs-dir", resolve_path=True, help="Where run folders are written.")
     ] = Path("runs"),
     seed: Annotated[
         int | None, typer.Option("--seed", help="Run seed (default: a random one).")

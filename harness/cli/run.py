@@ -103,7 +103,7 @@ def run(
         typer.Option(min=0, help="Target ops/s of all clients together (0: unlimited)."),
     ] = None,
     runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", help="Where run folders are created.")
+        Path, typer.Option("--runs-dir", resolve_path=True, help="Where run folders are created.")
     ] = Path("runs"),
     spark_master: Annotated[
         str | None,

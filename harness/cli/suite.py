@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import textwrap
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -37,7 +38,10 @@ def suite(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 0,
     runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", help="Where run folders and the index go.")
+        Path,
+        typer.Option(
+            "--runs-dir", resolve_path=True, help="Where run folders and the index go."
+        ),
     ] = Path("runs"),
     spark_master: Annotated[
         str | None,
@@ -196,18 +200,25 @@ def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wal
 
 
 def _list(console: Console, registry: dict[str, Any]) -> None:
-    table = Table(show_edge=False)
-    table.add_column("claim", no_wrap=True)
-    # Names are what a user types next: never shorten them, let the expectations wrap.
-    width = max((len(name) for name in registry), default=8)
-    table.add_column("scenario", no_wrap=True, min_width=width)
-    table.add_column("setup")
-    table.add_column("s", justify="right")
-    table.add_column("expectations")
+    """One scenario per line (claim, name, setup, seconds), its expectations wrapped
+    below it: names are what a user types next, so nothing is ever shortened, and the
+    listing reads the same piped, in a file or in an 80-column terminal."""
+    name_w = max((len(name) for name in registry), default=8)
+    setup_w = max((len(sc.setup) for sc in registry.values()), default=5)
+    claim_w = max((len(sc.claim or "-") for sc in registry.values()), default=3)
+    width = max(console.width, 60)
     for sc in registry.values():
-        exp = ", ".join(f"{k}={v}" for k, v in sc.expectations.items())
-        table.add_row(sc.claim or "-", sc.name, sc.setup, f"{sc.workload.duration:.0f}", exp)
-    console.print(table)
+        head = f"{sc.claim or '-':<{claim_w}} {sc.name:<{name_w}}  {sc.setup:<{setup_w}}"
+        console.print(f"{head}  {sc.workload.duration:.0f} s", markup=False, soft_wrap=True)
+        exp = ", ".join(f"{k}={v}" for k, v in sc.expectations.items()) or "(none)"
+        for line in textwrap.wrap(
+            f"expects {exp}",
+            width=width,
+            initial_indent="    ",
+            subsequent_indent="      ",
+            break_on_hyphens=False,
+        ):
+            console.print(line, markup=False, soft_wrap=True)
 
 
 def _table(console: Console, chosen: list[Any], results: list[RunResult], wall: float) -> None:

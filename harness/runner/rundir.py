@@ -21,7 +21,13 @@ def utc_stamp() -> str:
 
 def create_run_dir(runs_dir: Path, scenario: str, seed: int) -> Path:
     """Create a fresh run folder with `history/` and `logs/` inside, and point
-    `runs_dir/latest` at it."""
+    `runs_dir/latest` at it.
+
+    The folder is returned absolute and resolved: it is handed to child processes
+    (CDC consumers, workers) that run in other working directories, and into
+    generated configs, where a relative path would point nowhere.
+    """
+    runs_dir = Path(runs_dir).resolve()
     base = runs_dir / scenario
     base.mkdir(parents=True, exist_ok=True)
     stamp = utc_stamp()
