@@ -1,27 +1,23 @@
-"""Analyse a run: every Spark checker over its history, and the files of docs/analysis.md.
+"""Analyse a run: the keyed pass over its history, and the files of docs/analysis.md.
 
-`analyze(run_dir)` converts the history to Parquet (harness.history.reader), reads it
-as one Spark frame (not cached: see _read_history), runs each
-`checkers.spark.<name>.check` (each result written to a scratch Parquet directory once,
-so it is computed once), then writes analysis.json, anomalies.parquet, examples.json
-and series.json. Only aggregates and a few sampled rows ever reach the driver.
+`analyze(run_dir)` converts the history to Parquet (harness.history.reader), gathers
+the history-wide facts in one job, runs every check in one keyed pass
+(checkers.keyed.spark) written once to a scratch folder, and from those rows writes
+analysis.json, anomalies.parquet, examples.json and series.json: six Spark jobs in all,
+whatever the history. Only aggregates and a few sampled rows ever reach the driver.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import logging
 import os
 import shutil
 import time
-import traceback
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from pyspark.logger import PySparkLogger
@@ -29,11 +25,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from rich.console import Console
 
-from checkers.anomaly import ALL_KINDS, KINDS, SPARK_DDL
+from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
+from checkers.keyed.spark import gather_facts, keyed_pass
+from checkers.keyed.step import ANOMALY, ERROR, LAG, NOTE
 from checkers.outputs import examples, write_single_parquet
 from checkers.series import compute_series
 from checkers.session import get_spark
-from checkers.spark.common import carried_writes
 from checkers.verdict import ExpectationError, check_expectations, judge
 from harness.history.reader import PARQUET_NAME, HistoryInfo, convert_to_parquet
 
@@ -42,13 +39,11 @@ CHECKERS: tuple[str, ...] = tuple(KINDS)
 EXAMPLES_PER_KIND = 5
 SCRATCH = ".analyze"
 LOG_NAME = "analyze.log"
-MATCHING = ("graph",)
-"""Checkers whose `check(events, carried)` takes carried_writes(events): the matching of
-effects to writes is computed once per analysis, for them and for the staleness lag."""
+NOTES = ("unseen-message", "recovered-write")
 OUTPUTS = ("analysis.json", "anomalies.parquet", "examples.json", "series.json")
-
-NotesAndLag = tuple[dict[str, Any], dict[str, Any], DataFrame | None]
-"""lost.notes, staleness.lag and staleness.lag_series (None when not computed)."""
+SMALL_HISTORY = 200_000
+"""Events below which the history is read as one split: one task reads it faster than
+the tasks of several splits are scheduled."""
 
 _PYSPARK_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
 
@@ -110,12 +105,12 @@ def analyze(
     console: Console | None = None,
     per_kind: int = EXAMPLES_PER_KIND,
 ) -> AnalysisResult:
-    """Run every Spark checker on the run's history and write the analysis outputs.
+    """Run every check on the run's history in one keyed pass and write the outputs.
 
     `master` is a Spark master URL (default local[*]; see checkers.session). Progress
-    goes to `console` when given, one line per checker; the log to RUN_DIR/logs/.
-    Raises HistoryError for a corrupt history and AnalysisInputError for a missing run
-    directory or a bad config.json; a failing checker is recorded, not raised.
+    goes to `console` when given; the log to RUN_DIR/logs/. Raises HistoryError for a
+    corrupt history and AnalysisInputError for a missing run directory or a bad
+    config.json; a failing checker is recorded, not raised.
     """
     started = time.perf_counter()
     run = _run_dir(run_dir)
@@ -138,43 +133,43 @@ def analyze(
         scratch.mkdir()
         try:
             t = time.perf_counter()
-            events = _read_history(spark, run / PARQUET_NAME)
-            bounds = events.agg(F.min("time").alias("t0"), F.max("time").alias("t1")).first()
-            t0_ns, t1_ns = int(bounds["t0"] or 0), int(bounds["t1"] or 0)
+            events = _read_history(spark, run / PARQUET_NAME, info.events)
+            facts = gather_facts(events)
             timings["load_s"] = time.perf_counter() - t
 
             t = time.perf_counter()
-            # Narrow (no event structs) and cached: its two joins are the costliest step
-            # the matching's users share; the first of them to run fills the cache.
-            carried = carried_writes(events).cache()
-            runs, parts, (notes, lag, lag_series) = _run_checkers(
-                spark, events, carried, t0_ns, scratch, say
-            )
+            keyed_pass(events, facts, info.events).write.parquet(str(scratch / "pass"))
+            rows = spark.read.parquet(str(scratch / "pass"))
+            runs, notes = _summary(rows)
             timings["checkers_s"] = time.perf_counter() - t
+            for r in runs:
+                r.seconds = timings["checkers_s"]
+                _say_checker(say, r)
 
             t = time.perf_counter()
-            anomalies = _anomalies(spark, parts)
-            write_single_parquet(anomalies, run / "anomalies.parquet", scratch)
+            failed = [r.name for r in runs if r.status != "ok"]
+            found = rows.filter(F.col("out") == ANOMALY).filter(~F.col("checker").isin(failed))
+            write_single_parquet(_sorted_anomalies(found), run / "anomalies.parquet", scratch)
             stored = spark.read.parquet(str(run / "anomalies.parquet"))
             _write_json(
                 run / "examples.json",
                 {
                     "schema": ANALYSIS_SCHEMA,
                     "per_kind": per_kind,
-                    "kinds": examples(stored, per_kind, t0_ns),
+                    "kinds": examples(stored, per_kind, facts.t0_ns),
                 },
             )
-            series = compute_series(events, stored, t0_ns, t1_ns, lag_series)
+            lags = None if "staleness" in failed else rows.filter(F.col("out") == LAG)
+            series, lag = compute_series(events, stored, facts.t0_ns, facts.t1_ns, lags)
             _write_json(run / "series.json", {"schema": ANALYSIS_SCHEMA, **series})
             timings["outputs_s"] = time.perf_counter() - t
-            carried.unpersist()
-            events.unpersist()
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
         counts = _counts(runs)
         verdict = judge(counts, expectations)
         timings["total_s"] = time.perf_counter() - started
+        t0_ns, t1_ns = facts.t0_ns, facts.t1_ns
         analysis = {
             "schema": ANALYSIS_SCHEMA,
             "run": {
@@ -283,139 +278,63 @@ def _spark(master: str | None, log_path: Path) -> SparkSession:
         os.close(saved)
 
 
-def _read_history(spark: SparkSession, path: Path) -> DataFrame:
-    """The history, in at least two partitions per core.
+def _read_history(spark: SparkSession, path: Path, rows: int) -> DataFrame:
+    """The history, split so that each core reads a share of it.
 
-    Not cached: at 5M events filling the cache took 11-16 s, and a scan of the cache was
-    no faster than a Parquet scan that reads only the columns a step uses.
     Spark splits Parquet files into 128 MB partitions: a history of a few million events
-    would be read (and every checker's first stage run) by one core.
+    would be read by one core. A small one stays whole: every split costs a task.
     """
     cores = spark.sparkContext.defaultParallelism
-    split = max(1 << 20, path.stat().st_size // (2 * cores) + 1)
+    splits = cores if rows > SMALL_HISTORY else 1
+    split = max(1 << 20, path.stat().st_size // splits + 1)
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(split))
     return spark.read.parquet(str(path))
 
 
-def _module(name: str) -> ModuleType | None:
-    """checkers.spark.<name>, or None when that module does not exist (yet)."""
-    full = f"checkers.spark.{name}"
-    try:
-        return importlib.import_module(full)
-    except ModuleNotFoundError as e:
-        if e.name == full:
-            return None
-        raise
+def _summary(rows: DataFrame) -> tuple[list[CheckerRun], dict[str, int]]:
+    """Each checker's counts per kind or its error, and the notes' counts, from the
+    pass's rows in one small aggregation."""
+    runs = {name: CheckerRun(name) for name in CHECKERS}
+    notes = dict.fromkeys(NOTES, 0)
+    summary = (
+        rows.filter(F.col("out") != LAG)
+        .groupBy("out", "checker", "kind")
+        .agg(F.count(F.lit(1)).alias("rows"), F.sum("n").alias("n"), F.first("detail").alias("e"))
+        .collect()
+    )
+    for r in summary:
+        if r["out"] == ERROR:
+            run = runs[r["checker"]]
+            run.status, run.error = "error", r["e"].splitlines()[0]
+            log.error("checker %s failed:\n%s", r["checker"], r["e"])
+        elif r["out"] == NOTE:
+            notes[r["kind"]] = notes.get(r["kind"], 0) + int(r["n"])
+    for r in summary:
+        if r["out"] == ANOMALY and runs[r["checker"]].status == "ok":
+            runs[r["checker"]].counts[r["kind"]] = int(r["rows"])
+    # Notes come from the lost checker's groups: a failure leaves them unknown.
+    return list(runs.values()), notes if runs["lost"].status == "ok" else {}
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
-
-
-def _run_checkers(
-    spark: SparkSession,
-    events: DataFrame,
-    carried: DataFrame,
-    t0_ns: int,
-    scratch: Path,
-    say: Any,
-) -> tuple[list[CheckerRun], list[Path], NotesAndLag]:
-    """Each checker's rows written once to scratch/<name>; their counts per kind; the
-    notes and lag (_notes_and_lag).
-
-    The checkers run as concurrent Spark jobs: many of their stages have fewer tasks than
-    cores (a window over a few channels, a driver-side step, a final single-partition
-    write), and a second job fills the idle cores meanwhile. Results keep CHECKERS order.
-    """
-    runs = [CheckerRun(name) for name in CHECKERS]
-    workers = max(2, spark.sparkContext.defaultParallelism)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="checker") as pool:
-        started = {
-            r.name: pool.submit(_run_checker, spark, events, carried, scratch / r.name, r, say)
-            for r in runs
-        }
-        # Queued behind every checker, notes and lag run beside the last ones; the checkers
-        # they wait for were queued before them, so no worker waits for a queued task.
-        extras = pool.submit(_notes_and_lag, events, carried, t0_ns, runs, started, say)
-    parts = [scratch / r.name for r in runs if r.status == "ok"]
-    return runs, parts, extras.result()
-
-
-def _run_checker(
-    spark: SparkSession,
-    events: DataFrame,
-    carried: DataFrame,
-    out: Path,
-    run: CheckerRun,
-    say: Any,
-) -> None:
-    """Run one checker into `out`, recording its status, time and counts in `run`."""
-    name = run.name
-    t = time.perf_counter()
-    try:
-        mod = _module(name)
-        if mod is None:
-            run.status, run.error = "missing", f"no module checkers.spark.{name}"
-            say(f"  [yellow]{name:<14} missing[/] (no module checkers.spark.{name})")
-            log.warning("checker %s: no module checkers.spark.%s", name, name)
-            return
-        found = mod.check(events, carried) if name in MATCHING else mod.check(events)
-        found.write.mode("overwrite").parquet(str(out))
-        rows = spark.read.parquet(str(out)).groupBy("kind").count().collect()
-    except Exception as e:  # a broken checker must not hide the others' results
-        run.status, run.error = "error", _first_line(e)
-        run.seconds = time.perf_counter() - t
-        log.error("checker %s failed:\n%s", name, traceback.format_exc())
-        say(f"  [red]{name:<14} error[/] {run.error[:120]} (see logs/{LOG_NAME})")
+def _say_checker(say: Any, run: CheckerRun) -> None:
+    if run.status != "ok":
+        say(f"  [red]{run.name:<14} error[/] {(run.error or '')[:120]} (see logs/{LOG_NAME})")
         return
-    run.seconds = time.perf_counter() - t
-    run.counts = {r["kind"]: int(r["count"]) for r in rows}
     total = sum(run.counts.values())
     colour = "green" if total == 0 else "bold red"
-    say(f"  {name:<14} [{colour}]{total:>8,} anomalies[/]  {run.seconds:6.1f}s")
-    log.info("checker %s: %s in %.2fs", name, run.counts, run.seconds)
+    say(f"  {run.name:<14} [{colour}]{total:>8,} anomalies[/]")
+    log.info("checker %s: %s", run.name, run.counts)
 
 
-def _notes_and_lag(
-    events: DataFrame,
-    carried: DataFrame,
-    t0_ns: int,
-    runs: list[CheckerRun],
-    started: dict[str, Future[None]],
-    say: Any,
-) -> NotesAndLag:
-    """lost.notes, staleness.lag and staleness.lag_series, each once its checker (in
-    `started`) has run without error."""
-    status = {r.name: r for r in runs}
-
-    def ran_ok(name: str) -> bool:
-        started[name].result()
-        return status[name].status == "ok"
-
-    notes: dict[str, Any] = {}
-    lag: dict[str, Any] = {}
-    series = None
-    try:
-        if ran_ok("lost") and (lost := _module("lost")) is not None:
-            notes = lost.notes(events)
-        if ran_ok("staleness") and (staleness := _module("staleness")) is not None:
-            lag = staleness.lag(events, carried)
-            series = staleness.lag_series(events, carried, t0_ns)
-    except Exception as e:  # notes are secondary: keep the anomalies
-        log.error("notes or lag failed:\n%s", traceback.format_exc())
-        say(f"  [red]notes/lag error[/] {_first_line(e)[:120]} (see logs/{LOG_NAME})")
-    return notes, lag, series
-
-
-def _anomalies(spark: SparkSession, parts: list[Path]) -> DataFrame:
+def _sorted_anomalies(found: DataFrame) -> DataFrame:
     """Every anomaly row, sorted (docs/analysis.md)."""
-    if not parts:
-        return spark.createDataFrame([], SPARK_DDL)
-    frame = spark.read.schema(SPARK_DDL).parquet(*[str(p) for p in parts])
     # It is written as one file anyway: one task sorts it, with no job sampling the
     # range partitions of a global sort.
-    return frame.repartition(1).sortWithinPartitions("time", "kind", "store", "key", "consumer")
+    return (
+        found.select(*ANOMALY_COLUMNS)
+        .repartition(1)
+        .sortWithinPartitions("time", "kind", "store", "key", "consumer")
+    )
 
 
 def _counts(runs: list[CheckerRun]) -> dict[str, int]:

@@ -1,17 +1,20 @@
-"""series.json: per-time-bucket aggregates for the report, computed in Spark.
+"""series.json and the lag figures: per-time-bucket aggregates for the report.
 
 Only aggregates reach the driver (at most MAX_BUCKETS buckets per series and group), so
-the file stays small whatever the history's size. Format: docs/analysis.md.
+the file stays small whatever the history's size, and every series comes back in one
+Spark job. Format: docs/analysis.md.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from checkers.reference.staleness import PERCENTILES
 from harness.history.schema import EventType, MsgAction, OpPhase
 
 MAX_BUCKETS = 1200
@@ -34,11 +37,26 @@ def _seconds(time: Column, t0_ns: int) -> Column:
     return F.round((time - F.lit(t0_ns)) / F.lit(NS), 6)
 
 
-def _rows(frame: DataFrame, order: list[str]) -> list[dict[str, Any]]:
-    """The frame's rows sorted by `order` as Spark sorts (nulls first), on the driver: the
-    rows are few, and a Spark sort would add a sampling job for its range partitions."""
-    rows = [r.asDict() for r in frame.collect()]
-    return sorted(rows, key=lambda r: [(r[c] is not None, r[c]) for c in order])
+def _collect(frames: dict[str, tuple[DataFrame, list[str]]]) -> dict[str, list[dict[str, Any]]]:
+    """Every frame's rows in one job (a union of their rows as JSON), each sorted by its
+    order as Spark sorts (nulls first), on the driver: the rows are few, and a Spark
+    sort would add a sampling job for its range partitions."""
+    parts = [
+        frame.select(F.lit(name).alias("s"), F.to_json(F.struct(*frame.columns)).alias("j"))
+        for name, (frame, _) in frames.items()
+    ]
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionAll(part)
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in frames}
+    for row in union.collect():
+        found[row["s"]].append(json.loads(row["j"]))
+    out = {}
+    for name, (frame, order) in frames.items():
+        # to_json leaves out null fields: every column is back, null where absent.
+        rows = [{c: r.get(c) for c in frame.columns} for r in found[name]]
+        out[name] = sorted(rows, key=lambda r: [(r[c] is not None, r[c]) for c in order])
+    return out
 
 
 def compute_series(
@@ -46,10 +64,12 @@ def compute_series(
     anomalies: DataFrame,
     t0_ns: int,
     t1_ns: int,
-    lag_series: DataFrame | None,
-) -> dict[str, Any]:
-    """Every series of series.json (without its `schema`) from the history's events,
-    its anomaly rows and the staleness checker's lag series (None when missing)."""
+    lags: DataFrame | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every series of series.json (without its `schema`) and the lag figures of
+    analysis.json, from the history's events, its anomaly rows and the lag samples
+    (store, time: the write's ok, n: the lag in ns; None when the staleness checker
+    failed)."""
     bucket_s = bucket_seconds(t0_ns, t1_ns)
     ms = F.lit(1_000_000.0)
 
@@ -133,31 +153,59 @@ def compute_series(
         _bucket(F.col("time"), t0_ns, bucket_s).alias("t"), "kind"
     ).count()
 
-    lag: list[dict[str, Any]] = []
-    if lag_series is not None:
-        lag = _rows(_lag_buckets(lag_series, bucket_s), ["t", "store"])
-
-    return {
+    frames = {
+        "ops": (op_counts, ["t", "f"]),
+        "latency": (latency, ["t", "f"]),
+        "faults": (faults, ["start", "fault_id"]),
+        "offsets": (offsets, ["t", "consumer", "channel", "partition"]),
+        "anomalies": (anomaly_counts, ["t", "kind"]),
+        "marks": (marks, ["t", "kind", "consumer", "channel"]),
+    }
+    if lags is not None:
+        lag_ms = (F.col("n") / ms).alias("lag_ms")
+        samples = lags.select("store", "time", lag_ms)
+        frames["lag"] = (_lag_buckets(samples, t0_ns, bucket_s), ["t", "store"])
+        frames["lag_stats"] = (_lag_stats(samples), ["store"])
+    rows = _collect(frames)
+    stats = {
+        r["store"]: {
+            "count": r["count"],
+            **{name: r[f"q{i}"] for i, name in enumerate(PERCENTILES)},
+            "max_ms": r["max_ms"],
+        }
+        for r in rows.pop("lag_stats", [])
+    }
+    series = {
         "t0_ns": t0_ns,
         "t1_ns": t1_ns,
         "bucket_s": bucket_s,
-        "ops": _rows(op_counts, ["t", "f"]),
-        "latency": _rows(latency, ["t", "f"]),
-        "lag": lag,
-        "faults": _rows(faults, ["start", "fault_id"]),
-        "offsets": _rows(offsets, ["t", "consumer", "channel", "partition"]),
-        "anomalies": _rows(anomaly_counts, ["t", "kind"]),
-        "marks": _rows(marks, ["t", "kind", "consumer", "channel"]),
+        "ops": rows["ops"],
+        "latency": rows["latency"],
+        "lag": rows.get("lag", []),
+        "faults": rows["faults"],
+        "offsets": rows["offsets"],
+        "anomalies": rows["anomalies"],
+        "marks": rows["marks"],
     }
+    return series, stats
 
 
-def _lag_buckets(lag_series: DataFrame, bucket_s: int) -> DataFrame:
-    """staleness.lag_series rows (store, second, count, p50_ms, max_ms) in buckets of
-    `bucket_s` seconds: counts add up, maxima stay exact, and a wider bucket's p50 is the
-    count-weighted mean of its seconds' medians (an approximation, said in the docs)."""
-    t = (F.floor(F.col("second") / bucket_s) * bucket_s).cast("long").alias("t")
-    return lag_series.groupBy(t, "store").agg(
-        F.sum("count").alias("count"),
-        (F.sum(F.col("p50_ms") * F.col("count")) / F.sum("count")).alias("p50_ms"),
-        F.max("max_ms").alias("max_ms"),
+def _lag_buckets(samples: DataFrame, t0_ns: int, bucket_s: int) -> DataFrame:
+    """(t, store, count, p50_ms, max_ms) of the lag samples by the write's `ok` time in
+    buckets of `bucket_s` seconds since the first event (percentile_approx)."""
+    return samples.groupBy(_bucket(F.col("time"), t0_ns, bucket_s).alias("t"), "store").agg(
+        F.count(F.lit(1)).alias("count"),
+        F.percentile_approx("lag_ms", 0.5).alias("p50_ms"),
+        F.max("lag_ms").alias("max_ms"),
+    )
+
+
+def _lag_stats(samples: DataFrame) -> DataFrame:
+    """(store, count, q0.., max_ms): checkers.reference.staleness.lag per store, with
+    Spark's percentile_approx (nearest-rank, an observed value)."""
+    qs = F.percentile_approx("lag_ms", list(PERCENTILES.values()))
+    return samples.groupBy("store").agg(
+        F.count(F.lit(1)).alias("count"),
+        *[qs[i].alias(f"q{i}") for i in range(len(PERCENTILES))],
+        F.max("lag_ms").alias("max_ms"),
     )

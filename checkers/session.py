@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 from pyspark.sql import SparkSession
@@ -22,6 +23,9 @@ def get_spark(master: str | None = None) -> SparkSession:
         if active is not None:
             return active
         url = master or os.environ.get("DRIFTLAB_SPARK_MASTER", "local[*]")
+        # The keyed pass runs driftlab's checks in Python workers: they need this
+        # environment's packages (pyarrow, driftlab itself), not the system python3.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         spark = (
             SparkSession.builder.master(url)
             .appName("driftlab")

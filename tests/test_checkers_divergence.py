@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from keyed_support import spark_check
 from strategies_states import (
     apply,
     histories,
@@ -17,9 +18,7 @@ from strategies_states import (
     write,
 )
 
-from checkers.frames import events_to_df
 from checkers.reference import divergence as ref
-from checkers.spark import divergence as spk
 from harness.history.schema import Event
 
 FIGURE_11_4 = [
@@ -68,7 +67,7 @@ PLANTED = [
 def both(spark, events: list[Event]) -> list:
     """The reference anomalies, after checking Spark finds the same identities."""
     found = ref.check(events)
-    assert spark_identities(spk.check(events_to_df(spark, events))) == identities(found)
+    assert spark_identities(spark_check(spark, events, "divergence")) == identities(found)
     return found
 
 

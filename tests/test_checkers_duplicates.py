@@ -6,12 +6,11 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from keyed_support import spark_check
 from strategies_messages import combined_histories
 
 from checkers.anomaly import KINDS
-from checkers.frames import events_to_df
 from checkers.reference import duplicates as reference
-from checkers.spark import duplicates as spark_checker
 from harness.history.reader import read_parquet
 from harness.history.schema import COLUMNS, Event
 from harness.history.synthetic import generate
@@ -99,7 +98,7 @@ def test_spark_finds_the_hand_made_duplicates(spark) -> None:
         apply(6, "m1", key="k", consumer="g"),
         apply(9, "m1", key="k", consumer="g"),
     ]
-    rows = spark_checker.check(events_to_df(spark, events)).collect()
+    rows = spark_check(spark, events, "duplicates").collect()
     assert Counter(tuple(r)[:6] for r in rows) == identities(reference.check(events))
     assert len(rows) == 2
     apply_row = next(r for r in rows if r.kind == "duplicate-apply")
@@ -123,5 +122,5 @@ def test_finds_what_the_synthetic_generator_planted(tmp_path) -> None:
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(combined_histories())
 def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
-    rows = spark_checker.check(events_to_df(spark, events)).collect()
+    rows = spark_check(spark, events, "duplicates").collect()
     assert Counter(tuple(r)[:6] for r in rows) == identities(reference.check(events))

@@ -6,11 +6,10 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from keyed_support import spark_check
 from strategies_states import header, histories, identities, kinds, produce, spark_identities, state
 
-from checkers.frames import events_to_df
 from checkers.reference import eventsourcing as ref
-from checkers.spark import eventsourcing as spk
 from harness.history.schema import Event
 
 PROJECTIONS = [
@@ -53,7 +52,7 @@ OVERBOOKING = [
 def both(spark, events: list[Event]) -> list:
     """The reference anomalies, after checking Spark finds the same identities."""
     found = ref.check(events)
-    assert spark_identities(spk.check(events_to_df(spark, events))) == identities(found)
+    assert spark_identities(spark_check(spark, events, "eventsourcing")) == identities(found)
     return found
 
 

@@ -7,11 +7,10 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from keyed_support import spark_check
 from strategies_states import apply, histories, identities, kinds, spark_identities, write
 
-from checkers.frames import events_to_df
 from checkers.reference import graph as ref
-from checkers.spark import graph as spk
 from harness.history.schema import Event
 
 FIGURE_11_4 = [
@@ -27,7 +26,7 @@ SOURCE_1_TO_4 = [write(i, "k", f"v{i}", i) for i in range(1, 5)]
 def both(spark, events: list[Event]) -> list:
     """The reference anomalies, after checking Spark finds the same identities."""
     found = ref.check(events)
-    assert spark_identities(spk.check(events_to_df(spark, events))) == identities(found)
+    assert spark_identities(spark_check(spark, events, "graph")) == identities(found)
     return found
 
 

@@ -6,12 +6,11 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from keyed_support import spark_check, spark_notes
 from strategies_messages import combined_histories
 
 from checkers.anomaly import KINDS
-from checkers.frames import events_to_df
 from checkers.reference import lost as reference
-from checkers.spark import lost as spark_checker
 from harness.history.reader import read_parquet
 from harness.history.schema import COLUMNS, Event
 from harness.history.synthetic import generate
@@ -128,11 +127,10 @@ def test_no_lost_write_before_quiescence() -> None:
 @pytest.mark.spark
 def test_spark_finds_the_hand_made_losses(spark) -> None:
     events = MESSAGES + WRITES
-    df = events_to_df(spark, events)
-    rows = spark_checker.check(df).collect()
+    rows = spark_check(spark, events, "lost").collect()
     assert Counter(tuple(r)[:6] for r in rows) == identities(reference.check(events))
     assert len(rows) == 10
-    assert spark_checker.notes(df) == {"unseen-message": 2, "recovered-write": 1}
+    assert spark_notes(spark, events) == {"unseen-message": 2, "recovered-write": 1}
     g = next(r for r in rows if r.consumer == "g")
     assert g.detail == "m2 produced on orders, never delivered to g"
     assert g.evidence.count('"msg_id":"m2"') == 2
@@ -154,7 +152,6 @@ def test_finds_what_the_synthetic_generator_planted(tmp_path) -> None:
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(combined_histories())
 def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
-    df = events_to_df(spark, events)
-    rows = spark_checker.check(df).collect()
+    rows = spark_check(spark, events, "lost").collect()
     assert Counter(tuple(r)[:6] for r in rows) == identities(reference.check(events))
-    assert spark_checker.notes(df) == reference.notes(events)
+    assert spark_notes(spark, events) == reference.notes(events)

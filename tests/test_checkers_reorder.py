@@ -6,12 +6,11 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from keyed_support import spark_check
 from strategies_messages import combined_histories
 
 from checkers.anomaly import KINDS
-from checkers.frames import events_to_df
 from checkers.reference import reorder as reference
-from checkers.spark import reorder as spark_checker
 from harness.history.reader import read_parquet
 from harness.history.schema import COLUMNS, Event
 from harness.history.synthetic import generate
@@ -139,7 +138,7 @@ def identities(anomalies) -> Counter:
 
 
 def spark_identities(spark, events: list[Event]) -> Counter:
-    rows = spark_checker.check(events_to_df(spark, events)).collect()
+    rows = spark_check(spark, events, "reorder").collect()
     return Counter(tuple(r)[:6] for r in rows)
 
 

@@ -7,11 +7,10 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from keyed_support import spark_check, spark_lag
 from strategies_states import apply, histories, identities, kinds, read, spark_identities, write
 
-from checkers.frames import events_to_df
 from checkers.reference import staleness as ref
-from checkers.spark import staleness as spk
 from harness.history.schema import Event
 
 MS = 1_000_000
@@ -60,7 +59,7 @@ LAGS = [
 def both(spark, events: list[Event]) -> list:
     """The reference anomalies, after checking Spark finds the same identities."""
     found = ref.check(events)
-    assert spark_identities(spk.check(events_to_df(spark, events))) == identities(found)
+    assert spark_identities(spark_check(spark, events, "staleness")) == identities(found)
     return found
 
 
@@ -68,7 +67,7 @@ def agree_on_lag(spark, events: list[Event]) -> dict:
     """The reference lag, after checking Spark's: counts and max exactly, percentiles as
     an observed value within one rank of the nearest rank."""
     expected = ref.lag(events)
-    got = spk.lag(events_to_df(spark, events))
+    got, _ = spark_lag(spark, events)
     assert got.keys() == expected.keys()
     delays = {s: sorted(d / 1e6 for d in ds) for s, ds in ref.lag_ns(events).items()}
     for store, stats in expected.items():
@@ -118,11 +117,11 @@ def test_lag_series_buckets_by_second(spark) -> None:
         write(1_600 * MS, "c", "c1", 1),
         apply(1_610 * MS, "cache", "c", "c1", 1),
     ]
-    series = spk.lag_series(events_to_df(spark, events))
-    assert series.columns == ["store", "second", "count", "p50_ms", "max_ms"]
-    assert dict(series.dtypes)["second"] == "bigint"
-    rows = [tuple(r) for r in series.collect()]
-    assert rows == [("cache", 0, 1, 4.0, 4.0), ("cache", 1, 2, 2.0, 10.0)]
+    _, series = spark_lag(spark, events)
+    assert series == [
+        {"t": 0, "store": "cache", "count": 1, "p50_ms": 4.0, "max_ms": 4.0},
+        {"t": 1, "store": "cache", "count": 2, "p50_ms": 2.0, "max_ms": 10.0},
+    ]
 
 
 @pytest.mark.spark

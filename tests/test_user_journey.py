@@ -48,7 +48,8 @@ def _failure(proc: subprocess.CompletedProcess[str], index: dict | None = None) 
         for r in (index or {}).get("runs", [])
         if r["exit_code"] != 0
     ]
-    return "\n".join([*errors, "--- stdout", proc.stdout[-4000:], "--- stderr", proc.stderr[-4000:]])
+    tails = ["--- stdout", proc.stdout[-4000:], "--- stderr", proc.stderr[-4000:]]
+    return "\n".join([*errors, *tails])
 
 
 @pytest.mark.timeout(1800)

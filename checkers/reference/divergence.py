@@ -22,9 +22,15 @@ from harness.history.schema import SOURCE_STORE, Event, OpPhase
 CHECKER = "divergence"
 
 
-def check(events: Sequence[Event]) -> list[Anomaly]:
-    """Every (store, key) whose final value differs from the source's, classified."""
+def check(events: Sequence[Event], state_stores: Iterable[str] | None = None) -> list[Anomaly]:
+    """Every (store, key) whose final value differs from the source's, classified.
+
+    `state_stores` are the stores with a `state` event anywhere in the history, when
+    `events` hold only some keys (every event of each).
+    """
     states = final_states(events)
+    for store in state_stores or ():
+        states.setdefault(store, {})
     source = states.pop(SOURCE_STORE, None)
     if source is None or not states:
         return []

@@ -89,21 +89,34 @@ def bounds(headers: Iterable[Event]) -> Bounds | None:
 
 def check(events: Sequence[Event]) -> list[Anomaly]:
     """Projection mismatches against the fold of the log, then invariant violations."""
+    return check_keys(events, (), bounds(events))
+
+
+def check_keys(
+    events: Sequence[Event], state_stores: Iterable[str], limits: Bounds | None
+) -> list[Anomaly]:
+    """check() of some keys: `events` hold every event of each, `state_stores` are the
+    stores with a `state` event anywhere in the history, `limits` its bounds()."""
     log: dict[str, list[Event]] = defaultdict(list)
     for e in events:
         if is_log_event(e):
             log[e.key].append(e)
-    return _mismatches(events, log) + _violations(bounds(events), log)
+    return _mismatches(events, log, state_stores) + _violations(limits, log)
 
 
-def _mismatches(events: Sequence[Event], log: dict[str, list[Event]]) -> list[Anomaly]:
+def _mismatches(
+    events: Sequence[Event], log: dict[str, list[Event]], state_stores: Iterable[str] | None
+) -> list[Anomaly]:
     """Projection stores whose final value of an aggregate is not the fold of its events.
 
     An aggregate with events that the projection lacks is a mismatch too: a replay
     writes every aggregate it meets.
     """
+    states = final_states(events)
+    for store in state_stores:
+        states.setdefault(store, {})
     out: list[Anomaly] = []
-    for store, held in sorted(final_states(events).items()):
+    for store, held in sorted(states.items()):
         if not store.startswith(PROJECTION_PREFIX):
             continue
         for key in sorted(held.keys() | log.keys()):

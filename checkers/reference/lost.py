@@ -12,7 +12,7 @@ channel (done on every channel it has a `deliver` on).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from checkers.anomaly import Anomaly, evidence_json
@@ -24,51 +24,104 @@ CHECKER = "lost"
 
 def check(events: Sequence[Event]) -> list[Anomaly]:
     """Every lost message (per consumer) and every lost write (per derived store)."""
-    return _messages(events).lost + _writes(events).lost
+    return messages(events).lost + writes(events).lost
 
 
 def notes(events: Sequence[Event]) -> dict[str, int]:
     """Counts of the notes: `unseen-message` and `recovered-write`."""
     return {
-        "unseen-message": _messages(events).unseen,
-        "recovered-write": _writes(events).recovered,
+        "unseen-message": messages(events).unseen,
+        "recovered-write": writes(events).recovered,
     }
 
 
 @dataclass
-class _Outcome:
+class Outcome:
+    """Lost rows and the counts of the notes, of a whole history or of one group."""
+
     lost: list[Anomaly] = field(default_factory=list)
     unseen: int = 0
     recovered: int = 0
+
+
+@dataclass(frozen=True)
+class Consumers:
+    """Who consumes what: the history-wide facts behind every message's verdict."""
+
+    delivered_on: dict[str, frozenset[str]]
+    """consumer -> the channels it has a `deliver` on"""
+    marked: dict[str, frozenset[str]]
+    """consumer -> the channels of its `consumer-done` marks"""
+    done_everywhere: frozenset[str]
+    """consumers with a `consumer-done` mark without a channel"""
+
+
+@dataclass(frozen=True)
+class WriteFacts:
+    """The history-wide facts behind every write's verdict."""
+
+    effect_stores: frozenset[str]
+    """derived stores with an effect on some key"""
+    quiesced: bool
 
 
 def _is(e: Event, action: MsgAction) -> bool:
     return e.type == EventType.MSG and e.action == action
 
 
-def _messages(events: Sequence[Event]) -> _Outcome:
+def consumers(events: Iterable[Event]) -> Consumers:
+    """The Consumers facts of a history."""
     delivered_on: dict[str, set[str]] = defaultdict(set)
-    delivered: set[tuple[str, str]] = set()
     marked: dict[str, set[str]] = defaultdict(set)
     done_everywhere: set[str] = set()
-    produced: dict[str, list[Event]] = defaultdict(list)
-    for e in sorted(events, key=order_key):
+    for e in events:
         if _is(e, MsgAction.DELIVER) and e.consumer is not None:
             if e.channel is not None:
                 delivered_on[e.consumer].add(e.channel)
-            if e.msg_id is not None:
-                delivered.add((e.consumer, e.msg_id))
-        elif _is(e, MsgAction.PRODUCE) and e.channel is not None and e.msg_id is not None:
-            produced[e.msg_id].append(e)
         elif e.type == EventType.MARK and e.kind == Mark.CONSUMER_DONE and e.consumer is not None:
             if e.channel is None:
                 done_everywhere.add(e.consumer)
             else:
                 marked[e.consumer].add(e.channel)
-    out = _Outcome()
-    for consumer in sorted(delivered_on.keys() | marked.keys()):
-        consumes = delivered_on[consumer] | marked[consumer]
-        done = marked[consumer] | (delivered_on[consumer] if consumer in done_everywhere else set())
+    return Consumers(
+        {c: frozenset(v) for c, v in delivered_on.items()},
+        {c: frozenset(v) for c, v in marked.items()},
+        frozenset(done_everywhere),
+    )
+
+
+def write_facts(events: Iterable[Event]) -> WriteFacts:
+    """The WriteFacts of a history."""
+    stores: set[str] = set()
+    quiesced = False
+    for e in events:
+        if e.key is not None and is_effect(e):
+            stores.add(e.store)
+        elif e.type == EventType.MARK and e.kind == Mark.QUIESCED:
+            quiesced = True
+    return WriteFacts(frozenset(stores), quiesced)
+
+
+def messages(events: Sequence[Event], facts: Consumers | None = None) -> Outcome:
+    """Lost messages and unseen ones; `facts` of the whole history when `events` hold
+    only some messages (every event of each)."""
+    if facts is None:
+        facts = consumers(events)
+    delivered: set[tuple[str, str]] = set()
+    produced: dict[str, list[Event]] = defaultdict(list)
+    for e in sorted(events, key=order_key):
+        if _is(e, MsgAction.DELIVER) and e.consumer is not None:
+            if e.msg_id is not None:
+                delivered.add((e.consumer, e.msg_id))
+        elif _is(e, MsgAction.PRODUCE) and e.channel is not None and e.msg_id is not None:
+            produced[e.msg_id].append(e)
+    out = Outcome()
+    none: frozenset[str] = frozenset()
+    for consumer in sorted(facts.delivered_on.keys() | facts.marked.keys()):
+        delivered_on = facts.delivered_on.get(consumer, none)
+        marked = facts.marked.get(consumer, none)
+        consumes = delivered_on | marked
+        done = marked | (delivered_on if consumer in facts.done_everywhere else none)
         for msg_id, produces in produced.items():
             if (consumer, msg_id) in delivered:
                 continue
@@ -99,20 +152,22 @@ def _carried(e: Event) -> tuple[str | None, str | None, int | None]:
     return (e.key, e.value, e.version if e.value is None else None)
 
 
-def _writes(events: Sequence[Event]) -> _Outcome:
+def writes(events: Sequence[Event], facts: WriteFacts | None = None) -> Outcome:
+    """Lost writes and recovered ones; `facts` of the whole history when `events` hold
+    only some keys (every event of each)."""
+    if facts is None:
+        facts = write_facts(events)
     reached: set[tuple[str, tuple[str | None, str | None, int | None]]] = set()
-    effect_stores: set[str] = set()
     for e in events:
         if e.key is None:
             continue
-        if is_effect(e):
-            effect_stores.add(e.store)
-            reached.add((e.store, _carried(e)))
-        elif _is(e, MsgAction.SKIP) and e.store is not None and e.store != SOURCE_STORE:
+        if is_effect(e) or (
+            _is(e, MsgAction.SKIP) and e.store is not None and e.store != SOURCE_STORE
+        ):
             reached.add((e.store, _carried(e)))
     anywhere = {carried for _, carried in reached}
-    quiesced = any(e.type == EventType.MARK and e.kind == Mark.QUIESCED for e in events)
-    out = _Outcome()
+    effect_stores, quiesced = facts.effect_stores, facts.quiesced
+    out = Outcome()
     for w in sorted(events, key=order_key):
         if not is_source_write(w) or w.key is None:
             continue

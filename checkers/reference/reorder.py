@@ -23,6 +23,11 @@ Coords = tuple[str, int | None, int]
 
 def check(events: Sequence[Event]) -> list[Anomaly]:
     """Every reorder anomaly of the history."""
+    return key_checks(events) + partition_checks(events)
+
+
+def key_checks(events: Sequence[Event]) -> list[Anomaly]:
+    """reorder-delivery and stale-overwrite: per key, so of any set of whole keys."""
     ordered = sorted(events, key=order_key)
     delivers = [e for e in ordered if _is(e, MsgAction.DELIVER) and e.consumer is not None]
     effects = [e for e in ordered if is_effect(e)]
@@ -31,9 +36,15 @@ def check(events: Sequence[Event]) -> list[Anomaly]:
             delivers, "reorder-delivery", lambda e: (e.consumer, e.process, e.key), "delivered"
         ),
         *_regressions(effects, "stale-overwrite", lambda e: (e.store, e.key), "applied"),
-        *_polls(ordered, delivers),
-        *_inconsistent_offsets(ordered),
     ]
+
+
+def partition_checks(events: Sequence[Event]) -> list[Anomaly]:
+    """nonmonotonic-poll, poll-skip and inconsistent-offset: per channel partition, so
+    of any set of whole channel partitions."""
+    ordered = sorted(events, key=order_key)
+    delivers = [e for e in ordered if _is(e, MsgAction.DELIVER) and e.consumer is not None]
+    return [*_polls(ordered, delivers), *_inconsistent_offsets(ordered)]
 
 
 def _is(e: Event, action: MsgAction) -> bool:

@@ -91,8 +91,8 @@ def _is_read(e: Event) -> bool:
     )
 
 
-def lag_ns(events: Sequence[Event]) -> dict[str, list[int]]:
-    """store -> the lag in ns of every `ok` source write that reached it.
+def lag_rows(events: Sequence[Event]) -> list[tuple[str, int, int]]:
+    """(store, ok time, lag in ns) of every `ok` source write that reached a store.
 
     The lag runs from the write's `ok` to its first effect on the store; an effect seen
     before the `ok` (the commit was visible before the client heard of it) counts 0.
@@ -108,9 +108,14 @@ def lag_ns(events: Sequence[Event]) -> dict[str, list[int]]:
         at = (e.store, w.key, w.version)
         if at not in first or e.time < first[at][1]:
             first[at] = (w.time, e.time)
+    return [(store, ok, max(reached - ok, 0)) for (store, _, _), (ok, reached) in first.items()]
+
+
+def lag_ns(events: Sequence[Event]) -> dict[str, list[int]]:
+    """store -> the lag in ns of every `ok` source write that reached it (lag_rows)."""
     out: dict[str, list[int]] = defaultdict(list)
-    for (store, _, _), (ok, reached) in first.items():
-        out[store].append(max(reached - ok, 0))
+    for store, _, delay in lag_rows(events):
+        out[store].append(delay)
     return dict(out)
 
 

@@ -1,0 +1,238 @@
+"""One partition's work in the keyed pass: every check of every group it holds.
+
+The history is cut into groups that the checks of docs/checkers.md judge on their own,
+given the history-wide Facts:
+
+- KEY (a key): lost-write, recovered-write, stale-overwrite, reorder-delivery,
+  divergence, ryw-violation, the lag, event sourcing and contradictory order;
+- PARTITION (a channel and partition): nonmonotonic-poll, poll-skip, inconsistent-offset;
+- MESSAGE (a msg_id): lost-message, unseen-message, duplicate-delivery, duplicate-apply.
+
+An event goes to every group that judges it (`routes`); each group's events, in the
+history's order, go through the plain-Python reference checkers, so that the pass and
+the reference agree by construction, evidence included, and the property tests check
+the cut. Per group only its rows come out: anomalies, the notes' counts and lag samples.
+
+Assumed of a history (the recorder guarantees it): an operation's invocation and its
+completion carry the same key.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from checkers.anomaly import ANOMALY_COLUMNS, Anomaly
+from checkers.keyed.facts import Facts
+from checkers.reference import (
+    divergence,
+    duplicates,
+    eventsourcing,
+    graph,
+    lost,
+    reorder,
+    staleness,
+)
+from harness.history.schema import COLUMNS, Event, EventType, MsgAction
+
+KEY, PARTITION, MESSAGE = 0, 1, 2
+ROUTE_COLUMN, GROUP_COLUMN, POSITION_COLUMN = "_r", "_g", "_pos"
+ANOMALY, NOTE, LAG, ERROR = "a", "n", "l", "e"
+OUTPUT_DDL = (
+    "out string, checker string, kind string, store string, key string, consumer string, "
+    "time bigint, detail string, evidence string, n bigint"
+)
+"""A row of the pass: an anomaly (ANOMALY), a note's count in `n` (NOTE), a lag sample
+(LAG: store, the write's ok time, the lag in ns in `n`), or a checker's failure (ERROR:
+checker and the error in `detail`)."""
+
+_KEY_TYPES = frozenset({EventType.OP, EventType.MSG, EventType.STATE})
+_POLL_ACTIONS = frozenset({MsgAction.PRODUCE, MsgAction.DELIVER})
+_MESSAGE_ACTIONS = frozenset({MsgAction.PRODUCE, MsgAction.DELIVER, MsgAction.APPLY})
+
+
+def partition_group(channel: str, partition: int | None) -> str:
+    """The PARTITION group of a channel's partition (null partitions are one group)."""
+    return f"{channel}\x00{'' if partition is None else partition}"
+
+
+def routes(e: Event) -> list[tuple[int, str]]:
+    """The groups (route, group) that judge `e`; the Spark pass routes alike."""
+    out: list[tuple[int, str]] = []
+    if e.key is not None and e.type in _KEY_TYPES:
+        out.append((KEY, e.key))
+    if e.type == EventType.MSG:
+        if e.action in _POLL_ACTIONS and e.channel is not None:
+            out.append((PARTITION, partition_group(e.channel, e.partition)))
+        if e.action in _MESSAGE_ACTIONS and e.msg_id is not None:
+            out.append((MESSAGE, e.msg_id))
+    return out
+
+
+@dataclass
+class Judged:
+    """What the groups of one partition gave."""
+
+    anomalies: list[Anomaly] = field(default_factory=list)
+    notes: Counter[str] = field(default_factory=Counter)
+    lags: list[tuple[str, int, int]] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+Check = Callable[[Sequence[Event], Facts, Judged], None]
+
+
+def _lost_writes(events: Sequence[Event], facts: Facts, out: Judged) -> None:
+    found = lost.writes(events, facts.writes)
+    out.anomalies += found.lost
+    out.notes["recovered-write"] += found.recovered
+
+
+def _reorder(events: Sequence[Event], facts: Facts, out: Judged) -> None:
+    out.anomalies += reorder.key_checks(events)
+
+
+def _divergence(events: Sequence[Event], facts: Facts, out: Judged) -> None:
+    out.anomalies += divergence.check(events, facts.state_stores)
+
+
+def _staleness(events: Sequence[Event], facts: Facts, out: Judged) -> None:
+    out.anomalies += staleness.check(events)
+    out.lags += staleness.lag_rows(events)
+
+
+def _eventsourcing(events: Sequence[Event], facts: Facts, out: Judged) -> None:
+    if facts.limits_error is not None:
+        raise ValueError(facts.limits_error)
+    out.anomalies += eventsourcing.check_keys(events, facts.state_stores, facts.limits)
+
+
+def _graph(events: Sequence[Event], facts: Facts, out: Judged) -> None:
+    out.anomalies += graph.check(events)
+
+
+def _polls(events: Sequence[Event], facts: Facts, out: Judged) -> None:
+    out.anomalies += reorder.partition_checks(events)
+
+
+def _messages(events: Sequence[Event], facts: Facts, out: Judged) -> None:
+    found = lost.messages(events, facts.consumers)
+    out.anomalies += found.lost
+    out.notes["unseen-message"] += found.unseen
+
+
+def _duplicates(events: Sequence[Event], facts: Facts, out: Judged) -> None:
+    out.anomalies += duplicates.check(events)
+
+
+CHECKS: dict[int, tuple[tuple[str, Check], ...]] = {
+    KEY: (
+        ("lost", _lost_writes),
+        ("reorder", _reorder),
+        ("divergence", _divergence),
+        ("staleness", _staleness),
+        ("eventsourcing", _eventsourcing),
+        ("graph", _graph),
+    ),
+    PARTITION: (("reorder", _polls),),
+    MESSAGE: (("lost", _messages), ("duplicates", _duplicates)),
+}
+"""Per route, the checks of its groups, each under the checker it reports for."""
+
+
+def judge_group(route: int, events: Sequence[Event], facts: Facts, out: Judged) -> None:
+    """Every check of one group; a failing checker is recorded and the others go on."""
+    for checker, check in CHECKS[route]:
+        if checker in out.errors:
+            continue
+        try:
+            check(events, facts, out)
+        except Exception as e:  # a broken checker must not hide the others' results
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            out.errors[checker] = f"{type(e).__name__}: {first}\n{traceback.format_exc()}"
+
+
+def judge(groups: Iterable[tuple[int, Sequence[Event]]], facts: Facts) -> Judged:
+    """Every group's checks (the plain-Python whole of one partition)."""
+    out = Judged()
+    for route, events in groups:
+        judge_group(route, events, facts, out)
+    return out
+
+
+def group_history(events: Sequence[Event]) -> list[tuple[int, list[Event]]]:
+    """Every group of an in-memory history, each in the history's order."""
+    groups: dict[tuple[int, str], list[Event]] = {}
+    for e in events:
+        for r in routes(e):
+            groups.setdefault(r, []).append(e)
+    return [(route, evs) for (route, _), evs in groups.items()]
+
+
+def arrow_groups(table: pa.Table) -> Iterator[tuple[int, list[Event]]]:
+    """The groups of a partition's rows (history columns plus route, group and
+    position), each group's events in the history's order."""
+    if table.num_rows == 0:
+        return
+    order = pc.sort_indices(
+        table,
+        [(ROUTE_COLUMN, "ascending"), (GROUP_COLUMN, "ascending"), (POSITION_COLUMN, "ascending")],
+    )
+    table = table.take(order)
+    columns = [table.column(c).to_pylist() for c in COLUMNS]
+    events = [Event(*values) for values in zip(*columns, strict=True)]
+    route = table.column(ROUTE_COLUMN).to_pylist()
+    group = table.column(GROUP_COLUMN).to_pylist()
+    start = 0
+    for i in range(1, len(events) + 1):
+        if i == len(events) or route[i] != route[start] or group[i] != group[start]:
+            yield route[start], events[start:i]
+            start = i
+
+
+def output_batch(judged: Judged) -> pa.RecordBatch:
+    """The rows of OUTPUT_DDL for what a partition's groups gave."""
+    rows: dict[str, list] = {c: [] for c in ("out", *ANOMALY_COLUMNS, "n")}
+
+    def add(out: str, n: int | None = None, **values: object) -> None:
+        rows["out"].append(out)
+        rows["n"].append(n)
+        for c in ANOMALY_COLUMNS:
+            rows[c].append(values.get(c))
+
+    for a in judged.anomalies:
+        add(ANOMALY, **{c: getattr(a, c) for c in ANOMALY_COLUMNS})
+    for note, count in judged.notes.items():
+        add(NOTE, count, kind=note)
+    for store, ok, delay in judged.lags:
+        add(LAG, delay, store=store, time=ok)
+    for checker, error in judged.errors.items():
+        add(ERROR, checker=checker, detail=error)
+    return pa.RecordBatch.from_pydict(rows, schema=output_schema())
+
+
+def output_schema() -> pa.Schema:
+    """The Arrow schema of OUTPUT_DDL."""
+    return pa.schema(
+        [
+            pa.field(c, pa.int64() if c in ("time", "n") else pa.string())
+            for c in ("out", *ANOMALY_COLUMNS, "n")
+        ]
+    )
+
+
+def partition_step(facts: Facts) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function mapInArrow runs on each partition of the routed history."""
+
+    def step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        chunks = list(batches)
+        if not chunks:
+            return
+        yield output_batch(judge(arrow_groups(pa.Table.from_batches(chunks)), facts))
+
+    return step
