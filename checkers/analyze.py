@@ -279,15 +279,21 @@ def _spark(master: str | None, log_path: Path) -> SparkSession:
 
 
 def _read_history(spark: SparkSession, path: Path, rows: int) -> DataFrame:
-    """The history, split so that each core reads a share of it.
+    """The history, split so that each core reads a share of it, with the session's
+    shuffles sized to it.
 
     Spark splits Parquet files into 128 MB partitions: a history of a few million events
     would be read by one core. A small one stays whole: every split costs a task.
     """
     cores = spark.sparkContext.defaultParallelism
-    splits = cores if rows > SMALL_HISTORY else 1
-    split = max(1 << 20, path.stat().st_size // splits + 1)
+    small = rows <= SMALL_HISTORY
+    split = max(1 << 20, path.stat().st_size // (1 if small else cores) + 1)
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(split))
+    # The outputs' aggregations shuffle a few rows per group: on a small history each
+    # extra shuffle partition is a task to schedule, and adaptive execution adds a job
+    # per stage to re-plan what is already tiny.
+    spark.conf.set("spark.sql.shuffle.partitions", str(1 if small else 2 * cores))
+    spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
     return spark.read.parquet(str(path))
 
 
