@@ -7,6 +7,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rich.console import Console
+
+from benchmarks import latency_bench
 from benchmarks.checkers_bench import main
 
 
@@ -24,8 +27,9 @@ def cli(argv: list[str] | None = None) -> None:
     """Parse the arguments and run the checker benchmark."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
-        description="Time the checker suite in Spark beside a DuckDB SQL reference on "
-        "synthetic histories with planted anomalies.",
+        description="Time the analysis of a small run (10k events, warm and cold), then "
+        "the checker suite in Spark beside a DuckDB SQL reference on synthetic histories "
+        "with planted anomalies.",
     )
     parser.add_argument(
         "--sizes",
@@ -40,7 +44,16 @@ def cli(argv: list[str] | None = None) -> None:
         help="where the histories go (default: $TMPDIR/driftlab-bench; about 1 GB at 20M)",
     )
     parser.add_argument("--spark-master", default=None, help="Spark master URL")
+    parser.add_argument(
+        "--no-latency",
+        action="store_true",
+        help="skip the small-run latency figures (10k events, warm and cold)",
+    )
     args = parser.parse_args(argv)
+    if not args.no_latency:
+        console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+        args.dir.mkdir(parents=True, exist_ok=True)
+        latency_bench.report(latency_bench.measure(args.dir, args.spark_master), console)
     main(args.sizes, args.dir, args.spark_master)
 
 

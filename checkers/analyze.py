@@ -26,10 +26,11 @@ from pyspark.sql import functions as F
 from rich.console import Console
 
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
+from checkers.figures import PassFigures, pass_figures
 from checkers.keyed.spark import gather_facts, keyed_pass
-from checkers.keyed.step import ANOMALY, ERROR, LAG, NOTE
+from checkers.keyed.step import ANOMALY
 from checkers.outputs import examples, write_single_parquet
-from checkers.series import compute_series
+from checkers.series import bucket_seconds, history_series
 from checkers.session import get_spark
 from checkers.verdict import ExpectationError, check_expectations, judge
 from harness.history.reader import PARQUET_NAME, HistoryInfo, convert_to_parquet
@@ -140,15 +141,17 @@ def analyze(
             t = time.perf_counter()
             keyed_pass(events, facts, info.events).write.parquet(str(scratch / "pass"))
             rows = spark.read.parquet(str(scratch / "pass"))
-            runs, notes = _summary(rows)
+            bucket_s = bucket_seconds(facts.t0_ns, facts.t1_ns)
+            figures = pass_figures(rows, facts.t0_ns, bucket_s)
+            runs = _checker_runs(figures, time.perf_counter() - t)
             timings["checkers_s"] = time.perf_counter() - t
             for r in runs:
-                r.seconds = timings["checkers_s"]
                 _say_checker(say, r)
 
             t = time.perf_counter()
-            failed = [r.name for r in runs if r.status != "ok"]
-            found = rows.filter(F.col("out") == ANOMALY).filter(~F.col("checker").isin(failed))
+            found = rows.filter(F.col("out") == ANOMALY).filter(
+                ~F.col("checker").isin(list(figures.errors))
+            )
             write_single_parquet(_sorted_anomalies(found), run / "anomalies.parquet", scratch)
             stored = spark.read.parquet(str(run / "anomalies.parquet"))
             _write_json(
@@ -159,8 +162,12 @@ def analyze(
                     "kinds": examples(stored, per_kind, facts.t0_ns),
                 },
             )
-            lags = None if "staleness" in failed else rows.filter(F.col("out") == LAG)
-            series, lag = compute_series(events, stored, facts.t0_ns, facts.t1_ns, lags)
+            series = history_series(events, facts.t0_ns, facts.t1_ns)
+            series["anomalies"] = figures.anomaly_series
+            series["lag"] = [] if "staleness" in figures.errors else figures.lag_series
+            lag = {} if "staleness" in figures.errors else figures.lag
+            # Notes come from the lost checker's groups: a failure leaves them unknown.
+            notes = {} if "lost" in figures.errors else {n: figures.notes[n] for n in NOTES}
             _write_json(run / "series.json", {"schema": ANALYSIS_SCHEMA, **series})
             timings["outputs_s"] = time.perf_counter() - t
         finally:
@@ -297,29 +304,16 @@ def _read_history(spark: SparkSession, path: Path, rows: int) -> DataFrame:
     return spark.read.parquet(str(path))
 
 
-def _summary(rows: DataFrame) -> tuple[list[CheckerRun], dict[str, int]]:
-    """Each checker's counts per kind or its error, and the notes' counts, from the
-    pass's rows in one small aggregation."""
-    runs = {name: CheckerRun(name) for name in CHECKERS}
-    notes = dict.fromkeys(NOTES, 0)
-    summary = (
-        rows.filter(F.col("out") != LAG)
-        .groupBy("out", "checker", "kind")
-        .agg(F.count(F.lit(1)).alias("rows"), F.sum("n").alias("n"), F.first("detail").alias("e"))
-        .collect()
-    )
-    for r in summary:
-        if r["out"] == ERROR:
-            run = runs[r["checker"]]
-            run.status, run.error = "error", r["e"].splitlines()[0]
-            log.error("checker %s failed:\n%s", r["checker"], r["e"])
-        elif r["out"] == NOTE:
-            notes[r["kind"]] = notes.get(r["kind"], 0) + int(r["n"])
-    for r in summary:
-        if r["out"] == ANOMALY and runs[r["checker"]].status == "ok":
-            runs[r["checker"]].counts[r["kind"]] = int(r["rows"])
-    # Notes come from the lost checker's groups: a failure leaves them unknown.
-    return list(runs.values()), notes if runs["lost"].status == "ok" else {}
+def _checker_runs(figures: PassFigures, seconds: float) -> list[CheckerRun]:
+    """Each checker's status and counts; every one ran in the same pass of `seconds`."""
+    runs = []
+    for name in CHECKERS:
+        run = CheckerRun(name, seconds=seconds, counts=dict(figures.counts.get(name, {})))
+        if name in figures.errors:
+            run.status, run.error, run.counts = "error", figures.errors[name].splitlines()[0], {}
+            log.error("checker %s failed:\n%s", name, figures.errors[name])
+        runs.append(run)
+    return runs
 
 
 def _say_checker(say: Any, run: CheckerRun) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from checkers.reference.staleness import PERCENTILES
 from harness.history.schema import EventType, MsgAction, OpPhase
 
 MAX_BUCKETS = 1200
@@ -28,7 +27,7 @@ def bucket_seconds(t0_ns: int, t1_ns: int) -> int:
     return max(1, math.ceil(span_s / MAX_BUCKETS))
 
 
-def _bucket(time: Column, t0_ns: int, bucket_s: int) -> Column:
+def bucket_column(time: Column, t0_ns: int, bucket_s: int) -> Column:
     """The bucket's start, in seconds since t0."""
     return (F.floor((time - F.lit(t0_ns)) / F.lit(bucket_s * NS)) * bucket_s).cast("long")
 
@@ -59,22 +58,15 @@ def _collect(frames: dict[str, tuple[DataFrame, list[str]]]) -> dict[str, list[d
     return out
 
 
-def compute_series(
-    events: DataFrame,
-    anomalies: DataFrame,
-    t0_ns: int,
-    t1_ns: int,
-    lags: DataFrame | None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Every series of series.json (without its `schema`) and the lag figures of
-    analysis.json, from the history's events, its anomaly rows and the lag samples
-    (store, time: the write's ok, n: the lag in ns; None when the staleness checker
-    failed)."""
+def history_series(events: DataFrame, t0_ns: int, t1_ns: int) -> dict[str, Any]:
+    """The series of series.json that come from the history itself (ops, latency,
+    faults, offsets, marks), in one job; the anomalies and lag come from the pass
+    (checkers.figures)."""
     bucket_s = bucket_seconds(t0_ns, t1_ns)
     ms = F.lit(1_000_000.0)
 
     ops = events.filter(F.col("type") == EventType.OP).select(
-        "op_id", "f", "phase", "time", _bucket(F.col("time"), t0_ns, bucket_s).alias("t")
+        "op_id", "f", "phase", "time", bucket_column(F.col("time"), t0_ns, bucket_s).alias("t")
     )
     done = ops.filter(F.col("phase").isin(_COMPLETIONS))
     op_counts = done.groupBy("t", "f").agg(
@@ -91,7 +83,7 @@ def compute_series(
         )
         .filter(F.col("start").isNotNull() & F.col("end").isNotNull())
         .select(
-            _bucket(F.col("end"), t0_ns, bucket_s).alias("t"),
+            bucket_column(F.col("end"), t0_ns, bucket_s).alias("t"),
             "f",
             ((F.col("end") - F.col("start")) / ms).alias("ms"),
         )
@@ -137,7 +129,10 @@ def compute_series(
             & F.col("consumer").isNotNull()
         )
         .groupBy(
-            "consumer", "channel", "partition", _bucket(F.col("time"), t0_ns, bucket_s).alias("t")
+            "consumer",
+            "channel",
+            "partition",
+            bucket_column(F.col("time"), t0_ns, bucket_s).alias("t"),
         )
         .agg(
             F.max(F.when(is_deliver, F.col("offset"))).alias("max_delivered"),
@@ -149,63 +144,12 @@ def compute_series(
     marks = events.filter(F.col("type") == EventType.MARK).select(
         "kind", _seconds(F.col("time"), t0_ns).alias("t"), "consumer", "channel"
     )
-    anomaly_counts = anomalies.groupBy(
-        _bucket(F.col("time"), t0_ns, bucket_s).alias("t"), "kind"
-    ).count()
-
     frames = {
         "ops": (op_counts, ["t", "f"]),
         "latency": (latency, ["t", "f"]),
         "faults": (faults, ["start", "fault_id"]),
         "offsets": (offsets, ["t", "consumer", "channel", "partition"]),
-        "anomalies": (anomaly_counts, ["t", "kind"]),
         "marks": (marks, ["t", "kind", "consumer", "channel"]),
     }
-    if lags is not None:
-        lag_ms = (F.col("n") / ms).alias("lag_ms")
-        samples = lags.select("store", "time", lag_ms)
-        frames["lag"] = (_lag_buckets(samples, t0_ns, bucket_s), ["t", "store"])
-        frames["lag_stats"] = (_lag_stats(samples), ["store"])
     rows = _collect(frames)
-    stats = {
-        r["store"]: {
-            "count": r["count"],
-            **{name: r[f"q{i}"] for i, name in enumerate(PERCENTILES)},
-            "max_ms": r["max_ms"],
-        }
-        for r in rows.pop("lag_stats", [])
-    }
-    series = {
-        "t0_ns": t0_ns,
-        "t1_ns": t1_ns,
-        "bucket_s": bucket_s,
-        "ops": rows["ops"],
-        "latency": rows["latency"],
-        "lag": rows.get("lag", []),
-        "faults": rows["faults"],
-        "offsets": rows["offsets"],
-        "anomalies": rows["anomalies"],
-        "marks": rows["marks"],
-    }
-    return series, stats
-
-
-def _lag_buckets(samples: DataFrame, t0_ns: int, bucket_s: int) -> DataFrame:
-    """(t, store, count, p50_ms, max_ms) of the lag samples by the write's `ok` time in
-    buckets of `bucket_s` seconds since the first event (percentile_approx)."""
-    return samples.groupBy(_bucket(F.col("time"), t0_ns, bucket_s).alias("t"), "store").agg(
-        F.count(F.lit(1)).alias("count"),
-        F.percentile_approx("lag_ms", 0.5).alias("p50_ms"),
-        F.max("lag_ms").alias("max_ms"),
-    )
-
-
-def _lag_stats(samples: DataFrame) -> DataFrame:
-    """(store, count, q0.., max_ms): checkers.reference.staleness.lag per store, with
-    Spark's percentile_approx (nearest-rank, an observed value)."""
-    qs = F.percentile_approx("lag_ms", list(PERCENTILES.values()))
-    return samples.groupBy("store").agg(
-        F.count(F.lit(1)).alias("count"),
-        *[qs[i].alias(f"q{i}") for i in range(len(PERCENTILES))],
-        F.max("lag_ms").alias("max_ms"),
-    )
+    return {"t0_ns": t0_ns, "t1_ns": t1_ns, "bucket_s": bucket_s, **rows}

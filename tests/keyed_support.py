@@ -9,10 +9,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.anomaly import ANOMALY_COLUMNS
+from checkers.figures import pass_figures
 from checkers.frames import events_to_df
 from checkers.keyed.spark import gather_facts, keyed_pass
-from checkers.keyed.step import ANOMALY, ERROR, LAG, NOTE
-from checkers.series import compute_series
+from checkers.keyed.step import ANOMALY, ERROR, NOTE
+from checkers.series import bucket_seconds
 from harness.history.schema import Event
 
 
@@ -52,9 +53,6 @@ def spark_notes(spark: Any, events: list[Event]) -> dict[str, int]:
 
 def spark_lag(spark: Any, events: list[Event]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The lag figures of analysis.json and the lag series of series.json."""
-    df, rows, facts = pass_rows(spark, events)
-    anomalies = rows.filter(F.col("out") == ANOMALY).select(*ANOMALY_COLUMNS)
-    series, stats = compute_series(
-        df, anomalies, facts.t0_ns, facts.t1_ns, rows.filter(F.col("out") == LAG)
-    )
-    return stats, series["lag"]
+    _, rows, facts = pass_rows(spark, events)
+    figures = pass_figures(rows, facts.t0_ns, bucket_seconds(facts.t0_ns, facts.t1_ns))
+    return figures.lag, figures.lag_series

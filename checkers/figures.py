@@ -1,0 +1,114 @@
+"""What the keyed pass's rows add up to, in one aggregation job: each checker's counts
+per kind or its error, the notes, and for series.json and analysis.json the anomalies
+per time bucket, the lag per bucket and the lag per store.
+
+One `groupingSets` query does it: the rows are few once grouped (kinds x buckets,
+stores x buckets), so they all come back to the driver together.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from checkers.keyed.step import ANOMALY, ERROR, LAG, NOTE
+from checkers.reference.staleness import PERCENTILES
+from checkers.series import bucket_column
+
+_COLUMNS = ("out", "checker", "kind", "store", "t")
+_BY_KIND = ("out", "checker", "kind", "t")  # anomalies per bucket, notes, errors
+_LAG_BY_BUCKET = ("out", "store", "t")
+_LAG_BY_STORE = ("out", "store")
+
+
+def _grouping_id(grouped: tuple[str, ...]) -> int:
+    """Spark's grouping_id() of a grouping set: a bit per column of _COLUMNS, set
+    where the column is not grouped, the first column the highest bit."""
+    return sum(1 << (len(_COLUMNS) - 1 - i) for i, c in enumerate(_COLUMNS) if c not in grouped)
+
+
+@dataclass
+class PassFigures:
+    """The pass's rows, added up."""
+
+    counts: dict[str, Counter[str]] = field(default_factory=dict)
+    """checker -> kind -> anomalies"""
+    errors: dict[str, str] = field(default_factory=dict)
+    """checker -> its error, the trace after the first line"""
+    notes: Counter[str] = field(default_factory=Counter)
+    anomaly_series: list[dict[str, Any]] = field(default_factory=list)
+    lag_series: list[dict[str, Any]] = field(default_factory=list)
+    lag: dict[str, dict[str, float | int]] = field(default_factory=dict)
+
+
+def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int) -> PassFigures:
+    """Add up the pass's rows (checkers.keyed.step.OUTPUT_DDL) in one job."""
+    timed = F.col("out").isin(ANOMALY, LAG)
+    frame = rows.select(
+        "out",
+        "checker",
+        "kind",
+        "store",
+        F.when(timed, bucket_column(F.col("time"), t0_ns, bucket_s)).alias("t"),
+        "n",
+        "detail",
+    )
+    qs = F.percentile_approx(F.col("n") / F.lit(1e6), list(PERCENTILES.values()))
+    found = (
+        frame.groupingSets([list(_BY_KIND), list(_LAG_BY_BUCKET), list(_LAG_BY_STORE)], *_COLUMNS)
+        .agg(
+            F.grouping_id().alias("gid"),
+            F.count(F.lit(1)).alias("rows"),
+            F.sum("n").alias("n"),
+            F.first("detail").alias("detail"),
+            qs.alias("qs"),
+            F.max(F.col("n") / F.lit(1e6)).alias("max_ms"),
+        )
+        .collect()
+    )
+    by_kind, lag_bucket, lag_store = (
+        _grouping_id(g) for g in (_BY_KIND, _LAG_BY_BUCKET, _LAG_BY_STORE)
+    )
+    out = PassFigures()
+    per_bucket: Counter[tuple[int, str, str]] = Counter()
+    for r in found:
+        gid, what = r["gid"], r["out"]
+        if gid == by_kind and what == ANOMALY:
+            per_bucket[(r["t"], r["checker"], r["kind"])] += r["rows"]
+        elif gid == by_kind and what == NOTE:
+            out.notes[r["kind"]] += int(r["n"])
+        elif gid == by_kind and what == ERROR:
+            out.errors[r["checker"]] = r["detail"]
+        elif gid == lag_bucket and what == LAG:
+            out.lag_series.append(
+                {
+                    "t": r["t"],
+                    "store": r["store"],
+                    "count": r["rows"],
+                    "p50_ms": r["qs"][0],
+                    "max_ms": r["max_ms"],
+                }
+            )
+        elif gid == lag_store and what == LAG:
+            out.lag[r["store"]] = {
+                "count": r["rows"],
+                **dict(zip(PERCENTILES, r["qs"], strict=True)),
+                "max_ms": r["max_ms"],
+            }
+    # A checker that failed on some group counts nothing: its other groups' rows are
+    # a part whose size says nothing.
+    series: Counter[tuple[int, str]] = Counter()
+    for (t, checker, kind), n in per_bucket.items():
+        if checker not in out.errors:
+            out.counts.setdefault(checker, Counter())[kind] += n
+            series[(t, kind)] += n
+    out.anomaly_series = [
+        {"t": t, "kind": kind, "count": n} for (t, kind), n in sorted(series.items())
+    ]
+    out.lag_series.sort(key=lambda r: (r["t"], r["store"]))
+    out.lag = dict(sorted(out.lag.items()))
+    return out
