@@ -424,9 +424,16 @@ def test_nemesis_ops_become_fault_windows(tmp_path: Path) -> None:
     (tmp_path / "n.edn").write_text("\n".join(ops) + "\n")
     import_history(tmp_path / "n.edn", tmp_path / "run")
     events = run_events(tmp_path / "run")
-    faults = [(e.phase, e.kind, e.time - events[1].time) for e in events if e.type == "fault"]
-    assert faults == [("start", "partition", 0), ("start", "kill", 20),
-                      ("stop", "partition", 40), ("stop", "kill", 60)]  # fmt: skip
+    faults = [
+        (e.phase, e.kind, e.target, e.time - events[1].time) for e in events if e.type == "fault"
+    ]
+    grudge, nodes = '["isolated",{"n1":["n2"]}]', '["n1"]'
+    assert faults == [
+        ("start", "partition", grudge, 0),
+        ("start", "kill", nodes, 20),
+        ("stop", "partition", grudge, 40),
+        ("stop", "kill", nodes, 60),
+    ]
     assert [e.kind for e in events if e.type == "mark"] == ["nemesis:bump-clock", "end"]
 
 

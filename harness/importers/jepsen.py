@@ -116,7 +116,8 @@ def _json_ops(stream: TextIO) -> Iterator[Any]:
         if not text:
             continue
         buf = f"{buf}\n{text}" if buf else text
-        for candidate in (buf.rstrip(","), buf.rstrip("]").rstrip().rstrip(",")):
+        # The op alone, or the op followed by the array's closing bracket.
+        for candidate in (buf.rstrip(","), buf.removesuffix("]").rstrip().rstrip(",")):
             try:
                 value = orjson.loads(candidate)
             except orjson.JSONDecodeError:
@@ -169,7 +170,7 @@ def import_history(
         summary.sends = converter.sends
         summary.polled = converter.polled
         summary.keys = len(converter.channels)
-        summary.processes = len(converter.processes)
+        summary.processes = len(converter.procs)
         summary.subscribe = converter.subscribe
     summary.expectations = {
         kind: "absent"
@@ -213,7 +214,6 @@ class _Sends:
 class _Process:
     """One Jepsen process: its op in flight and where its consumer stands per key."""
 
-    invoke: dict[str, Any] | None = None
     op_id: str | None = None
     sends: _Sends | None = None
     epochs: dict[str, int] = field(default_factory=dict)  # per key: assignments lost
@@ -233,12 +233,11 @@ class _Converter:
         self.subscribe = False
         self.last_time = 0
         self.procs: dict[str, _Process] = {}
-        self.processes: set[str] = set()
         self.channels: set[str] = set()
         self.watch: dict[tuple[str, str], _Sends] = {}
         self.deferred: list[tuple[_Sends, list[dict[str, Any]]]] = []
         self.nemesis_pending: set[str] = set()
-        self.faults: dict[str, str] = {}
+        self.faults: dict[str, tuple[str, str]] = {}  # open windows: kind -> (id, target)
         self.fault_ids = 0
 
     # --- ops -------------------------------------------------------------------------
@@ -274,12 +273,8 @@ class _Converter:
         return t
 
     def _invoke(self, proc: str, op: dict[str, Any], t: int) -> None:
-        p = self.procs.get(proc)
-        if p is None:
-            p = self.procs[proc] = _Process()
-            self.processes.add(proc)
+        p = self.procs.setdefault(proc, _Process())
         f = _f(op)
-        p.invoke = op
         p.op_id = f"jepsen-{proc}-{op.get('index', self.ops)}"
         self._op(proc, "invoke", f, op_id=p.op_id, time=t, extra=_index(op))
         pairs = [(k, v) for k, v, _ in _sends(op.get("value"))]
@@ -289,10 +284,7 @@ class _Converter:
                 self.watch[pair] = p.sends
 
     def _complete(self, proc: str, op: dict[str, Any], typ: str, t: int) -> None:
-        p = self.procs.get(proc)
-        if p is None:
-            p = self.procs[proc] = _Process()
-            self.processes.add(proc)
+        p = self.procs.setdefault(proc, _Process())
         f = _f(op)
         op_id = p.op_id or f"jepsen-{proc}-{op.get('index', self.ops)}"
         error = op.get("error")
@@ -305,7 +297,7 @@ class _Converter:
             error=None if error is None else _text(error),
             extra=_index(op),
         )
-        sends, p.sends, p.invoke, p.op_id = p.sends, None, None, None
+        sends, p.sends, p.op_id = p.sends, None, None
         if f in ("assign", "subscribe"):
             self.subscribe |= f == "subscribe"
             if typ != "fail":
@@ -460,19 +452,27 @@ class _Converter:
         else:
             self._event(EventType.MARK, t, kind=f"nemesis:{f}", extra=_index(op))
             return
-        extra = {"value": _text(op.get("value")), **(_index(op) or {})}
+        value = _text(op.get("value"))
+        extra = {"value": value, **(_index(op) or {})}
         if phase == FaultPhase.START:
             if kind in self.faults:
                 return  # already open: Jepsen may start a fault twice
             self.fault_ids += 1
-            self.faults[kind] = f"jepsen-fault{self.fault_ids}"
-            fault_id = self.faults[kind]
+            # What the nemesis hit (nodes, a partition's grudge), short enough for a label.
+            target = "nemesis" if value is None else value[:60]
+            fault_id, _ = self.faults[kind] = (f"jepsen-fault{self.fault_ids}", target)
         else:
-            fault_id = self.faults.pop(kind, None)
-            if fault_id is None:
+            if kind not in self.faults:
                 return  # a stop with nothing open (Jepsen heals at the end regardless)
+            fault_id, target = self.faults.pop(kind)
         self._event(
-            EventType.FAULT, t, phase=phase, kind=kind, fault_id=fault_id, target=kind, extra=extra
+            EventType.FAULT,
+            t,
+            phase=phase,
+            kind=kind,
+            fault_id=fault_id,
+            target=target,
+            extra=extra,
         )
 
     # --- the end ---------------------------------------------------------------------
@@ -553,4 +553,11 @@ def _text(value: Any) -> Any:
 
 
 def _json(value: Any) -> str:
-    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    return orjson.dumps(value, default=_plain, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _plain(value: Any) -> Any:
+    """What JSON lacks: EDN sets as sorted lists, anything else (ratios) as text."""
+    if isinstance(value, frozenset):
+        return sorted(value, key=str)
+    return str(value)
