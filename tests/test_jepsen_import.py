@@ -11,6 +11,7 @@ jepsen` command with Spark.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -470,24 +471,86 @@ def test_bad_histories_name_the_problem(tmp_path: Path, text: str, message: str)
         import_history(tmp_path / "bad.edn", tmp_path / "run")
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--from", "elle"], "--from elle: unknown; the tools are jepsen"),
+        (["--from", "jepsen"], "no such file"),
+    ],
+)
+def test_command_refuses_bad_input_before_spark(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """Exit 2 with the reason, and no run folder, for an unknown tool, a missing file
+    or a history that is not EDN."""
+    missing = str(tmp_path / "nope.edn")
+    result = CliRunner().invoke(
+        app, ["analyze", *args, missing, "--runs-dir", str(tmp_path / "runs")]
+    )
+    assert result.exit_code == 2 and message in result.output
+    assert not (tmp_path / "runs").exists()
+    (tmp_path / "bad.edn").write_text("{:index 0, :type :invoke, :process 0, :f :poll\n")
+    result = CliRunner().invoke(
+        app,
+        ["analyze", "--from", "jepsen", str(tmp_path / "bad.edn"), "--runs-dir", str(tmp_path)],
+    )
+    assert result.exit_code == 2 and "the text ends inside '{'" in result.output
+    assert not list((tmp_path / "jepsen").iterdir()) and not (tmp_path / "latest").exists()
+
+
 # --- the command, with Spark ----------------------------------------------------------
+
+
+def side_by_side(cases: list[list[str]]) -> list[str]:
+    """Several histories as one: case i gets keys :x<i> and :y<i>, processes 10i..., and
+    times after the case before, so that none of them sees another."""
+    return [_moved(op, i) for i, ops in enumerate(cases) for op in ops]
+
+
+def _moved(op: str, i: int) -> str:
+    op = re.sub(r":([xy])\b", rf":\g<1>{i}", op)
+    op = re.sub(r":process (\d+)", lambda m: f":process {int(m[1]) + 10 * i}", op)
+    return re.sub(
+        r":index (\d+), :time (\d+)",
+        lambda m: f":index {int(m[1]) + 1000 * i}, :time {int(m[2]) + 1000 * i}",
+        op,
+    )
 
 
 @pytest.mark.spark
 def test_analyze_from_jepsen_runs_the_pipeline(spark: object, tmp_path: Path) -> None:
-    """`driftlab analyze --from jepsen` imports, analyses with Spark, exits 1 on the
-    lost write Jepsen also reports, and the report names Jepsen's anomalies."""
+    """`driftlab analyze --from jepsen` on Jepsen's cases side by side: Spark finds what
+    the reference finds case by case, the command exits 1 on the kinds Jepsen's checker
+    fails on, and the report names Jepsen's anomalies."""
+    cases = [
+        LOST_CONSISTENT,
+        list(ATOMIC.values()),
+        list(POLL_SKIP.values()),
+        list(NONMONOTONIC.values()),
+        INFO_CONFLICTS,
+        REALTIME_LAG,
+    ]
+    expected: Counter[str] = Counter()
+    for i, ops in enumerate(cases):
+        (tmp_path / f"case{i}").mkdir()
+        expected += judge(tmp_path / f"case{i}", ops)
     source = tmp_path / "history.edn"
-    source.write_text("\n".join(LOST_CONSISTENT) + "\n")
+    source.write_text("\n".join(side_by_side(cases)) + "\n")
     runs = tmp_path / "runs"
     result = CliRunner().invoke(
-        app, ["analyze", "--from", "jepsen", str(source), "--runs", str(runs)]
+        app, ["analyze", "--from", "jepsen", str(source), "--runs-dir", str(runs)]
     )
     assert result.exit_code == 1, result.output
     run = (runs / "latest").resolve()
     analysis = json.loads((run / "analysis.json").read_text())
-    assert {k: n for k, n in analysis["counts"].items() if n} == {"lost-message": 3}
+    assert {k: n for k, n in analysis["counts"].items() if n} == dict(expected)
+    assert expected == {
+        "lost-message": 3 + 1 + 1 + 1,
+        "poll-skip": 1,
+        "nonmonotonic-poll": 1,
+        "duplicate-delivery": 2 + 2,
+    }
     assert analysis["verdict"] == "unexpected anomaly"
     html = (run / "report.html").read_text()
     assert ":lost-write, :unseen" in html
-    assert "imported 8 Jepsen ops" in result.output
+    assert f"imported {len(side_by_side(cases))} Jepsen ops" in result.output

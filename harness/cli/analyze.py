@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -45,9 +46,11 @@ def analyze(
             metavar="TOOL",
         ),
     ] = None,
-    runs: Annotated[
+    runs_dir: Annotated[
         Path,
-        typer.Option("--runs", help="With --from: where the new run folder goes."),
+        typer.Option(
+            "--runs-dir", resolve_path=True, help="With --from: where the new run folder goes."
+        ),
     ] = Path("runs"),
     spark_master: Annotated[
         str | None,
@@ -80,7 +83,7 @@ def analyze(
     console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if from_ is not None:
-        run_dir = _import(from_, run_dir, runs, console, err)
+        run_dir = _import(from_, run_dir, runs_dir, console, err)
     # Spark loads only once the input is known to be worth it: bad paths fail fast.
     if not run_dir.is_dir():
         err.print(
@@ -114,12 +117,17 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
         err.print(f"[red]error:[/] {source}: no such file; pass a Jepsen history.edn or .json")
         raise typer.Exit(EXIT_BAD_INPUT)
     from harness.importers.jepsen import SCENARIO, JepsenImportError, import_history
-    from harness.runner.rundir import create_run_dir
+    from harness.runner.rundir import LATEST, create_run_dir
 
     run_dir = create_run_dir(runs, SCENARIO, 0)
     try:
         summary = import_history(source, run_dir)
     except JepsenImportError as e:
+        # Half a history is no run: nothing may analyse it later as if it were one.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        latest = runs / LATEST
+        if latest.is_symlink() and not latest.exists():
+            latest.unlink()
         err.print(f"[red]error:[/] {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     console.print(
