@@ -350,6 +350,27 @@ def test_clean_history(tmp_path: Path) -> None:
     assert judge(tmp_path, REALTIME_LAG) == {"duplicate-delivery": 2}
 
 
+# --- Maelstrom ---------------------------------------------------------------------
+
+
+def test_maelstrom_poll_skip(tmp_path: Path) -> None:
+    """The poll-skip of Maelstrom's kafka workload documentation (maelstrom/workload/
+    kafka.clj), string keys as Maelstrom writes them: process 0 reads offsets 4 5 of
+    "56", then 8. Jepsen: :poll-skip delta 3 skipping 7 and 8, which no one read
+    (:lost-write). driftlab: one poll skip, two lost messages."""
+    sends = " ".join(f'[:send "56" {msg}]' for msg in range(5, 10))
+    sent = " ".join(f'[:send "56" [{msg - 1} {msg}]]' for msg in range(5, 10))
+    ops = [
+        o(3818, 1, "invoke", "send", f"[{sends}]"),
+        o(3819, 1, "ok", "send", f"[{sent}]"),
+        o(3819, 0, "invoke", "poll", "[[:poll]]"),
+        o(3820, 0, "ok", "poll", '[[:poll {"56" [[4 5] [5 6]]}]]'),
+        o(3847, 0, "invoke", "poll", "[[:poll]]"),
+        o(3848, 0, "ok", "poll", '[[:poll {"56" [[8 9]]}]]'),
+    ]
+    assert judge(tmp_path, ops) == {"poll-skip": 1, "lost-message": 2}
+
+
 # --- formats, records, errors -------------------------------------------------------
 
 
