@@ -7,8 +7,8 @@ the file.
 
 Why not the maintained `edn_format` package (PyPI)? It parses correctly but builds a
 PLY lexer and parser per call: 690 µs a Jepsen op line one at a time, 210 µs batched
-(measured on the 2-core development machine), which is 12 minutes for a 1M-op history
-before any analysis. This reader is a single regular expression and a stack; it is
+(measured on the 2-core development machine), which is 7 minutes or more for the 2M
+lines of a 1M-op history before any analysis. This reader is a single regular expression and a stack; it is
 checked against `edn_format` by a property test (tests/test_edn_reader.py), which is
 its specification.
 
