@@ -8,9 +8,9 @@ the file.
 Why not the maintained `edn_format` package (PyPI)? It parses correctly but builds a
 PLY lexer and parser per call: 690 µs a Jepsen op line one at a time, 210 µs batched
 (measured on the 2-core development machine), which is 7 minutes or more for the 2M
-lines of a 1M-op history before any analysis. This reader is a single regular expression and a stack; it is
-checked against `edn_format` by a property test (tests/test_edn_reader.py), which is
-its specification.
+lines of a 1M-op history before any analysis. This reader is a single regular
+expression and a stack; it is checked against `edn_format` by a property test
+(tests/test_edn_reader.py), which is its specification.
 
 Values read: maps are dicts (vector or map keys become tuples, so they hash), vectors
 and lists are lists, sets frozensets, keywords `Keyword` and symbols `Symbol` (both
