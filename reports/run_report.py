@@ -115,6 +115,7 @@ def build_context(run: Path) -> dict[str, Any]:
         "lag": analysis.get("lag", {}),
         "runner": summary,
         "classes": _classes(analysis, examples, t0),
+        "foreign": _foreign_names(config),
         "diagrams": diagrams_for_run(run, examples, t0) if examples else [],
         "charts": _charts(series, duration, windows, marks),
         "faults": series.get("faults", []),
@@ -177,6 +178,15 @@ def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> lis
             {"checker": checker, "label": label, "total": total, "kinds": rows, "status": status}
         )
     return out
+
+
+def _foreign_names(config: dict[str, Any]) -> dict[str, Any] | None:
+    """For a history imported from another tool (config.json `foreign_names`, written by
+    harness/importers): that tool's name and its names of driftlab's kinds."""
+    names = config.get("foreign_names")
+    if not isinstance(names, dict) or not isinstance(names.get("kinds"), dict):
+        return None
+    return {"tool": str(names.get("tool", "source")), "kinds": names["kinds"]}
 
 
 def _example(ex: dict[str, Any], t0: int) -> dict[str, Any]:

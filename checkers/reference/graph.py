@@ -10,10 +10,19 @@ The smallest cycle: the forward edges all climb the version order, so every cycl
 holds a backward edge of the store (a, b) with b < a, and the shortest cycle through it
 is that edge plus a BFS shortest path b -> a (nx.shortest_path). The smallest over the
 backward edges, first found in time order on ties, is a smallest cycle of the graph.
+
+That search is one BFS per distinct backward edge: quadratic on a key whose writes form
+one huge strongly connected component (a store applying thousands of writes out of
+order). It stops at a 2-cycle, the smallest there is, and gives up once
+`CYCLE_SEARCH_SECONDS` have passed, like Elle's :cycle-search-timeout: a backward edge
+proves a cycle by itself (the source's chain leads from b back up to a), so the anomaly
+is still reported, with the smallest cycle of the edges searched and a detail that says
+the search timed out. Its identity (docs/checkers.md) does not depend on the search.
 """
 
 from __future__ import annotations
 
+import time as _time
 from collections import defaultdict
 from collections.abc import Sequence
 from itertools import pairwise
@@ -25,6 +34,10 @@ from checkers.reference.common import SourceWrites, is_effect, order_key
 from harness.history.schema import Event
 
 CHECKER = "graph"
+CYCLE_SEARCH_SECONDS = 10.0
+"""Time bound of one (store, key)'s search for its smallest cycle."""
+SHOWN = 8
+"""A cycle's detail names at most this many writes."""
 
 
 def check(events: Sequence[Event]) -> list[Anomaly]:
@@ -48,13 +61,20 @@ def check(events: Sequence[Event]) -> list[Anomaly]:
 
 
 def contradiction(
-    store: str, key: str, chain: list[Event], applied: list[tuple[int, Event]]
+    store: str,
+    key: str,
+    chain: list[Event],
+    applied: list[tuple[int, Event]],
+    time_limit: float | None = None,
 ) -> Anomaly | None:
     """The anomaly of one (store, key), or None when the orders agree.
 
     `chain` holds the key's `ok` source writes in version order, `applied` the store's
     effects of the key in time order, each with the version of the write it carries.
-    Its time is the first effect that steps back in version order.
+    Its time is the first effect that steps back in version order. The search for the
+    smallest cycle ends after `time_limit` seconds (by default CYCLE_SEARCH_SECONDS,
+    read at each call; checked between its BFS runs, at least one of which always
+    runs); the detail then says so.
     """
     g = nx.DiGraph()
     g.add_edges_from(pairwise(w.version for w in chain))
@@ -64,14 +84,22 @@ def contradiction(
         if a == b:
             continue
         g.add_edge(a, b)
-        steps.setdefault((a, b), (ea, eb))
+        if (a, b) in steps:
+            continue
+        steps[(a, b)] = (ea, eb)
         if b < a:
             backward.append((a, b))
     if not backward:
         return None
+    limit = CYCLE_SEARCH_SECONDS if time_limit is None else time_limit
+    deadline = _time.monotonic() + limit
     cycle: list[int] = []
+    searched = 0
     for a, b in backward:
+        if cycle and (len(cycle) == 2 or _time.monotonic() >= deadline):
+            break
         path = nx.shortest_path(g, b, a)
+        searched += 1
         if not cycle or len(path) < len(cycle):
             cycle = path
     by_version = {w.version: w for w in chain}
@@ -80,8 +108,18 @@ def contradiction(
     for x, y in pairwise([*cycle, cycle[0]]):
         pair = (by_version[x], by_version[y]) if successor.get(x) == y else steps[(x, y)]
         behind.update((id(e), e) for e in pair)
-    names = " -> ".join(_name(by_version[v]) for v in [*cycle, cycle[0]])
+    shown = [*cycle, cycle[0]]
+    if len(shown) > SHOWN:
+        # A cycle through a huge component can hold thousands of writes: a line, not a page.
+        shown = [*shown[: SHOWN // 2], None, *shown[-(SHOWN // 2) :]]
+    names = " -> ".join("..." if v is None else _name(by_version[v]) for v in shown)
     detail = f"{len(cycle)}-cycle {names} over the source's version order and {store}'s order"
+    if searched < len(backward) and len(cycle) > 2:
+        detail += (
+            f"; cycle search timed out after {limit:g} s (Elle's :cycle-search-timeout):"
+            f" the smallest cycle through {searched} of the {len(backward)} steps back"
+            f" among the key's {g.number_of_nodes()} writes"
+        )
     first_back = steps[backward[0]][1]
     evidence = evidence_json(sorted(behind.values(), key=order_key))
     return Anomaly(

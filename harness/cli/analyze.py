@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,15 +19,39 @@ EXIT_FORBIDDEN = 1
 EXIT_BAD_INPUT = 2
 
 
+FOREIGN = ("jepsen",)
+
+
 @app.command()
 def analyze(
     run_dir: Annotated[
         Path,
         typer.Argument(
-            help="A run directory (runs/<scenario>/<time>-<seed>) or runs/latest.",
+            help=(
+                "A run directory (runs/<scenario>/<time>-<seed>) or runs/latest; with "
+                "--from, the history file to import (history.edn or history.json)."
+            ),
             show_default=False,
         ),
     ],
+    from_: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help=(
+                "Import a history another tool recorded before analysing it: 'jepsen' "
+                "for a Jepsen or Maelstrom kafka-workload history (docs/jepsen.md). It "
+                "becomes a new run folder runs/jepsen/<time>-0, whose report is written too."
+            ),
+            metavar="TOOL",
+        ),
+    ] = None,
+    runs_dir: Annotated[
+        Path,
+        typer.Option(
+            "--runs-dir", resolve_path=True, help="With --from: where the new run folder goes."
+        ),
+    ] = Path("runs"),
     spark_master: Annotated[
         str | None,
         typer.Option(
@@ -52,10 +77,13 @@ def analyze(
     (no such run directory, corrupt history, unreadable config.json).
 
     Example: driftlab analyze runs/latest
+             driftlab analyze --from jepsen store/latest/history.edn
     """
     # soft_wrap: messages stay whole lines (paths are long), the terminal wraps them.
     console = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if from_ is not None:
+        run_dir = _import(from_, run_dir, runs_dir, console, err)
     # Spark loads only once the input is known to be worth it: bad paths fail fast.
     if not run_dir.is_dir():
         err.print(
@@ -74,8 +102,51 @@ def analyze(
         err.print(f"[red]error:[/] {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     _summary(console, result)
+    if from_ is not None:
+        _report(run_dir, console, err)
     if result.forbidden_found:
         raise typer.Exit(EXIT_FORBIDDEN)
+
+
+def _import(tool: str, source: Path, runs: Path, console: Console, err: Console) -> Path:
+    """Import `source` into a new run folder under `runs` and return that folder."""
+    if tool not in FOREIGN:
+        err.print(f"[red]error:[/] --from {tool}: unknown; the tools are {', '.join(FOREIGN)}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if not source.is_file():
+        err.print(f"[red]error:[/] {source}: no such file; pass a Jepsen history.edn or .json")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    from harness.importers.jepsen import SCENARIO, JepsenImportError, import_history
+    from harness.runner.rundir import LATEST, create_run_dir
+
+    run_dir = create_run_dir(runs, SCENARIO, 0)
+    try:
+        summary = import_history(source, run_dir)
+    except JepsenImportError as e:
+        # Half a history is no run: nothing may analyse it later as if it were one.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        latest = runs / LATEST
+        if latest.is_symlink() and not latest.exists():
+            latest.unlink()
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    console.print(
+        f"imported {summary.ops:,} Jepsen ops ({summary.keys:,} keys, {summary.sends:,} "
+        f"sends acknowledged, {summary.polled:,} messages polled) as {summary.events:,} "
+        f"events in {summary.seconds:.1f}s"
+    )
+    return run_dir
+
+
+def _report(run_dir: Path, console: Console, err: Console) -> None:
+    """Render the run report of an imported history (its only way to one)."""
+    from reports.render import ReportError
+    from reports.run_report import render_run_report
+
+    try:
+        console.print(f"report: {render_run_report(run_dir)}")
+    except ReportError as e:
+        err.print(f"[yellow]no report:[/] {e}")
 
 
 def _summary(console: Console, result: AnalysisResult) -> None:
