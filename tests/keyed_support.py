@@ -12,7 +12,7 @@ from checkers.anomaly import ANOMALY_COLUMNS
 from checkers.figures import pass_figures
 from checkers.frames import events_to_df
 from checkers.keyed.spark import gather_facts, keyed_pass
-from checkers.keyed.step import ANOMALY, ERROR, NOTE
+from checkers.keyed.step import ANOMALY, ERROR, NOTE, OUTPUT_DDL
 from checkers.series import bucket_seconds
 from harness.history.schema import Event
 
@@ -22,16 +22,10 @@ def pass_rows(spark: Any, events: list[Event]) -> tuple[DataFrame, DataFrame, An
     checker's failure fails the test with its error."""
     df = events_to_df(spark, events)
     facts = gather_facts(df)
-    rows = spark.createDataFrame(keyed_pass(df, facts, len(events)).collect(), keyed_ddl())
+    rows = spark.createDataFrame(keyed_pass(df, facts, len(events)).collect(), OUTPUT_DDL)
     errors = rows.filter(F.col("out") == ERROR).collect()
     assert not errors, errors[0]["detail"]
     return df, rows, facts
-
-
-def keyed_ddl() -> str:
-    from checkers.keyed.step import OUTPUT_DDL
-
-    return OUTPUT_DDL
 
 
 def spark_check(spark: Any, events: list[Event], checker: str) -> DataFrame:
