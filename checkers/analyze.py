@@ -3,8 +3,8 @@
 `analyze(run_dir)` converts the history to Parquet (harness.history.reader), gathers
 the history-wide facts in one job, runs every check in one keyed pass
 (checkers.keyed.spark) written once to a scratch folder, and from those rows writes
-analysis.json, anomalies.parquet, examples.json and series.json: six Spark jobs in all,
-whatever the history. Only aggregates and a few sampled rows ever reach the driver.
+analysis.json, anomalies.parquet, examples.json and series.json: seven Spark jobs in
+all, whatever the history. Only aggregates and a few sampled rows reach the driver.
 """
 
 from __future__ import annotations
@@ -139,10 +139,10 @@ def analyze(
             timings["load_s"] = time.perf_counter() - t
 
             t = time.perf_counter()
-            keyed_pass(events, facts, info.events).write.parquet(str(scratch / "pass"))
+            keyed_pass(events, facts, info.events, per_kind).write.parquet(str(scratch / "pass"))
             rows = spark.read.parquet(str(scratch / "pass"))
             bucket_s = bucket_seconds(facts.t0_ns, facts.t1_ns)
-            figures = pass_figures(rows, facts.t0_ns, bucket_s)
+            figures = pass_figures(rows, facts.t0_ns, bucket_s, per_kind)
             runs = _checker_runs(figures, time.perf_counter() - t)
             timings["checkers_s"] = time.perf_counter() - t
             for r in runs:
@@ -153,13 +153,13 @@ def analyze(
                 ~F.col("checker").isin(list(figures.errors))
             )
             write_single_parquet(_sorted_anomalies(found), run / "anomalies.parquet", scratch)
-            stored = spark.read.parquet(str(run / "anomalies.parquet"))
+            counts = _counts(runs)
             _write_json(
                 run / "examples.json",
                 {
                     "schema": ANALYSIS_SCHEMA,
                     "per_kind": per_kind,
-                    "kinds": examples(stored, per_kind, facts.t0_ns),
+                    "kinds": examples(figures.examples, counts, facts.t0_ns),
                 },
             )
             series = history_series(events, facts.t0_ns, facts.t1_ns)
@@ -173,7 +173,6 @@ def analyze(
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-        counts = _counts(runs)
         verdict = judge(counts, expectations)
         timings["total_s"] = time.perf_counter() - started
         t0_ns, t1_ns = facts.t0_ns, facts.t1_ns
@@ -328,11 +327,11 @@ def _say_checker(say: Any, run: CheckerRun) -> None:
 
 def _sorted_anomalies(found: DataFrame) -> DataFrame:
     """Every anomaly row, sorted (docs/analysis.md)."""
-    # It is written as one file anyway: one task sorts it, with no job sampling the
-    # range partitions of a global sort.
+    # It is written as one file anyway: one task reads the pass's files and sorts them,
+    # with no shuffle and no job sampling the range partitions of a global sort.
     return (
         found.select(*ANOMALY_COLUMNS)
-        .repartition(1)
+        .coalesce(1)
         .sortWithinPartitions("time", "kind", "store", "key", "consumer")
     )
 

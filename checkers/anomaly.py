@@ -6,6 +6,7 @@ The kinds and their meaning are specified in docs/checkers.md.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -63,3 +64,18 @@ def evidence_json(events: Iterable[Event]) -> str:
             break
         out.append(e.to_dict())
     return json.dumps(out, separators=(",", ":"), sort_keys=True)
+
+
+def sample_rank(a: Anomaly) -> tuple[int, int, str, str, str, str]:
+    """Where an anomaly stands in its kind's sample: a stable hash of its identity, so
+    that the examples a report shows spread over the run and are the same every time,
+    whatever the partitioning (ties, rare, in identity order)."""
+    ident = f"{a.time}|{a.store}|{a.key}|{a.consumer}"
+    return (
+        zlib.crc32(ident.encode()),
+        a.time,
+        a.kind,
+        a.store or "",
+        a.key or "",
+        a.consumer or "",
+    )

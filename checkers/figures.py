@@ -15,7 +15,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.keyed.step import ANOMALY, ERROR, LAG, NOTE
+from checkers.anomaly import ANOMALY_COLUMNS, Anomaly, sample_rank
+from checkers.keyed.step import ANOMALY, ERROR, EXAMPLE, LAG, NOTE
 from checkers.reference.staleness import PERCENTILES
 from checkers.series import bucket_column
 
@@ -43,19 +44,19 @@ class PassFigures:
     anomaly_series: list[dict[str, Any]] = field(default_factory=list)
     lag_series: list[dict[str, Any]] = field(default_factory=list)
     lag: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    examples: dict[str, list[Anomaly]] = field(default_factory=dict)
+    """kind -> its first `per_kind` anomalies by sample_rank"""
 
 
-def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int) -> PassFigures:
-    """Add up the pass's rows (checkers.keyed.step.OUTPUT_DDL) in one job."""
+def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int, per_kind: int = 5) -> PassFigures:
+    """Add up the pass's rows (checkers.keyed.step.OUTPUT_DDL) in one job, and pick
+    `per_kind` examples of each kind among the partitions' candidates."""
     timed = F.col("out").isin(ANOMALY, LAG)
     frame = rows.select(
+        *ANOMALY_COLUMNS,
         "out",
-        "checker",
-        "kind",
-        "store",
         F.when(timed, bucket_column(F.col("time"), t0_ns, bucket_s)).alias("t"),
         "n",
-        "detail",
     )
     qs = F.percentile_approx(F.col("n") / F.lit(1e6), list(PERCENTILES.values()))
     found = (
@@ -67,6 +68,9 @@ def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int) -> PassFigures:
             F.first("detail").alias("detail"),
             qs.alias("qs"),
             F.max(F.col("n") / F.lit(1e6)).alias("max_ms"),
+            F.collect_list(F.when(F.col("out") == EXAMPLE, F.struct(*ANOMALY_COLUMNS))).alias(
+                "examples"
+            ),
         )
         .collect()
     )
@@ -83,6 +87,9 @@ def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int) -> PassFigures:
             out.notes[r["kind"]] += int(r["n"])
         elif gid == by_kind and what == ERROR:
             out.errors[r["checker"]] = r["detail"]
+        elif gid == by_kind and what == EXAMPLE:
+            found = [Anomaly(*(x[c] for c in ANOMALY_COLUMNS)) for x in r["examples"]]
+            out.examples[r["kind"]] = sorted(found, key=sample_rank)[:per_kind]
         elif gid == lag_bucket and what == LAG:
             out.lag_series.append(
                 {
@@ -111,4 +118,9 @@ def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int) -> PassFigures:
     ]
     out.lag_series.sort(key=lambda r: (r["t"], r["store"]))
     out.lag = dict(sorted(out.lag.items()))
+    out.examples = {
+        kind: found
+        for kind, found in out.examples.items()
+        if found and found[0].checker not in out.errors
+    }
     return out

@@ -10,10 +10,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
-from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
+from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS, Anomaly
 
 ANOMALY_ORDER = ["time", "kind", "store", "key", "consumer"]
 CHECKER_OF = {kind: checker for checker, kinds in KINDS.items() for kind in kinds}
@@ -30,10 +29,10 @@ def anomaly_arrow_schema() -> pa.Schema:
 
 
 def write_single_parquet(frame: DataFrame, dest: Path, scratch: Path) -> None:
-    """Write `frame` as one Parquet file at `dest` (Spark writes directories: one
-    partition is written under `scratch` and its part file moved)."""
+    """Write `frame`, of one partition, as one Parquet file at `dest` (Spark writes
+    directories: it is written under `scratch` and its part file moved)."""
     out = scratch / f"{dest.stem}.spark"
-    frame.coalesce(1).write.mode("overwrite").parquet(str(out))
+    frame.write.mode("overwrite").parquet(str(out))
     parts = sorted(out.glob("part-*.parquet"))
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     if parts:
@@ -44,35 +43,32 @@ def write_single_parquet(frame: DataFrame, dest: Path, scratch: Path) -> None:
     shutil.rmtree(out, ignore_errors=True)
 
 
-def examples(anomalies: DataFrame, per_kind: int, t0_ns: int) -> dict[str, Any]:
-    """examples.json's `kinds`: per kind its count and up to `per_kind` rows, chosen in
-    Spark by a deterministic hash so that they spread over the run."""
-    ranked = Window.partitionBy("kind").orderBy(
-        F.xxhash64("time", "store", "key", "consumer"), *ANOMALY_ORDER
-    )
-    sampled = (
-        anomalies.withColumn("_n", F.count(F.lit(1)).over(Window.partitionBy("kind")))
-        .withColumn("_rank", F.row_number().over(ranked))
-        .filter(F.col("_rank") <= per_kind)
-        .collect()
-    )
+def examples(
+    chosen: dict[str, list[Anomaly]], counts: dict[str, int], t0_ns: int
+) -> dict[str, Any]:
+    """examples.json's `kinds`: per kind its count and its sampled rows (chosen in the
+    keyed pass by checkers.anomaly.sample_rank, so that they spread over the run), in
+    time order."""
     out: dict[str, Any] = {
-        kind: {"checker": CHECKER_OF[kind], "count": 0, "examples": []} for kind in ALL_KINDS
+        kind: {"checker": CHECKER_OF[kind], "count": counts.get(kind, 0), "examples": []}
+        for kind in ALL_KINDS
     }
-    for row in sorted(sampled, key=lambda r: (r["kind"], r["time"])):
-        entry = out.setdefault(row["kind"], {"checker": row["checker"], "examples": []})
-        entry["count"] = row["_n"]
-        entry["examples"].append(
-            {
-                "store": row["store"],
-                "key": row["key"],
-                "consumer": row["consumer"],
-                "time_ns": row["time"],
-                "t": round((row["time"] - t0_ns) / 1e9, 6) if row["time"] is not None else None,
-                "detail": row["detail"],
-                "evidence": _parse_evidence(row["evidence"]),
-            }
+    for kind, found in sorted(chosen.items()):
+        entry = out.setdefault(
+            kind, {"checker": found[0].checker, "count": counts.get(kind, 0), "examples": []}
         )
+        for a in sorted(found, key=lambda a: a.time):
+            entry["examples"].append(
+                {
+                    "store": a.store,
+                    "key": a.key,
+                    "consumer": a.consumer,
+                    "time_ns": a.time,
+                    "t": round((a.time - t0_ns) / 1e9, 6) if a.time is not None else None,
+                    "detail": a.detail,
+                    "evidence": _parse_evidence(a.evidence),
+                }
+            )
     return out
 
 

@@ -152,13 +152,14 @@ def routed(events: DataFrame) -> DataFrame:
     )
 
 
-def keyed_pass(events: DataFrame, facts: Facts, rows: int) -> DataFrame:
-    """The pass's rows (checkers.keyed.step.OUTPUT_DDL) for a history of `rows` events:
-    lazily, so that the caller's one action (a write) runs it once."""
+def keyed_pass(events: DataFrame, facts: Facts, rows: int, per_kind: int = 5) -> DataFrame:
+    """The pass's rows (checkers.keyed.step.OUTPUT_DDL) for a history of `rows` events,
+    with up to `per_kind` example candidates of each kind per partition: lazily, so that
+    the caller's one action (a write) runs it once."""
     cores = events.sparkSession.sparkContext.defaultParallelism
     parts = max(cores, -(-2 * rows // ROWS_PER_PARTITION))
     return (
         routed(events)
         .repartition(parts, ROUTE_COLUMN, GROUP_COLUMN)
-        .mapInArrow(partition_step(facts), OUTPUT_DDL)
+        .mapInArrow(partition_step(facts, per_kind), OUTPUT_DDL)
     )

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.anomaly import ANOMALY_COLUMNS, Anomaly
+from checkers.anomaly import ANOMALY_COLUMNS, Anomaly, sample_rank
 from checkers.keyed.facts import Facts
 from checkers.reference import (
     divergence,
@@ -42,14 +42,15 @@ from harness.history.schema import COLUMNS, Event, EventType, MsgAction
 
 KEY, PARTITION, MESSAGE = 0, 1, 2
 ROUTE_COLUMN, GROUP_COLUMN, POSITION_COLUMN = "_r", "_g", "_pos"
-ANOMALY, NOTE, LAG, ERROR = "a", "n", "l", "e"
+ANOMALY, NOTE, LAG, ERROR, EXAMPLE = "a", "n", "l", "e", "x"
 OUTPUT_DDL = (
     "out string, checker string, kind string, store string, key string, consumer string, "
     "time bigint, detail string, evidence string, n bigint"
 )
 """A row of the pass: an anomaly (ANOMALY), a note's count in `n` (NOTE), a lag sample
-(LAG: store, the write's ok time, the lag in ns in `n`), or a checker's failure (ERROR:
-checker and the error in `detail`)."""
+(LAG: store, the write's ok time, the lag in ns in `n`), a checker's failure (ERROR:
+checker and the error in `detail`), or an anomaly again as a candidate example
+(EXAMPLE: a partition's first `per_kind` of each kind by sample_rank)."""
 
 _KEY_TYPES = frozenset({EventType.OP, EventType.MSG, EventType.STATE})
 _POLL_ACTIONS = frozenset({MsgAction.PRODUCE, MsgAction.DELIVER})
@@ -195,7 +196,7 @@ def arrow_groups(table: pa.Table) -> Iterator[tuple[int, list[Event]]]:
             start = i
 
 
-def output_batch(judged: Judged) -> pa.RecordBatch:
+def output_batch(judged: Judged, per_kind: int) -> pa.RecordBatch:
     """The rows of OUTPUT_DDL for what a partition's groups gave."""
     rows: dict[str, list] = {c: [] for c in ("out", *ANOMALY_COLUMNS, "n")}
 
@@ -205,8 +206,13 @@ def output_batch(judged: Judged) -> pa.RecordBatch:
         for c in ANOMALY_COLUMNS:
             rows[c].append(values.get(c))
 
+    by_kind: dict[str, list[Anomaly]] = {}
     for a in judged.anomalies:
         add(ANOMALY, **{c: getattr(a, c) for c in ANOMALY_COLUMNS})
+        by_kind.setdefault(a.kind, []).append(a)
+    for found in by_kind.values():
+        for a in sorted(found, key=sample_rank)[:per_kind]:
+            add(EXAMPLE, **{c: getattr(a, c) for c in ANOMALY_COLUMNS})
     for note, count in judged.notes.items():
         add(NOTE, count, kind=note)
     for store, ok, delay in judged.lags:
@@ -226,13 +232,17 @@ def output_schema() -> pa.Schema:
     )
 
 
-def partition_step(facts: Facts) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function mapInArrow runs on each partition of the routed history."""
+def partition_step(
+    facts: Facts, per_kind: int
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function mapInArrow runs on each partition of the routed history; it offers
+    `per_kind` examples of each kind it found."""
 
     def step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         chunks = list(batches)
         if not chunks:
             return
-        yield output_batch(judge(arrow_groups(pa.Table.from_batches(chunks)), facts))
+        judged = judge(arrow_groups(pa.Table.from_batches(chunks)), facts)
+        yield output_batch(judged, per_kind)
 
     return step
