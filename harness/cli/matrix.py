@@ -12,11 +12,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from harness import exitcodes
 from harness.cli import app
-from harness.cli.run import BACKEND_OPTION, enter_backend, parse_duration
+from harness.cli.run import BACKEND_OPTION, check_spark_master, enter_backend, parse_duration
 
-EXIT_FORBIDDEN = 1
-EXIT_RUN_ERROR = 2
+EXIT_FORBIDDEN = exitcodes.VERDICT
+EXIT_RUN_ERROR = exitcodes.LAB_FAILED
 MATRIX_JSON = "matrix.json"
 
 
@@ -66,8 +67,9 @@ def matrix(
     Writes a run folder per cell, the suite page runs/index.html listing every run,
     runs/matrix.json (cells run and skipped) and, with --junit, a JUnit XML report.
     Exit status: 0 when no run found a forbidden anomaly (predicted anomalies are the
-    demonstrations, found or not), 1 when some run did, 2 bad input or a run that could
-    not complete, 130 interrupted.
+    demonstrations, found or not); 1 when some run did; 2 bad input; 3 a run that could
+    not complete or was inconclusive (the lab failed, not the system under test);
+    130 interrupted.
 
     Example: driftlab matrix --budget 20m --scenarios C1,C3 --seeds 2 --junit matrix.xml
     """
@@ -100,6 +102,7 @@ def matrix(
             console.print(f"{c.scenario.name} seed {c.seed} ({c.scenario.workload.duration:g} s)")
         console.print(f"{len(cells)} cells, budget {budget_s:.0f} s")
         return
+    check_spark_master(spark_master, err)
     raise typer.Exit(_run(console, err, cells, budget_s, runs_dir, junit, spark_master, backend))
 
 

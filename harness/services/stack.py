@@ -47,7 +47,7 @@ from harness.services.base import Endpoint, ServiceError
 from harness.services.connect import connect_from_deps
 from harness.services.kafka import cluster_from_spec
 from harness.services.nats import NatsService
-from harness.services.ports import port_is_free
+from harness.services.ports import LOOPBACK, port_holder, port_is_free
 from harness.services.postgres import PostgresService
 from harness.services.process import (
     ProcessRecord,
@@ -240,6 +240,15 @@ class Stack:
             service = REGISTRY[name].factory(self._spec(name), deps)
             service.on_launch = lambda _spec: self.write_state()
             self.services[name] = service
+        for role, port in service.spec.ports.items():
+            # A port remembered in stack.json may have been taken since: say so, instead
+            # of a server that exits at once with the reason only in its log.
+            if not port_is_free(port, allow_time_wait=True):
+                holder = port_holder(port)
+                raise ServiceError(
+                    f"{name}: port {port} ({role}) on {LOOPBACK} is in use by "
+                    f"{holder or 'another program'}; stop that program and run again"
+                )
         if progress:
             progress(name, "starting")
         service.start()
