@@ -67,8 +67,8 @@ def os_problem(exc: OSError) -> str | None:
         return f"disk quota exceeded while writing {where}; free space there and run again"
     if exc.errno == errno.EROFS:
         return (
-            f"{where} is on a read-only file system; "
-            "point --runs-dir (or the stack folder) at a writable one"
+            f"{where} is on a read-only file system; use a folder on a writable one "
+            "(for run folders: --runs-dir)"
         )
     if exc.errno in (errno.EACCES, errno.EPERM):
         return f"permission denied on {where}; make it writable or choose another folder"

@@ -135,9 +135,9 @@ def clean(stack: Any) -> Leftovers:
     toxic or a dead run's slot cannot be dropped: a run on that stack would be judged
     on faults it did not schedule.
     """
+    before = find_leftovers(stack)
     if _running(stack, "toxiproxy"):
         stack.links.heal_all()
-    before = find_leftovers(stack)
     if _running(stack, "connect"):
         for name in before.connectors:
             stack["connect"].delete_connector(name)

@@ -222,6 +222,9 @@ def _execute(
         except ValueError as exc:
             # Setups check their parameters here: the scenario's input, not the lab.
             raise BadInput(str(exc)) from exc
+        # Torn down however the run ends: a run whose consumers failed to start once
+        # left its connector and replication slot behind.
+        scope.callback(setup.teardown)
         workload = Workload(scenario.workload, setup, seed)
         nemesis = Nemesis(scenario.faults, setup, ctx)
         try:
@@ -244,20 +247,17 @@ def _execute(
             rec.mark(Mark.HEALED)
             result.fault_windows = nemesis.windows
             result.fault_errors = nemesis.errors
-        try:
-            if not result.interrupted:
-                if tick:
-                    tick("quiesce", 0.0, result.stats)
-                result.quiesced = setup.quiesce(scenario.quiesce_timeout)
-                if result.quiesced:
-                    rec.mark(Mark.QUIESCED)
-                else:
-                    log.warning("not quiesced within %.0f s", scenario.quiesce_timeout)
-                for store, items in setup.final_states().items():
-                    for key, (value, version) in sorted(items.items()):
-                        rec.state(store, key, value, version=version)
-        finally:
-            setup.teardown()
+        if not result.interrupted:
+            if tick:
+                tick("quiesce", 0.0, result.stats)
+            result.quiesced = setup.quiesce(scenario.quiesce_timeout)
+            if result.quiesced:
+                rec.mark(Mark.QUIESCED)
+            else:
+                log.warning("not quiesced within %.0f s", scenario.quiesce_timeout)
+            for store, items in setup.final_states().items():
+                for key, (value, version) in sorted(items.items()):
+                    rec.state(store, key, value, version=version)
 
 
 def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | None) -> None:
