@@ -129,13 +129,14 @@ def status(root: StackDir = DEFAULT_STACK_DIR) -> None:
     try:
         leftovers = find_leftovers(stack)
     except (ServiceError, OSError, psycopg.Error) as error:
-        console.print(f"[yellow]leftovers not checked:[/yellow] {error}", highlight=False)
+        typer.echo(f"leftovers not checked: {error}")
     else:
+        # Plain lines, never wrapped: scripts and tests read them.
         lines = leftovers.lines()
         for line in lines:
-            console.print(f"[yellow]leftover:[/yellow] {line}", highlight=False)
+            typer.echo(f"leftover: {line}")
         if not lines:
-            console.print("no active toxics, no leftovers of earlier runs")
+            typer.echo("no active toxics, no leftovers of earlier runs")
     if not stack.is_up():
         raise typer.Exit(exitcodes.LAB_FAILED)
 
