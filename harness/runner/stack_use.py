@@ -45,7 +45,7 @@ def open_stack(backend: str = "local") -> Iterator[Any]:
     # PostgreSQL runs as an unprivileged account that must enter every parent folder.
     root = Path(tempfile.mkdtemp(prefix="driftlab-stack-", dir="/tmp"))
     root.chmod(0o755)
-    stack = Stack(root, owned=True)
+    stack = Stack(root, owned=True, temporary=True)
     try:
         yield stack
     finally:
@@ -103,7 +103,7 @@ def acquire_stack(
         # PostgreSQL runs as an unprivileged account that must enter every parent folder.
         own_root = Path(tempfile.mkdtemp(prefix="driftlab-stack-", dir="/tmp"))
         own_root.chmod(0o755)
-        stack = Stack(own_root, owned=True)
+        stack = Stack(own_root, owned=True, temporary=True)
         log.info("stack: own, in %s (stopped at the end)", own_root)
     else:
         log.info("stack: shared, in %s", stack.root)

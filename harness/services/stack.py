@@ -130,9 +130,10 @@ class Stack:
     parent-death signal fires when the thread that forked a service exits.
     """
 
-    def __init__(self, root: Path, *, owned: bool = True) -> None:
+    def __init__(self, root: Path, *, owned: bool = True, temporary: bool = False) -> None:
         self.root = Path(root).absolute()
         self.owned = owned
+        self.temporary = temporary  # the folder goes with the stack, even if its owner dies
         self.services: dict[str, ProcessService] = {}
         self.links_made: dict[str, dict[str, Any]] = {}
         self._reaper: subprocess.Popen[bytes] | None = None
@@ -194,7 +195,9 @@ class Stack:
         wanted = self._closure(names or default_services())
         self._prepare_root()
         if self.owned and self._reaper is None:
-            self._reaper = spawn_reaper(self.state_path, self.root / "logs" / "reaper.log")
+            self._reaper = spawn_reaper(
+                self.state_path, self.root / "logs" / "reaper.log", remove=self.temporary
+            )
         started: list[str] = []
         pending = [n for n in wanted if not self._running(n)]
         healthy = {n for n in wanted if n not in pending}
