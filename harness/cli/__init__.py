@@ -37,6 +37,8 @@ def main() -> None:
     # library (py4j does this) would install a stderr handler on the root logger and
     # flood the terminal with every INFO line of every later run.
     logging.getLogger().addHandler(logging.NullHandler())
+    # A log file on a full disk must not print a traceback for every record it drops.
+    logging.raiseExceptions = False
     try:
         app()
     except Exception as exc:

@@ -170,16 +170,27 @@ def run_scenario(
                 log.exception("run %s failed", run_id)
                 result.exit_code, result.error = _failure(exc)
             finally:
-                if result.interrupted or result.error:
+                if result.interrupted or result.error or rec.failure:
                     rec.close()  # no END mark: readers see a history cut short
                 else:
                     rec.end()
+            if rec.failure is not None and not result.interrupted:
+                log.error("recording the history failed: %s", rec.failure)
+                result.exit_code = EXIT_LAB_FAILED
+                problem = exitcodes.os_problem(rec.failure) or str(rec.failure)
+                result.error = (
+                    f"the history stops early: {problem}; what was recorded is readable "
+                    f"(`driftlab analyze {run_dir}` once there is room)"
+                )
         if result.interrupted:
             result.exit_code = EXIT_INTERRUPTED
         elif result.error is None and analyze:
             _analyze(run_dir, spark_master, result, tick)
     result.wall_s = time.monotonic() - started
-    _write_summary(run_dir, result)
+    try:
+        _write_summary(run_dir, result)
+    except OSError:
+        log.exception("logs/run.json of %s not written", run_dir)  # a full disk: say the rest
     if result.verdict is not None:
         _write_report(run_dir)
     return result
@@ -236,6 +247,9 @@ def _execute(
                 if signals.stop.wait(0.25):
                     result.interrupted = True
                     workload.stop()
+                    break
+                if rec.failure is not None:
+                    workload.stop()  # the history cannot grow: the rest would be unjudged
                     break
                 if tick:
                     tick("workload", time.monotonic() - t0, workload.stats)
