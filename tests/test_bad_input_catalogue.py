@@ -42,6 +42,7 @@ class World:
     stopped_stack: Path
     readonly: Path | None
     full: Path | None
+    full_runs: Path | None  # a 1 MiB file system for the run folders of a whole run
 
 
 def _mount_tmpfs(where: Path, size: str) -> bool:
@@ -124,8 +125,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         (full / "filler").write_bytes(b"\0" * (free - 16 * 1024))
     else:
         full = None
+    full_runs: Path | None = tmp / "full-runs"
+    if _mount_tmpfs(full_runs, "1m"):
+        mounts.append(full_runs)
+    else:
+        full_runs = None
     try:
-        yield World(tmp, run, corrupt_config, scrambled, no_ops, empty, stopped, readonly, full)
+        yield World(
+            tmp, run, corrupt_config, scrambled, no_ops, empty, stopped, readonly, full, full_runs
+        )
     finally:
         for m in mounts:
             subprocess.run(["umount", str(m)], check=False)
@@ -206,6 +214,12 @@ CATALOGUE: dict[str, Case] = {
         3,
         "No space left on device",
         needs="full",
+    ),
+    "disk full (run)": Case(
+        lambda w: ["run", "C1", "--duration", "60s", "--runs-dir", str(w.full_runs)],
+        3,
+        "the history stops early: disk full while writing",
+        needs="full_runs",
     ),
 }
 

@@ -465,6 +465,7 @@ class Recorder:
                             written += os.write(self._fd, view[written:])
                 self._dirty = True
         except OSError as exc:
+            exc.filename = exc.filename or str(self.path)  # os.write names no file
             self.failure = exc
         finally:
             self._buf.clear()
@@ -477,6 +478,7 @@ class Recorder:
         try:
             sync(self._fd)
         except OSError as exc:
+            exc.filename = exc.filename or str(self.path)
             self.failure = exc
 
     def _run_flusher(self) -> None:
