@@ -53,9 +53,9 @@ def get_spark(master: str | None = None) -> SparkSession:
         )
         spark.sparkContext.setLogLevel("ERROR")
         if in_main:
-            # PySpark replaces the SIGINT handler with one that cancels the running jobs,
-            # but the checkers' threads then start their next ones and the process waits
-            # for them all: keep the caller's (`interruptible` stops the context instead).
+            # PySpark replaces the SIGINT handler with one that cancels the running jobs
+            # only, so an analysis went on with its next ones: keep the caller's
+            # (`interruptible` stops the whole context instead).
             signal.signal(signal.SIGINT, sigint)
         return spark
 
@@ -110,9 +110,9 @@ def stop_spark() -> None:
 def interruptible() -> Iterator[None]:
     """SIGINT and SIGTERM during the block stop Spark and raise KeyboardInterrupt.
 
-    Python's own handler raises KeyboardInterrupt only in the main thread, while the
-    checkers' threads go on with their Spark jobs and the process waits for them, so a
-    Ctrl-C during an analysis was not heeded. Off the main thread this does nothing.
+    A KeyboardInterrupt alone reaches only the main thread: Spark jobs started from
+    other threads, and the analysis steps after the interrupted one, would go on and
+    the process would wait for them. Off the main thread this does nothing.
     """
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from checkers.analyze import SCRATCH
 from harness.history.synthetic import generate_history
 
 DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
@@ -27,7 +28,7 @@ def _digests(run: Path) -> dict[str, str]:
 @pytest.mark.spark
 def test_sigint_during_analysis_exits_130_with_the_history_intact(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    generate_history(run, events=20_000, seed=4, jsonl=True)
+    generate_history(run, events=100_000, seed=4, jsonl=True)
     before = _digests(run)
     proc = subprocess.Popen(
         [DRIFTLAB, "analyze", str(run)],
@@ -36,13 +37,10 @@ def test_sigint_during_analysis_exits_130_with_the_history_intact(tmp_path: Path
         text=True,
     )
     try:
-        assert proc.stdout is not None
-        # The first checker's line: Spark is up and its jobs are running.
-        for line in proc.stdout:
-            if "anomalies" in line:
-                break
-        else:
-            pytest.fail(f"the analysis ended before any checker: {proc.wait()}")
+        # Its scratch folder appears once Spark is up, just before the checkers' jobs.
+        while not (run / SCRATCH).exists():
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
