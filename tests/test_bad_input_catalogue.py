@@ -218,7 +218,7 @@ CATALOGUE: dict[str, Case] = {
     "disk full (run)": Case(
         lambda w: ["run", "C1", "--duration", "60s", "--runs-dir", str(w.full_runs)],
         3,
-        "the history stops early: disk full while writing",
+        "disk full while writing",
         needs="full_runs",
     ),
 }

@@ -25,7 +25,10 @@ MATRIX_JSON = "matrix.json"
 def matrix(
     budget: Annotated[
         str,
-        typer.Option(help="Wall-time budget, e.g. 20m: cells that would overrun it are skipped."),
+        typer.Option(
+            help="Wall-time budget, e.g. 20m: cells that would overrun it are skipped, "
+            "a cell still running at the deadline is cut."
+        ),
     ] = "20m",
     scenarios: Annotated[
         str | None,
@@ -139,9 +142,15 @@ def _run(
         console.print(f"JUnit: {junit}")
     for outcome in result.forbidden:
         console.print(f"[red]{escape(outcome.summary())}[/]")
+    for cell, outcome in result.cut:
+        console.print(
+            f"{cell.scenario.name} seed {cell.seed}: [yellow]cut at the deadline[/] "
+            f"({outcome.result.run_dir})"
+        )
     console.print(
-        f"{len(result.outcomes)} runs in {result.wall_s:.0f} s, {len(result.skipped)} skipped "
-        f"for the budget; {len(result.forbidden)} with forbidden anomalies, "
+        f"{len(result.outcomes)} runs in {result.wall_s:.0f} s, {len(result.cut)} cut and "
+        f"{len(result.skipped)} skipped for the budget; "
+        f"{len(result.forbidden)} with forbidden anomalies, "
         f"{len(result.errors)} failed runs; index: {index}"
     )
     if result.interrupted:
@@ -185,6 +194,16 @@ def _write_matrix_json(runs_dir: Path, result: Any) -> None:
                 "wall_s": round(o.result.wall_s, 1),
             }
             for cell, o in result.outcomes
+        ],
+        "cut": [
+            {
+                "scenario": cell.scenario.name,
+                "schedule": cell.schedule,
+                "seed": cell.seed,
+                "run_dir": str(Path(o.result.run_dir).relative_to(runs_dir)),
+                "wall_s": round(o.result.wall_s, 1),
+            }
+            for cell, o in result.cut
         ],
         "skipped": [
             {"scenario": c.scenario.name, "schedule": c.schedule, "seed": c.seed}

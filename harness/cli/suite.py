@@ -47,9 +47,7 @@ def suite(
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 0,
     runs_dir: Annotated[
         Path,
-        typer.Option(
-            "--runs-dir", resolve_path=True, help="Where run folders and the index go."
-        ),
+        typer.Option("--runs-dir", resolve_path=True, help="Where run folders and the index go."),
     ] = Path("runs"),
     spark_master: Annotated[
         str | None,

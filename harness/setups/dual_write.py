@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import queue
 import random
 import threading
@@ -48,6 +49,8 @@ from harness.services.base import Endpoint
 from harness.setups.base import Client, ReadResult, Setup, SetupContext
 from harness.setups.connect import endpoint, pg_conninfo, redis_client
 from harness.setups.search_index import SearchIndex
+
+log = logging.getLogger("driftlab.setups.dual_write")
 
 CACHE = "cache"
 SEARCH = "search"
@@ -249,7 +252,13 @@ class DualWrite(Setup):
     def _refresher(self) -> None:
         assert self.index is not None
         while not self._stop.wait(self.refresh):
-            self.index.commit()
+            try:
+                self.index.commit()
+            except Exception:
+                # A full disk under the run folder: into the run's log, not a thread's
+                # traceback on the terminal; the index simply stops refreshing.
+                log.exception("search index commit failed; the index stops refreshing")
+                return
 
     def _indexer(self) -> None:
         """Apply queued index changes in batches, one refresh per batch."""
