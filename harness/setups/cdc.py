@@ -78,7 +78,7 @@ from harness.setups.cdc_consumer import (
     ConsumerConfig,
     parse_change,
 )
-from harness.setups.connect import endpoint, pg_conninfo, redis_client
+from harness.setups.connect import app_pg_connect, endpoint, pg_conninfo, redis_client
 from harness.setups.dual_write import _UPSERT, Outcome, _classify_pg
 
 log = logging.getLogger("driftlab.setups.cdc")
@@ -529,7 +529,7 @@ class CdcClient(Client):
         """The client's PostgreSQL connection through `app->postgres` (reconnecting)."""
         if self._pg is None or self._pg.closed:
             try:
-                self._pg = psycopg.connect(self.setup.pg_app, autocommit=True, connect_timeout=3)
+                self._pg = app_pg_connect(self.setup.pg_app)
             except psycopg.Error as exc:
                 raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
         return self._pg

@@ -47,7 +47,7 @@ from psycopg import sql
 from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
 from harness.setups.base import Client, ReadResult, Setup, SetupContext
-from harness.setups.connect import endpoint, pg_conninfo, redis_client
+from harness.setups.connect import app_pg_connect, endpoint, pg_conninfo, redis_client
 from harness.setups.search_index import SearchIndex
 
 log = logging.getLogger("driftlab.setups.dual_write")
@@ -411,7 +411,7 @@ class DualWriteClient(Client):
     def _conn(self) -> psycopg.Connection:
         if self._pg is None or self._pg.closed:
             try:
-                self._pg = psycopg.connect(self.setup.pg_app, autocommit=True, connect_timeout=3)
+                self._pg = app_pg_connect(self.setup.pg_app)
             except psycopg.Error as exc:
                 raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
         return self._pg
