@@ -13,7 +13,7 @@ from rich.table import Table
 
 from harness import exitcodes
 from harness.cli import app
-from harness.runner.clean_stack import find_leftovers
+from harness.runner.clean_stack import find_leftovers, live_namespaces
 from harness.services.base import ServiceError
 from harness.services.stack import (
     DEFAULT_STACK_DIR,
@@ -89,7 +89,8 @@ def up(
     root: StackDir = DEFAULT_STACK_DIR,
 ) -> None:
     """Start the local stack (PostgreSQL, Redis, RabbitMQ, NATS, Toxiproxy, ...) and leave
-    it running for `driftlab run`; `driftlab down` stops it."""
+    it running for `driftlab run`; `driftlab down` stops it. Exit status: 0 up, 2 an
+    unknown service, 3 a service that would not start (a port taken, a missing program)."""
     names = [n.strip() for n in only.split(",") if n.strip()] if only else default_services()
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
@@ -137,13 +138,16 @@ def status(root: StackDir = DEFAULT_STACK_DIR) -> None:
             typer.echo(f"leftover: {line}")
         if not lines:
             typer.echo("no active toxics, no leftovers of earlier runs")
+    for namespace in sorted(live_namespaces(stack)):
+        typer.echo(f"run in progress: {namespace}")
     if not stack.is_up():
         raise typer.Exit(exitcodes.LAB_FAILED)
 
 
 @app.command()
 def down(root: StackDir = DEFAULT_STACK_DIR) -> None:
-    """Stop every service of the stack, including one whose harness died."""
+    """Stop every service of the stack, including one whose harness died. Exit status:
+    0 stopped (or already down), 2 no stack in the folder."""
     stack = _attach(root)
     running = [name for name, s in stack.services.items() if s.is_running()]
     with console.status("stopping " + ", ".join(running) if running else "nothing running"):
