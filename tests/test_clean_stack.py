@@ -86,7 +86,7 @@ def test_a_run_killed_in_its_partition_does_not_poison_the_next(
     status = _driftlab("status", "--dir", str(shared_stack))
     assert status.returncode == 0, status.stderr
     shown = status.stdout
-    assert "leftover: link consumer->redis: toxics timeout_downstream, timeout_upstream" in shown
+    assert "active: link consumer->redis: toxics timeout_downstream, timeout_upstream" in shown
     assert "leftover: connector dl_cdc_store_partition_" in shown, shown
     assert "leftover: replication slot dbz_dl_cdc_store_partition_" in shown
 

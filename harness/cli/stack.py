@@ -132,11 +132,11 @@ def status(root: StackDir = DEFAULT_STACK_DIR) -> None:
     except (ServiceError, OSError, psycopg.Error) as error:
         typer.echo(f"leftovers not checked: {error}")
     else:
-        # Plain lines, never wrapped: scripts and tests read them.
-        lines = leftovers.lines()
-        for line in lines:
-            typer.echo(f"leftover: {line}")
-        if not lines:
+        # Plain lines, never wrapped: scripts and tests read them. Toxics are "active":
+        # a run in progress has its own; a dead run's are removed by the next run.
+        for line in leftovers.lines():
+            typer.echo(f"{'active' if line.startswith('link ') else 'leftover'}: {line}")
+        if not leftovers.lines():
             typer.echo("no active toxics, no leftovers of earlier runs")
     for namespace in sorted(live_namespaces(stack)):
         typer.echo(f"run in progress: {namespace}")
