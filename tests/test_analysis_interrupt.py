@@ -64,3 +64,37 @@ def test_interruptible_restores_the_handlers() -> None:
             signal.raise_signal(signal.SIGTERM)
             time.sleep(1)  # the handler runs at the next bytecode boundary
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == old
+
+
+@pytest.mark.services
+@pytest.mark.spark
+@pytest.mark.slow
+def test_sigint_during_the_analysis_of_a_run_exits_130(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    # cwd in tmp_path: no `driftlab up` stack to reuse, so the run starts its own.
+    proc = subprocess.Popen(
+        [DRIFTLAB, "run", "C1", "--duration", "3s", "--runs-dir", str(runs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while not list(runs.glob(f"*/*/{SCRATCH}")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run never reached its analysis"
+            time.sleep(0.05)
+        run = next(runs.glob(f"*/*/{SCRATCH}")).parent
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    said = " ".join((out + err).split())
+    assert proc.returncode == 130, said
+    assert "interrupted during the analysis; the history is complete" in said
+    assert "Traceback" not in said
+    assert not (run / "analysis.json").exists()
+    history = "".join(p.read_text() for p in (run / "history").glob("*.jsonl"))
+    assert '"kind":"end"' in history  # the run itself had finished and closed its history

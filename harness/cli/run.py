@@ -228,7 +228,12 @@ def print_result(console: Console, r: RunResult) -> None:
         console.print(f"  [yellow]fault problem:[/] {e}")
     if r.error:
         console.print(f"  [red]error:[/] {r.error} (see {r.run_dir}/logs/runner.log)")
-    if r.interrupted:
+    if r.analysis_interrupted:
+        console.print(
+            "  [yellow]interrupted[/] during the analysis; the history is complete: "
+            f"`driftlab analyze {r.run_dir}` judges it"
+        )
+    elif r.interrupted:
         console.print(
             "  [yellow]interrupted:[/] faults healed, history closed without its end mark; "
             f"`driftlab analyze {r.run_dir}` still reads it"

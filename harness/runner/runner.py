@@ -62,6 +62,7 @@ class RunResult:
     exit_code: int = EXIT_OK
     stats: WorkloadStats = field(default_factory=WorkloadStats)
     interrupted: bool = False
+    analysis_interrupted: bool = False  # during the analysis: the history is complete
     quiesced: bool = False
     fault_windows: int = 0
     fault_errors: list[str] = field(default_factory=list)
@@ -291,7 +292,7 @@ def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | 
             analysis = analyze(run_dir, master=master).analysis
     except KeyboardInterrupt:
         log.info("analysis of %s interrupted; the history is intact", run_dir)
-        result.interrupted = True
+        result.interrupted = result.analysis_interrupted = True
         result.exit_code = EXIT_INTERRUPTED
         return
     except Exception as exc:
