@@ -62,15 +62,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Workload duration of every scenario run, e.g. 5s (overrides the marker's).",
     )
     group.addoption(
+        "--driftlab-runs-dir",
+        default="runs",
+        help="Where run folders go (default: runs/ under the current folder).",
+    )
+    group.addoption(
         "--driftlab-stack-dir",
         default=None,
         help="Run on the running stack of `driftlab up --dir DIR` (default: a stack of "
         "the session's own).",
-    )
-    group.addoption(
-        "--driftlab-runs-dir",
-        default="runs",
-        help="Where run folders go (default: runs/ under the current folder).",
     )
 
 
