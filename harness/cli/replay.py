@@ -15,7 +15,7 @@ from harness.cli import app
 from harness.cli.run import check_spark_master
 from harness.explore.schedule import Schedule, ScheduleError, describe
 from harness.history.errors import HistoryError
-from harness.replay.replay import compare, replay
+from harness.replay.replay import check_replayable, compare, replay
 from harness.replay.turnstile import ReplayError
 from harness.services.base import ServiceError
 
@@ -50,7 +50,8 @@ def replay_cmd(
     console = Console()
     try:
         schedule = Schedule.load(schedule_path)
-    except ScheduleError as exc:
+        check_replayable(schedule)
+    except (ScheduleError, ReplayError) as exc:
         console.print(f"[red]{schedule_path}: {exc}[/]")
         raise typer.Exit(2) from None
     check_spark_master(spark_master, Console(stderr=True, highlight=False))
