@@ -19,6 +19,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from harness.exitcodes import LabFailure
 from harness.runner.clean_stack import clean, find_leftovers, live_namespaces, run_lease
 from harness.services.process import read_start_time
 from harness.services.stack import Stack
@@ -141,15 +142,16 @@ def test_clean_removes_only_dead_runs_leftovers_and_heals(stack: Stack) -> None:
             found = find_leftovers(stack)
             assert found.toxics == {"app->postgres": ["timeout_downstream", "timeout_upstream"]}
             assert found.slots == [f"dbz_{dead}"]  # the live run's slot is no leftover
-            removed = clean(stack)
-            assert removed.slots == [f"dbz_{dead}"] and "app->postgres" in removed.toxics
-            after = find_leftovers(stack)
-            assert not after.toxics and not after.slots
-            with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
-                names = [s for (s,) in conn.execute("SELECT slot_name FROM pg_replication_slots")]
-            assert f"dbz_{live}" in names
+            # A second run would heal the live one's faults: refused.
+            with pytest.raises(LabFailure, match=f"in use by run\\(s\\) {live}"):
+                clean(stack)
+            assert find_leftovers(stack) == found
         # Its lease gone with the block, the live run's slot is a leftover now.
-        assert find_leftovers(stack).slots == [f"dbz_{live}"]
+        removed = clean(stack)
+        assert removed.slots == [f"dbz_{dead}", f"dbz_{live}"]
+        assert "app->postgres" in removed.toxics
+        after = find_leftovers(stack)
+        assert not after.toxics and not after.slots
     finally:
         with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
             conn.execute(

@@ -131,10 +131,17 @@ def find_leftovers(stack: Any) -> Leftovers:
 def clean(stack: Any) -> Leftovers:
     """Heal every link, remove what dead runs left, and prove the stack clean.
 
-    Returns what was found (and removed). Raises LabFailure when a link still has a
-    toxic or a dead run's slot cannot be dropped: a run on that stack would be judged
-    on faults it did not schedule.
+    Returns what was found (and removed). Raises LabFailure when another run is in
+    progress on the stack (runs share its links, so each would be judged on the other's
+    faults), or when a link still has a toxic afterwards.
     """
+    others = live_namespaces(stack)
+    if others:
+        raise LabFailure(
+            f"the stack in {stack.root} is in use by run(s) {', '.join(sorted(others))}: "
+            "runs on one stack share its links and would suffer each other's faults; wait "
+            "for them, or start another stack (`driftlab up --dir DIR`, --stack-dir DIR)"
+        )
     before = find_leftovers(stack)
     if _running(stack, "toxiproxy"):
         stack.links.heal_all()
