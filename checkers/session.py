@@ -98,12 +98,14 @@ def check_master(master: str | None, timeout: float = 5.0) -> None:
 
 
 def stop_spark() -> None:
-    """Stop the process's SparkContext, if any: its running jobs are cancelled and every
-    later job fails at once, so threads waiting on Spark return (the next `get_spark`
-    starts a new session)."""
-    active = SparkContext._active_spark_context
-    if active is not None:
-        active.stop()
+    """Stop the process's SparkSession, if any, from any thread: its running jobs are
+    cancelled and every later job fails at once, so whatever waits on Spark returns.
+    The next `get_spark` starts a new session."""
+    session = SparkSession._instantiatedSession
+    if session is not None:
+        session.stop()  # also forgets the session, unlike stopping its context alone
+    elif SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
 
 
 @contextlib.contextmanager

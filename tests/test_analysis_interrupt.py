@@ -7,6 +7,7 @@ import hashlib
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -54,16 +55,31 @@ def test_sigint_during_analysis_exits_130_with_the_history_intact(tmp_path: Path
     assert not (run / "analysis.json").exists()
 
 
-def test_interruptible_restores_the_handlers() -> None:
-    from checkers.session import interruptible
-
-    old = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    with interruptible():
-        assert signal.getsignal(signal.SIGINT) not in old
-        with pytest.raises(KeyboardInterrupt):
-            signal.raise_signal(signal.SIGTERM)
-            time.sleep(1)  # the handler runs at the next bytecode boundary
-    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == old
+def test_interruptible_raises_and_restores_the_handlers() -> None:
+    # In a process of its own: the handler stops this process's SparkContext, which the
+    # other tests of the session share.
+    code = textwrap.dedent(
+        """
+        import signal, time
+        from checkers.session import interruptible
+        old = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+        try:
+            with interruptible():
+                assert signal.getsignal(signal.SIGINT) not in old
+                signal.raise_signal(signal.SIGTERM)
+                time.sleep(5)
+        except KeyboardInterrupt:
+            pass
+        else:
+            raise SystemExit("no KeyboardInterrupt")
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == old
+        print("restored")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0 and "restored" in done.stdout, done.stderr
 
 
 @pytest.mark.services

@@ -24,6 +24,7 @@ anomaly that a variant schedule does not produce is a finding, not a failure.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -168,7 +169,8 @@ def run_matrix(
             break
         run_stop = stop or threading.Event()
         hit = threading.Event()
-        timer = threading.Timer(max(0.0, deadline - time.monotonic()), _cut, (run_stop, hit))
+        phase = [""]  # the run's phase, from its tick: Spark is stopped only in "analyze"
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), _cut, (run_stop, hit, phase))
         timer.daemon = True
         timer.start()
         try:
@@ -179,6 +181,7 @@ def run_matrix(
                 spark_master=spark_master,
                 stack=stack,
                 stop=run_stop,
+                tick=functools.partial(_note_phase, phase),
             )
         finally:
             timer.cancel()
@@ -201,14 +204,20 @@ def run_matrix(
     return result
 
 
-def _cut(run_stop: threading.Event, hit: threading.Event) -> None:
-    """At the deadline: stop the running cell, in its workload (the runner's stop event)
-    or in its analysis (the Spark context, whose jobs then fail at once)."""
-    from checkers.session import stop_spark
+def _note_phase(phase: list[str], now: str, *_: object) -> None:
+    """A runner tick that keeps only the phase."""
+    phase[0] = now
 
+
+def _cut(run_stop: threading.Event, hit: threading.Event, phase: list[str]) -> None:
+    """At the deadline: stop the running cell, in its workload (the runner's stop event)
+    or in its analysis (the Spark session, whose jobs then fail at once)."""
     hit.set()
     run_stop.set()
-    stop_spark()
+    if phase[0] == "analyze":
+        from checkers.session import stop_spark
+
+        stop_spark()
 
 
 def _estimate(cell: Cell, walls: dict[str, list[float]]) -> float:
