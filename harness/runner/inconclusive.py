@@ -12,11 +12,11 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from checkers.verdict import UNEXPECTED
 from harness.history.layout import PARQUET_NAME
 from harness.history.schema import EventType, FaultPhase
 
 INCONCLUSIVE = "inconclusive"
-UNEXPECTED = "unexpected anomaly"  # checkers.verdict.UNEXPECTED: the one verdict kept
 
 
 def reasons(run_dir: Path) -> list[str]:
