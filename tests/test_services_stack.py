@@ -245,5 +245,5 @@ def test_unknown_service_is_named(stack_dir: Path) -> None:
     with pytest.raises(ServiceError, match="unknown service 'mysql'; known services: "):
         Stack(stack_dir).up("mysql")
     result = CliRunner().invoke(app, ["up", "--only", "mysql", "--dir", str(stack_dir)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input, not a verdict
     assert "unknown service(s) mysql" in result.output
