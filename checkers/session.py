@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import signal
+import socket
 import sys
 import threading
+from collections.abc import Iterator
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 _lock = threading.Lock()
+_LOCAL_IP = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
 
 
 def get_spark(master: str | None = None) -> SparkSession:
@@ -26,10 +33,16 @@ def get_spark(master: str | None = None) -> SparkSession:
         # The keyed pass runs driftlab's checks in Python workers: they need this
         # environment's packages (pyarrow, driftlab itself), not the system python3.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        in_main = threading.current_thread() is threading.main_thread()
+        sigint = signal.getsignal(signal.SIGINT) if in_main else None
         spark = (
             SparkSession.builder.master(url)
             .appName("driftlab")
             .config("spark.ui.enabled", "false")
+            # The driver and its block manager listen on loopback only (Spark's default
+            # is the machine's external address); SPARK_LOCAL_IP chooses another.
+            .config("spark.driver.host", _LOCAL_IP)
+            .config("spark.driver.bindAddress", _LOCAL_IP)
             .config("spark.ui.showConsoleProgress", "false")
             # Histories are modest per run; few shuffle partitions keep 2 cores busy
             # without drowning them in scheduling overhead.
@@ -39,4 +52,81 @@ def get_spark(master: str | None = None) -> SparkSession:
             .getOrCreate()
         )
         spark.sparkContext.setLogLevel("ERROR")
+        if in_main:
+            # PySpark replaces the SIGINT handler with one that cancels the running jobs
+            # only, so an analysis went on with its next ones: keep the caller's
+            # (`interruptible` stops the whole context instead).
+            signal.signal(signal.SIGINT, sigint)
         return spark
+
+
+_LOCAL = re.compile(r"^local(\[(\*|\d+)(,\s*\d+)?\])?$|^local-cluster\[\d+,\s*\d+,\s*\d+\]$")
+_SPARK = re.compile(r"^spark://([^,/:]+:\d+)(,[^,/:]+:\d+)*$")
+
+
+class MasterUnreachable(ConnectionError):
+    """A spark:// master did not accept a connection; the message names it and the fix."""
+
+
+def check_master(master: str | None, timeout: float = 5.0) -> None:
+    """Fail fast, before any work, on a Spark master that cannot serve the analysis.
+
+    ValueError for a URL Spark does not accept (the message shows the forms);
+    MasterUnreachable when no host of a `spark://` URL accepts a TCP connection.
+    local[*], yarn and k8s:// masters are not probed.
+    """
+    url = master or os.environ.get("DRIFTLAB_SPARK_MASTER", "local[*]")
+    if _LOCAL.match(url) or url == "yarn" or url.startswith(("k8s://", "mesos://")):
+        return
+    if not _SPARK.match(url):
+        raise ValueError(
+            f"{url!r} is not a Spark master URL; use local[*], local[N] or "
+            "spark://HOST:PORT (e.g. spark://127.0.0.1:7077)"
+        )
+    problems = []
+    for hostport in url.removeprefix("spark://").split(","):
+        host, port = hostport.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except OSError as exc:
+            problems.append(f"{hostport}: {exc.strerror or exc}")
+    raise MasterUnreachable(
+        f"Spark master {url} is not reachable ({'; '.join(problems)}); start it, "
+        "or leave out --spark-master to analyse with local[*]"
+    )
+
+
+def stop_spark() -> None:
+    """Stop the process's SparkSession, if any, from any thread: its running jobs are
+    cancelled and every later job fails at once, so whatever waits on Spark returns.
+    The next `get_spark` starts a new session."""
+    session = SparkSession._instantiatedSession
+    if session is not None:
+        session.stop()  # also forgets the session, unlike stopping its context alone
+    elif SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM during the block stop Spark and raise KeyboardInterrupt.
+
+    A KeyboardInterrupt alone reaches only the main thread: Spark jobs started from
+    other threads, and the analysis steps after the interrupted one, would go on and
+    the process would wait for them. Off the main thread this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(_signum: int, _frame: object) -> None:
+        stop_spark()
+        raise KeyboardInterrupt
+
+    old = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

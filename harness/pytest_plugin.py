@@ -16,7 +16,8 @@ Fixtures:
 - `scenario_result`: the Outcome of the test's `scenario` marker.
 
 Options: --driftlab-backend local|docker, --driftlab-seed, --driftlab-duration (they
-override the marker's seed and duration), --driftlab-runs-dir (default runs/).
+override the marker's seed and duration), --driftlab-runs-dir (default runs/),
+--driftlab-stack-dir DIR (the running stack of `driftlab up --dir DIR`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="runs",
         help="Where run folders go (default: runs/ under the current folder).",
     )
+    group.addoption(
+        "--driftlab-stack-dir",
+        default=None,
+        help="Run on the running stack of `driftlab up --dir DIR` (default: a stack of "
+        "the session's own).",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -111,9 +118,19 @@ def _duration(text: str | float | None) -> float | None:
 @pytest.fixture(scope="session")
 def driftlab_stack(pytestconfig: pytest.Config) -> Iterator[Any]:
     """One owned stack for the whole session, of --driftlab-backend; each run starts
-    what its setup needs (services already up are reused). Stopped at the end."""
-    from harness.runner.stack_use import open_stack
+    what its setup needs (services already up are reused). Stopped at the end.
+    With --driftlab-stack-dir, the running stack of `driftlab up --dir DIR`, left up."""
+    from harness.exitcodes import BadInput, LabFailure
+    from harness.runner.stack_use import open_stack, stack_at
 
+    stack_dir = pytestconfig.getoption("driftlab_stack_dir")
+    if stack_dir is not None:
+        try:
+            shared = stack_at(Path(stack_dir))
+        except (BadInput, LabFailure) as exc:
+            raise pytest.UsageError(f"--driftlab-stack-dir: {exc}") from None
+        yield shared
+        return
     with open_stack(pytestconfig.getoption("driftlab_backend")) as stack:
         yield stack
 

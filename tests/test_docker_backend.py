@@ -61,12 +61,13 @@ def test_a_closed_tcp_engine_address_is_named(monkeypatch: pytest.MonkeyPatch) -
         ["suite", "--only", "C1", "--backend", "docker"],
     ],
 )
-def test_run_and_suite_exit_2_before_any_run(
+def test_run_and_suite_exit_3_before_any_run(
     argv: list[str], no_engine: str, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs"
     result = CliRunner().invoke(app, [*argv, "--runs-dir", str(runs)])
-    assert result.exit_code == 2, result.output
+    # No engine: the lab cannot run here (3), which is no bad input of the command (2).
+    assert result.exit_code == 3, result.output
     # The terminal wraps long paths mid-word at its width; compare without white space.
     squeezed = "".join(result.output.split())
     assert f"noDockerengineat{no_engine}" in squeezed

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from harness.exitcodes import LabFailure
 from harness.history import reader
 from harness.history.errors import HistoryError
 from harness.history.reader import (
@@ -241,7 +242,7 @@ def test_unwritable_parquet_names_the_fix(recorded_run: Path) -> None:
     blocker = recorded_run / "history.parquet"
     blocker.mkdir()  # a directory in the way: the rename cannot replace it
     (blocker / "x").touch()
-    with pytest.raises(HistoryError, match=r"history\.parquet: cannot write it .*disk space"):
+    with pytest.raises(LabFailure, match=r"history\.parquet: cannot write it .*disk space"):
         convert_to_parquet(recorded_run)
     assert not list(recorded_run.glob(".history.parquet.*"))  # no temporary file left
 

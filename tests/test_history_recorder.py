@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import mmap
 import os
@@ -320,3 +321,34 @@ def test_sigkill_loses_at_most_one_batch(tmp_path: Path) -> None:
     # ...short of it by less than one batch (the child may have been stopped between
     # recording an event and counting it, hence the +1).
     assert count - batch < len(values) <= count + 1, (count, len(values))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs to fill it")
+def test_a_full_disk_ends_the_history_cleanly_and_readably(tmp_path: Path) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr!r}")
+    try:
+        rec = Recorder(disk / "run", RunHeader("r/1", "full", 1), batch_size=64)
+        sent = 0
+        while rec.failure is None and sent < 200_000:  # 256 KiB fill within a few thousand
+            rec.op("c1", "invoke", "write", key=f"k{sent % 50}", value="v" * 40)
+            sent += 1
+        assert rec.failure is not None and rec.failure.errno == errno.ENOSPC
+        rec.op("c1", "invoke", "write", key="after", value="dropped")  # no raise
+        rec.close()  # no raise either
+        kept = tmp_path / "kept"
+        subprocess.run(["cp", "-a", str(disk / "run"), str(kept)], check=True)
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+    history = read_history(kept)
+    ops = history.table.filter(pa.compute.equal(history.table["type"], "op"))
+    assert 0 < ops.num_rows < sent
+    assert "after" not in ops["key"].to_pylist()
+    assert history.info.cut_short

@@ -4,6 +4,7 @@ one real run with a planted forbidden anomaly on the real stack."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.cli.matrix import write_outputs
+from harness.runner import matrix as matrix_module
 from harness.runner.matrix import Cell, junit_xml, parse_seeds, plan, run_matrix, with_schedule
 from scenarios.registry import get_scenario
 
@@ -108,3 +110,30 @@ def test_a_variant_rerun_command_plans_exactly_that_cell() -> None:
     assert out.exit_code == 0, out.output
     assert out.output.splitlines()[0] == "dual-write-partial-failure+latency seed 9 (4 s)"
     assert "1 cells" in out.output
+
+
+@pytest.mark.services
+@pytest.mark.slow
+def test_a_cell_running_at_the_deadline_is_cut(
+    stack: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The planner would not start a 60 s cell on an 8 s budget: make it start, as a cell
+    # whose estimate was too low (its first run, a slow analysis) does.
+    monkeypatch.setattr(matrix_module, "_estimate", lambda cell, walls: 0.0)
+    long = get_scenario("dual-write-race").with_overrides(duration=60)
+    cells = plan([long], ["own", "none"], [0])
+    result = run_matrix(cells, 8, tmp_path / "runs", stack)
+    assert result.outcomes == [] and len(result.cut) == 1 and len(result.skipped) == 1
+    run = result.cut[0][1].result
+    assert run.interrupted and run.verdict is None
+    assert not result.interrupted and not result.errors  # a cut is no failure of the lab
+    marks = [
+        json.loads(line).get("kind")
+        for segment in (Path(run.run_dir) / "history").glob("*.jsonl")
+        for line in segment.read_text().splitlines()
+        if '"type":"mark"' in line
+    ]
+    assert "end" not in marks
+    suite = ET.fromstring(junit_xml(result)).find("testsuite")
+    assert suite is not None and suite.get("skipped") == "2"
+    assert b"cut at the deadline of the budget" in junit_xml(result)

@@ -109,6 +109,7 @@ def test_the_options_and_fixtures_are_offered(pytester: pytest.Pytester) -> None
             "*--driftlab-seed*",
             "*--driftlab-duration*",
             "*--driftlab-runs-dir*",
+            "*--driftlab-stack-dir*",
         ]
     )
     fixtures = pytester.runpytest_subprocess("--fixtures", "-p", "no:cacheprovider")
@@ -120,4 +121,24 @@ def test_the_options_and_fixtures_are_offered(pytester: pytest.Pytester) -> None
             "*scenario_result*",
         ],
         consecutive=False,
+    )
+
+
+def test_a_stack_dir_without_a_stack_is_refused_with_the_fix(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile(
+        test_on_stack="""
+        def test_uses_the_stack(driftlab_stack):
+            pass
+        """
+    )
+    empty = tmp_path / "no-stack"
+    empty.mkdir()
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--driftlab-stack-dir", str(empty)
+    )
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        [f"*--driftlab-stack-dir: no stack in {empty}*start one with `driftlab up --dir*"]
     )

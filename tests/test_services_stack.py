@@ -35,7 +35,7 @@ OWNER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from harness.services.stack import Stack
-    stack = Stack(Path(sys.argv[1]), owned=sys.argv[2] == "owned")
+    stack = Stack(Path(sys.argv[1]), owned=sys.argv[2] != "free", temporary=sys.argv[2] == "temp")
     stack.up(*sys.argv[3].split(","))
     stack.link("app", "postgres" if "postgres" in sys.argv[3] else "redis")
     print("READY", flush=True)
@@ -52,9 +52,12 @@ def stack_dir() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def _start_owner(root: Path, owned: bool, services: str) -> subprocess.Popen[str]:
+def _start_owner(
+    root: Path, owned: bool, services: str, temporary: bool = False
+) -> subprocess.Popen[str]:
+    kind = "temp" if temporary else "owned" if owned else "free"
     owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER, str(root), "owned" if owned else "free", services],
+        [sys.executable, "-c", OWNER, str(root), kind, services],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -136,6 +139,33 @@ def test_down_stops_a_stack_whose_harness_died(stack_dir: Path) -> None:
     assert after.output.count("stopped") == 3
 
 
+def test_a_sigkilled_owner_of_a_temporary_stack_leaves_no_folder(stack_dir: Path) -> None:
+    # As a run's own stack in /tmp: a SIGKILLed run once left its ~42 MB folder behind.
+    owner = _start_owner(stack_dir, owned=True, services="redis", temporary=True)
+    procs, ports = _recorded(stack_dir)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    _wait_all_gone(procs, ports, timeout=15)
+    deadline = time.monotonic() + 30
+    while stack_dir.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not stack_dir.exists()
+
+
+@pytest.mark.slow
+def test_down_stops_a_dead_stack_with_connect(stack_dir: Path) -> None:
+    # Attaching used to ask the dead Toxiproxy for Connect's link to Kafka, and
+    # `driftlab down --dir` failed with "toxiproxy did not answer".
+    owner = _start_owner(stack_dir, owned=True, services="redis,kafka,connect")
+    procs, ports = _recorded(stack_dir)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    _wait_all_gone(procs, ports, timeout=30)
+    down = CliRunner().invoke(app, ["down", "--dir", str(stack_dir)])
+    assert down.exit_code == 0, down.output
+    assert "nothing (already down)" in down.output
+
+
 def test_state_file_reattaches_with_same_credentials(stack_dir: Path) -> None:
     stack = Stack(stack_dir, owned=True)
     try:
@@ -215,5 +245,5 @@ def test_unknown_service_is_named(stack_dir: Path) -> None:
     with pytest.raises(ServiceError, match="unknown service 'mysql'; known services: "):
         Stack(stack_dir).up("mysql")
     result = CliRunner().invoke(app, ["up", "--only", "mysql", "--dir", str(stack_dir)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input, not a verdict
     assert "unknown service(s) mysql" in result.output

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import logging
+import sys
+import traceback
 
 import typer
+
+from harness import exitcodes
 
 app = typer.Typer(
     name="driftlab",
@@ -13,7 +17,7 @@ app = typer.Typer(
         "architectures.\n\n"
         "Run a scenario against real PostgreSQL, Kafka/Debezium, Redis, RabbitMQ and "
         "NATS under crashes, partitions and slowdowns; record its history; judge it "
-        "with PySpark checkers; read the verdict in an HTML report."
+        "with PySpark checkers; read the verdict in an HTML report.\n\n" + exitcodes.HELP
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -33,7 +37,24 @@ def main() -> None:
     # library (py4j does this) would install a stderr handler on the root logger and
     # flood the terminal with every INFO line of every later run.
     logging.getLogger().addHandler(logging.NullHandler())
-    app()
+    # A log file on a full disk must not print a traceback for every record it drops.
+    logging.raiseExceptions = False
+    try:
+        app()
+    except Exception as exc:
+        # Python's own exit status for an uncaught exception is 1, which says "forbidden
+        # anomaly": a failure of the lab must never read as a verdict.
+        described = exitcodes.describe(exc)
+        if described is None:
+            traceback.print_exc()
+            described = (
+                exitcodes.LAB_FAILED,
+                f"internal error ({type(exc).__name__}): a bug in driftlab; "
+                "please report it with the traceback above",
+            )
+        code, message = described
+        typer.echo(f"error: {message}", err=True)
+        sys.exit(code)
 
 
 # Subcommands register themselves on `app` when their module is imported.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -10,13 +11,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from harness import exitcodes
 from harness.cli import app
+from harness.cli.run import check_spark_master, fail
 
 if TYPE_CHECKING:
     from checkers.analyze import AnalysisResult
 
-EXIT_FORBIDDEN = 1
-EXIT_BAD_INPUT = 2
+EXIT_FORBIDDEN = exitcodes.VERDICT
+EXIT_BAD_INPUT = exitcodes.BAD_INPUT
 
 
 FOREIGN = ("jepsen",)
@@ -72,9 +75,14 @@ def analyze(
     anomalies.parquet, examples.json and series.json into RUN_DIR
     (formats: docs/analysis.md). The log goes to RUN_DIR/logs/analyze.log.
 
-    The verdict compares the counts with the expectations in config.json.
-    Exit status: 0 analysed, 1 a forbidden anomaly appeared, 2 bad input
-    (no such run directory, corrupt history, unreadable config.json).
+    The verdict compares the counts with the expectations in config.json; a run
+    whose workload never ran or whose scheduled faults never took effect is
+    inconclusive. Ctrl-C stops the analysis at once; the history is left as it was.
+
+    Exit status: 0 analysed; 1 a forbidden anomaly appeared; 2 bad input (no such
+    run directory, corrupt history, unreadable config.json, malformed --spark-master);
+    3 the lab failed (Spark master unreachable, Spark failed, disk full, read-only run
+    folder) or the run is inconclusive; 130 interrupted.
 
     Example: driftlab analyze runs/latest
              driftlab analyze --from jepsen store/latest/history.edn
@@ -86,26 +94,65 @@ def analyze(
         run_dir = _import(from_, run_dir, runs_dir, console, err)
     # Spark loads only once the input is known to be worth it: bad paths fail fast.
     if not run_dir.is_dir():
-        err.print(
-            f"[red]error:[/] {run_dir}: no such run directory; pass one such as runs/latest "
-            "or runs/<scenario>/<time>-<seed>"
+        raise fail(
+            err,
+            exitcodes.BAD_INPUT,
+            f"{run_dir}: no such run directory; pass one such as runs/latest "
+            "or runs/<scenario>/<time>-<seed>",
         )
-        raise typer.Exit(EXIT_BAD_INPUT)
+    check_spark_master(spark_master, err)
     from checkers.analyze import AnalysisInputError
     from checkers.analyze import analyze as run_analysis
-    from harness.history.errors import HistoryError
+    from checkers.session import interruptible
+    from harness.runner import inconclusive
 
     console.print(f"[bold]analysing[/] {run_dir}")
     try:
-        result = run_analysis(run_dir, spark_master, console=console)
-    except (HistoryError, AnalysisInputError) as e:
-        err.print(f"[red]error:[/] {e}")
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+        with interruptible():
+            result = run_analysis(run_dir, spark_master, console=console)
+        why = inconclusive.apply(result.run_dir, result.analysis)
+    except KeyboardInterrupt:
+        console.quiet = True  # the checkers' threads report their cancelled jobs meanwhile
+        raise fail(
+            err, exitcodes.INTERRUPTED, f"interrupted; the history in {run_dir} is intact"
+        ) from None
+    except AnalysisInputError as exc:
+        raise fail(err, exitcodes.BAD_INPUT, str(exc)) from None
+    except Exception as exc:
+        code, message = _failure(exc, run_dir)
+        raise fail(err, code, message) from None
     _summary(console, result)
     if from_ is not None:
         _report(run_dir, console, err)
+    for line in why:
+        console.print(f"[yellow]inconclusive:[/] {line}")
     if result.forbidden_found:
         raise typer.Exit(EXIT_FORBIDDEN)
+    if why:
+        raise typer.Exit(exitcodes.LAB_FAILED)
+
+
+def _failure(exc: Exception, run_dir: Path) -> tuple[int, str]:
+    """The exit code and one line for an analysis that failed; the traceback goes to
+    RUN_DIR/logs/analyze.log (when it can be written) for the detail."""
+    described = exitcodes.describe(exc)
+    if described is not None:
+        return described
+    log_path = run_dir / "logs" / "analyze.log"
+    try:
+        with log_path.open("a") as log:
+            log.write("".join(traceback.format_exception(exc)))
+        where = f"; the detail is in {log_path}"
+    except OSError:
+        where = ""
+    text = str(exc)
+    if "FAILED_READ_FILE" in text:
+        return exitcodes.BAD_INPUT, (
+            f"{run_dir}/history.parquet cannot be read (corrupt); delete it and analyse "
+            f"again to rebuild it from history/*.jsonl{where}"
+        )
+    first = text.strip().splitlines()[0][:200] if text.strip() else type(exc).__name__
+    return exitcodes.LAB_FAILED, f"the analysis failed ({first}){where}"
 
 
 def _import(tool: str, source: Path, runs: Path, console: Console, err: Console) -> Path:

@@ -12,11 +12,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from harness import exitcodes
 from harness.cli import app
-from harness.cli.run import BACKEND_OPTION, enter_backend, parse_duration
+from harness.cli.run import BACKEND_OPTION, check_spark_master, enter_backend, parse_duration
 
-EXIT_FORBIDDEN = 1
-EXIT_RUN_ERROR = 2
+EXIT_FORBIDDEN = exitcodes.VERDICT
+EXIT_RUN_ERROR = exitcodes.LAB_FAILED
 MATRIX_JSON = "matrix.json"
 
 
@@ -24,7 +25,10 @@ MATRIX_JSON = "matrix.json"
 def matrix(
     budget: Annotated[
         str,
-        typer.Option(help="Wall-time budget, e.g. 20m: cells that would overrun it are skipped."),
+        typer.Option(
+            help="Wall-time budget, e.g. 20m: cells that would overrun it are skipped, "
+            "a cell still running at the deadline is cut."
+        ),
     ] = "20m",
     scenarios: Annotated[
         str | None,
@@ -66,8 +70,9 @@ def matrix(
     Writes a run folder per cell, the suite page runs/index.html listing every run,
     runs/matrix.json (cells run and skipped) and, with --junit, a JUnit XML report.
     Exit status: 0 when no run found a forbidden anomaly (predicted anomalies are the
-    demonstrations, found or not), 1 when some run did, 2 bad input or a run that could
-    not complete, 130 interrupted.
+    demonstrations, found or not); 1 when some run did; 2 bad input; 3 a run that could
+    not complete or was inconclusive (the lab failed, not the system under test);
+    130 interrupted.
 
     Example: driftlab matrix --budget 20m --scenarios C1,C3 --seeds 2 --junit matrix.xml
     """
@@ -100,6 +105,7 @@ def matrix(
             console.print(f"{c.scenario.name} seed {c.seed} ({c.scenario.workload.duration:g} s)")
         console.print(f"{len(cells)} cells, budget {budget_s:.0f} s")
         return
+    check_spark_master(spark_master, err)
     raise typer.Exit(_run(console, err, cells, budget_s, runs_dir, junit, spark_master, backend))
 
 
@@ -136,9 +142,15 @@ def _run(
         console.print(f"JUnit: {junit}")
     for outcome in result.forbidden:
         console.print(f"[red]{escape(outcome.summary())}[/]")
+    for cell, outcome in result.cut:
+        console.print(
+            f"{cell.scenario.name} seed {cell.seed}: [yellow]cut at the deadline[/] "
+            f"({outcome.result.run_dir})"
+        )
     console.print(
-        f"{len(result.outcomes)} runs in {result.wall_s:.0f} s, {len(result.skipped)} skipped "
-        f"for the budget; {len(result.forbidden)} with forbidden anomalies, "
+        f"{len(result.outcomes)} runs in {result.wall_s:.0f} s, {len(result.cut)} cut and "
+        f"{len(result.skipped)} skipped for the budget; "
+        f"{len(result.forbidden)} with forbidden anomalies, "
         f"{len(result.errors)} failed runs; index: {index}"
     )
     if result.interrupted:
@@ -182,6 +194,16 @@ def _write_matrix_json(runs_dir: Path, result: Any) -> None:
                 "wall_s": round(o.result.wall_s, 1),
             }
             for cell, o in result.outcomes
+        ],
+        "cut": [
+            {
+                "scenario": cell.scenario.name,
+                "schedule": cell.schedule,
+                "seed": cell.seed,
+                "run_dir": str(Path(o.result.run_dir).relative_to(runs_dir)),
+                "wall_s": round(o.result.wall_s, 1),
+            }
+            for cell, o in result.cut
         ],
         "skipped": [
             {"scenario": c.scenario.name, "schedule": c.schedule, "seed": c.seed}

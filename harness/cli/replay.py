@@ -10,10 +10,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from harness import exitcodes
 from harness.cli import app
+from harness.cli.run import check_spark_master
 from harness.explore.schedule import Schedule, ScheduleError, describe
 from harness.history.errors import HistoryError
-from harness.replay.replay import compare, replay
+from harness.replay.replay import check_replayable, compare, replay
 from harness.replay.turnstile import ReplayError
 from harness.services.base import ServiceError
 
@@ -24,8 +26,8 @@ _HELP = (
     "is forced. The replay writes a normal run directory (config.json names the "
     "schedule), analyses it with the Spark checkers and compares the anomaly kinds with "
     "those the simulator saved in the schedule. Exit 0 when they are the same, 1 when "
-    "they differ (both lists are printed), 2 on bad input or a step that could not be "
-    "forced."
+    "they differ (both lists are printed), 2 on bad input, 3 when the lab failed (a "
+    "service down, a step that could not be forced, the Spark master unreachable)."
 )
 
 
@@ -48,9 +50,11 @@ def replay_cmd(
     console = Console()
     try:
         schedule = Schedule.load(schedule_path)
-    except ScheduleError as exc:
+        check_replayable(schedule)
+    except (ScheduleError, ReplayError) as exc:
         console.print(f"[red]{schedule_path}: {exc}[/]")
         raise typer.Exit(2) from None
+    check_spark_master(spark_master, Console(stderr=True, highlight=False))
     seed = secrets.randbelow(2**31) if seed is None else seed
     console.print(f"[bold]replay[/] {schedule_path} ({schedule.setup}, seed {seed})")
     for i, step in enumerate(schedule.steps, start=1):
@@ -59,7 +63,7 @@ def replay_cmd(
         run_dir = replay(schedule, runs_dir=runs_dir, seed=seed, source=schedule_path.resolve())
     except (ReplayError, ServiceError) as exc:
         console.print(f"[red]replay failed[/]: {exc}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exitcodes.LAB_FAILED) from None
     console.print(f"run folder: {run_dir}")
     from checkers.analyze import AnalysisInputError, analyze
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
+from harness import exitcodes
 from harness.cli import app
 
 if TYPE_CHECKING:
@@ -68,17 +69,60 @@ BACKEND_OPTION = typer.Option(
 )
 
 
+def fail(err: Console, code: int, message: str) -> typer.Exit:
+    """Print `error: message` (one line: the problem and its fix) and return the Exit
+    to raise with `code` (harness.exitcodes)."""
+    err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
+    return typer.Exit(code)
+
+
+def check_spark_master(master: str | None, err: Console) -> None:
+    """Before any scenario starts: exit 2 for a malformed --spark-master, 3 when the
+    master does not answer (a run used to do all its work before finding out)."""
+    from checkers.session import MasterUnreachable, check_master
+
+    try:
+        check_master(master)
+    except ValueError as exc:
+        raise fail(err, exitcodes.BAD_INPUT, f"--spark-master: {exc}") from None
+    except MasterUnreachable as exc:
+        raise fail(err, exitcodes.LAB_FAILED, str(exc)) from None
+
+
 def enter_backend(scope: contextlib.ExitStack, backend: str, err: Console) -> Any:
     """An owned stack of `backend` for the command's runs, stopped when `scope` ends;
-    exit 2 with the problem and the fix when it cannot be had (no Docker engine)."""
+    exit 2 for an unknown backend, 3 when it cannot be had (no Docker engine)."""
     from harness.runner.stack_use import open_stack
     from harness.services.base import ServiceError
 
     try:
         return scope.enter_context(open_stack(backend))
-    except (ServiceError, ValueError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+    except ValueError as exc:
+        raise fail(err, exitcodes.BAD_INPUT, str(exc)) from None
+    except ServiceError as exc:
+        raise fail(err, exitcodes.LAB_FAILED, str(exc)) from None
+
+
+def attach_stack(stack_dir: Path, err: Console) -> Any:
+    """The running stack of `driftlab up --dir stack_dir`; exit 2 when there is none,
+    3 when it is not running."""
+    from harness.runner.stack_use import stack_at
+    from harness.services.base import ServiceError
+
+    try:
+        return stack_at(stack_dir)
+    except exitcodes.BadInput as exc:
+        raise fail(err, exitcodes.BAD_INPUT, str(exc)) from None
+    except (exitcodes.LabFailure, ServiceError) as exc:
+        raise fail(err, exitcodes.LAB_FAILED, str(exc)) from None
+
+
+STACK_DIR_OPTION = typer.Option(
+    "--stack-dir",
+    metavar="DIR",
+    help="Use the running stack of `driftlab up --dir DIR` (default: that of a plain "
+    "`driftlab up` if it runs, else a stack of the command's own).",
+)
 
 
 @app.command()
@@ -117,15 +161,22 @@ def run(
         bool, typer.Option("--analyze/--no-analyze", help="Judge the history after the run.")
     ] = True,
     backend: Annotated[str, BACKEND_OPTION] = "local",
+    stack_dir: Annotated[Path | None, STACK_DIR_OPTION] = None,
 ) -> None:
     """Run one scenario: workload and faults on the real stack, then the verdict.
 
-    Uses the stack of `driftlab up` when it is running, else starts one for this run
-    and stops it afterwards. Writes runs/<scenario>/<UTC time>-<seed>/ (config.json,
-    history/, logs/, analysis files) and points runs/latest at it.
+    Uses the stack of `driftlab up` (or of `driftlab up --dir DIR` with --stack-dir)
+    when it is running, else starts one for this run and stops it afterwards. Before
+    the workload every link is healed and checked free of toxics, and what killed runs
+    left (connectors, replication slots) is removed. Writes
+    runs/<scenario>/<UTC time>-<seed>/ (config.json, history/, logs/, analysis files)
+    and points runs/latest at it.
 
-    Exit status: 0 reproduced (or no expectations), 1 not reproduced or an
-    unexpected anomaly, 2 bad input or a failed run, 130 interrupted.
+    Exit status: 0 reproduced (or no expectations); 1 not reproduced or an unexpected
+    anomaly (the verdict only); 2 bad input; 3 the lab failed (a service down, a port
+    taken, the Spark master unreachable, disk full, read-only runs folder) or the run
+    is inconclusive (no operation ran, a scheduled fault never took effect);
+    130 interrupted.
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
@@ -140,11 +191,14 @@ def run(
         )
         sc.validate()
     except (KeyError, ValueError) as exc:
-        err.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}")
-        raise typer.Exit(2) from None
+        raise fail(err, exitcodes.BAD_INPUT, str(exc.args[0] if exc.args else exc)) from None
+    if analyze:
+        check_spark_master(spark_master, err)
     with contextlib.ExitStack() as scope:
         stack = None
-        if backend != "local":
+        if stack_dir is not None:
+            stack = attach_stack(stack_dir, err)
+        elif backend != "local":
             stack = enter_backend(scope, backend, err)
         prog = scope.enter_context(progress())
         task = prog.add_task(sc.name, total=None)
@@ -174,7 +228,12 @@ def print_result(console: Console, r: RunResult) -> None:
         console.print(f"  [yellow]fault problem:[/] {e}")
     if r.error:
         console.print(f"  [red]error:[/] {r.error} (see {r.run_dir}/logs/runner.log)")
-    if r.interrupted:
+    if r.analysis_interrupted:
+        console.print(
+            "  [yellow]interrupted[/] during the analysis; the history is complete: "
+            f"`driftlab analyze {r.run_dir}` judges it"
+        )
+    elif r.interrupted:
         console.print(
             "  [yellow]interrupted:[/] faults healed, history closed without its end mark; "
             f"`driftlab analyze {r.run_dir}` still reads it"

@@ -6,11 +6,14 @@ import time
 from pathlib import Path
 from typing import Annotated
 
+import psycopg
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from harness import exitcodes
 from harness.cli import app
+from harness.runner.clean_stack import find_leftovers, live_namespaces
 from harness.services.base import ServiceError
 from harness.services.stack import (
     DEFAULT_STACK_DIR,
@@ -27,10 +30,28 @@ StackDir = Annotated[
 console = Console()
 
 
-def _fail(error: ServiceError) -> typer.Exit:
+def _fail(error: Exception, code: int = exitcodes.LAB_FAILED) -> typer.Exit:
+    """Print the error (the problem and its fix) and return the Exit to raise: 2 for bad
+    input (an unknown service, a folder with no stack), 3 by default (the lab failed)."""
     # Plain text: error messages hold paths and commands that must not be re-wrapped.
     typer.echo(f"error: {error}", err=True)
-    return typer.Exit(1)
+    return typer.Exit(code)
+
+
+def _attach(root: Path) -> Stack:
+    """The stack in `root`; exit 2 when there is none, 3 when its state is unreadable."""
+    if not (root / STATE_FILE).exists():
+        raise _fail(
+            ServiceError(
+                f"no stack in {root.absolute()} (no {STATE_FILE}); start one with "
+                f"`driftlab up --dir {root}`"
+            ),
+            exitcodes.BAD_INPUT,
+        )
+    try:
+        return Stack.attach(root)
+    except ServiceError as error:
+        raise _fail(error) from None
 
 
 def _show(stack: Stack) -> None:
@@ -68,12 +89,16 @@ def up(
     root: StackDir = DEFAULT_STACK_DIR,
 ) -> None:
     """Start the local stack (PostgreSQL, Redis, RabbitMQ, NATS, Toxiproxy, ...) and leave
-    it running for `driftlab run`; `driftlab down` stops it."""
+    it running for `driftlab run`; `driftlab down` stops it. Exit status: 0 up, 2 an
+    unknown service, 3 a service that would not start (a port taken, a missing program)."""
     names = [n.strip() for n in only.split(",") if n.strip()] if only else default_services()
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         known = ", ".join(REGISTRY)
-        raise _fail(ServiceError(f"unknown service(s) {', '.join(unknown)}; known: {known}"))
+        raise _fail(
+            ServiceError(f"unknown service(s) {', '.join(unknown)}; known: {known}"),
+            exitcodes.BAD_INPUT,
+        )
     try:
         stack = Stack.attach(root) if (root / STATE_FILE).exists() else Stack(root)
         # A stack started here outlives this command, whoever started the folder before.
@@ -96,23 +121,34 @@ def up(
 
 @app.command()
 def status(root: StackDir = DEFAULT_STACK_DIR) -> None:
-    """Show each service of the stack: pids, port, health, log."""
-    try:
-        stack = Stack.attach(root)
-    except ServiceError as error:
-        raise _fail(error) from None
+    """Show each service of the stack (pids, port, health, log), the links with their
+    active toxics, and what runs no longer alive left behind (connectors, replication
+    slots), which the next run removes. Exit status: 0 up, 2 no stack in the folder,
+    3 some service is not running."""
+    stack = _attach(root)
     _show(stack)
+    try:
+        leftovers = find_leftovers(stack)
+    except (ServiceError, OSError, psycopg.Error) as error:
+        typer.echo(f"leftovers not checked: {error}")
+    else:
+        # Plain lines, never wrapped: scripts and tests read them. Toxics are "active":
+        # a run in progress has its own; a dead run's are removed by the next run.
+        for line in leftovers.lines():
+            typer.echo(f"{'active' if line.startswith('link ') else 'leftover'}: {line}")
+        if not leftovers.lines():
+            typer.echo("no active toxics, no leftovers of earlier runs")
+    for namespace in sorted(live_namespaces(stack)):
+        typer.echo(f"run in progress: {namespace}")
     if not stack.is_up():
-        raise typer.Exit(3)
+        raise typer.Exit(exitcodes.LAB_FAILED)
 
 
 @app.command()
 def down(root: StackDir = DEFAULT_STACK_DIR) -> None:
-    """Stop every service of the stack, including one whose harness died."""
-    try:
-        stack = Stack.attach(root)
-    except ServiceError as error:
-        raise _fail(error) from None
+    """Stop every service of the stack, including one whose harness died. Exit status:
+    0 stopped (or already down), 2 no stack in the folder."""
+    stack = _attach(root)
     running = [name for name, s in stack.services.items() if s.is_running()]
     with console.status("stopping " + ", ".join(running) if running else "nothing running"):
         stack.down()

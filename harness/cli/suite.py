@@ -14,8 +14,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from harness import exitcodes
 from harness.cli import app
-from harness.cli.run import BACKEND_OPTION, make_tick, parse_duration, print_result, progress
+from harness.cli.run import (
+    BACKEND_OPTION,
+    check_spark_master,
+    make_tick,
+    parse_duration,
+    print_result,
+    progress,
+)
 
 if TYPE_CHECKING:
     from harness.runner.runner import RunResult
@@ -39,9 +47,7 @@ def suite(
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 0,
     runs_dir: Annotated[
         Path,
-        typer.Option(
-            "--runs-dir", resolve_path=True, help="Where run folders and the index go."
-        ),
+        typer.Option("--runs-dir", resolve_path=True, help="Where run folders and the index go."),
     ] = Path("runs"),
     spark_master: Annotated[
         str | None,
@@ -53,7 +59,9 @@ def suite(
 
     Writes one run folder per scenario, then runs/index.json (and runs/index.html when
     the report module is installed). Exit status: 0 when every verdict is the expected
-    one, 1 otherwise, 2 bad input, 130 interrupted.
+    one; 1 when some is not (the verdict only); 2 bad input; 3 when the lab failed (a
+    run could not complete or was inconclusive, the Spark master is unreachable);
+    130 interrupted.
 
     Example: driftlab suite --only C1,C13 --duration 10s
     """
@@ -78,6 +86,7 @@ def suite(
     if not chosen:
         err.print("[red]error:[/] no scenario registered for any claim")
         raise typer.Exit(2)
+    check_spark_master(spark_master, err)
     raise typer.Exit(run_suite(console, chosen, seed, runs_dir, spark_master, backend))
 
 
@@ -100,9 +109,9 @@ def run_suite(
     try:
         _run_all(chosen, seed, runs_dir, spark_master, services, results, backend)
     except ServiceError as exc:
-        # The backend itself is missing (no Docker engine): nothing ran.
+        # The stack could not start (a port taken, no Docker engine): nothing ran.
         console.print(f"[red]error:[/] {escape(str(exc))}")
-        return 2
+        return exitcodes.LAB_FAILED
     except KeyboardInterrupt:
         # Between runs (starting or stopping the stack): the stack is already down.
         console.print("[yellow]interrupted[/]")
@@ -115,7 +124,12 @@ def run_suite(
         for r in results[-1:]:
             print_result(console, r)
         return EXIT_INTERRUPTED
-    return 0 if all(r.exit_code == 0 for r in results) else 1
+    codes = {r.exit_code for r in results}
+    # A wrong verdict outranks a failed run: 1 must mean the verdict, 3 the lab alone.
+    for code in (exitcodes.VERDICT, exitcodes.LAB_FAILED, exitcodes.BAD_INPUT):
+        if code in codes:
+            return code
+    return exitcodes.OK
 
 
 def _run_all(

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
+from harness.exitcodes import LabFailure
 from harness.history.errors import HistoryError
 from harness.history.layout import HISTORY_DIR, PARQUET_NAME, SEGMENT_SUFFIX
 from harness.history.schema import (
@@ -168,7 +169,8 @@ def convert_to_parquet(run_dir: str | os.PathLike[str], *, force: bool = False) 
         pq.write_table(table, tmp, row_group_size=ROW_GROUP_SIZE, compression="zstd")
         os.replace(tmp, dest)
     except (pa.ArrowException, OSError) as e:
-        raise HistoryError(
+        # The history is sound; the disk or the folder failed (exit 3, not bad input).
+        raise LabFailure(
             f"{dest}: cannot write it ({_first_line(e)}); check the disk space and the run "
             "directory's permissions"
         ) from None

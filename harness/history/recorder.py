@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
@@ -109,6 +110,8 @@ class Recorder:
         self._closed = False
         self._fd = -1
         self._flusher: threading.Thread | None = None
+        # The write error (a full disk) that ended this segment early; see _write_locked.
+        self.failure: OSError | None = None
         self._ids = itertools.count(1)
         self._inflight_ops: dict[str, dict[str, Any]] = {}
         self._open_faults: dict[str, dict[str, Any]] = {}
@@ -123,6 +126,8 @@ class Recorder:
             {"type": EventType.HEADER.value, "extra": _json_text(asdict(self.header))}
         )
         self._write_locked()
+        if self.failure is not None:
+            raise self.failure  # not even the header: there is no history to keep
         os.fsync(self._fd)
         _fsync_dir(self.history_dir)  # the new file's name survives a machine crash too
         self._dirty = False
@@ -139,7 +144,7 @@ class Recorder:
                     return
                 self._write_locked()
                 self._dirty = False
-            os.fdatasync(self._fd)
+            self._sync(os.fdatasync)
 
     def close(self) -> None:
         """Write and fsync what is buffered, then close the segment (idempotent)."""
@@ -151,7 +156,7 @@ class Recorder:
                 if self._fd >= 0:
                     self._write_locked()
             if self._fd >= 0:
-                os.fsync(self._fd)
+                self._sync(os.fsync)
                 os.close(self._fd)
         self._wake.set()
         if self._flusher is not None and self._flusher is not threading.current_thread():
@@ -441,17 +446,40 @@ class Recorder:
         self._buffered += 1
 
     def _write_locked(self) -> None:
-        """Hand the buffer to the kernel (caller holds `_lock`)."""
+        """Hand the buffer to the kernel (caller holds `_lock`).
+
+        A write that fails (a full disk, a file system remounted read-only) ends the
+        segment there: `failure` keeps the error, and later events are discarded rather
+        than raised in every client thread and the flusher. What was written stays
+        readable (a reader drops a partial last line); the runner sees `failure`, stops
+        the run and says so.
+        """
         if not self._buffered:
             return
-        written = os.write(self._fd, self._buf)
-        if written < len(self._buf):  # a short write (rare for files): finish it
-            with memoryview(self._buf) as view:
-                while written < len(view):
-                    written += os.write(self._fd, view[written:])
-        self._buf.clear()
-        self._buffered = 0
-        self._dirty = True
+        try:
+            if self.failure is None:
+                written = os.write(self._fd, self._buf)
+                if written < len(self._buf):  # a short write (a full disk): finish it
+                    with memoryview(self._buf) as view:
+                        while written < len(view):
+                            written += os.write(self._fd, view[written:])
+                self._dirty = True
+        except OSError as exc:
+            exc.filename = exc.filename or str(self.path)  # os.write names no file
+            self.failure = exc
+        finally:
+            self._buf.clear()
+            self._buffered = 0
+
+    def _sync(self, sync: Callable[[int], None]) -> None:
+        """fsync or fdatasync the segment; a failure ends it as a failed write does."""
+        if self.failure is not None:
+            return
+        try:
+            sync(self._fd)
+        except OSError as exc:
+            exc.filename = exc.filename or str(self.path)
+            self.failure = exc
 
     def _run_flusher(self) -> None:
         while True:
@@ -464,7 +492,7 @@ class Recorder:
                     self._write_locked()
                     dirty, self._dirty = self._dirty, False
                 if dirty:
-                    os.fdatasync(self._fd)
+                    self._sync(os.fdatasync)
 
     def _before_fork(self) -> None:
         self._sync_lock.acquire()

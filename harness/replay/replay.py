@@ -23,8 +23,10 @@ from harness.history.recorder import Recorder
 from harness.history.schema import Mark, RunHeader
 from harness.replay.drivers import DRIVERS
 from harness.replay.turnstile import ReplayError, Turnstile
+from harness.runner.clean_stack import clean, run_lease
 from harness.runner.rundir import create_run_dir, namespace_for, write_config
 from harness.runner.stack_use import acquire_stack, service_logs
+from harness.services.stack import Stack
 from harness.setups.base import SetupContext
 from reports.versions import component_versions
 
@@ -115,6 +117,7 @@ def replay(
         with (
             acquire_stack(driver.setup.services, stack) as live,
             service_logs(live, driver.setup.services, run_dir / "logs"),
+            contextlib.ExitStack() as scope,
         ):
             ctx = SetupContext(
                 namespace=namespace_for(scenario),
@@ -124,6 +127,11 @@ def replay(
                 params=dict(driver.params),
                 seed=seed,
             )
+            if isinstance(live, Stack):
+                # A replay is a run like any other: from a clean stack (runner.clean_stack).
+                for line in clean(live).lines():
+                    log.warning("stack: removed %s", line)
+                scope.enter_context(run_lease(live, ctx.namespace))
             try:
                 driver.prepare(ctx)
                 for i, step in enumerate(schedule.steps[:-1], start=1):

@@ -4,7 +4,10 @@ A cell is one run. Cells run seed by seed, each seed over every schedule and sce
 so a short budget still covers every scenario once before it repeats one. Before a
 cell starts, the matrix estimates its wall time (the mean of the runs so far of that
 setup, else the workload plus a first-run allowance); a cell that would end past the
-budget is skipped and listed as such.
+budget is skipped and listed as such. A cell still running at the deadline is cut
+there (its workload stopped, or its Spark analysis stopped) and listed as cut, with
+its run folder: a budget is a deadline, which one slow analysis used to overrun by
+many minutes.
 
 Fault schedules:
 - `own`: the scenario's schedule as written (its run folder keeps the scenario's name);
@@ -21,6 +24,7 @@ anomaly that a variant schedule does not produce is a finding, not a failure.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -68,6 +72,7 @@ class MatrixResult:
 
     outcomes: list[tuple[Cell, Outcome]] = field(default_factory=list)
     skipped: list[Cell] = field(default_factory=list)
+    cut: list[tuple[Cell, Outcome]] = field(default_factory=list)  # stopped at the deadline
     wall_s: float = 0.0
     interrupted: bool = False
 
@@ -148,10 +153,12 @@ def run_matrix(
     on_result: Callable[[Cell, Outcome], None] | None = None,
     stop: threading.Event | None = None,
 ) -> MatrixResult:
-    """Run `cells` on `stack` until the budget would be exceeded; never raises for a
-    failed run (it is an outcome with an error)."""
+    """Run `cells` on `stack` until the budget would be exceeded, cutting a cell still
+    running at the deadline; never raises for a failed run (it is an outcome with an
+    error). `stop`, set from another thread, cuts the current run short (interrupted)."""
     result = MatrixResult()
     started = time.monotonic()
+    deadline = started + budget_s
     walls: dict[str, list[float]] = {}
     base_of = {c.scenario.name: c.scenario.name.split("+", 1)[0] for c in cells}
     for i, cell in enumerate(cells):
@@ -160,18 +167,34 @@ def run_matrix(
         if time.monotonic() - started + _estimate(cell, walls) > budget_s:
             result.skipped = cells[i:]
             break
-        run = run_scenario(
-            cell.scenario,
-            seed=cell.seed,
-            runs_dir=runs_dir,
-            spark_master=spark_master,
-            stack=stack,
-            stop=stop,
-        )
+        run_stop = stop or threading.Event()
+        hit = threading.Event()
+        phase = [""]  # the run's phase, from its tick: Spark is stopped only in "analyze"
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), _cut, (run_stop, hit, phase))
+        timer.daemon = True
+        timer.start()
+        try:
+            run = run_scenario(
+                cell.scenario,
+                seed=cell.seed,
+                runs_dir=runs_dir,
+                spark_master=spark_master,
+                stack=stack,
+                stop=run_stop,
+                tick=functools.partial(_note_phase, phase),
+            )
+        finally:
+            timer.cancel()
         walls.setdefault(cell.scenario.setup, []).append(run.wall_s)
         outcome = outcome_of(run, cell.scenario, duration=cell.scenario.workload.duration)
         if cell.schedule != "own":
             outcome = dataclasses.replace(outcome, rerun=cell.rerun(base_of[cell.name]))
+        if hit.is_set():
+            # A run that ended just as the deadline came is a run like any other.
+            done = run.verdict is not None and not run.interrupted and run.error is None
+            (result.outcomes if done else result.cut).append((cell, outcome))
+            result.skipped = cells[i + 1 :]
+            break
         result.outcomes.append((cell, outcome))
         if on_result:
             on_result(cell, outcome)
@@ -179,6 +202,22 @@ def run_matrix(
             result.interrupted = True
     result.wall_s = time.monotonic() - started
     return result
+
+
+def _note_phase(phase: list[str], now: str, *_: object) -> None:
+    """A runner tick that keeps only the phase."""
+    phase[0] = now
+
+
+def _cut(run_stop: threading.Event, hit: threading.Event, phase: list[str]) -> None:
+    """At the deadline: stop the running cell, in its workload (the runner's stop event)
+    or in its analysis (the Spark session, whose jobs then fail at once)."""
+    hit.set()
+    run_stop.set()
+    if phase[0] == "analyze":
+        from checkers.session import stop_spark
+
+        stop_spark()
 
 
 def _estimate(cell: Cell, walls: dict[str, list[float]]) -> float:
@@ -217,15 +256,20 @@ def junit_xml(result: MatrixResult) -> bytes:
             out = ET.SubElement(case, "system-out")
             out.text = outcome.summary()
         suite.append(case)
+    for cell, outcome in result.cut:
+        case = _case(cell, outcome.result.wall_s)
+        skipped = ET.SubElement(case, "skipped", message="cut at the deadline of the budget")
+        skipped.text = f"run folder: {outcome.result.run_dir}"
+        suite.append(case)
     for cell in result.skipped:
         case = _case(cell, 0.0)
         ET.SubElement(case, "skipped", message="left out: the time budget was spent")
         suite.append(case)
-    total = len(result.outcomes) + len(result.skipped)
+    total = len(result.outcomes) + len(result.cut) + len(result.skipped)
     suite.set("tests", str(total))
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
-    suite.set("skipped", str(len(result.skipped)))
+    suite.set("skipped", str(len(result.cut) + len(result.skipped)))
     suite.set("time", f"{result.wall_s:.1f}")
     root = ET.Element("testsuites")
     root.append(suite)

@@ -23,11 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import exitcodes
+from harness.exitcodes import BadInput
 from harness.history.recorder import Recorder
 from harness.history.schema import Mark, RunHeader
 from harness.nemesis import Nemesis
+from harness.runner import inconclusive
+from harness.runner.clean_stack import clean, run_lease
 from harness.runner.rundir import create_run_dir, namespace_for, write_config
 from harness.runner.stack_use import acquire_stack, service_logs
+from harness.services.stack import Stack
 from harness.setups import SETUPS
 from harness.setups.base import SetupContext
 from harness.workload import Workload, WorkloadStats
@@ -36,10 +41,11 @@ from scenarios.model import Scenario
 
 log = logging.getLogger("driftlab.runner")
 
-EXIT_OK = 0  # reproduced, or no expectations
-EXIT_VERDICT = 1  # not reproduced, or an unexpected (forbidden) anomaly
-EXIT_ERROR = 2  # bad input or a run that could not complete
-EXIT_INTERRUPTED = 130
+EXIT_OK = exitcodes.OK  # reproduced, or no expectations
+EXIT_VERDICT = exitcodes.VERDICT  # not reproduced, or an unexpected (forbidden) anomaly
+EXIT_BAD_INPUT = exitcodes.BAD_INPUT  # the scenario's parameters cannot be used
+EXIT_LAB_FAILED = exitcodes.LAB_FAILED  # the lab failed: services, disk, Spark
+EXIT_INTERRUPTED = exitcodes.INTERRUPTED
 
 Tick = Callable[[str, float, WorkloadStats], None]
 """`tick(phase, elapsed_s, stats)`: progress for the terminal."""
@@ -56,9 +62,11 @@ class RunResult:
     exit_code: int = EXIT_OK
     stats: WorkloadStats = field(default_factory=WorkloadStats)
     interrupted: bool = False
+    analysis_interrupted: bool = False  # during the analysis: the history is complete
     quiesced: bool = False
     fault_windows: int = 0
     fault_errors: list[str] = field(default_factory=list)
+    inconclusive: list[str] = field(default_factory=list)  # why the verdict proves nothing
     counts: dict[str, int] = field(default_factory=dict)
     wall_s: float = 0.0
     analysis_s: float = 0.0
@@ -149,28 +157,41 @@ def run_scenario(
     signals = _Signals()
     if stop is not None:
         signals.stop = stop
-    with _run_log(run_dir), signals.installed():
-        log.info("run %s: scenario %s seed %d", run_id, scenario.name, seed)
-        rec = Recorder(run_dir, RunHeader(run_id, scenario.name, seed, params=params))
-        try:
-            _execute(scenario, seed, run_dir, rec, stack, signals, result, tick)
-        except KeyboardInterrupt:
-            result.interrupted = True
-        except Exception as exc:
-            log.exception("run %s failed", run_id)
-            result.error = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
-            result.exit_code = EXIT_ERROR
-        finally:
-            if result.interrupted or result.error:
-                rec.close()  # no END mark: readers see a history cut short
-            else:
-                rec.end()
+    with _run_log(run_dir):
+        with signals.installed():
+            log.info("run %s: scenario %s seed %d", run_id, scenario.name, seed)
+            rec = Recorder(run_dir, RunHeader(run_id, scenario.name, seed, params=params))
+            try:
+                _execute(scenario, seed, run_dir, rec, stack, signals, result, tick)
+                # A signal during the quiesce or the final reads also cuts the run short.
+                result.interrupted = result.interrupted or signals.stop.is_set()
+            except KeyboardInterrupt:
+                result.interrupted = True
+            except Exception as exc:
+                log.exception("run %s failed", run_id)
+                result.exit_code, result.error = _failure(exc)
+            finally:
+                if result.interrupted or result.error or rec.failure:
+                    rec.close()  # no END mark: readers see a history cut short
+                else:
+                    rec.end()
+            if rec.failure is not None and not result.interrupted:
+                log.error("recording the history failed: %s", rec.failure)
+                result.exit_code = EXIT_LAB_FAILED
+                problem = exitcodes.os_problem(rec.failure) or str(rec.failure)
+                result.error = (
+                    f"the history stops early: {problem}; what was recorded is readable "
+                    f"(`driftlab analyze {run_dir}` once there is room)"
+                )
         if result.interrupted:
             result.exit_code = EXIT_INTERRUPTED
         elif result.error is None and analyze:
             _analyze(run_dir, spark_master, result, tick)
     result.wall_s = time.monotonic() - started
-    _write_summary(run_dir, result)
+    try:
+        _write_summary(run_dir, result)
+    except OSError:
+        log.exception("logs/run.json of %s not written", run_dir)  # a full disk: say the rest
     if result.verdict is not None:
         _write_report(run_dir)
     return result
@@ -192,6 +213,7 @@ def _execute(
     with (
         acquire_stack(setup.services, stack) as live_stack,
         service_logs(live_stack, setup.services, run_dir / "logs"),
+        contextlib.ExitStack() as scope,
     ):
         ctx = SetupContext(
             namespace=namespace_for(scenario.name),
@@ -202,7 +224,19 @@ def _execute(
             seed=seed,
         )
         log.info("namespace %s", ctx.namespace)
-        setup.prepare(ctx)
+        if isinstance(live_stack, Stack):
+            for line in clean(live_stack).lines():
+                log.warning("stack: removed %s", line)
+            log.info("stack: every link healed and free of toxics, no leftovers")
+            scope.enter_context(run_lease(live_stack, ctx.namespace))
+        try:
+            setup.prepare(ctx)
+        except ValueError as exc:
+            # Setups check their parameters here: the scenario's input, not the lab.
+            raise BadInput(str(exc)) from exc
+        # Torn down however the run ends: a run whose consumers failed to start once
+        # left its connector and replication slot behind.
+        scope.callback(setup.teardown)
         workload = Workload(scenario.workload, setup, seed)
         nemesis = Nemesis(scenario.faults, setup, ctx)
         try:
@@ -215,6 +249,9 @@ def _execute(
                     result.interrupted = True
                     workload.stop()
                     break
+                if rec.failure is not None:
+                    workload.stop()  # the history cannot grow: the rest would be unjudged
+                    break
                 if tick:
                     tick("workload", time.monotonic() - t0, workload.stats)
             result.stats = workload.join(timeout=60)
@@ -225,20 +262,17 @@ def _execute(
             rec.mark(Mark.HEALED)
             result.fault_windows = nemesis.windows
             result.fault_errors = nemesis.errors
-        try:
-            if not result.interrupted:
-                if tick:
-                    tick("quiesce", 0.0, result.stats)
-                result.quiesced = setup.quiesce(scenario.quiesce_timeout)
-                if result.quiesced:
-                    rec.mark(Mark.QUIESCED)
-                else:
-                    log.warning("not quiesced within %.0f s", scenario.quiesce_timeout)
-                for store, items in setup.final_states().items():
-                    for key, (value, version) in sorted(items.items()):
-                        rec.state(store, key, value, version=version)
-        finally:
-            setup.teardown()
+        if not result.interrupted:
+            if tick:
+                tick("quiesce", 0.0, result.stats)
+            result.quiesced = setup.quiesce(scenario.quiesce_timeout)
+            if result.quiesced:
+                rec.mark(Mark.QUIESCED)
+            else:
+                log.warning("not quiesced within %.0f s", scenario.quiesce_timeout)
+            for store, items in setup.final_states().items():
+                for key, (value, version) in sorted(items.items()):
+                    rec.state(store, key, value, version=version)
 
 
 def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | None) -> None:
@@ -251,20 +285,47 @@ def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | 
         log.warning("checkers.analyze is not available: the run is recorded, not judged")
         result.verdict = None
         return
+    from checkers.session import interruptible
+
     try:
-        analysis = analyze(run_dir, master=master).analysis
+        with interruptible():
+            analysis = analyze(run_dir, master=master).analysis
+    except KeyboardInterrupt:
+        log.info("analysis of %s interrupted; the history is intact", run_dir)
+        result.interrupted = result.analysis_interrupted = True
+        result.exit_code = EXIT_INTERRUPTED
+        return
     except Exception as exc:
         log.exception("analysis of %s failed", run_dir)
-        result.error = f"analysis failed: {str(exc).strip().splitlines()[0][:300]}"
-        result.exit_code = EXIT_ERROR
+        code, message = _failure(exc)
+        result.exit_code, result.error = code, f"analysis failed: {message}"
         return
     finally:
         result.analysis_s = time.monotonic() - t
+    result.inconclusive = inconclusive.apply(run_dir, analysis)
     result.verdict = analysis.get("verdict")
     result.counts = {k: v for k, v in analysis.get("counts", {}).items() if v}
-    result.exit_code = (
-        EXIT_OK if result.verdict in ("reproduced", "no expectations") else EXIT_VERDICT
-    )
+    if result.inconclusive:
+        # An error too: the matrix, the suite and the plugin count it as a failed run.
+        result.error = "inconclusive: " + "; ".join(result.inconclusive)
+        result.exit_code = EXIT_LAB_FAILED
+    elif result.verdict in ("reproduced", "no expectations"):
+        result.exit_code = EXIT_OK
+    else:
+        result.exit_code = EXIT_VERDICT
+
+
+def _failure(exc: Exception) -> tuple[int, str]:
+    """The exit code and one line for a run that could not complete: bad input (a
+    setup's parameter) exits 2, anything else is the lab failing (3)."""
+    described = exitcodes.describe(exc)
+    if described is not None:
+        return described
+    if isinstance(exc, ValueError):
+        # Setups validate their parameters in prepare() and raise ValueError.
+        return EXIT_BAD_INPUT, str(exc).strip()[:300]
+    first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+    return EXIT_LAB_FAILED, f"{type(exc).__name__}: {first}"
 
 
 def _write_report(run_dir: Path) -> None:
@@ -295,6 +356,7 @@ def _write_summary(run_dir: Path, result: RunResult) -> None:
         "client_errors": s.errors,
         "fault_windows": result.fault_windows,
         "fault_errors": result.fault_errors,
+        "inconclusive": result.inconclusive,
         "wall_s": round(result.wall_s, 2),
         "analysis_s": round(result.analysis_s, 2),
     }

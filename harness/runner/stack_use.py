@@ -10,7 +10,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.services.stack import DEFAULT_STACK_DIR, Stack
+from harness.exitcodes import BadInput, LabFailure
+from harness.services.stack import DEFAULT_STACK_DIR, STATE_FILE, Stack
 
 log = logging.getLogger("driftlab.runner")
 
@@ -44,12 +45,31 @@ def open_stack(backend: str = "local") -> Iterator[Any]:
     # PostgreSQL runs as an unprivileged account that must enter every parent folder.
     root = Path(tempfile.mkdtemp(prefix="driftlab-stack-", dir="/tmp"))
     root.chmod(0o755)
-    stack = Stack(root, owned=True)
+    stack = Stack(root, owned=True, temporary=True)
     try:
         yield stack
     finally:
         stack.down()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def stack_at(root: Path) -> Stack:
+    """The running stack `driftlab up --dir root` started: BadInput when `root` holds no
+    stack, LabFailure when some of its services are not running."""
+    root = Path(root)
+    if not (root / STATE_FILE).exists():
+        raise BadInput(
+            f"no stack in {root.absolute()} (no {STATE_FILE}); start one with "
+            f"`driftlab up --dir {root}`, or leave out --stack-dir"
+        )
+    stack = Stack.attach(root)
+    stopped = sorted(n for n, s in stack.services.items() if not s.is_running())
+    if stopped or not stack.services:
+        raise LabFailure(
+            f"the stack in {stack.root} is not running (stopped: {', '.join(stopped) or 'all'}); "
+            f"start it with `driftlab up --dir {root}`"
+        )
+    return stack
 
 
 def running_stack(root: Path = DEFAULT_STACK_DIR) -> Stack | None:
@@ -83,7 +103,7 @@ def acquire_stack(
         # PostgreSQL runs as an unprivileged account that must enter every parent folder.
         own_root = Path(tempfile.mkdtemp(prefix="driftlab-stack-", dir="/tmp"))
         own_root.chmod(0o755)
-        stack = Stack(own_root, owned=True)
+        stack = Stack(own_root, owned=True, temporary=True)
         log.info("stack: own, in %s (stopped at the end)", own_root)
     else:
         log.info("stack: shared, in %s", stack.root)

@@ -18,7 +18,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,14 +160,21 @@ class ConnectService(ProcessService):
     def __init__(
         self,
         spec: ServiceSpec,
-        kafka_bootstrap: str,
+        kafka_bootstrap: str | Callable[[], str],
         connectors: Iterable[DebeziumPostgres] = (),
         settings: ConnectSettings | None = None,
     ) -> None:
         super().__init__(spec)
-        self.kafka_bootstrap = kafka_bootstrap
+        self._bootstrap = kafka_bootstrap
         self.settings = settings or ConnectSettings()
         self._initial = list(connectors)
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        """Kafka's address for the worker (a callable given is asked on first use)."""
+        if callable(self._bootstrap):
+            self._bootstrap = self._bootstrap()
+        return self._bootstrap
 
     # --- files -------------------------------------------------------------------------
 
@@ -354,7 +361,9 @@ def connect_from_deps(spec: ServiceSpec, deps: Mapping[str, object]) -> ConnectS
     kafka, toxiproxy = deps["kafka"], deps["toxiproxy"]
     if not isinstance(kafka, KafkaCluster) or not isinstance(toxiproxy, ToxiproxyService):
         raise ServiceError("connect needs the stack's kafka and toxiproxy services")
-    return ConnectService(spec, kafka.link(toxiproxy.client(), "connect"))
+    # Made when the worker starts: `driftlab down` attaches to stacks whose Toxiproxy is
+    # dead (a SIGKILLed owner), and asking it for a link failed the whole command.
+    return ConnectService(spec, lambda: kafka.link(toxiproxy.client(), "connect"))
 
 
 class RestError(ServiceError):

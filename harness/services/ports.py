@@ -7,6 +7,7 @@ be able to take that port as its source port (which `bind(0)` ports would allow)
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import threading
@@ -82,3 +83,31 @@ def port_accepts(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
             return True
     except OSError:
         return False
+
+
+def port_holder(port: int) -> str | None:
+    """`pid N (command)` of the process listening on TCP `port`, if /proc shows it."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            # local_address is HEXIP:HEXPORT; state 0A is LISTEN.
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return None
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            for fd in (proc / "fd").iterdir():
+                if os.readlink(fd) in inodes:
+                    comm = (proc / "comm").read_text().strip()
+                    return f"pid {proc.name} ({comm})"
+        except OSError:
+            continue
+    return None

@@ -20,10 +20,13 @@ SUPERUSER = "driftlab"
 DATABASE = "driftlab"
 UNIX_SOCKET_MAX = 100  # sun_path holds 107 bytes, minus "/.s.PGSQL.nnnnn"
 
+SOCKET_DIR = "socket"  # in the service's data folder, mode 700: only the server's account
+
+# No `trust` line: any local account could otherwise connect as the superuser.
 PG_HBA = """\
-# Written by driftlab: trust on the unix socket (in the data folder), passwords on TCP.
-local   all          all                  trust
-local   replication  all                  trust
+# Written by driftlab (rewritten at every start): passwords only, loopback and socket.
+local   all          all                  scram-sha-256
+local   replication  all                  scram-sha-256
 host    all          all   127.0.0.1/32   scram-sha-256
 host    replication  all   127.0.0.1/32   scram-sha-256
 """
@@ -47,21 +50,34 @@ class PostgresService(ProcessService):
     def data_dir(self) -> Path:
         return self.spec.data_dir / "pgdata"
 
+    @property
+    def socket_dir(self) -> Path:
+        """The private folder of the server's unix socket."""
+        return self.spec.data_dir / SOCKET_DIR
+
     def prepare(self) -> None:
         find_binary("postgres")
         self.spec.data_dir.mkdir(parents=True, exist_ok=True)
-        socket_path = f"{self.spec.data_dir}/.s.PGSQL.{self.spec.port()}"
+        socket_path = f"{self.socket_dir}/.s.PGSQL.{self.spec.port()}"
         if len(socket_path) > UNIX_SOCKET_MAX:
             raise ServiceError(
                 f"postgres: the unix socket path {socket_path} is too long "
                 f"({len(socket_path)} > {UNIX_SOCKET_MAX}); choose a shorter stack folder"
             )
+        self.socket_dir.mkdir(exist_ok=True)
+        self.socket_dir.chmod(0o700)
         if self.run_as is not None:
             ensure_system_user(self.run_as)
             _check_traversable(self.spec.data_dir, self.run_as)
             _chown_tree(self.spec.data_dir, self.run_as, only_root=True)
+            _chown_tree(self.socket_dir, self.run_as, only_root=True)
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
+        # Also on a data folder made by an older driftlab, whose file trusted the socket.
+        hba = self.data_dir / "pg_hba.conf"
+        hba.write_text(PG_HBA)
+        if self.run_as is not None:
+            _chown_tree(hba, self.run_as)
 
     def _initdb(self) -> None:
         pwfile = self.spec.data_dir / "initdb.pw"
@@ -75,7 +91,7 @@ class PostgresService(ProcessService):
             "-U",
             SUPERUSER,
             f"--pwfile={pwfile}",
-            "--auth-local=trust",
+            "--auth-local=scram-sha-256",
             "--auth-host=scram-sha-256",
             "-E",
             "UTF8",
@@ -100,16 +116,13 @@ class PostgresService(ProcessService):
             raise ServiceError(
                 f"postgres: initdb failed (status {done.returncode}); see {self.log_path}"
             )
-        hba = self.data_dir / "pg_hba.conf"
-        hba.write_text(PG_HBA)
-        if self.run_as is not None:
-            _chown_tree(hba, self.run_as)
 
     def command(self) -> list[str]:
         settings = {
             "listen_addresses": LOOPBACK,
             "port": str(self.spec.port()),
-            "unix_socket_directories": str(self.spec.data_dir),
+            "unix_socket_directories": str(self.socket_dir),
+            "unix_socket_permissions": "0700",
             "wal_level": "logical",
             "max_replication_slots": "20",
             "max_wal_senders": "20",

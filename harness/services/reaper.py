@@ -5,7 +5,10 @@ backends, Erlang's port programs) and anything launched after a crash in the har
 would survive. The reaper is a tiny process in a session of its own that waits on a
 pidfd of its owner, then reads the stack's state file and SIGKILLs every group in it.
 
-    python -m harness.services.reaper <owner pid> <state file>
+    python -m harness.services.reaper <owner pid> <state file> [remove]
+
+With `remove` (a stack in a temporary folder, as a run or a test starts) it also deletes
+the stack folder once the processes are gone.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from harness.services.process import ProcessRecord, group_alive, kill_group, read_start_time
@@ -41,23 +46,32 @@ def reap(state_path: Path) -> list[int]:
     return killed
 
 
-def watch(owner_pid: int, state_path: Path) -> None:
-    """Block until `owner_pid` exits, then reap the stack."""
+def watch(owner_pid: int, state_path: Path, remove: bool = False) -> None:
+    """Block until `owner_pid` exits, then reap the stack; with `remove`, delete its
+    folder too once its processes are gone (a temporary stack of a run)."""
     try:
         pidfd = os.pidfd_open(owner_pid)
     except ProcessLookupError:
-        reap(state_path)
-        return
-    select.select([pidfd], [], [])  # readable once the owner has exited
-    reap(state_path)
+        pass
+    else:
+        select.select([pidfd], [], [])  # readable once the owner has exited
+    groups = reap(state_path)
+    if remove:
+        deadline = time.monotonic() + 30
+        while any(group_alive(g) for g in groups) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        # A SIGKILLed run once left ~42 MB per run in /tmp (data and logs of every service).
+        shutil.rmtree(state_path.parent, ignore_errors=True)
 
 
-def spawn(state_path: Path, log_path: Path) -> subprocess.Popen[bytes]:
-    """Start a reaper for this process's stack (in its own session, outliving us)."""
+def spawn(state_path: Path, log_path: Path, remove: bool = False) -> subprocess.Popen[bytes]:
+    """Start a reaper for this process's stack (in its own session, outliving us);
+    `remove`: its folder is temporary, delete it after reaping."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "harness.services.reaper", str(os.getpid()), str(state_path)]
     with open(log_path, "ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "harness.services.reaper", str(os.getpid()), str(state_path)],
+            argv + (["remove"] if remove else []),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -67,10 +81,13 @@ def spawn(state_path: Path, log_path: Path) -> subprocess.Popen[bytes]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or not argv[0].isdigit():
-        print("usage: python -m harness.services.reaper <owner pid> <state file>", file=sys.stderr)
+    if len(argv) not in (2, 3) or not argv[0].isdigit() or argv[2:] not in ([], ["remove"]):
+        print(
+            "usage: python -m harness.services.reaper <owner pid> <state file> [remove]",
+            file=sys.stderr,
+        )
         return 2
-    watch(int(argv[0]), Path(argv[1]))
+    watch(int(argv[0]), Path(argv[1]), remove=argv[2:] == ["remove"])
     return 0
 
 

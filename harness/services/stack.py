@@ -47,7 +47,7 @@ from harness.services.base import Endpoint, ServiceError
 from harness.services.connect import connect_from_deps
 from harness.services.kafka import cluster_from_spec
 from harness.services.nats import NatsService
-from harness.services.ports import port_is_free
+from harness.services.ports import LOOPBACK, port_holder, port_is_free
 from harness.services.postgres import PostgresService
 from harness.services.process import (
     ProcessRecord,
@@ -130,9 +130,10 @@ class Stack:
     parent-death signal fires when the thread that forked a service exits.
     """
 
-    def __init__(self, root: Path, *, owned: bool = True) -> None:
+    def __init__(self, root: Path, *, owned: bool = True, temporary: bool = False) -> None:
         self.root = Path(root).absolute()
         self.owned = owned
+        self.temporary = temporary  # the folder goes with the stack, even if its owner dies
         self.services: dict[str, ProcessService] = {}
         self.links_made: dict[str, dict[str, Any]] = {}
         self._reaper: subprocess.Popen[bytes] | None = None
@@ -194,7 +195,9 @@ class Stack:
         wanted = self._closure(names or default_services())
         self._prepare_root()
         if self.owned and self._reaper is None:
-            self._reaper = spawn_reaper(self.state_path, self.root / "logs" / "reaper.log")
+            self._reaper = spawn_reaper(
+                self.state_path, self.root / "logs" / "reaper.log", remove=self.temporary
+            )
         started: list[str] = []
         pending = [n for n in wanted if not self._running(n)]
         healthy = {n for n in wanted if n not in pending}
@@ -240,6 +243,15 @@ class Stack:
             service = REGISTRY[name].factory(self._spec(name), deps)
             service.on_launch = lambda _spec: self.write_state()
             self.services[name] = service
+        for role, port in service.spec.ports.items():
+            # A port remembered in stack.json may have been taken since: say so, instead
+            # of a server that exits at once with the reason only in its log.
+            if not port_is_free(port, allow_time_wait=True):
+                holder = port_holder(port)
+                raise ServiceError(
+                    f"{name}: port {port} ({role}) on {LOOPBACK} is in use by "
+                    f"{holder or 'another program'}; stop that program and run again"
+                )
         if progress:
             progress(name, "starting")
         service.start()

@@ -2,7 +2,7 @@
 committed change through Kafka to consumer processes that apply it to Redis.
 
     client -> PostgreSQL <ns>.items --(pgoutput, Debezium on Kafka Connect)--> Kafka topic
-    dbz.<ns>.items (key-partitioned) --> consumer process(es) --> Redis (cache | counter)
+    dbz_<ns>.<ns>.items (key-partitioned) --> consumer process(es) --> Redis (cache | counter)
 
 This is the log-based pipeline of DDIA chapter 11 (claims C3, C4, C5, C8, C15): the
 database's commit order becomes the log's order per key, and the consumers' guarantees
@@ -31,8 +31,10 @@ Every consumer reaches Kafka through the Toxiproxy link `consumer->kafka` and Re
 through `consumer->redis` (a `cut` fault may target `consumer->redis`); Connect reaches
 PostgreSQL through `connect->postgres`; the application through `app->postgres`.
 
-Each run has its own table, topic, connector, replication slot and publication (named
-after the namespace); teardown removes the connector, the slot and the publication so a
+Each run has its own table, topic, connector, replication slot, publication and Debezium
+server name (the topic prefix `dbz_<ns>`, which names its JMX metrics: a killed run's
+connector, still registered, once made every later run's connector fail to register
+them); teardown removes the connector, the slot and the publication so a
 shared PostgreSQL keeps no WAL for finished runs (the table and topic stay).
 
 Quiesce, then `produce` events: the source's final version of every key is read; an
@@ -76,7 +78,7 @@ from harness.setups.cdc_consumer import (
     ConsumerConfig,
     parse_change,
 )
-from harness.setups.connect import endpoint, pg_conninfo, redis_client
+from harness.setups.connect import app_pg_connect, endpoint, pg_conninfo, redis_client
 from harness.setups.dual_write import _UPSERT, Outcome, _classify_pg
 
 log = logging.getLogger("driftlab.setups.cdc")
@@ -246,7 +248,7 @@ class Cdc(Setup):
         self.connector = DebeziumPostgres(
             name=ns,
             postgres=stack.link("connect", "postgres"),
-            topic_prefix=TOPIC_PREFIX,
+            topic_prefix=f"{TOPIC_PREFIX}_{ns}",
             tables=(f"{ns}.{self.table_name}",),
             snapshot_mode="no_data",
             topic_partitions=partitions,
@@ -527,7 +529,7 @@ class CdcClient(Client):
         """The client's PostgreSQL connection through `app->postgres` (reconnecting)."""
         if self._pg is None or self._pg.closed:
             try:
-                self._pg = psycopg.connect(self.setup.pg_app, autocommit=True, connect_timeout=3)
+                self._pg = app_pg_connect(self.setup.pg_app)
             except psycopg.Error as exc:
                 raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
         return self._pg

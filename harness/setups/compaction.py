@@ -58,7 +58,7 @@ from harness.services.connect import DebeziumPostgres, wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import Client, SetupContext
 from harness.setups.cdc import TOPIC_PREFIX, Cdc
-from harness.setups.connect import endpoint, pg_conninfo, redis_client
+from harness.setups.connect import app_pg_connect, endpoint, pg_conninfo, redis_client
 from harness.setups.dual_write import Outcome, _classify_pg
 
 REBUILT = "rebuilt"
@@ -375,7 +375,7 @@ class CompactedClient(Client):
         try:
             if self._pg is None or self._pg.closed:
                 try:
-                    self._pg = psycopg.connect(s.pg_app, autocommit=True, connect_timeout=3)
+                    self._pg = app_pg_connect(s.pg_app)
                 except psycopg.Error as exc:
                     raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
             try:

@@ -7,6 +7,10 @@ so no leftover fault can hide a store's true state.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
+import threading
 from typing import Any
 
 import psycopg
@@ -16,6 +20,59 @@ from harness.services.base import Endpoint
 
 APP = "app"
 """The client name of the application's links: `app->postgres`, `app->redis`, ..."""
+
+PG_STATEMENT_TIMEOUT_S = 5.0
+"""How long an application's statement may wait for PostgreSQL before it is abandoned."""
+
+
+class StatementTimeout(psycopg.OperationalError):
+    """No answer within the client-side timeout: the statement's outcome is unknown."""
+
+
+class TimedConnection(psycopg.Connection[Any]):
+    """An application's connection whose statements give up after `timeout` seconds.
+
+    A cut link (Toxiproxy's `timeout` toxic) stalls the bytes and keeps the TCP
+    connection open, and a server-side statement_timeout never reaches the server, so a
+    client waited until the heal. Here a timer shuts the socket down at the deadline:
+    libpq's wait returns, the connection is closed, and the call raises
+    StatementTimeout (an outcome `info`: the write may have been applied).
+    """
+
+    timeout: float = PG_STATEMENT_TIMEOUT_S
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        """`psycopg.Connection.execute`, abandoned after `timeout` seconds."""
+        fired = threading.Event()
+        timer = threading.Timer(self.timeout, self._abandon, (fired,))
+        timer.daemon = True
+        timer.start()
+        try:
+            return super().execute(*args, **kwargs)
+        except psycopg.OperationalError as exc:
+            if fired.is_set():
+                raise StatementTimeout(
+                    f"no answer from PostgreSQL within {self.timeout:g} s "
+                    "(client-side timeout); the outcome is unknown"
+                ) from exc
+            raise
+        finally:
+            timer.cancel()
+
+    def _abandon(self, fired: threading.Event) -> None:
+        fired.set()
+        # shutdown() acts on the socket itself, which libpq shares through the fd.
+        with (
+            contextlib.suppress(OSError, psycopg.Error),
+            socket.socket(fileno=os.dup(self.pgconn.socket)) as sock,
+        ):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def app_pg_connect(conninfo: str) -> TimedConnection:
+    """An application client's PostgreSQL connection: autocommit, a 3 s connect timeout
+    and statements abandoned after PG_STATEMENT_TIMEOUT_S (see TimedConnection)."""
+    return TimedConnection.connect(conninfo, autocommit=True, connect_timeout=3)
 
 
 def endpoint(stack: Any, service: str, *, direct: bool = False) -> Endpoint:

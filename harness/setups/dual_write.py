@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import queue
 import random
 import threading
@@ -46,8 +47,10 @@ from psycopg import sql
 from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
 from harness.setups.base import Client, ReadResult, Setup, SetupContext
-from harness.setups.connect import endpoint, pg_conninfo, redis_client
+from harness.setups.connect import app_pg_connect, endpoint, pg_conninfo, redis_client
 from harness.setups.search_index import SearchIndex
+
+log = logging.getLogger("driftlab.setups.dual_write")
 
 CACHE = "cache"
 SEARCH = "search"
@@ -249,7 +252,13 @@ class DualWrite(Setup):
     def _refresher(self) -> None:
         assert self.index is not None
         while not self._stop.wait(self.refresh):
-            self.index.commit()
+            try:
+                self.index.commit()
+            except Exception:
+                # A full disk under the run folder: into the run's log, not a thread's
+                # traceback on the terminal; the index simply stops refreshing.
+                log.exception("search index commit failed; the index stops refreshing")
+                return
 
     def _indexer(self) -> None:
         """Apply queued index changes in batches, one refresh per batch."""
@@ -402,7 +411,7 @@ class DualWriteClient(Client):
     def _conn(self) -> psycopg.Connection:
         if self._pg is None or self._pg.closed:
             try:
-                self._pg = psycopg.connect(self.setup.pg_app, autocommit=True, connect_timeout=3)
+                self._pg = app_pg_connect(self.setup.pg_app)
             except psycopg.Error as exc:
                 raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
         return self._pg

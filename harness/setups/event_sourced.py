@@ -52,7 +52,7 @@ import psycopg
 from psycopg import sql
 
 from harness.setups.base import Client, ReadResult, Setup, SetupContext
-from harness.setups.connect import endpoint, pg_conninfo
+from harness.setups.connect import app_pg_connect, endpoint, pg_conninfo
 from harness.setups.worker_process import WorkerProcess
 
 CHANNEL = "events"
@@ -375,7 +375,7 @@ class EventSourcedClient(Client):
 
     def _conn(self) -> psycopg.Connection:
         if self._pg is None or self._pg.closed:
-            self._pg = psycopg.connect(self.setup.pg_app, autocommit=True, connect_timeout=3)
+            self._pg = app_pg_connect(self.setup.pg_app)
         return self._pg
 
     def _drop(self) -> None:

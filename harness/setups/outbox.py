@@ -2,7 +2,7 @@
 transaction; Debezium captures the outbox table only; a consumer applies its events.
 
     client: BEGIN; upsert <ns>.items; [step point]; INSERT <ns>.outbox; COMMIT
-    Debezium (outbox table only) -> Kafka dbz.<ns>.outbox -> consumer -> Redis cache
+    Debezium (outbox table only) -> Kafka dbz_<ns>.<ns>.outbox -> consumer -> Redis cache
 
 The two writes commit or roll back together, so the crash point that splits a dual
 write (`after-source-write`, claim C2) here kills the transaction: nothing of it reaches

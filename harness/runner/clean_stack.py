@@ -1,0 +1,184 @@
+"""Every run starts from a clean stack and proves it.
+
+A run killed with SIGKILL cannot heal its faults nor drop its Debezium connector, so on
+a shared stack (`driftlab up`) it left a toxic on a link and a connector with its
+replication slot, and the next run gave a false verdict. Before its workload, a run now
+
+- heals every Toxiproxy link and checks that none has a toxic left or is disabled;
+- removes the leftovers of runs that are no longer alive: Debezium connectors, their
+  replication slots and publications (their names start with the run's namespace);
+- holds a lease `leases/<namespace>.json` in the stack folder (pid and start time)
+  while it runs, which tells a live run's resources from a dead run's.
+
+`driftlab status` shows the same: active toxics and leftovers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from harness.exitcodes import LabFailure
+from harness.services.base import ServiceError
+from harness.services.process import read_start_time
+
+log = logging.getLogger("driftlab.runner")
+
+LEASES = "leases"
+RUN_PREFIX = "dl_"  # every run namespace starts so (harness.runner.rundir.namespace_for)
+SLOT_PREFIX = "dbz_"  # DebeziumPostgres.slot: dbz_<connector name>
+
+
+@dataclass
+class Leftovers:
+    """What dead runs left on a stack, and which links are not clean."""
+
+    connectors: list[str] = field(default_factory=list)
+    slots: list[str] = field(default_factory=list)
+    publications: list[str] = field(default_factory=list)
+    toxics: dict[str, list[str]] = field(default_factory=dict)  # link -> toxic names
+    disabled: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """One line per kind of leftover, for the terminal and the log."""
+        out = [f"link {name}: toxics {', '.join(t)}" for name, t in sorted(self.toxics.items())]
+        out += [f"link {name}: disabled" for name in self.disabled]
+        for what, names in (
+            ("connector", self.connectors),
+            ("replication slot", self.slots),
+            ("publication", self.publications),
+        ):
+            out += [f"{what} {n} of a run no longer alive" for n in names]
+        return out
+
+
+def _lease_dir(stack: Any) -> Path:
+    return Path(stack.root) / LEASES
+
+
+def live_namespaces(stack: Any) -> set[str]:
+    """The namespaces of runs alive on this stack (their lease's process still runs)."""
+    alive = set()
+    for path in _lease_dir(stack).glob("*.json"):
+        try:
+            lease = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if read_start_time(int(lease.get("pid", 0))) == lease.get("start_time"):
+            alive.add(path.stem)
+    return alive
+
+
+@contextlib.contextmanager
+def run_lease(stack: Any, namespace: str) -> Iterator[None]:
+    """Mark `namespace` as a live run on `stack` for the block."""
+    folder = _lease_dir(stack)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{namespace}.json"
+    pid = os.getpid()
+    path.write_text(json.dumps({"pid": pid, "start_time": read_start_time(pid)}) + "\n")
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _dead(name: str, prefix: str, alive: set[str]) -> bool:
+    """Whether a resource named `<prefix><namespace>...` belongs to no live run."""
+    if not name.startswith(prefix + RUN_PREFIX):
+        return False
+    rest = name.removeprefix(prefix)
+    return not any(rest == ns or rest.startswith(ns + "_") for ns in alive)
+
+
+def _running(stack: Any, name: str) -> bool:
+    return name in stack.services and stack.services[name].is_running()
+
+
+def find_leftovers(stack: Any) -> Leftovers:
+    """Toxics, disabled links and the resources of dead runs on a local stack."""
+    found = Leftovers()
+    if _running(stack, "toxiproxy"):
+        for link in stack.links.list():
+            if link.toxics:
+                found.toxics[link.name] = list(link.toxics)
+            if not link.enabled:
+                found.disabled.append(link.name)
+    alive = live_namespaces(stack)
+    if _running(stack, "connect"):
+        connect = stack["connect"]
+        names = set(connect.registered()) | set(connect.rest("GET", "/connectors") or [])
+        found.connectors = sorted(n for n in names if _dead(n, "", alive))
+    if _running(stack, "postgres"):
+        with psycopg.connect(stack["postgres"].conninfo(), autocommit=True) as conn:
+            slots = conn.execute("SELECT slot_name FROM pg_replication_slots").fetchall()
+            pubs = conn.execute("SELECT pubname FROM pg_publication").fetchall()
+        found.slots = sorted(s for (s,) in slots if _dead(s, SLOT_PREFIX, alive))
+        found.publications = sorted(p for (p,) in pubs if _dead(p, SLOT_PREFIX, alive))
+    return found
+
+
+def clean(stack: Any) -> Leftovers:
+    """Heal every link, remove what dead runs left, and prove the stack clean.
+
+    Returns what was found (and removed). Raises LabFailure when another run is in
+    progress on the stack (runs share its links, so each would be judged on the other's
+    faults), or when a link still has a toxic afterwards.
+    """
+    others = live_namespaces(stack)
+    if others:
+        raise LabFailure(
+            f"the stack in {stack.root} is in use by run(s) {', '.join(sorted(others))}: "
+            "runs on one stack share its links and would suffer each other's faults; wait "
+            "for them, or start another stack (`driftlab up --dir DIR`, --stack-dir DIR)"
+        )
+    before = find_leftovers(stack)
+    if _running(stack, "toxiproxy"):
+        stack.links.heal_all()
+    if _running(stack, "connect"):
+        for name in before.connectors:
+            stack["connect"].delete_connector(name)
+    if before.slots or before.publications:
+        with psycopg.connect(stack["postgres"].conninfo(), autocommit=True) as conn:
+            for slot in before.slots:
+                # A deleted connector's task lets go of its slot a moment later.
+                _drop_slot(conn, slot)
+            for pub in before.publications:
+                conn.execute(sql.SQL("DROP PUBLICATION IF EXISTS {}").format(sql.Identifier(pub)))
+    after = find_leftovers(stack)
+    if after.toxics or after.disabled or after.slots:
+        raise LabFailure(
+            "the stack is not clean after healing: "
+            + "; ".join(after.lines())
+            + "; stop it with `driftlab down` and start it again"
+        )
+    return before
+
+
+def _drop_slot(conn: psycopg.Connection[Any], slot: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                "WHERE slot_name = %s",
+                (slot,),
+            )
+            return
+        except psycopg.errors.ObjectInUse:
+            if time.monotonic() >= deadline:
+                raise ServiceError(
+                    f"replication slot {slot} of a dead run is still in use after "
+                    f"{timeout:.0f} s; restart the stack (`driftlab down`, `driftlab up`)"
+                ) from None
+            time.sleep(0.3)

@@ -1,0 +1,116 @@
+"""Ctrl-C during an analysis stops it at once with exit 130 and leaves the history as
+it was (the first SIGINT used to be swallowed, and the run ended "reproduced")."""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from checkers.analyze import SCRATCH
+from harness.history.synthetic import generate_history
+
+DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
+
+
+def _digests(run: Path) -> dict[str, str]:
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((run / "history").glob("*.jsonl"))
+    }
+
+
+@pytest.mark.spark
+def test_sigint_during_analysis_exits_130_with_the_history_intact(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    generate_history(run, events=100_000, seed=4, jsonl=True)
+    before = _digests(run)
+    proc = subprocess.Popen(
+        [DRIFTLAB, "analyze", str(run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Its scratch folder appears once Spark is up, just before the checkers' jobs.
+        while not (run / SCRATCH).exists():
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + err
+    assert "interrupted; the history in" in err and "is intact" in err
+    assert "Traceback" not in out + err
+    assert _digests(run) == before
+    # Stopped, not finished: the analysis never reached its outputs.
+    assert not (run / "analysis.json").exists()
+
+
+def test_interruptible_raises_and_restores_the_handlers() -> None:
+    # In a process of its own: the handler stops this process's SparkContext, which the
+    # other tests of the session share.
+    code = textwrap.dedent(
+        """
+        import signal, time
+        from checkers.session import interruptible
+        old = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+        try:
+            with interruptible():
+                assert signal.getsignal(signal.SIGINT) not in old
+                signal.raise_signal(signal.SIGTERM)
+                time.sleep(5)
+        except KeyboardInterrupt:
+            pass
+        else:
+            raise SystemExit("no KeyboardInterrupt")
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == old
+        print("restored")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0 and "restored" in done.stdout, done.stderr
+
+
+@pytest.mark.services
+@pytest.mark.spark
+@pytest.mark.slow
+def test_sigint_during_the_analysis_of_a_run_exits_130(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    # cwd in tmp_path: no `driftlab up` stack to reuse, so the run starts its own.
+    proc = subprocess.Popen(
+        [DRIFTLAB, "run", "C1", "--duration", "3s", "--runs-dir", str(runs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while not list(runs.glob(f"*/*/{SCRATCH}")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run never reached its analysis"
+            time.sleep(0.05)
+        run = next(runs.glob(f"*/*/{SCRATCH}")).parent
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    said = " ".join((out + err).split())
+    assert proc.returncode == 130, said
+    assert "interrupted during the analysis; the history is complete" in said
+    assert "Traceback" not in said
+    assert not (run / "analysis.json").exists()
+    history = "".join(p.read_text() for p in (run / "history").glob("*.jsonl"))
+    assert '"kind":"end"' in history  # the run itself had finished and closed its history

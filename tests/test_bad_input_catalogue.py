@@ -1,0 +1,254 @@
+"""The catalogue of bad inputs and hurt labs: each runs the real `driftlab` command and
+asserts its exit status (harness.exitcodes: 2 bad input, 3 the lab failed) and the one
+line that names the problem and the fix, with no traceback.
+
+The read-only and full-disk cases mount small tmpfs file systems (root only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.history.reader import convert_to_parquet
+from harness.history.recorder import Recorder
+from harness.history.schema import RunHeader
+from harness.history.synthetic import generate_history
+
+DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
+UNREACHABLE = "spark://127.0.0.1:1"  # port 1: nothing listens there
+
+
+@dataclass
+class World:
+    """The folders the cases point at, made once."""
+
+    tmp: Path
+    run: Path  # a sound synthetic run
+    corrupt_config: Path
+    scrambled_parquet: Path
+    no_ops: Path
+    empty: Path
+    stopped_stack: Path
+    readonly: Path | None
+    full: Path | None
+    full_runs: Path | None  # a 1 MiB file system for the run folders of a whole run
+
+
+def _mount_tmpfs(where: Path, size: str) -> bool:
+    where.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        return False
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+        capture_output=True,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+def _driftlab(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [DRIFTLAB, *args], capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    tmp = tmp_path_factory.mktemp("catalogue")
+    run = tmp / "run"
+    generate_history(run, events=2_000, seed=3, jsonl=True)
+
+    corrupt_config = tmp / "corrupt-config"
+    shutil.copytree(run, corrupt_config)
+    (corrupt_config / "config.json").write_text("{ not json")
+
+    # Intact footer, scrambled pages: the file reads as Parquet until Spark scans it.
+    scrambled = tmp / "scrambled"
+    shutil.copytree(run, scrambled)
+    convert_to_parquet(scrambled)
+    parquet = scrambled / "history.parquet"
+    data = bytearray(parquet.read_bytes())
+    data[8 : len(data) // 2] = os.urandom(len(data) // 2 - 8)
+    parquet.write_bytes(bytes(data))
+
+    # A run killed before its workload: a header, no operation, a fault never opened.
+    no_ops = tmp / "no-ops"
+    params = {"faults": [{"kind": "cut", "target": "consumer->redis", "at": 2.5}]}
+    no_ops.mkdir()
+    (no_ops / "config.json").write_text(
+        json.dumps(
+            {
+                "scenario": "killed-early",
+                "seed": 1,
+                "params": params,
+                "expectations": {"duplicate-delivery": "present"},
+            }
+        )
+    )
+    Recorder(no_ops, RunHeader("killed-early/1", "killed-early", 1, params=params)).close()
+
+    empty = tmp / "empty"
+    empty.mkdir()
+
+    # A stack started and stopped: its stack.json remembers its ports.
+    stopped = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
+    up = _driftlab("up", "--dir", str(stopped), "--only", "redis")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert _driftlab("down", "--dir", str(stopped)).returncode == 0
+
+    mounts = []
+    readonly: Path | None = tmp / "readonly"
+    if _mount_tmpfs(readonly, "16m"):
+        mounts.append(readonly)
+        shutil.copytree(run, readonly / "run")
+        subprocess.run(["mount", "-o", "remount,ro", str(readonly)], check=True)
+    else:
+        readonly = None
+    full: Path | None = tmp / "full"
+    if _mount_tmpfs(full, "8m"):
+        mounts.append(full)
+        (full / "run").mkdir()
+        shutil.copytree(run / "history", full / "run" / "history")
+        shutil.copy(run / "config.json", full / "run")
+        free = shutil.disk_usage(full).free
+        (full / "filler").write_bytes(b"\0" * (free - 16 * 1024))
+    else:
+        full = None
+    full_runs: Path | None = tmp / "full-runs"
+    if _mount_tmpfs(full_runs, "1m"):
+        mounts.append(full_runs)
+    else:
+        full_runs = None
+    try:
+        yield World(
+            tmp, run, corrupt_config, scrambled, no_ops, empty, stopped, readonly, full, full_runs
+        )
+    finally:
+        for m in mounts:
+            subprocess.run(["umount", str(m)], check=False)
+        shutil.rmtree(stopped, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: the command line, its exit status and a piece of its message."""
+
+    argv: Callable[[World], list[str]]
+    code: int
+    message: str
+    needs: str | None = None  # a World field that may be None (no tmpfs mount)
+
+
+CATALOGUE: dict[str, Case] = {
+    "unknown scenario": Case(lambda w: ["run", "no-such-scenario"], 2, "driftlab suite --list"),
+    "bad duration": Case(lambda w: ["run", "C1", "--duration", "soon"], 2, "not a duration"),
+    "malformed spark master": Case(
+        lambda w: ["run", "C1", "--spark-master", "foo"], 2, "is not a Spark master URL"
+    ),
+    "unknown backend": Case(
+        lambda w: ["run", "C1", "--backend", "podman"], 2, "use --backend local or"
+    ),
+    "no stack in --stack-dir": Case(
+        lambda w: ["run", "C1", "--stack-dir", str(w.empty)], 2, "start one with `driftlab up"
+    ),
+    "unknown claim in suite": Case(lambda w: ["suite", "--only", "C1,C99"], 2, "C99"),
+    "unknown scenario in matrix": Case(
+        lambda w: ["matrix", "--scenarios", "C99"], 2, "no scenario 'C99'"
+    ),
+    "no such run directory": Case(
+        lambda w: ["analyze", str(w.tmp / "nope")], 2, "no such run directory"
+    ),
+    "corrupt config.json": Case(
+        lambda w: ["analyze", str(w.corrupt_config)], 2, "not readable JSON"
+    ),
+    "scrambled history.parquet": Case(
+        lambda w: ["analyze", str(w.scrambled_parquet)],
+        2,
+        "history.parquet cannot be read (corrupt); delete it",
+    ),
+    "report of an unanalysed run": Case(
+        lambda w: ["report", str(w.empty)], 2, "analysis.json is missing; run `driftlab analyze"
+    ),
+    "unknown service": Case(lambda w: ["up", "--only", "bogus"], 2, "unknown service(s) bogus"),
+    "status of no stack": Case(lambda w: ["status", "--dir", str(w.empty)], 2, "no stack in"),
+    "down of no stack": Case(lambda w: ["down", "--dir", str(w.empty)], 2, "no stack in"),
+    "unreachable spark master (run)": Case(
+        lambda w: ["run", "C1", "--spark-master", UNREACHABLE, "--runs-dir", str(w.tmp / "r")],
+        3,
+        f"Spark master {UNREACHABLE} is not reachable",
+    ),
+    "unreachable spark master (analyze)": Case(
+        lambda w: ["analyze", str(w.run), "--spark-master", UNREACHABLE],
+        3,
+        f"Spark master {UNREACHABLE} is not reachable",
+    ),
+    "stopped --stack-dir": Case(
+        lambda w: ["run", "C1", "--stack-dir", str(w.stopped_stack)], 3, "is not running"
+    ),
+    "workload never ran": Case(lambda w: ["analyze", str(w.no_ops)], 3, "the workload never ran"),
+    "read-only runs folder": Case(
+        lambda w: ["run", "C1", "--runs-dir", str(w.readonly / "runs")],  # type: ignore[operator]
+        3,
+        "is on a read-only file system",
+        needs="readonly",
+    ),
+    "read-only run folder (analyze)": Case(
+        lambda w: ["analyze", str(w.readonly / "run")],  # type: ignore[operator]
+        3,
+        "is on a read-only file system",
+        needs="readonly",
+    ),
+    "disk full (analyze)": Case(
+        lambda w: ["analyze", str(w.full / "run")],  # type: ignore[operator]
+        3,
+        "No space left on device",
+        needs="full",
+    ),
+    "disk full (run)": Case(
+        lambda w: ["run", "C1", "--duration", "60s", "--runs-dir", str(w.full_runs)],
+        3,
+        "disk full while writing",
+        needs="full_runs",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CATALOGUE))
+def test_catalogue(name: str, world: World) -> None:
+    case = CATALOGUE[name]
+    if case.needs and getattr(world, case.needs) is None:
+        pytest.skip("needs root to mount a tmpfs")
+    done = _driftlab(*case.argv(world))
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == case.code, said
+    assert case.message in said
+    assert "Traceback" not in said
+    # The unreachable master is found before any scenario starts: no run folder.
+    if "spark master" in name:
+        assert not (world.tmp / "r").exists()
+
+
+def test_a_port_taken_since_is_named_with_its_holder(world: World) -> None:
+    state = json.loads((world.stopped_stack / "stack.json").read_text())
+    port = state["services"]["redis"]["spec"]["ports"]["main"]
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        done = _driftlab("up", "--dir", str(world.stopped_stack), "--only", "redis")
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 3, said
+    assert f"redis: port {port} (main) on 127.0.0.1 is in use by pid {os.getpid()}" in said
+    assert "stop that program and run again" in said
+    _driftlab("down", "--dir", str(world.stopped_stack))
