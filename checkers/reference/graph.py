@@ -27,8 +27,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from itertools import pairwise
 
-import networkx as nx
-
 from checkers.anomaly import Anomaly, evidence_json
 from checkers.reference.common import SourceWrites, is_effect, order_key
 from harness.history.schema import Event
@@ -76,14 +74,13 @@ def contradiction(
     read at each call; checked between its BFS runs, at least one of which always
     runs); the detail then says so.
     """
-    g = nx.DiGraph()
-    g.add_edges_from(pairwise(w.version for w in chain))
     steps: dict[tuple[int, int], tuple[Event, Event]] = {}
     backward: list[tuple[int, int]] = []
+    moves: list[tuple[int, int]] = []
     for (a, ea), (b, eb) in pairwise(applied):
         if a == b:
             continue
-        g.add_edge(a, b)
+        moves.append((a, b))
         if (a, b) in steps:
             continue
         steps[(a, b)] = (ea, eb)
@@ -91,6 +88,14 @@ def contradiction(
             backward.append((a, b))
     if not backward:
         return None
+    # Only a store that stepped back needs the graph, and nearly every (store, key) of a
+    # history does not: the keyed pass judges them all, and a Python worker that never
+    # meets one never pays for importing networkx either.
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_edges_from(pairwise(w.version for w in chain))
+    g.add_edges_from(moves)
     limit = CYCLE_SEARCH_SECONDS if time_limit is None else time_limit
     deadline = _time.monotonic() + limit
     cycle: list[int] = []
