@@ -27,8 +27,9 @@ from rich.console import Console
 
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
 from checkers.figures import PassFigures, pass_figures
+from checkers.frames import history_schema
 from checkers.keyed.spark import gather_facts, keyed_pass
-from checkers.keyed.step import ANOMALY
+from checkers.keyed.step import ANOMALY, OUTPUT_DDL
 from checkers.outputs import examples, write_single_parquet
 from checkers.series import bucket_seconds, history_series
 from checkers.session import get_spark
@@ -140,7 +141,7 @@ def analyze(
 
             t = time.perf_counter()
             keyed_pass(events, facts, info.events, per_kind).write.parquet(str(scratch / "pass"))
-            rows = spark.read.parquet(str(scratch / "pass"))
+            rows = spark.read.schema(OUTPUT_DDL).parquet(str(scratch / "pass"))
             bucket_s = bucket_seconds(facts.t0_ns, facts.t1_ns)
             figures = pass_figures(rows, facts.t0_ns, bucket_s, per_kind)
             runs = _checker_runs(figures, time.perf_counter() - t)
@@ -300,7 +301,8 @@ def _read_history(spark: SparkSession, path: Path, rows: int) -> DataFrame:
     # per stage to re-plan what is already tiny.
     spark.conf.set("spark.sql.shuffle.partitions", str(1 if small else 2 * cores))
     spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
-    return spark.read.parquet(str(path))
+    # The schema is known: given, it spares the job that reads it from the footer.
+    return spark.read.schema(history_schema()).parquet(str(path))
 
 
 def _checker_runs(figures: PassFigures, seconds: float) -> list[CheckerRun]:
