@@ -3,7 +3,7 @@
 `analyze(run_dir)` converts the history to Parquet (harness.history.reader), gathers
 the history-wide facts in one job, runs every check in one keyed pass
 (checkers.keyed.spark) written once to a scratch folder, and from those rows writes
-analysis.json, anomalies.parquet, examples.json and series.json: seven Spark jobs in
+analysis.json, anomalies.parquet, examples.json and series.json: five Spark jobs in
 all, whatever the history. Only aggregates and a few sampled rows reach the driver.
 """
 
