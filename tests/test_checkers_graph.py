@@ -92,7 +92,7 @@ def test_a_delete_overtaken_by_an_older_write(spark) -> None:
 
 
 @pytest.mark.spark
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(events=histories())
 def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
     both(spark, events)

@@ -68,9 +68,11 @@ def test_the_groups_find_what_the_whole_history_holds(events: list[Event]) -> No
 
 
 @pytest.mark.spark
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(any_history())
 def test_spark_gives_the_reference_rows_with_their_evidence(spark, events: list[Event]) -> None:
+    """The agreement test of the whole pass: every checker at once, on every strategy
+    (each checker's own test samples fewer histories, for that checker alone)."""
     try:
         eventsourcing.bounds(events)
     except ValueError:
