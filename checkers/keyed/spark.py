@@ -103,7 +103,7 @@ def gather_facts(events: DataFrame) -> Facts:
             .alias("b"),
             "h",
         )
-        .agg(F.min("time").alias("t0"), F.max("time").alias("t1"), F.count("*").alias("n"))
+        .agg(F.min("time").alias("t0"), F.max("time").alias("t1"))
         .collect()
     )
     t0 = min((r["t0"] for r in rows if r["t0"] is not None), default=0)
