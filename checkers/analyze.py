@@ -58,7 +58,7 @@ class AnalysisInputError(Exception):
 
 @dataclass(slots=True)
 class CheckerRun:
-    """How one checker went: `ok`, `missing` (no module) or `error`."""
+    """How one checker went in the keyed pass: `ok` or `error` (it raised on some group)."""
 
     name: str
     status: str = "ok"
@@ -96,7 +96,7 @@ class AnalysisResult:
 
     @property
     def incomplete_checkers(self) -> list[str]:
-        """Checkers that are missing or failed: their kinds count zero regardless."""
+        """Checkers that failed: their kinds count zero regardless."""
         return [n for n, c in self.analysis["checkers"].items() if c["status"] != "ok"]
 
 
