@@ -232,17 +232,48 @@ def output_schema() -> pa.Schema:
     )
 
 
+def lag_rows(lags: pa.Table) -> pa.Table:
+    """LAG rows of OUTPUT_DDL for (store, time, n) lag samples."""
+    schema = output_schema()
+    columns = {f.name: pa.nulls(lags.num_rows, f.type) for f in schema}
+    columns["out"] = pa.array([LAG] * lags.num_rows, pa.string())
+    for c in ("store", "time", "n"):
+        columns[c] = lags.column(c).combine_chunks().cast(schema.field(c).type)
+    return pa.table(columns, schema=schema)
+
+
+def suspect_rows(table: pa.Table, suspects: pa.Table) -> pa.Table:
+    """The rows of `table` that belong to a group of `suspects` (route, group)."""
+    mask = pa.array([False] * table.num_rows)
+    for route in (KEY, PARTITION, MESSAGE):
+        groups = suspects.filter(pc.equal(suspects[ROUTE_COLUMN], route))[GROUP_COLUMN]
+        if len(groups):
+            hit = pc.and_(
+                pc.equal(table[ROUTE_COLUMN], route), pc.is_in(table[GROUP_COLUMN], groups)
+            )
+            mask = pc.or_(mask, hit)
+    return table.filter(mask)
+
+
 def partition_step(
     facts: Facts, per_kind: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function mapInArrow runs on each partition of the routed history; it offers
-    `per_kind` examples of each kind it found."""
+    `per_kind` examples of each kind it found. The sieve (checkers.keyed.sieve) clears
+    the clean groups; the reference judges the rest."""
+    from checkers.keyed.sieve import sieve  # DuckDB loads in the Python workers only
 
     def step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         chunks = list(batches)
         if not chunks:
             return
-        judged = judge(arrow_groups(pa.Table.from_batches(chunks)), facts)
+        table = pa.Table.from_batches(chunks)
+        sieved = sieve(table, facts)
+        judged = judge(arrow_groups(suspect_rows(table, sieved.suspects)), facts)
+        judged.notes["unseen-message"] += sieved.unseen
+        judged.notes["recovered-write"] += 0
         yield output_batch(judged, per_kind)
+        if sieved.lags.num_rows:
+            yield from lag_rows(sieved.lags).to_batches()
 
     return step

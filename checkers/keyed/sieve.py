@@ -1,0 +1,282 @@
+"""The sieve of the keyed pass: which groups of a partition need the reference at all.
+
+Nearly every group of a real history is clean, and the plain-Python reference costs
+microseconds per event whether a group is clean or not. The sieve asks, in a few
+vectorized DuckDB queries over the partition's Arrow rows, whether each group could
+make any reference checker report anything; only the groups it cannot clear (the
+suspects) go through the reference, which stays the only judge of an anomaly and of its
+evidence. What a clean group contributes to the figures (its lag samples, its
+`unseen-message` count) is computed here, exactly as the reference computes it.
+
+The tests of clearance are exact or err towards suspicion, never the other way: a
+group is cleared only when the reference would find nothing in it. A key group is
+cleared only when its writes are simple (every `ok` source write has its own value and
+version, none is a delete, none is `info`): the reference's by-value lookups are then
+unambiguous, and the lag is a join. docs/checkers.md names the kinds each test clears;
+tests/test_keyed_sieve.py holds the sieve to the reference on random histories.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from checkers.keyed.facts import Facts
+from checkers.keyed.step import GROUP_COLUMN, KEY, MESSAGE, PARTITION, ROUTE_COLUMN
+from checkers.reference.common import WRITE_FS
+from checkers.reference.eventsourcing import PROJECTION_PREFIX
+from harness.history.schema import SOURCE_STORE
+
+_WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))
+_ORDER = (
+    "time, writer IS NOT NULL, coalesce(writer, ''), seq IS NOT NULL, coalesce(seq, 0), _pos"
+)
+"""checkers.reference.common.order_key, ties in the history's order (the position)."""
+
+_PREPARE = f"""
+CREATE TEMP TABLE r AS
+  SELECT _r, _g, _pos, type, time, process, phase, f, op_id, key, value, version, store,
+         action, channel, partition, "offset", msg_id, consumer,
+         row_number() OVER (ORDER BY {_ORDER}) AS o
+  FROM t;
+CREATE TEMP VIEW k AS SELECT * FROM r WHERE _r = {KEY};
+CREATE TEMP VIEW okw AS SELECT * FROM k
+  WHERE type = 'op' AND store = '{SOURCE_STORE}' AND f IN ({_WRITE_FS}) AND phase = 'ok';
+CREATE TEMP VIEW eff AS SELECT * FROM k
+  WHERE store IS NOT NULL AND store <> '{SOURCE_STORE}' AND (
+    (type = 'msg' AND action = 'apply')
+    OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})));
+"""
+
+# Each query gives the groups (_g) of its route that the sieve cannot clear.
+_KEY_SUSPECTS = {
+    "complex writes": f"""
+    SELECT _g FROM k
+    WHERE type = 'op' AND store = '{SOURCE_STORE}' AND f IN ({_WRITE_FS})
+    GROUP BY _g
+    HAVING bool_or(phase = 'info')
+      OR bool_or(phase = 'ok' AND (value IS NULL OR version IS NULL))
+      OR count(*) FILTER (phase = 'ok') <> count(DISTINCT value) FILTER (phase = 'ok')
+      OR count(*) FILTER (phase = 'ok') <> count(DISTINCT version) FILTER (phase = 'ok')""",
+    "reorder-delivery": """
+    SELECT _g FROM (
+      SELECT _g, version, max(version) OVER (
+        PARTITION BY _g, consumer, process ORDER BY o
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS top
+      FROM k WHERE type = 'msg' AND action = 'deliver' AND consumer IS NOT NULL
+        AND version IS NOT NULL)
+    WHERE version < top""",
+    "stale-overwrite": """
+    SELECT _g FROM (
+      SELECT _g, version, max(version) OVER (
+        PARTITION BY _g, store ORDER BY o
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS top
+      FROM eff WHERE version IS NOT NULL)
+    WHERE version < top""",
+    "contradictory-order": """
+    SELECT _g FROM (
+      SELECT e._g, w.version, lag(w.version) OVER (PARTITION BY e._g, e.store ORDER BY e.o)
+        AS before
+      FROM eff e JOIN okw w ON w._g = e._g AND w.value = e.value)
+    WHERE version < before""",
+    "ryw-violation": """
+    WITH rd AS (SELECT * FROM k WHERE type = 'op' AND f = 'read' AND store IS NOT NULL
+                  AND process IS NOT NULL AND op_id IS NOT NULL),
+      inv AS (SELECT _g, process, op_id, min(time) AS t FROM rd WHERE phase = 'invoke'
+              GROUP BY ALL),
+      ok AS (SELECT rd._g, rd._pos, rd.process, rd.value, inv.t FROM rd
+             JOIN inv USING (_g, process, op_id) WHERE rd.phase = 'ok'),
+      mine AS (SELECT ok._g, ok._pos, any_value(ok.value) AS value, max(w.version) AS v
+               FROM ok JOIN okw w ON w._g = ok._g AND w.process = ok.process
+                 AND w.time <= ok.t
+               GROUP BY ok._g, ok._pos)
+    SELECT mine._g FROM mine LEFT JOIN okw w ON w._g = mine._g AND w.value = mine.value
+    WHERE mine.value IS NULL OR w.version < mine.v""",
+}
+
+_AS_INT = """CASE WHEN regexp_full_match({v}, '[+-]?[0-9]+')
+  AND TRY_CAST({v} AS HUGEINT) BETWEEN -9223372036854775808 AND 9223372036854775807
+  THEN TRY_CAST({v} AS HUGEINT) END"""
+"""checkers.reference.eventsourcing.as_int: None for what is not a 64-bit integer."""
+
+_LOG = f"""
+CREATE TEMP VIEW log AS
+SELECT _g, version, o, coalesce({_AS_INT.format(v="value")}, 0) AS delta FROM k
+WHERE type = 'msg' AND action = 'produce' AND channel IS NOT NULL
+  AND (channel = 'events' OR starts_with(channel, 'events:'))"""
+"""checkers.reference.eventsourcing.is_log_event, with each event's delta."""
+
+_PROJECTION = f"""
+WITH fin AS (
+  SELECT _g, store, value FROM (
+    SELECT _g, store, value, row_number() OVER (PARTITION BY _g, store ORDER BY o DESC) AS n
+    FROM k WHERE type = 'state' AND store IS NOT NULL)
+  WHERE n = 1 AND value IS NOT NULL),
+  fold AS (SELECT _g, sum(delta) AS total FROM log GROUP BY _g),
+  held AS (SELECT _g, store, {_AS_INT.format(v="value")} AS n FROM fin
+           WHERE store IN (SELECT store FROM projections)),
+  judged AS (SELECT _g, p.store FROM fold CROSS JOIN projections p
+             UNION SELECT _g, store FROM held)
+SELECT j._g FROM judged j LEFT JOIN held h USING (_g, store) LEFT JOIN fold f USING (_g)
+WHERE h._g IS NULL OR h.n IS NULL OR h.n <> coalesce(f.total, 0)"""
+"""Projection stores whose final value of a key is not the fold of its log
+(eventsourcing._mismatches)."""
+
+_INVARIANT = """
+SELECT _g FROM (
+  SELECT _g, delta, sum(delta) OVER (
+    PARTITION BY _g ORDER BY version IS NOT NULL, coalesce(version, 0), o) AS total
+  FROM log)
+WHERE ($low IS NOT NULL AND total < $low AND delta < 0)
+   OR ($high IS NOT NULL AND total > $high AND delta > 0)"""
+"""Events that broke the invariant in version order (eventsourcing._violations)."""
+
+_LOST_WRITE = f"""
+SELECT DISTINCT w._g FROM okw w CROSS JOIN effect_stores s
+ANTI JOIN (SELECT DISTINCT _g, store, value FROM k
+           WHERE store IS NOT NULL AND store <> '{SOURCE_STORE}' AND value IS NOT NULL AND (
+             (type = 'msg' AND action IN ('apply', 'skip'))
+             OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})))) AS reached
+  ON reached._g = w._g AND reached.store = s.store AND reached.value = w.value"""
+
+_DIVERGENCE = f"""
+WITH fin AS (
+  SELECT _g, store, value FROM (
+    SELECT _g, store, value, row_number() OVER (PARTITION BY _g, store ORDER BY o DESC) AS n
+    FROM k WHERE type = 'state' AND store IS NOT NULL)
+  WHERE n = 1),
+  src AS (SELECT _g, value FROM fin WHERE store = '{SOURCE_STORE}'),
+  der AS (SELECT _g, store, value FROM fin WHERE store <> '{SOURCE_STORE}'),
+  groups AS (SELECT DISTINCT _g FROM k)
+SELECT g._g FROM groups g LEFT JOIN src USING (_g)
+WHERE (src.value IS NOT NULL
+       AND (SELECT count(*) FROM der WHERE der._g = g._g AND der.value = src.value)
+           < $derived)
+   OR EXISTS (SELECT 1 FROM der WHERE der._g = g._g
+              AND der.value IS DISTINCT FROM src.value)"""
+
+_LAG = f"""
+SELECT e.store AS store, any_value(w.time) AS time, greatest(min(e.time) - any_value(w.time), 0) AS n
+FROM eff e JOIN okw w ON w._g = e._g AND w.value = e.value
+WHERE e._g NOT IN (SELECT _g FROM suspects WHERE _r = {KEY})
+GROUP BY e._g, e.store, w.version"""
+
+_MESSAGE_SUSPECTS = {
+    "duplicates": f"""
+    SELECT _g FROM r WHERE _r = {MESSAGE} AND type = 'msg' AND (
+      (action = 'deliver' AND consumer IS NOT NULL) OR (action = 'apply' AND store IS NOT NULL))
+    GROUP BY _g, action, CASE WHEN action = 'deliver' THEN consumer ELSE store END
+    HAVING count(*) > 1""",
+    "lost-message": "SELECT _g FROM unmet WHERE done",
+}
+
+_UNMET = f"""
+CREATE TEMP TABLE unmet AS
+SELECT p._g, c.consumer, bool_or(c.done) AS done
+FROM (SELECT DISTINCT _g, channel FROM r
+      WHERE _r = {MESSAGE} AND type = 'msg' AND action = 'produce' AND channel IS NOT NULL) p
+JOIN consumers c ON c.channel = p.channel
+ANTI JOIN (SELECT DISTINCT _g, consumer FROM r
+           WHERE _r = {MESSAGE} AND type = 'msg' AND action = 'deliver'
+             AND consumer IS NOT NULL) d
+  ON d._g = p._g AND d.consumer = c.consumer
+GROUP BY p._g, c.consumer"""
+
+_PARTITION_SUSPECTS = {
+    "nonmonotonic-poll or poll-skip": f"""
+    WITH d AS (
+      SELECT _g, "offset", lag("offset") OVER (PARTITION BY _g, consumer, process ORDER BY o)
+        AS prev
+      FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'deliver'
+        AND consumer IS NOT NULL AND "offset" IS NOT NULL),
+      produced AS (SELECT _g, "offset" FROM r WHERE _r = {PARTITION} AND type = 'msg'
+                   AND action = 'produce' AND "offset" IS NOT NULL)
+    SELECT d._g FROM d ASOF LEFT JOIN produced p ON p._g = d._g AND p."offset" > d.prev
+    WHERE d."offset" <= d.prev OR p."offset" < d."offset" """,
+    "inconsistent-offset": f"""
+    SELECT _g FROM r WHERE _r = {PARTITION} AND type = 'msg'
+      AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL AND msg_id IS NOT NULL
+    GROUP BY _g, "offset" HAVING count(DISTINCT msg_id) > 1""",
+}
+
+
+@dataclass
+class Sieved:
+    """What the sieve made of one partition's routed rows."""
+
+    suspects: pa.Table
+    """(_r, _g) of the groups the reference must judge"""
+    lags: pa.Table
+    """(store, time, n) of the cleared key groups' writes: staleness.lag_rows's
+    (store, ok time, lag in ns)"""
+    unseen: int
+    """unseen-message count of the cleared message groups"""
+
+
+def _consumers(facts: Facts) -> pa.Table:
+    """(consumer, channel, done) of every channel a consumer consumes (lost.messages)."""
+    rows: dict[str, list] = {"consumer": [], "channel": [], "done": []}
+    c = facts.consumers
+    for consumer in c.delivered_on.keys() | c.marked.keys():
+        delivered = c.delivered_on.get(consumer, frozenset())
+        marked = c.marked.get(consumer, frozenset())
+        done = marked | (delivered if consumer in c.done_everywhere else frozenset())
+        for channel in delivered | marked:
+            rows["consumer"].append(consumer)
+            rows["channel"].append(channel)
+            rows["done"].append(channel in done)
+    return pa.table(rows, schema=pa.schema([("consumer", pa.string()), ("channel", pa.string()),
+                                            ("done", pa.bool_())]))
+
+
+def sieve(table: pa.Table, facts: Facts) -> Sieved:
+    """The suspects of a partition's routed rows (history columns plus route, group and
+    position) and what its cleared groups contribute."""
+    con = duckdb.connect()
+    try:
+        # Spark runs one Python worker per core: more DuckDB threads would only contend.
+        con.execute("SET threads TO 1")
+        con.register("t", table)
+        con.register("consumers", _consumers(facts))
+        stores = sorted(facts.writes.effect_stores) if facts.writes.quiesced else []
+        con.register("effect_stores", pa.table({"store": pa.array(stores, pa.string())}))
+        con.execute(_PREPARE)
+        con.execute(_LOG)
+        con.execute(_UNMET)
+        queries = [f"SELECT {KEY} AS _r, _g FROM ({q})" for q in _KEY_SUSPECTS.values()]
+        if facts.limits_error is not None:
+            queries.append(f"SELECT {KEY} AS _r, _g FROM k")  # the checker fails as a whole
+        if stores:
+            queries.append(f"SELECT {KEY} AS _r, _g FROM ({_LOST_WRITE})")
+        projections = sorted(s for s in facts.state_stores if s.startswith(PROJECTION_PREFIX))
+        if projections:
+            con.register("projections", pa.table({"store": pa.array(projections, pa.string())}))
+            queries.append(f"SELECT {KEY} AS _r, _g FROM ({_PROJECTION})")
+        if facts.limits is not None:
+            low, high = (
+                "NULL" if b is None else str(b) for b in (facts.limits.low, facts.limits.high)
+            )
+            invariant = _INVARIANT.replace("$low", low).replace("$high", high)
+            queries.append(f"SELECT {KEY} AS _r, _g FROM ({invariant})")
+        derived = facts.state_stores - {SOURCE_STORE}
+        if SOURCE_STORE in facts.state_stores and derived:
+            queries.append(
+                f"SELECT {KEY} AS _r, _g FROM ({_DIVERGENCE.replace('$derived', str(len(derived)))})"
+            )
+        queries += [f"SELECT {MESSAGE} AS _r, _g FROM ({q})" for q in _MESSAGE_SUSPECTS.values()]
+        queries += [
+            f"SELECT {PARTITION} AS _r, _g FROM ({q})" for q in _PARTITION_SUSPECTS.values()
+        ]
+        con.execute("CREATE TEMP TABLE suspects AS " + " UNION ".join(queries))
+        suspects = con.sql(f"SELECT _r AS {ROUTE_COLUMN}, _g AS {GROUP_COLUMN} FROM suspects")
+        suspects = suspects.to_arrow_table()
+        lags = con.sql(_LAG).to_arrow_table()
+        (unseen,) = con.sql(
+            f"SELECT count(*) FROM unmet WHERE NOT done "
+            f"AND _g NOT IN (SELECT _g FROM suspects WHERE _r = {MESSAGE})"
+        ).fetchall()[0]
+        return Sieved(suspects, lags, unseen)
+    finally:
+        con.close()

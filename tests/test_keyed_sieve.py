@@ -1,0 +1,104 @@
+"""The sieve of the keyed pass (checkers.keyed.sieve) clears only groups in which the
+reference finds nothing, and gives the cleared groups' lag and notes as the reference
+does: the partition step with the sieve equals the reference over every group."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from strategies_messages import combined_histories
+from strategies_states import histories
+from hypothesis import strategies as st
+
+from checkers.keyed.facts import facts_of
+from checkers.keyed.sieve import sieve
+from checkers.keyed.step import (
+    ANOMALY,
+    GROUP_COLUMN,
+    LAG,
+    NOTE,
+    POSITION_COLUMN,
+    ROUTE_COLUMN,
+    group_history,
+    judge,
+    partition_step,
+    routes,
+)
+from harness.history.schema import COLUMNS, INT_COLUMNS, Event
+from harness.history.synthetic import generate
+from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS
+
+import pyarrow.parquet as pq
+
+
+def routed_table(events: list[Event]) -> pa.Table:
+    """The rows the Spark pass routes (checkers.keyed.spark.routed), in plain Python."""
+    rows: dict[str, list] = {c: [] for c in (*COLUMNS, POSITION_COLUMN, ROUTE_COLUMN, GROUP_COLUMN)}
+    for pos, e in enumerate(events):
+        for route, group in routes(e):
+            for c in COLUMNS:
+                rows[c].append(getattr(e, c))
+            rows[POSITION_COLUMN].append(pos)
+            rows[ROUTE_COLUMN].append(route)
+            rows[GROUP_COLUMN].append(group)
+    schema = pa.schema(
+        [pa.field(c, pa.int64() if c in INT_COLUMNS else pa.string()) for c in COLUMNS]
+        + [pa.field(POSITION_COLUMN, pa.int64()), pa.field(ROUTE_COLUMN, pa.int32()),
+           pa.field(GROUP_COLUMN, pa.string())]
+    )
+    return pa.table(rows, schema=schema)
+
+
+def stepped(events: list[Event]) -> tuple[Counter, dict[str, int], Counter]:
+    """Anomalies, non-zero notes and lag samples of the partition step with the sieve."""
+    facts = facts_of(events)
+    table = routed_table(events)
+    anomalies: Counter = Counter()
+    notes: Counter[str] = Counter()
+    lags: Counter = Counter()
+    if table.num_rows == 0:
+        return anomalies, {}, lags
+    for batch in partition_step(facts, 5)(iter(table.to_batches())):
+        for row in batch.to_pylist():
+            if row["out"] == ANOMALY:
+                anomalies[tuple(row[c] for c in ANOMALY_COLUMNS)] += 1
+            elif row["out"] == NOTE:
+                notes[row["kind"]] += row["n"]
+            elif row["out"] == LAG:
+                lags[(row["store"], row["time"], row["n"])] += 1
+    return anomalies, {k: v for k, v in notes.items() if v}, lags
+
+
+def judged(events: list[Event]) -> tuple[Counter, dict[str, int], Counter]:
+    """The same of the reference over every group."""
+    out = judge(group_history(events), facts_of(events))
+    anomalies = Counter(tuple(getattr(a, c) for c in ANOMALY_COLUMNS) for a in out.anomalies)
+    return anomalies, {k: v for k, v in out.notes.items() if v}, Counter(out.lags)
+
+
+def any_history() -> st.SearchStrategy[list[Event]]:
+    return st.one_of(
+        combined_histories(),
+        histories(),
+        st.tuples(combined_histories(), histories()).map(lambda p: p[0] + p[1]),
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_history())
+def test_the_sieve_keeps_what_the_reference_finds(events: list[Event]) -> None:
+    assert stepped(events) == judged(events)
+
+
+def test_a_synthetic_history_with_every_kind_planted(tmp_path) -> None:
+    """Mostly clean groups with every kind planted: the sieve clears most of them and
+    the step still gives the reference's rows."""
+    generate(tmp_path, 20_000, seed=7, plant={k: 3 for k in ALL_KINDS})
+    t = pq.read_table(tmp_path / "history.parquet")
+    events = [Event(*v) for v in zip(*(t.column(c).to_pylist() for c in COLUMNS), strict=True)]
+    assert stepped(events) == judged(events)
+    sieved = sieve(routed_table(events), facts_of(events))
+    groups = len(group_history(events))
+    assert sieved.suspects.num_rows < groups / 4
