@@ -31,16 +31,25 @@ from harness.history.schema import SOURCE_STORE
 
 _WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))
 _ORDER = (
-    "time, writer IS NOT NULL, coalesce(writer, ''), seq IS NOT NULL, coalesce(seq, 0), _pos"
+    "{p}time {d}, {p}writer IS NOT NULL {d}, coalesce({p}writer, '') {d}, "
+    "{p}seq IS NOT NULL {d}, coalesce({p}seq, 0) {d}, {p}_pos {d}"
 )
 """checkers.reference.common.order_key, ties in the history's order (the position)."""
+_ORDERS = {
+    "$ORDER": _ORDER.format(p="", d=""),
+    "$E_ORDER": _ORDER.format(p="e.", d=""),
+    "$DESC": _ORDER.format(p="", d="DESC"),
+}
+
+
+def _expand(query: str) -> str:
+    """A query with its orders spelled out."""
+    for name, order in _ORDERS.items():
+        query = query.replace(name, order)
+    return query
 
 _PREPARE = f"""
-CREATE TEMP TABLE r AS
-  SELECT _r, _g, _pos, type, time, process, phase, f, op_id, key, value, version, store,
-         action, channel, partition, "offset", msg_id, consumer,
-         row_number() OVER (ORDER BY {_ORDER}) AS o
-  FROM t;
+CREATE TEMP VIEW r AS SELECT * FROM t;
 CREATE TEMP VIEW k AS SELECT * FROM r WHERE _r = {KEY};
 CREATE TEMP VIEW okw AS SELECT * FROM k
   WHERE type = 'op' AND store = '{SOURCE_STORE}' AND f IN ({_WRITE_FS}) AND phase = 'ok';
@@ -63,7 +72,7 @@ _KEY_SUSPECTS = {
     "reorder-delivery": """
     SELECT _g FROM (
       SELECT _g, version, max(version) OVER (
-        PARTITION BY _g, consumer, process ORDER BY o
+        PARTITION BY _g, consumer, process ORDER BY $ORDER
         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS top
       FROM k WHERE type = 'msg' AND action = 'deliver' AND consumer IS NOT NULL
         AND version IS NOT NULL)
@@ -71,13 +80,13 @@ _KEY_SUSPECTS = {
     "stale-overwrite": """
     SELECT _g FROM (
       SELECT _g, version, max(version) OVER (
-        PARTITION BY _g, store ORDER BY o
+        PARTITION BY _g, store ORDER BY $ORDER
         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS top
       FROM eff WHERE version IS NOT NULL)
     WHERE version < top""",
     "contradictory-order": """
     SELECT _g FROM (
-      SELECT e._g, w.version, lag(w.version) OVER (PARTITION BY e._g, e.store ORDER BY e.o)
+      SELECT e._g, w.version, lag(w.version) OVER (PARTITION BY e._g, e.store ORDER BY $E_ORDER)
         AS before
       FROM eff e JOIN okw w ON w._g = e._g AND w.value = e.value)
     WHERE version < before""",
@@ -103,7 +112,7 @@ _AS_INT = """CASE WHEN regexp_full_match({v}, '[+-]?[0-9]+')
 
 _LOG = f"""
 CREATE TEMP VIEW log AS
-SELECT _g, version, o, coalesce({_AS_INT.format(v="value")}, 0) AS delta FROM k
+SELECT _g, version, time, writer, seq, _pos, coalesce({_AS_INT.format(v="value")}, 0) AS delta FROM k
 WHERE type = 'msg' AND action = 'produce' AND channel IS NOT NULL
   AND (channel = 'events' OR starts_with(channel, 'events:'))"""
 """checkers.reference.eventsourcing.is_log_event, with each event's delta."""
@@ -111,7 +120,7 @@ WHERE type = 'msg' AND action = 'produce' AND channel IS NOT NULL
 _PROJECTION = f"""
 WITH fin AS (
   SELECT _g, store, value FROM (
-    SELECT _g, store, value, row_number() OVER (PARTITION BY _g, store ORDER BY o DESC) AS n
+    SELECT _g, store, value, row_number() OVER (PARTITION BY _g, store ORDER BY $DESC) AS n
     FROM k WHERE type = 'state' AND store IS NOT NULL)
   WHERE n = 1 AND value IS NOT NULL),
   fold AS (SELECT _g, sum(delta) AS total FROM log GROUP BY _g),
@@ -127,7 +136,7 @@ WHERE h._g IS NULL OR h.n IS NULL OR h.n <> coalesce(f.total, 0)"""
 _INVARIANT = """
 SELECT _g FROM (
   SELECT _g, delta, sum(delta) OVER (
-    PARTITION BY _g ORDER BY version IS NOT NULL, coalesce(version, 0), o) AS total
+    PARTITION BY _g ORDER BY version IS NOT NULL, coalesce(version, 0), $ORDER) AS total
   FROM log)
 WHERE ($low IS NOT NULL AND total < $low AND delta < 0)
    OR ($high IS NOT NULL AND total > $high AND delta > 0)"""
@@ -144,7 +153,7 @@ ANTI JOIN (SELECT DISTINCT _g, store, value FROM k
 _DIVERGENCE = f"""
 WITH fin AS (
   SELECT _g, store, value FROM (
-    SELECT _g, store, value, row_number() OVER (PARTITION BY _g, store ORDER BY o DESC) AS n
+    SELECT _g, store, value, row_number() OVER (PARTITION BY _g, store ORDER BY $DESC) AS n
     FROM k WHERE type = 'state' AND store IS NOT NULL)
   WHERE n = 1),
   src AS (SELECT _g, value FROM fin WHERE store = '{SOURCE_STORE}'),
@@ -187,7 +196,7 @@ GROUP BY p._g, c.consumer"""
 _PARTITION_SUSPECTS = {
     "nonmonotonic-poll or poll-skip": f"""
     WITH d AS (
-      SELECT _g, "offset", lag("offset") OVER (PARTITION BY _g, consumer, process ORDER BY o)
+      SELECT _g, "offset", lag("offset") OVER (PARTITION BY _g, consumer, process ORDER BY $ORDER)
         AS prev
       FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'deliver'
         AND consumer IS NOT NULL AND "offset" IS NOT NULL),
@@ -243,7 +252,7 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
         stores = sorted(facts.writes.effect_stores) if facts.writes.quiesced else []
         con.register("effect_stores", pa.table({"store": pa.array(stores, pa.string())}))
         con.execute(_PREPARE)
-        con.execute(_LOG)
+        con.execute(_expand(_LOG))
         con.execute(_UNMET)
         queries = [f"SELECT {KEY} AS _r, _g FROM ({q})" for q in _KEY_SUSPECTS.values()]
         if facts.limits_error is not None:
@@ -269,7 +278,7 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
         queries += [
             f"SELECT {PARTITION} AS _r, _g FROM ({q})" for q in _PARTITION_SUSPECTS.values()
         ]
-        con.execute("CREATE TEMP TABLE suspects AS " + " UNION ".join(queries))
+        con.execute(_expand("CREATE TEMP TABLE suspects AS " + " UNION ".join(queries)))
         suspects = con.sql(f"SELECT _r AS {ROUTE_COLUMN}, _g AS {GROUP_COLUMN} FROM suspects")
         suspects = suspects.to_arrow_table()
         lags = con.sql(_LAG).to_arrow_table()
