@@ -53,8 +53,9 @@ class DualWriteDriver(Driver):
     """`dual-write`, `dual-write-crash`: clients writing PostgreSQL, then the Redis cache.
 
     `db-write` starts the client's write and holds it at `after-source-write`;
-    `cache-write` lets it finish; a client `crash` makes it die there (AppCrash, with the
-    `app-crash` mark the nemesis would record) and a new instance takes its name.
+    `cache-write` lets it finish; a client `crash` SIGKILLs its application process
+    there (with the `app-crash` mark the nemesis would record) and a new instance takes
+    its name.
     """
 
     def __init__(self, turnstile: Turnstile, params: dict[str, Any]) -> None:
@@ -80,6 +81,9 @@ class DualWriteDriver(Driver):
                 raise ReplayError(f"{what}: {actor} stopped at {where}, not {AFTER_SOURCE_WRITE}")
         elif step.action in (Action.CACHE_WRITE, Action.CRASH):
             crash = step.action == Action.CRASH
+            if crash:
+                # A real crash: the instance's process dies while held between its writes.
+                self.setup.kill_app(actor)
             where = self.turnstile.release(actor, what, crash=crash)
             if where != IDLE:
                 raise ReplayError(f"{what}: {actor} stopped again at {where}")

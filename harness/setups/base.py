@@ -165,6 +165,12 @@ class Setup(ABC):
         when `name` is none of its own (the fault then targets the stack's service)."""
         return None
 
+    def kill_app(self, process: str) -> int | None:
+        """SIGKILL the application instance `process` if the setup runs it as an OS
+        process, returning its pid; None when the setup's clients live in the harness
+        (an `app-crash` is then an AppCrash raised at the step point)."""
+        return None
+
     @abstractmethod
     def client(self, process: str) -> Client:
         """A new client for one workload thread (or a restarted application instance)."""
