@@ -146,7 +146,7 @@ class CdcDriver(Driver):
         ctx.steps.add(self.turnstile.hook)
         self.setup.prepare(ctx)
         for c in self.setup.consumers:
-            c.config.control_path = str(ctx.work_dir / "logs" / f"{c.name}.control.json")
+            c.config.control_path = str(ctx.logs / f"{c.name}.control.json")
         self.setup.start()
         self.reader = Consumer(
             {

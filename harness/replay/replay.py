@@ -23,11 +23,11 @@ from harness.history.recorder import Recorder
 from harness.history.schema import Mark, RunHeader
 from harness.replay.drivers import DRIVERS
 from harness.replay.turnstile import ReplayError, Turnstile
+from harness.rundir import RunDir
 from harness.runner.clean_stack import clean, run_lease
-from harness.runner.rundir import create_run_dir, namespace_for, write_config
 from harness.runner.stack_use import acquire_stack, service_logs
 from harness.services.stack import Stack
-from harness.setups.base import SetupContext
+from harness.setups.base import SetupContext, namespace_for
 from reports.versions import component_versions
 
 log = logging.getLogger("driftlab.replay")
@@ -95,11 +95,10 @@ def replay(
     turnstile = Turnstile(step_timeout)
     driver = DRIVERS[schedule.setup](turnstile, schedule.params)
     scenario = scenario_name(schedule)
-    run_dir = create_run_dir(runs_dir, scenario, seed)
-    run_id = f"{run_dir.parent.name}/{run_dir.name}"
+    run_dir = RunDir.create(runs_dir, scenario, seed)
+    run_id = run_dir.run_id
     params = {"setup": driver.setup.name, "setup_params": driver.params}
-    write_config(
-        run_dir,
+    run_dir.write_config(
         {
             "scenario": scenario,
             "seed": seed,
@@ -116,14 +115,14 @@ def replay(
     try:
         with (
             acquire_stack(driver.setup.services, stack) as live,
-            service_logs(live, driver.setup.services, run_dir / "logs"),
+            service_logs(live, driver.setup.services, run_dir.logs),
             contextlib.ExitStack() as scope,
         ):
             ctx = SetupContext(
                 namespace=namespace_for(scenario),
                 stack=live,
                 recorder=rec,
-                work_dir=run_dir,
+                work_dir=run_dir.path,
                 params=dict(driver.params),
                 seed=seed,
             )
@@ -160,7 +159,7 @@ def replay(
             rec.end()
         else:
             rec.close()  # no END mark: readers see a replay cut short
-    return run_dir
+    return run_dir.path
 
 
 def _schedule_doc(schedule: Schedule) -> dict[str, Any]:

@@ -28,13 +28,13 @@ from harness.exitcodes import BadInput
 from harness.history.recorder import Recorder
 from harness.history.schema import Mark, RunHeader
 from harness.nemesis import Nemesis
+from harness.rundir import RunDir
 from harness.runner import inconclusive
 from harness.runner.clean_stack import clean, run_lease
-from harness.runner.rundir import create_run_dir, namespace_for, write_config
 from harness.runner.stack_use import acquire_stack, service_logs
 from harness.services.stack import Stack
 from harness.setups import SETUPS
-from harness.setups.base import SetupContext
+from harness.setups.base import SetupContext, namespace_for
 from harness.workload import Workload, WorkloadStats
 from reports.versions import component_versions
 from scenarios.model import Scenario
@@ -102,9 +102,9 @@ class _Signals:
 
 
 @contextlib.contextmanager
-def _run_log(run_dir: Path) -> Iterator[None]:
+def _run_log(run_dir: RunDir) -> Iterator[None]:
     """Send the harness's log records to logs/runner.log for the run's duration."""
-    handler = logging.FileHandler(run_dir / "logs" / "runner.log")
+    handler = logging.FileHandler(run_dir.runner_log)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("driftlab")
     root.addHandler(handler)
@@ -137,11 +137,10 @@ def run_scenario(
     """
     scenario.validate()
     started = time.monotonic()
-    run_dir = create_run_dir(runs_dir, scenario.name, seed)
-    run_id = f"{run_dir.parent.name}/{run_dir.name}"
+    run_dir = RunDir.create(runs_dir, scenario.name, seed)
+    run_id = run_dir.run_id
     params = scenario.to_config()
-    write_config(
-        run_dir,
+    run_dir.write_config(
         {
             "scenario": scenario.name,
             "seed": seed,
@@ -153,7 +152,7 @@ def run_scenario(
             "versions": component_versions(SETUPS[scenario.setup].services),
         },
     )
-    result = RunResult(run_dir, scenario.name, seed)
+    result = RunResult(run_dir.path, scenario.name, seed)
     signals = _Signals()
     if stop is not None:
         signals.stop = stop
@@ -200,7 +199,7 @@ def run_scenario(
 def _execute(
     scenario: Scenario,
     seed: int,
-    run_dir: Path,
+    run_dir: RunDir,
     rec: Recorder,
     stack: Any,
     signals: _Signals,
@@ -212,14 +211,14 @@ def _execute(
         tick("stack", 0.0, result.stats)
     with (
         acquire_stack(setup.services, stack) as live_stack,
-        service_logs(live_stack, setup.services, run_dir / "logs"),
+        service_logs(live_stack, setup.services, run_dir.logs),
         contextlib.ExitStack() as scope,
     ):
         ctx = SetupContext(
             namespace=namespace_for(scenario.name),
             stack=live_stack,
             recorder=rec,
-            work_dir=run_dir,
+            work_dir=run_dir.path,
             params=dict(scenario.setup_params),
             seed=seed,
         )
@@ -275,7 +274,7 @@ def _execute(
                     rec.state(store, key, value, version=version)
 
 
-def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | None) -> None:
+def _analyze(run_dir: RunDir, master: str | None, result: RunResult, tick: Tick | None) -> None:
     if tick:
         tick("analyze", 0.0, result.stats)
     t = time.monotonic()
@@ -289,7 +288,7 @@ def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | 
 
     try:
         with interruptible():
-            analysis = analyze(run_dir, master=master).analysis
+            analysis = analyze(run_dir.path, master=master).analysis
     except KeyboardInterrupt:
         log.info("analysis of %s interrupted; the history is intact", run_dir)
         result.interrupted = result.analysis_interrupted = True
@@ -328,22 +327,22 @@ def _failure(exc: Exception) -> tuple[int, str]:
     return EXIT_LAB_FAILED, f"{type(exc).__name__}: {first}"
 
 
-def _write_report(run_dir: Path) -> None:
+def _write_report(run_dir: RunDir) -> None:
     """RUN_DIR/report.html from the analysis outputs; a report that fails to render
     is logged, never a failed run (`driftlab report RUN_DIR` renders it again)."""
     try:
         from reports.run_report import render_run_report
 
-        render_run_report(run_dir)
+        render_run_report(run_dir.path)
     except Exception:
         log.exception("the HTML report of %s failed; retry with driftlab report", run_dir)
 
 
-def _write_summary(run_dir: Path, result: RunResult) -> None:
+def _write_summary(run_dir: RunDir, result: RunResult) -> None:
     """logs/run.json: the runner's own figures (ops, rate, timings) for reports."""
     s = result.stats
     summary = {
-        "run_id": str(uuid.uuid5(uuid.NAMESPACE_URL, str(run_dir))),
+        "run_id": str(uuid.uuid5(uuid.NAMESPACE_URL, str(run_dir.path))),
         "verdict": result.verdict,
         "exit_code": result.exit_code,
         "interrupted": result.interrupted,
@@ -360,4 +359,4 @@ def _write_summary(run_dir: Path, result: RunResult) -> None:
         "wall_s": round(result.wall_s, 2),
         "analysis_s": round(result.analysis_s, 2),
     }
-    (run_dir / "logs" / "run.json").write_text(json.dumps(summary, indent=2) + "\n")
+    run_dir.summary.write_text(json.dumps(summary, indent=2) + "\n")

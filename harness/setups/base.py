@@ -24,6 +24,8 @@ See docs/scenarios.md for a walk-through of writing a setup.
 
 from __future__ import annotations
 
+import re
+import secrets
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -31,9 +33,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.rundir import RunDir
+
 StepHook = Callable[[str, str, str], None]
 """`hook(point, process, key)`: runs when a client reaches a step point; it may block
 (replay) or raise `AppCrash` (a crash at that point)."""
+
+
+NAMESPACE_PREFIX = "dl_"
+"""Every run's namespace starts so: a stack's leftovers of runs are found by it."""
+
+
+def namespace_for(scenario: str) -> str:
+    """A lower-case SQL identifier unique to the run, for its tables, keys and topics."""
+    slug = re.sub(r"[^a-z0-9]+", "_", scenario.lower()).strip("_")[:24]
+    return f"{NAMESPACE_PREFIX}{slug}_{secrets.token_hex(4)}"
 
 
 class AppCrash(Exception):
@@ -93,6 +107,11 @@ class SetupContext:
     params: dict[str, Any] = field(default_factory=dict)
     steps: StepPoints = field(default_factory=StepPoints)
     seed: int = 0
+
+    @property
+    def logs(self) -> Path:
+        """The run folder's logs/, for the logs and status files of the setup's processes."""
+        return RunDir(self.work_dir).logs
 
 
 @dataclass(frozen=True, slots=True)

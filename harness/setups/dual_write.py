@@ -275,7 +275,7 @@ class DualWrite(Setup):
             "prefix": self.prefix,
             "redis": None if r is None else {"host": r.host, "port": r.port, "extra": r.extra},
         }
-        app = AppProcess(process, config, self.context.work_dir / "logs" / "app.log")
+        app = AppProcess(process, config, self.context.logs / "app.log")
         with self._apps_lock:
             self._apps[process] = app
         return app

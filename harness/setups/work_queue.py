@@ -124,7 +124,7 @@ class WorkQueue(Setup):
             "redis_port": red.port,
             "redis_password": red.extra.get("password"),
         }
-        status_dir = ctx.work_dir / "logs"
+        status_dir = ctx.logs
         for i in range(count):
             name = f"worker-{i}"
             self.workers[name] = WorkerProcess(
