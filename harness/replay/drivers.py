@@ -34,10 +34,9 @@ class Driver(ABC):
     def __init__(self, turnstile: Turnstile, params: dict[str, Any]) -> None:
         self.turnstile = turnstile
 
-    def prepare(self, ctx: SetupContext) -> None:
-        """Prepare and start the real setup; every step point goes through the turnstile."""
+    def start(self, ctx: SetupContext) -> None:
+        """Start the prepared setup; every step point goes through the turnstile."""
         ctx.steps.add(self.turnstile.hook)
-        self.setup.prepare(ctx)
         self.setup.start()
 
     @abstractmethod
@@ -141,10 +140,10 @@ class CdcDriver(Driver):
         """The consumer process standing for the simulator's `g`."""
         return self.setup.consumers[0]
 
-    def prepare(self, ctx: SetupContext) -> None:
-        """Prepare the pipeline, start the consumer in stepped mode and a capture reader."""
+    def start(self, ctx: SetupContext) -> None:
+        """Start the prepared pipeline with its consumer in stepped mode, and a capture
+        reader."""
         ctx.steps.add(self.turnstile.hook)
-        self.setup.prepare(ctx)
         for c in self.setup.consumers:
             c.config.control_path = str(ctx.logs / f"{c.name}.control.json")
         self.setup.start()
