@@ -26,8 +26,8 @@ from benchmarks.floor_bench import Floor, measure_floor
 from checkers.analyze import analyze
 from checkers.anomaly import ALL_KINDS, KINDS
 from checkers.session import get_spark
-from harness.history.synthetic import generate
 from harness.rundir import RunDir
+from harness.testing.synthetic import generate
 
 PLANT_EACH = 20
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/report_bench.py [--events 5000000] [--dir DIR] [--reuse]
 
-Generates a synthetic run with every anomaly kind planted (harness/history/synthetic.py),
+Generates a synthetic run with every anomaly kind planted (harness/testing/synthetic.py),
 analyses it (Spark, several minutes at 5M events on two cores), renders report.html and
 prints the report's size, the render time and the time of the filtered history read of
 the sequence diagrams. `--reuse` renders an already analysed run in DIR again. Prints
@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from checkers.anomaly import ALL_KINDS
-from harness.history.synthetic import expected_counts, generate_history
 from harness.rundir import RunDir
+from harness.testing.synthetic import expected_counts, generate_history
 from reports.run_report import render_run_report
 from reports.sequence import pick_targets, read_key_events
 

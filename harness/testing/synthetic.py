@@ -1095,10 +1095,10 @@ def _final_states(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m harness.history.synthetic`: a synthetic run under runs/, with every
+    """`python -m harness.testing.synthetic`: a synthetic run under runs/, with every
     kind planted and expected present; runs/latest points at it."""
     parser = argparse.ArgumentParser(
-        prog="python -m harness.history.synthetic",
+        prog="python -m harness.testing.synthetic",
         description="Write a synthetic run with planted anomalies (then: driftlab analyze "
         "runs/latest).",
     )
