@@ -40,9 +40,11 @@ KAFKA_CLIENT_TIMEOUTS: dict[str, int] = {
     "socket.timeout.ms": 5000,
     "socket.connection.setup.timeout.ms": 5000,
 }
-"""librdkafka settings merged into every Kafka client on a link: a request (a
-synchronous offset commit, a metadata call) through a cut link fails after 5 s instead
-of librdkafka's default 60 s."""
+"""librdkafka settings merged into every Kafka client on a link: a request through a
+cut link times out after 5 s instead of librdkafka's default 60 s, and the client
+reconnects. Not a deadline for every call: a synchronous offset commit is queued again
+meanwhile and, measured through a cut link, returned only at the heal (60 s later);
+calls that take a timeout (consume, committed, flush, list_topics) are bounded by it."""
 
 
 class StatementTimeout(psycopg.OperationalError):
