@@ -103,7 +103,8 @@ def execute(
             "versions": component_versions(setup.services),
         }
     )
-    rec = Recorder(run_dir, RunHeader(run_dir.run_id, plan.scenario, plan.seed, plan.params))
+    header = RunHeader(run_dir.run_id, plan.scenario, plan.seed, params=plan.params)
+    rec = Recorder(run_dir, header)
     ex = Execution()
     try:
         _run(run_dir, setup, driver, plan, rec, stack, stop, on_phase or _quiet, ex)
