@@ -68,13 +68,24 @@ def write_json_atomically(path: Path, data: Any, *, sort_keys: bool = False) -> 
 
 
 @dataclass(frozen=True)
-class RunsDir:
-    """The runs folder: run folders by scenario, `latest`, the suite's index and page."""
+class _Folder:
+    """A folder held by its absolute path, whatever the working directory was."""
 
     path: Path
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path).absolute())
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+@dataclass(frozen=True)
+class RunsDir(_Folder):
+    """The runs folder: run folders by scenario, `latest`, the suite's index and page."""
 
     @property
     def latest(self) -> Path:
@@ -109,19 +120,8 @@ class RunsDir:
 
 
 @dataclass(frozen=True)
-class RunDir:
+class RunDir(_Folder):
     """One run folder and every path in it (absolute)."""
-
-    path: Path
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "path", Path(self.path).absolute())
-
-    def __fspath__(self) -> str:
-        return str(self.path)
-
-    def __str__(self) -> str:
-        return str(self.path)
 
     @classmethod
     def create(cls, runs_dir: Path | RunsDir, scenario: str, seed: int) -> RunDir:
