@@ -26,7 +26,8 @@ from benchmarks.floor_bench import Floor, measure_floor
 from checkers.analyze import analyze
 from checkers.anomaly import ALL_KINDS, KINDS
 from checkers.session import get_spark
-from harness.history.synthetic import generate
+from harness.rundir import RunDir
+from harness.testing.synthetic import generate
 
 PLANT_EACH = 20
 
@@ -75,13 +76,13 @@ def measure(size: int, root: Path, master: str | None, console: Console) -> Figu
     }
 
     t = time.perf_counter()
-    duck = run_checks(run / "history.parquet", run / "duckdb-anomalies.parquet")
+    duck = run_checks(RunDir(run).parquet, run / "duckdb-anomalies.parquet")
     duck_s = time.perf_counter() - t
     duck_bad = {
         k: [duck.get(k, 0), syn.expected[k]] for k in ALL_KINDS if duck.get(k, 0) != syn.expected[k]
     }
     console.print(f"  duckdb         {sum(duck.values()):>8,} anomalies  {duck_s:6.1f}s")
-    floors = measure_floor(get_spark(master), run / "history.parquet")
+    floors = measure_floor(get_spark(master), RunDir(run).parquet)
     return Figures(
         events=syn.events,
         generate_s=gen_s,

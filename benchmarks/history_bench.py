@@ -21,6 +21,7 @@ from pathlib import Path
 from harness.history.reader import convert_to_parquet, read_history
 from harness.history.recorder import Recorder
 from harness.history.schema import RunHeader
+from harness.rundir import RunDir
 
 HEADER = RunHeader(run_id="bench", scenario="bench", seed=0)
 
@@ -90,10 +91,10 @@ def main() -> None:
         print(f"record, 1 thread:         {timed(lambda: record(one, n, 1)).rates(n)}")
         took = timed(lambda: record(many, n, threads))
         print(f"record, {threads} threads:        {took.rates(n)}")
-        size = sum(p.stat().st_size for p in (one / "history").iterdir())
+        size = sum(p.stat().st_size for p in RunDir(one).history.iterdir())
         print(f"read JSONL -> Arrow:      {timed(lambda: read_history(one)).rates(n)}")
         print(f"convert JSONL -> Parquet: {timed(lambda: convert_to_parquet(one)).rates(n)}")
-        parquet = (one / "history.parquet").stat().st_size
+        parquet = RunDir(one).parquet.stat().st_size
         print(f"sizes: {size / 2**20:,.0f} MiB JSONL, {parquet / 2**20:,.1f} MiB Parquet")
         again = timed(lambda: convert_to_parquet(one))
         print(f"convert again (up to date): {again.wall * 1e3:.1f} ms")

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from checkers.analyze import analyze
 from checkers.anomaly import ALL_KINDS
-from harness.history.synthetic import generate
+from harness.testing.synthetic import generate
 
 EVENTS = 10_000
 TRIVIAL_JOB = (

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/report_bench.py [--events 5000000] [--dir DIR] [--reuse]
 
-Generates a synthetic run with every anomaly kind planted (harness/history/synthetic.py),
+Generates a synthetic run with every anomaly kind planted (harness/testing/synthetic.py),
 analyses it (Spark, several minutes at 5M events on two cores), renders report.html and
 prints the report's size, the render time and the time of the filtered history read of
 the sequence diagrams. `--reuse` renders an already analysed run in DIR again. Prints
@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from checkers.anomaly import ALL_KINDS
-from harness.history.synthetic import expected_counts, generate_history
+from harness.rundir import RunDir
+from harness.testing.synthetic import expected_counts, generate_history
 from reports.run_report import render_run_report
 from reports.sequence import pick_targets, read_key_events
 
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reuse", action="store_true", help="render DIR's analysed run again")
     args = parser.parse_args(argv)
     run = args.dir
-    if not (args.reuse and (run / "analysis.json").exists()):
+    if not (args.reuse and RunDir(run).analysis.exists()):
         from checkers.analyze import analyze
 
         plant = {kind: 20 for kind in ALL_KINDS}
@@ -45,11 +46,11 @@ def main(argv: list[str] | None = None) -> None:
         t = time.perf_counter()
         analyze(run)
         print(f"analysed in {time.perf_counter() - t:.1f} s")
-    events = json.loads((run / "analysis.json").read_text())["history"]["events"]
-    examples = json.loads((run / "examples.json").read_text())
+    events = json.loads(RunDir(run).analysis.read_text())["history"]["events"]
+    examples = json.loads(RunDir(run).examples.read_text())
     keys = sorted({t[0] for t in pick_targets(examples)})
     t = time.perf_counter()
-    read_key_events(run / "history.parquet", keys)
+    read_key_events(RunDir(run).parquet, keys)
     read_s = time.perf_counter() - t
     t = time.perf_counter()
     report = render_run_report(run)

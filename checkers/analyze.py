@@ -35,14 +35,24 @@ from checkers.series import bucket_seconds, history_series
 from checkers.session import get_spark
 from checkers.verdict import ExpectationError, check_expectations, judge
 from harness.history.reader import PARQUET_NAME, HistoryInfo, convert_to_parquet
+from harness.rundir import (
+    ANALYSIS_JSON,
+    ANALYSIS_OUTPUTS,
+    ANALYZE_LOG,
+    ANOMALIES_PARQUET,
+    CONFIG_JSON,
+    EXAMPLES_JSON,
+    LOGS_DIR,
+    SERIES_JSON,
+)
 
 ANALYSIS_SCHEMA = 1
 CHECKERS: tuple[str, ...] = tuple(KINDS)
 EXAMPLES_PER_KIND = 5
 SCRATCH = ".analyze"
-LOG_NAME = "analyze.log"
+LOG_NAME = ANALYZE_LOG
 NOTES = ("unseen-message", "recovered-write")
-OUTPUTS = ("analysis.json", "anomalies.parquet", "examples.json", "series.json")
+OUTPUTS = ANALYSIS_OUTPUTS
 SMALL_HISTORY = 200_000
 """Events below which the history is read as one split: one task reads it faster than
 the tasks of several splits are scheduled."""
@@ -118,7 +128,7 @@ def analyze(
     run = _run_dir(run_dir)
     config = _read_config(run)
     expectations = _expectations(config)
-    logs = run / "logs"
+    logs = run / LOGS_DIR
     logs.mkdir(exist_ok=True)
     say = console.print if console is not None else (lambda *a, **k: None)
     with _log_to(logs / LOG_NAME):
@@ -153,10 +163,10 @@ def analyze(
             found = rows.filter(F.col("out") == ANOMALY).filter(
                 ~F.col("checker").isin(list(figures.errors))
             )
-            write_single_parquet(_sorted_anomalies(found), run / "anomalies.parquet", scratch)
+            write_single_parquet(_sorted_anomalies(found), run / ANOMALIES_PARQUET, scratch)
             counts = _counts(runs)
             _write_json(
-                run / "examples.json",
+                run / EXAMPLES_JSON,
                 {
                     "schema": ANALYSIS_SCHEMA,
                     "per_kind": per_kind,
@@ -169,7 +179,7 @@ def analyze(
             lag = {} if "staleness" in figures.errors else figures.lag
             # Notes come from the lost checker's groups: a failure leaves them unknown.
             notes = {} if "lost" in figures.errors else {n: figures.notes[n] for n in NOTES}
-            _write_json(run / "series.json", {"schema": ANALYSIS_SCHEMA, **series})
+            _write_json(run / SERIES_JSON, {"schema": ANALYSIS_SCHEMA, **series})
             timings["outputs_s"] = time.perf_counter() - t
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -202,7 +212,7 @@ def analyze(
             "timings": {k: round(v, 3) for k, v in timings.items()},
             "spark": {"master": spark.sparkContext.master, "version": spark.version},
         }
-        _write_json(run / "analysis.json", analysis, indent=2)
+        _write_json(run / ANALYSIS_JSON, analysis, indent=2)
         log.info("verdict %s; counts %s; timings %s", verdict.verdict, counts, timings)
     return AnalysisResult(run, analysis)
 
@@ -221,7 +231,7 @@ def _run_dir(run_dir: str | os.PathLike[str]) -> Path:
 
 
 def _read_config(run: Path) -> dict[str, Any]:
-    path = run / "config.json"
+    path = run / CONFIG_JSON
     if not path.exists():
         log.warning("%s: missing; analysing without expectations", path)
         return {}

@@ -17,11 +17,10 @@ from typing import Any
 
 from checkers.anomaly import KINDS
 from harness import __version__
+from harness.rundir import RunDir
 from reports.plots import PALETTE, Chart, Line, Window, render_chart
 from reports.render import ReportError, write_html
 from reports.sequence import diagrams_for_run
-
-REPORT_NAME = "report.html"
 
 CLASSES: dict[str, str] = {
     "lost": "lost",
@@ -35,14 +34,6 @@ CLASSES: dict[str, str] = {
 """Anomaly classes of the summary, one per checker of checkers.anomaly.KINDS."""
 
 MAX_CONSUMER_CHARTS = 12
-RAW_FILES = (
-    "config.json",
-    "analysis.json",
-    "examples.json",
-    "series.json",
-    "anomalies.parquet",
-    "history.parquet",
-)
 
 
 def _load_json(path: Path, required: bool) -> dict[str, Any]:
@@ -70,16 +61,17 @@ def render_run_report(run_dir: str | Path) -> Path:
     run = Path(run_dir)
     if not run.is_dir():
         raise ReportError(f"{run} is not a run directory; pass runs/<scenario>/<run>")
-    return write_html(run / REPORT_NAME, "run.html.j2", build_context(run))
+    return write_html(RunDir(run).report, "run.html.j2", build_context(run))
 
 
 def build_context(run: Path) -> dict[str, Any]:
     """Everything the run template shows, from the run's files."""
-    config = _load_json(run / "config.json", required=False)
-    analysis = _load_json(run / "analysis.json", required=True)
-    examples = _load_json(run / "examples.json", required=False)
-    series = _load_json(run / "series.json", required=False)
-    summary = _load_json(run / "logs" / "run.json", required=False)
+    folder = RunDir(run)
+    config = _load_json(folder.config, required=False)
+    analysis = _load_json(folder.analysis, required=True)
+    examples = _load_json(folder.examples, required=False)
+    series = _load_json(folder.series, required=False)
+    summary = _load_json(folder.summary, required=False)
     history = analysis.get("history", {})
     t0 = int(history.get("t0_ns") or series.get("t0_ns") or 0)
     t1 = int(history.get("t1_ns") or series.get("t1_ns") or t0)
@@ -359,10 +351,11 @@ def _carry(points: list[tuple[float, Any]]) -> list[tuple[float, float | None]]:
 
 def _files(run: Path) -> list[dict[str, Any]]:
     """Relative links to the run's raw files, with sizes."""
-    paths = [run / name for name in RAW_FILES]
-    for folder in ("history", "logs"):
-        if (run / folder).is_dir():
-            paths.extend(sorted((run / folder).iterdir()))
+    folder = RunDir(run)
+    paths = [folder.config, *folder.analysis_outputs, folder.parquet]
+    for sub in (folder.history, folder.logs):
+        if sub.is_dir():
+            paths.extend(sorted(sub.iterdir()))
     return [
         {"href": p.relative_to(run).as_posix(), "size": p.stat().st_size}
         for p in paths

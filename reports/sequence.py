@@ -22,6 +22,7 @@ import pyarrow.dataset as ds
 from markupsafe import Markup, escape
 
 from harness.history.schema import SOURCE_STORE
+from harness.rundir import RunDir
 
 # Kinds whose evidence is an interleaving of writes on one key of one store: the ones a
 # sequence diagram explains. Final-state kinds first: they are the divergence itself.
@@ -281,7 +282,7 @@ def diagrams_for_run(run_dir: Path, examples: dict[str, Any], t0_ns: int) -> lis
     """Every diagram of the run, ready for the template: svg, key, store, kind, detail,
     how many writes were left out."""
     targets = pick_targets(examples)
-    events = read_key_events(run_dir / "history.parquet", sorted({t[0] for t in targets}))
+    events = read_key_events(RunDir(run_dir).parquet, sorted({t[0] for t in targets}))
     out = []
     for key, store, kind, detail, at_ns in targets:
         d = build_diagram(events.get(key, []), key, store, kind, detail, at_ns)

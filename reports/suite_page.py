@@ -15,12 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.rundir import REPORT_HTML, RunDir, RunsDir
 from reports.claims import CLAIMS
 from reports.render import ReportError, write_html
-from reports.run_report import REPORT_NAME
 
-INDEX_HTML = "index.html"
-INDEX_JSON = "index.json"
 MAX_TREND = 12
 _STAMP = re.compile(r"^(\d{8}T\d{6}Z)-")
 
@@ -54,7 +52,7 @@ def render_suite(runs_dir: str | Path) -> Path:
     runs = Path(runs_dir)
     if not runs.is_dir():
         raise ReportError(f"{runs} is not a folder of runs; pass the runs/ folder of a suite")
-    return write_html(runs / INDEX_HTML, "suite.html.j2", build_suite_context(runs))
+    return write_html(RunsDir(runs).index_html, "suite.html.j2", build_suite_context(runs))
 
 
 def scan_runs(runs: Path) -> list[RunInfo]:
@@ -77,9 +75,10 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _run_info(runs: Path, run: Path) -> RunInfo:
-    config = _read(run / "config.json")
-    analysis = _read(run / "analysis.json")
-    summary = _read(run / "logs" / "run.json")
+    folder = RunDir(run)
+    config = _read(folder.config)
+    analysis = _read(folder.analysis)
+    summary = _read(folder.summary)
     params = config.get("params") or {}
     started = config.get("started_utc") or _stamp(run.name, run)
     verdict = analysis.get("verdict") or ("error" if summary.get("error") else "not judged")
@@ -92,8 +91,8 @@ def _run_info(runs: Path, run: Path) -> RunInfo:
         verdict=verdict,
         counts={k: int(v) for k, v in (analysis.get("counts") or {}).items()},
         expectations=dict(analysis.get("expectations") or config.get("expectations") or {}),
-        report=f"{run.relative_to(runs).as_posix()}/{REPORT_NAME}"
-        if (run / REPORT_NAME).exists()
+        report=f"{run.relative_to(runs).as_posix()}/{REPORT_HTML}"
+        if folder.report.exists()
         else None,
         error=summary.get("error"),
     )
@@ -155,7 +154,7 @@ def build_suite_context(runs: Path) -> dict[str, Any]:
     by_scenario: dict[str, list[RunInfo]] = {}
     for r in all_runs:
         by_scenario.setdefault(r.scenario, []).append(r)
-    index = _read(runs / INDEX_JSON)
+    index = _read(RunsDir(runs).index_json)
     in_suite = {e.get("run_dir") for e in index.get("runs", [])}
 
     def latest(scenario: str) -> RunInfo | None:

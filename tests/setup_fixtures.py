@@ -7,8 +7,7 @@ from pathlib import Path
 
 from harness.history.recorder import Recorder
 from harness.history.schema import RunHeader
-from harness.runner.rundir import namespace_for
-from harness.setups.base import SetupContext
+from harness.setups.base import SetupContext, namespace_for
 
 
 def make_context(stack: object, tmp_path: Path, name: str, **params: object) -> SetupContext:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from checkers.analyze import SCRATCH
-from harness.history.synthetic import generate_history
+from harness.testing.synthetic import generate_history
 
 DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
 

@@ -22,7 +22,7 @@ from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
 from checkers.verdict import judge
 from harness.cli import app
 from harness.history.reader import read_history
-from harness.history.synthetic import generate, generate_history
+from harness.testing.synthetic import generate, generate_history
 
 # Checkers whose Spark module has not landed yet: analyze must report them `missing`.
 # Empty this set as they land; once all are in, a missing module fails the test.

@@ -23,7 +23,7 @@ import pytest
 from harness.history.reader import convert_to_parquet
 from harness.history.recorder import Recorder
 from harness.history.schema import RunHeader
-from harness.history.synthetic import generate_history
+from harness.testing.synthetic import generate_history
 
 DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
 UNREACHABLE = "spark://127.0.0.1:1"  # port 1: nothing listens there

@@ -13,7 +13,7 @@ from checkers.anomaly import KINDS
 from checkers.reference import duplicates as reference
 from harness.history.reader import read_parquet
 from harness.history.schema import COLUMNS, Event
-from harness.history.synthetic import generate
+from harness.testing.synthetic import generate
 
 
 def deliver(t: int, msg_id: str, consumer: str = "g", **kw: object) -> Event:
@@ -107,7 +107,7 @@ def test_spark_finds_the_hand_made_duplicates(spark) -> None:
 
 
 def test_finds_what_the_synthetic_generator_planted(tmp_path) -> None:
-    """harness.history.synthetic plants each kind by its own reading of the spec."""
+    """harness.testing.synthetic plants each kind by its own reading of the spec."""
     run = generate(tmp_path / "run", 2000, seed=11, plant={k: 2 for k in KINDS["duplicates"]})
     rows = read_parquet(run.run_dir / "history.parquet").table.to_pylist()
     events = [Event(**{c: r[c] for c in COLUMNS}) for r in rows]

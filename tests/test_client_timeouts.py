@@ -1,17 +1,53 @@
-"""An application's PostgreSQL statement through a cut link gives up at its client-side
-timeout with an unknown outcome, instead of hanging until the link heals."""
+"""An application's call through a cut link gives up at its client-side timeout with an
+unknown outcome, instead of hanging until the link heals: PostgreSQL statements,
+Redis calls and RabbitMQ confirmed publishes."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
+from collections.abc import Iterator
 
+import pika
 import pytest
+import redis
 
 from harness.services.stack import Stack
-from harness.setups.connect import StatementTimeout, TimedConnection, app_pg_connect, pg_conninfo
+from harness.setups.connect import (
+    AMQP_HEARTBEAT_S,
+    StatementTimeout,
+    TimedConnection,
+    app_pg_connect,
+    pg_conninfo,
+    redis_client,
+)
 from harness.setups.dual_write import _classify_pg
+from harness.setups.work_queue import amqp_parameters
 
 pytestmark = pytest.mark.services
+
+GUARD_S = 60.0
+"""When the guard heals the link: a call still waiting then had no timeout of its own."""
+
+
+@contextlib.contextmanager
+def cut_with_guard(stack: Stack, link: str) -> Iterator[threading.Event]:
+    """Cut `link`; a guard heals it after GUARD_S (the event says whether it did)."""
+    stack.links.cut(link)
+    healed = threading.Event()
+
+    def heal() -> None:  # without a client-side timeout the call waits for this
+        healed.set()
+        stack.links.heal(link)
+
+    guard = threading.Timer(GUARD_S, heal)
+    guard.start()
+    try:
+        yield healed
+    finally:
+        guard.cancel()
+        stack.links.heal(link)
 
 
 def test_a_statement_through_a_cut_link_times_out_before_the_heal(stack: Stack) -> None:
@@ -21,23 +57,46 @@ def test_a_statement_through_a_cut_link_times_out_before_the_heal(stack: Stack) 
     conn.timeout = 1.0
     assert isinstance(conn, TimedConnection)
     assert conn.execute("SELECT 1").fetchone() == (1,)
-    stack.links.cut(link)
-    healed = threading.Event()
-
-    def heal() -> None:  # a guard: without the timeout the statement waits for this
-        healed.set()
-        stack.links.heal(link)
-
-    guard = threading.Timer(60, heal)
-    guard.start()
-    try:
-        with pytest.raises(StatementTimeout) as caught:
-            conn.execute("SELECT pg_sleep(0)")
-        assert not healed.is_set(), "the statement waited for the heal"
-    finally:
-        guard.cancel()
-        stack.links.heal(link)
+    with cut_with_guard(stack, link) as healed, pytest.raises(StatementTimeout) as caught:
+        conn.execute("SELECT pg_sleep(0)")
+    assert not healed.is_set(), "the statement waited for the heal"
     assert _classify_pg(caught.value).phase == "info"  # it may have been applied
     assert conn.closed
     with app_pg_connect(pg_conninfo(stack.link("timeout-test", "postgres"))) as again:
         assert again.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_redis_call_through_a_cut_link_times_out(stack: Stack) -> None:
+    stack.up("redis")
+    client = redis_client(stack.link("timeout-test", "redis"), timeout=1.0)
+    assert client.set("timeout-test:k", "v")
+    with cut_with_guard(stack, "timeout-test->redis") as healed:
+        started = time.monotonic()
+        with pytest.raises(redis.TimeoutError):
+            client.set("timeout-test:k", "w")
+        elapsed = time.monotonic() - started
+    assert not healed.is_set(), "the call waited for the heal"
+    assert elapsed < 5, f"a 1 s timeout took {elapsed:.1f} s"
+    client.close()
+
+
+def test_a_confirmed_publish_through_a_cut_link_fails_within_the_heartbeat_bound(
+    stack: Stack,
+) -> None:
+    stack.up("rabbitmq")
+    conn = pika.BlockingConnection(amqp_parameters(stack.link("timeout-test", "rabbitmq")))
+    channel = conn.channel()
+    channel.confirm_delivery()
+    channel.queue_declare("timeout-test", auto_delete=True)
+    channel.basic_publish("", "timeout-test", b"before")  # confirmed: the link works
+    # pika checks the connection every heartbeat + 5 s and gives up after one silent
+    # check interval, so two intervals bound the wait.
+    bound = 2 * (AMQP_HEARTBEAT_S + 5) + 2
+    with cut_with_guard(stack, "timeout-test->rabbitmq") as healed:
+        started = time.monotonic()
+        with pytest.raises((pika.exceptions.AMQPError, OSError)):
+            channel.basic_publish("", "timeout-test", b"during")
+        elapsed = time.monotonic() - started
+    assert not healed.is_set(), "the publish waited for the heal"
+    assert elapsed < bound, f"the publish gave up after {elapsed:.1f} s (bound {bound} s)"
+    assert conn.is_closed

@@ -124,6 +124,9 @@ def test_a_cell_running_at_the_deadline_is_cut(
     cells = plan([long], ["own", "none"], [0])
     result = run_matrix(cells, 8, tmp_path / "runs", stack)
     assert result.outcomes == [] and len(result.cut) == 1 and len(result.skipped) == 1
+    # Stopped at the deadline, not at the end of its 60 s workload: the time left is the
+    # stop itself (heal, close the history).
+    assert result.wall_s < 8 + 15, f"the matrix took {result.wall_s:.1f} s on an 8 s budget"
     run = result.cut[0][1].result
     assert run.interrupted and run.verdict is None
     assert not result.interrupted and not result.errors  # a cut is no failure of the lab

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from checkers.anomaly import ALL_KINDS
-from harness.history.synthetic import expected_counts, generate_history
+from harness.testing.synthetic import expected_counts, generate_history
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark, pytest.mark.slow]
 

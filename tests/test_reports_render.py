@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.history.synthetic import generate_history
+from harness.testing.synthetic import generate_history
 from reports.plots import Chart, Line, Window, render_chart
 from reports.render import ReportError
 from reports.run_report import render_run_report

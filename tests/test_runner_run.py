@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.history.schema import SCHEMA_VERSION
 from harness.runner.runner import EXIT_INTERRUPTED, EXIT_OK, run_scenario
 from harness.services.stack import Stack
 from harness.workload.spec import WorkloadSpec
@@ -54,6 +55,8 @@ def test_a_run_leaves_a_complete_folder(stack: Stack, tmp_path: Path) -> None:
     assert summary["ops"] == result.stats.ops > 20
 
     evs = _events(run_dir)
+    (header,) = [json.loads(e["extra"]) for e in evs if e["type"] == "header"]
+    assert header["params"] == config["params"] and header["schema"] == SCHEMA_VERSION
     marks = [e["kind"] for e in evs if e["type"] == "mark"]
     assert marks == ["workload-done", "healed", "quiesced", "end"]
     faults_seen = [(e["phase"], e["kind"]) for e in evs if e["type"] == "fault"]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,11 +13,13 @@ import pytest
 from setup_fixtures import events, make_context
 
 from harness.history.schema import SOURCE_STORE
+from harness.nemesis import Nemesis
+from harness.nemesis.schedule import FaultSpec, Schedule
 from harness.services.stack import Stack
 from harness.services.toxiproxy import link_name
 from harness.setups.base import AppCrash, SetupContext
 from harness.setups.connect import APP
-from harness.setups.dual_write import AFTER_SOURCE_WRITE, DualWrite
+from harness.setups.dual_write import AFTER_SOURCE_WRITE, APP_MODULE, DualWrite
 
 pytestmark = pytest.mark.services
 
@@ -142,3 +148,51 @@ def test_bad_parameters_are_named(stack: Stack, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="ignore, retry or invalidate"):
         DualWrite().prepare(ctx)
     ctx.recorder.close()  # type: ignore[attr-defined]
+
+
+def test_an_app_crash_fault_sigkills_the_application_process_between_the_writes(
+    wired: tuple[DualWrite, SetupContext],
+) -> None:
+    setup, ctx = wired
+    client = setup.client("c0")
+    client.write("k", "c0-1")
+    (instance,) = [p for p in _children() if _cmdline(p).endswith(APP_MODULE)]
+    nemesis = Nemesis(Schedule((FaultSpec("app-crash", "app", 0.0, 30.0, {"p": 1.0}),)), setup, ctx)
+    nemesis.start()
+    time.sleep(0.2)
+    with pytest.raises(AppCrash):
+        client.write("k", "c0-2")
+    nemesis.heal_all()
+    (mark,) = [e for e in events(ctx) if e["type"] == "mark" and e["kind"] == "app-crash"]
+    assert json.loads(mark["extra"])["pid"] == instance
+    assert instance not in _children(), "the killed instance is still a child"
+    with pytest.raises(ProcessLookupError):
+        os.kill(instance, 0)
+    client.close()
+    states = setup.final_states()
+    assert states[SOURCE_STORE]["k"] == ("c0-2", 2)
+    assert states["cache"]["k"] == ("c0-1", 1)  # the cache write died with the process
+    assert states["search"]["k"] == ("c0-1", 1)
+    restarted = setup.client("c0r1")  # a new instance, a new process
+    restarted.write("k", "c0r1-1")
+    restarted.close()
+    assert setup.final_states()["cache"]["k"] == ("c0r1-1", 3)
+
+
+def _children() -> set[int]:
+    """The pids of this process's living children."""
+    me = os.getpid()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (entry / "stat").read_text()
+                # The fields after the command (which may hold spaces): state, ppid, ...
+                fields = stat[stat.rindex(")") + 2 :].split()
+                if int(fields[1]) == me and fields[0] != "Z":
+                    found.add(int(entry.name))
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()

@@ -19,7 +19,7 @@ import pyspark
 import pytest
 
 from checkers.analyze import analyze
-from harness.history.synthetic import generate_history
+from harness.testing.synthetic import generate_history
 
 IDENTITY = ["checker", "kind", "store", "key", "consumer", "time"]
 

@@ -14,7 +14,7 @@ import pytest
 from checkers.anomaly import ALL_KINDS, KINDS
 from harness.history.reader import SORT_KEYS, read_history
 from harness.history.schema import Event
-from harness.history.synthetic import IMPLIED, expected_counts, generate_history
+from harness.testing.synthetic import IMPLIED, expected_counts, generate_history
 
 # Reference checkers not landed yet; empty this set as they land.
 REFERENCE_NOT_YET: set[str] = set()

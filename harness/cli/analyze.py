@@ -14,6 +14,7 @@ from rich.table import Table
 from harness import exitcodes
 from harness.cli import app
 from harness.cli.run import check_spark_master, fail
+from harness.rundir import RunDir
 
 if TYPE_CHECKING:
     from checkers.analyze import AnalysisResult
@@ -110,7 +111,7 @@ def analyze(
     try:
         with interruptible():
             result = run_analysis(run_dir, spark_master, console=console)
-        why = inconclusive.apply(result.run_dir, result.analysis)
+        why = inconclusive.apply(RunDir(result.run_dir), result.analysis)
     except KeyboardInterrupt:
         console.quiet = True  # the checkers' threads report their cancelled jobs meanwhile
         raise fail(
@@ -138,7 +139,7 @@ def _failure(exc: Exception, run_dir: Path) -> tuple[int, str]:
     described = exitcodes.describe(exc)
     if described is not None:
         return described
-    log_path = run_dir / "logs" / "analyze.log"
+    log_path = RunDir(run_dir).analyze_log
     try:
         with log_path.open("a") as log:
             log.write("".join(traceback.format_exception(exc)))
@@ -148,7 +149,7 @@ def _failure(exc: Exception, run_dir: Path) -> tuple[int, str]:
     text = str(exc)
     if "FAILED_READ_FILE" in text:
         return exitcodes.BAD_INPUT, (
-            f"{run_dir}/history.parquet cannot be read (corrupt); delete it and analyse "
+            f"{RunDir(run_dir).parquet} cannot be read (corrupt); delete it and analyse "
             f"again to rebuild it from history/*.jsonl{where}"
         )
     first = text.strip().splitlines()[0][:200] if text.strip() else type(exc).__name__
@@ -164,17 +165,14 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
         err.print(f"[red]error:[/] {source}: no such file; pass a Jepsen history.edn or .json")
         raise typer.Exit(EXIT_BAD_INPUT)
     from harness.importers.jepsen import SCENARIO, JepsenImportError, import_history
-    from harness.runner.rundir import LATEST, create_run_dir
 
-    run_dir = create_run_dir(runs, SCENARIO, 0)
+    run_dir = RunDir.create(runs, SCENARIO, 0)
     try:
-        summary = import_history(source, run_dir)
+        summary = import_history(source, run_dir.path)
     except JepsenImportError as e:
         # Half a history is no run: nothing may analyse it later as if it were one.
-        shutil.rmtree(run_dir, ignore_errors=True)
-        latest = runs / LATEST
-        if latest.is_symlink() and not latest.exists():
-            latest.unlink()
+        shutil.rmtree(run_dir.path, ignore_errors=True)
+        run_dir.runs.drop_dangling_latest()
         err.print(f"[red]error:[/] {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     console.print(
@@ -182,7 +180,7 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
         f"sends acknowledged, {summary.polled:,} messages polled) as {summary.events:,} "
         f"events in {summary.seconds:.1f}s"
     )
-    return run_dir
+    return run_dir.path
 
 
 def _report(run_dir: Path, console: Console, err: Console) -> None:

@@ -15,10 +15,10 @@ from rich.markup import escape
 from harness import exitcodes
 from harness.cli import app
 from harness.cli.run import BACKEND_OPTION, check_spark_master, enter_backend, parse_duration
+from harness.rundir import RunsDir
 
 EXIT_FORBIDDEN = exitcodes.VERDICT
 EXIT_RUN_ERROR = exitcodes.LAB_FAILED
-MATRIX_JSON = "matrix.json"
 
 
 @app.command()
@@ -210,4 +210,4 @@ def _write_matrix_json(runs_dir: Path, result: Any) -> None:
             for c in result.skipped
         ],
     }
-    (runs_dir / MATRIX_JSON).write_text(json.dumps(data, indent=2) + "\n")
+    RunsDir(runs_dir).matrix_json.write_text(json.dumps(data, indent=2) + "\n")

@@ -24,11 +24,10 @@ from harness.cli.run import (
     print_result,
     progress,
 )
+from harness.rundir import RunsDir
 
 if TYPE_CHECKING:
     from harness.runner.runner import RunResult
-
-INDEX_JSON = "index.json"
 
 
 @app.command()
@@ -192,7 +191,7 @@ def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wal
                 "wall_s": round(r.wall_s, 1),
             }
         )
-    path = runs_dir / INDEX_JSON
+    path = RunsDir(runs_dir).index_json
     runs_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(
         json.dumps(

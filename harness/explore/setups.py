@@ -18,7 +18,7 @@ from harness.explore.sim.kv import KeyValueStore
 from harness.explore.sim.log import LogBroker
 from harness.explore.sim.machine import DbSim, Sim, SimResult
 from harness.explore.sim.queue import Message, Queue
-from harness.history.schema import EventType, FaultPhase, Mark, MsgAction, OpPhase
+from harness.history.schema import FaultPhase, Mark, MsgAction, OpPhase
 
 CLIENTS = ("c1", "c2", "c3")
 KEYS = ("k1", "k2")
@@ -141,9 +141,8 @@ class CdcSim(DbSim):
         if not self.counter:
             return self.apply_newer(self.store, "g", self.consumer.process, partition, rec)
         value = self.store.increment(rec.key, rec.version)
-        self.rec.emit(
-            EventType.MSG,
-            action=MsgAction.APPLY,
+        self.rec.msg(
+            MsgAction.APPLY,
             consumer="g",
             process=self.consumer.process,
             channel=self.channel,
@@ -161,9 +160,8 @@ class CdcSim(DbSim):
     def commit(self) -> Step | None:
         moved = self.consumer.commit()
         for partition, offset in moved:
-            self.rec.emit(
-                EventType.MSG,
-                action=MsgAction.COMMIT,
+            self.rec.msg(
+                MsgAction.COMMIT,
                 consumer="g",
                 process=self.consumer.process,
                 channel=self.channel,
@@ -238,9 +236,8 @@ class AmqpSim(DbSim):
             return None
         msg, attempt = got
         self.holding[w] = (msg, attempt)
-        self.rec.emit(
-            EventType.MSG,
-            action=MsgAction.DELIVER,
+        self.rec.msg(
+            MsgAction.DELIVER,
             consumer=self.group,
             process=self.process(w),
             channel=self.channel,
@@ -266,9 +263,9 @@ class AmqpSim(DbSim):
         )
         # A plain worker overwrites: updates of one key do not commute.
         self.cache.put(msg.key, msg.value, msg.version)
-        self.rec.emit(EventType.MSG, action=MsgAction.APPLY, store="cache", **common)
+        self.rec.msg(MsgAction.APPLY, store="cache", **common)
         self.tally.effect("cache", msg.key, msg.value, msg.version, msg.msg_id)
-        self.rec.emit(EventType.MSG, action=MsgAction.ACK, attempt=attempt, **common)
+        self.rec.msg(MsgAction.ACK, attempt=attempt, **common)
         return Step(Action.APPLY, w, msg.key, msg.value)
 
     def drain(self) -> None:
@@ -456,9 +453,8 @@ class EventSourcedSim(Sim):
         if version is None:
             return None
         msg_id = f"e{self.store.position}"
-        self.rec.emit(
-            EventType.MSG,
-            action=MsgAction.PRODUCE,
+        self.rec.msg(
+            MsgAction.PRODUCE,
             channel=self.channel,
             partition=0,
             offset=self.store.position - 1,
@@ -489,13 +485,11 @@ class EventSourcedSim(Sim):
                 key=agg,
                 version=version,
             )
-            self.rec.emit(
-                EventType.MSG, action=MsgAction.DELIVER, value=str(delta), attempt=1, **common
-            )
+            self.rec.msg(MsgAction.DELIVER, value=str(delta), attempt=1, **common)
             self.tally.deliver("projection", "projection#1", msg_id, agg, version)
             total = str(int(self.projection.rows.get(agg, ("0", None))[0]) + delta)
             self.projection.put(agg, total, version)
-            self.rec.emit(EventType.MSG, action=MsgAction.APPLY, store=store, value=total, **common)
+            self.rec.msg(MsgAction.APPLY, store=store, value=total, **common)
             self.tally.effect(store, agg, total, version, msg_id)
         self.mark(Mark.CONSUMER_DONE, consumer="projection", channel=self.channel)
         self.tally.done("projection", self.channel)

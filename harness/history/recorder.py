@@ -25,10 +25,11 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Unpack
 
 import orjson
 
+from harness.history import events
 from harness.history.errors import HistoryError
 from harness.history.layout import HISTORY_DIR, SEGMENT_SUFFIX
 from harness.history.schema import (
@@ -38,15 +39,11 @@ from harness.history.schema import (
     EventType,
     FaultPhase,
     Mark,
-    MsgAction,
     OpPhase,
     RunHeader,
 )
 
 _EVENT_TYPES = frozenset(t.value for t in EventType)
-_OP_PHASES = frozenset(p.value for p in OpPhase)
-_COMPLETIONS = _OP_PHASES - {OpPhase.INVOKE.value}
-_MSG_ACTIONS = frozenset(a.value for a in MsgAction)
 _ROLE = re.compile(r"[A-Za-z0-9_.]+")
 _INT_COLUMNS = frozenset(INT_COLUMNS)
 _STR_COLUMNS = frozenset(COLUMNS) - _INT_COLUMNS
@@ -190,38 +187,9 @@ class Recorder:
             fields.pop("time", None)
         self._emit(fields)
 
-    def op(
-        self,
-        process: str,
-        phase: str,
-        f: str,
-        *,
-        op_id: str | None = None,
-        key: str | None = None,
-        value: str | None = None,
-        version: int | None = None,
-        store: str | None = None,
-        error: str | None = None,
-        extra: dict[str, Any] | None = None,
-        time: int | None = None,
-    ) -> None:
+    def op(self, process: str, phase: str, f: str, **fields: Unpack[events.OpFields]) -> None:
         """Record one OP event (an invocation or a completion) as given."""
-        if phase not in _OP_PHASES:
-            raise ValueError(f"op phase {phase!r} is not one of {sorted(_OP_PHASES)}")
-        self._emit_fields(
-            type=EventType.OP.value,
-            time=time,
-            process=process,
-            phase=phase,
-            f=f,
-            op_id=op_id,
-            key=key,
-            value=value,
-            version=version,
-            store=store,
-            error=error,
-            extra=extra,
-        )
+        self._emit_fields(events.op(process, phase, f, **fields))
 
     def invoke(
         self,
@@ -262,8 +230,10 @@ class Recorder:
         Process, f, key and store repeat those of the invocation; `value` defaults to
         the invoked value (a write) and is what was read for a read.
         """
-        if phase not in _COMPLETIONS:
-            raise ValueError(f"completion phase {phase!r} is not one of {sorted(_COMPLETIONS)}")
+        if phase not in events.COMPLETIONS:
+            raise ValueError(
+                f"completion phase {phase!r} is not one of {sorted(events.COMPLETIONS)}"
+            )
         try:
             inv = self._inflight_ops.pop(op_id)
         except KeyError:
@@ -281,48 +251,9 @@ class Recorder:
             extra=extra,
         )
 
-    def msg(
-        self,
-        action: str,
-        *,
-        channel: str | None = None,
-        msg_id: str | None = None,
-        key: str | None = None,
-        value: str | None = None,
-        version: int | None = None,
-        partition: int | None = None,
-        offset: int | None = None,
-        consumer: str | None = None,
-        process: str | None = None,
-        store: str | None = None,
-        attempt: int | None = None,
-        source_pos: int | None = None,
-        error: str | None = None,
-        extra: dict[str, Any] | None = None,
-        time: int | None = None,
-    ) -> None:
+    def msg(self, action: str, **fields: Unpack[events.MsgFields]) -> None:
         """Record one step of a message's life (produce, deliver, apply, skip, ack, commit)."""
-        if action not in _MSG_ACTIONS:
-            raise ValueError(f"msg action {action!r} is not one of {sorted(_MSG_ACTIONS)}")
-        self._emit_fields(
-            type=EventType.MSG.value,
-            time=time,
-            action=action,
-            channel=channel,
-            msg_id=msg_id,
-            key=key,
-            value=value,
-            version=version,
-            partition=partition,
-            offset=offset,
-            consumer=consumer,
-            process=process,
-            store=store,
-            attempt=attempt,
-            source_pos=source_pos,
-            error=error,
-            extra=extra,
-        )
+        self._emit_fields(events.msg(action, **fields))
 
     def fault(
         self,
@@ -335,16 +266,8 @@ class Recorder:
         extra: dict[str, Any] | None = None,
     ) -> None:
         """Record a fault window opening (`start`) or closing (`stop`) as given."""
-        if phase not in (FaultPhase.START, FaultPhase.STOP):
-            raise ValueError(f"fault phase {phase!r} is not 'start' or 'stop'")
         self._emit_fields(
-            type=EventType.FAULT.value,
-            phase=phase,
-            kind=kind,
-            target=target,
-            fault_id=fault_id,
-            error=error,
-            extra=extra,
+            events.fault(phase, kind, target=target, fault_id=fault_id, error=error, extra=extra)
         )
 
     def fault_start(
@@ -376,21 +299,15 @@ class Recorder:
     def state(
         self,
         store: str,
-        key: str,
+        key: str | None,
         value: str | None,
         *,
         version: int | None = None,
         extra: dict[str, Any] | None = None,
     ) -> None:
-        """Record one key of one store's final state (after heal and quiescence)."""
-        self._emit_fields(
-            type=EventType.STATE.value,
-            store=store,
-            key=key,
-            value=value,
-            version=version,
-            extra=extra,
-        )
+        """Record one key of one store's final state (after heal and quiescence); `key`
+        None records a store read empty."""
+        self._emit_fields(events.state(store, key, value, version=version, extra=extra))
 
     def mark(
         self,
@@ -404,19 +321,14 @@ class Recorder:
     ) -> None:
         """Record a named point of the run (a `harness.history.Mark` value, or another)."""
         self._emit_fields(
-            type=EventType.MARK.value,
-            kind=kind,
-            consumer=consumer,
-            channel=channel,
-            store=store,
-            process=process,
-            extra=extra,
+            events.mark(
+                kind, consumer=consumer, channel=channel, store=store, process=process, extra=extra
+            )
         )
 
     # --- internals ---------------------------------------------------------------------
 
-    def _emit_fields(self, **fields: Any) -> None:
-        event = {k: v for k, v in fields.items() if v is not None}
+    def _emit_fields(self, event: events.Fields) -> None:
         extra = event.get("extra")
         if extra is not None and not isinstance(extra, str):
             event["extra"] = _json_text(extra)

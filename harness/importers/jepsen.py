@@ -15,7 +15,6 @@ holds the operations in flight and the keys, never the history.
 
 from __future__ import annotations
 
-import json
 import os
 import time as _time
 from collections.abc import Iterable, Iterator
@@ -29,6 +28,7 @@ import orjson
 from harness.history.recorder import Recorder
 from harness.history.schema import Event, EventType, FaultPhase, Mark, RunHeader
 from harness.importers import edn
+from harness.rundir import RunDir
 
 CONSUMER = "jepsen"
 """The one logical consumer every Jepsen process polls for: a message is lost when no
@@ -196,10 +196,7 @@ def _write_config(run: Path, source: Path, summary: ImportSummary) -> None:
         },
         "foreign_names": {"tool": "Jepsen", "kinds": JEPSEN_NAMES},
     }
-    path = run / "config.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    RunDir(run).write_config(config)
 
 
 @dataclass(slots=True)

@@ -130,7 +130,9 @@ class Nemesis:
         raise ValueError(f"fault kind {spec.kind!r} has no action")
 
     def _app_crash(self, spec: FaultSpec) -> actions.Undo:
-        """Arm a crash at the step point `point` (default: between the two writes)."""
+        """Arm a crash at the step point `point` (default: between the two writes): a
+        SIGKILL of the application process where the setup runs one (dual-write), an
+        AppCrash raised in the client where its clients are threads."""
         point = spec.params.get("point", "after-source-write")
         p = float(spec.params.get("p", 1.0))
         rng = random.Random(f"{self.ctx.seed}/app-crash/{spec.at}")
@@ -142,8 +144,13 @@ class Nemesis:
             with rng_lock:
                 hit = rng.random() < p
             if hit:
-                self.rec.mark("app-crash", process=process, extra={"point": point, "key": key})
-                raise AppCrash(f"{process} crashed at {point} writing {key}")
+                pid = self.setup.kill_app(process)
+                extra: dict[str, Any] = {"point": point, "key": key}
+                if pid is not None:
+                    extra["pid"] = pid  # the process the SIGKILL ended
+                self.rec.mark("app-crash", process=process, extra=extra)
+                if pid is None:
+                    raise AppCrash(f"{process} crashed at {point} writing {key}")
 
         self.ctx.steps.add(hook)
         return lambda: self.ctx.steps.remove(hook)

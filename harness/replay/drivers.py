@@ -34,10 +34,9 @@ class Driver(ABC):
     def __init__(self, turnstile: Turnstile, params: dict[str, Any]) -> None:
         self.turnstile = turnstile
 
-    def prepare(self, ctx: SetupContext) -> None:
-        """Prepare and start the real setup; every step point goes through the turnstile."""
+    def start(self, ctx: SetupContext) -> None:
+        """Start the prepared setup; every step point goes through the turnstile."""
         ctx.steps.add(self.turnstile.hook)
-        self.setup.prepare(ctx)
         self.setup.start()
 
     @abstractmethod
@@ -53,8 +52,9 @@ class DualWriteDriver(Driver):
     """`dual-write`, `dual-write-crash`: clients writing PostgreSQL, then the Redis cache.
 
     `db-write` starts the client's write and holds it at `after-source-write`;
-    `cache-write` lets it finish; a client `crash` makes it die there (AppCrash, with the
-    `app-crash` mark the nemesis would record) and a new instance takes its name.
+    `cache-write` lets it finish; a client `crash` SIGKILLs its application process
+    there (with the `app-crash` mark the nemesis would record) and a new instance takes
+    its name.
     """
 
     def __init__(self, turnstile: Turnstile, params: dict[str, Any]) -> None:
@@ -80,6 +80,9 @@ class DualWriteDriver(Driver):
                 raise ReplayError(f"{what}: {actor} stopped at {where}, not {AFTER_SOURCE_WRITE}")
         elif step.action in (Action.CACHE_WRITE, Action.CRASH):
             crash = step.action == Action.CRASH
+            if crash:
+                # A real crash: the instance's process dies while held between its writes.
+                self.setup.kill_app(actor)
             where = self.turnstile.release(actor, what, crash=crash)
             if where != IDLE:
                 raise ReplayError(f"{what}: {actor} stopped again at {where}")
@@ -137,12 +140,12 @@ class CdcDriver(Driver):
         """The consumer process standing for the simulator's `g`."""
         return self.setup.consumers[0]
 
-    def prepare(self, ctx: SetupContext) -> None:
-        """Prepare the pipeline, start the consumer in stepped mode and a capture reader."""
+    def start(self, ctx: SetupContext) -> None:
+        """Start the prepared pipeline with its consumer in stepped mode, and a capture
+        reader."""
         ctx.steps.add(self.turnstile.hook)
-        self.setup.prepare(ctx)
         for c in self.setup.consumers:
-            c.config.control_path = str(ctx.work_dir / "logs" / f"{c.name}.control.json")
+            c.config.control_path = str(ctx.logs / f"{c.name}.control.json")
         self.setup.start()
         self.reader = Consumer(
             {

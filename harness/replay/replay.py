@@ -1,8 +1,7 @@
 """Replay an explored schedule on the real stack, into a normal run directory.
 
-    schedule.json -> run folder (config.json names the schedule) -> recorder -> stack ->
-    real setup under a fresh namespace -> every step forced through the turnstile ->
-    workload-done, healed -> quiesce -> final `state` of every store -> END mark
+    schedule.json -> run folder (config.json names the schedule) -> lifecycle.execute
+    with a driver that forces every step through the turnstile (harness.runner.lifecycle)
 
 The run is then judged like any other (the CLI runs the Spark analysis); `compare`
 says whether it shows the anomaly kinds the simulator saved in the schedule.
@@ -12,23 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.explore.schedule import Action, Schedule
-from harness.history.recorder import Recorder
-from harness.history.schema import Mark, RunHeader
-from harness.replay.drivers import DRIVERS
+from harness.replay.drivers import DRIVERS, Driver
 from harness.replay.turnstile import ReplayError, Turnstile
-from harness.runner.clean_stack import clean, run_lease
-from harness.runner.rundir import create_run_dir, namespace_for, write_config
-from harness.runner.stack_use import acquire_stack, service_logs
-from harness.services.stack import Stack
+from harness.rundir import RunDir
+from harness.runner.lifecycle import RunPlan, execute, run_log
 from harness.setups.base import SetupContext
-from reports.versions import component_versions
 
 log = logging.getLogger("driftlab.replay")
 
@@ -92,75 +86,57 @@ def replay(
     then closed without its END mark) when a step cannot be forced.
     """
     check_replayable(schedule)
-    turnstile = Turnstile(step_timeout)
-    driver = DRIVERS[schedule.setup](turnstile, schedule.params)
+    driver = DRIVERS[schedule.setup](Turnstile(step_timeout), schedule.params)
     scenario = scenario_name(schedule)
-    run_dir = create_run_dir(runs_dir, scenario, seed)
-    run_id = f"{run_dir.parent.name}/{run_dir.name}"
-    params = {"setup": driver.setup.name, "setup_params": driver.params}
-    write_config(
-        run_dir,
-        {
-            "scenario": scenario,
-            "seed": seed,
-            "run_id": run_id,
-            "params": params,
+    run_dir = RunDir.create(runs_dir, scenario, seed)
+    plan = RunPlan(
+        scenario=scenario,
+        seed=seed,
+        params={"setup": driver.setup.name, "setup_params": driver.params},
+        setup_params=dict(driver.params),
+        config={
             "schedule": {"path": str(source) if source else None, **_schedule_doc(schedule)},
             "expectations": {a["kind"]: "present" for a in schedule.anomalies},
-            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "versions": component_versions(driver.setup.services),
         },
+        quiesce_timeout=QUIESCE_TIMEOUT,
     )
-    rec = Recorder(run_dir, RunHeader(run_id, scenario, seed, params=params))
-    completed = False
-    try:
-        with (
-            acquire_stack(driver.setup.services, stack) as live,
-            service_logs(live, driver.setup.services, run_dir / "logs"),
-            contextlib.ExitStack() as scope,
-        ):
-            ctx = SetupContext(
-                namespace=namespace_for(scenario),
-                stack=live,
-                recorder=rec,
-                work_dir=run_dir,
-                params=dict(driver.params),
-                seed=seed,
-            )
-            if isinstance(live, Stack):
-                # A replay is a run like any other: from a clean stack (runner.clean_stack).
-                for line in clean(live).lines():
-                    log.warning("stack: removed %s", line)
-                scope.enter_context(run_lease(live, ctx.namespace))
-            try:
-                driver.prepare(ctx)
-                for i, step in enumerate(schedule.steps[:-1], start=1):
-                    log.info("step %d: %s", i, step)
-                    driver.step(i, step)
-                driver.finish()
-                rec.mark(Mark.WORKLOAD_DONE)
-                rec.mark(Mark.HEALED)
-                if driver.setup.quiesce(QUIESCE_TIMEOUT):
-                    rec.mark(Mark.QUIESCED)
-                for store, items in driver.setup.final_states().items():
-                    if not items:
-                        # A store read empty still says so, as in the simulator: without
-                        # it the divergence checker cannot tell an empty cache from none.
-                        rec.state(store, None, None)  # type: ignore[arg-type]
-                    for key, (value, version) in sorted(items.items()):
-                        rec.state(store, key, value, version=version)
-                completed = True
-            finally:
-                # Already done on success; after a failure it must not hide the cause.
-                with contextlib.suppress(ReplayError):
-                    driver.finish()
-                driver.setup.teardown()
-    finally:
-        if completed:
-            rec.end()
-        else:
-            rec.close()  # no END mark: readers see a replay cut short
-    return run_dir
+    with run_log(run_dir):
+        ex = execute(run_dir, driver.setup, _ScheduleDriver(driver, schedule), plan, stack=stack)
+    if ex.error is not None:
+        raise ex.error
+    if ex.interrupted:
+        raise KeyboardInterrupt
+    return run_dir.path
+
+
+class _ScheduleDriver:
+    """A lifecycle Driver that forces the schedule's steps, one at a time."""
+
+    def __init__(self, driver: Driver, schedule: Schedule) -> None:
+        self.driver = driver
+        self.steps = schedule.steps[:-1]  # the last one is the quiesce
+        self.finished = False
+
+    def start(self, ctx: SetupContext) -> None:
+        """Start the setup and the turnstile's actors."""
+        self.driver.start(ctx)
+
+    def drive(self, stop: threading.Event) -> bool:
+        """Force every step in order, then stop the actors (True: stopped early)."""
+        for i, step in enumerate(self.steps, start=1):
+            if stop.is_set():
+                return True
+            log.info("step %d: %s", i, step)
+            self.driver.step(i, step)
+        self.driver.finish()
+        self.finished = True
+        return False
+
+    def heal(self) -> None:
+        """After a failed step: stop the actors without hiding the step's error."""
+        if not self.finished:
+            with contextlib.suppress(ReplayError):
+                self.driver.finish()
 
 
 def _schedule_doc(schedule: Schedule) -> dict[str, Any]:

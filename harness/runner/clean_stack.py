@@ -31,11 +31,11 @@ from psycopg import sql
 from harness.exitcodes import LabFailure
 from harness.services.base import ServiceError
 from harness.services.process import read_start_time
+from harness.setups.base import NAMESPACE_PREFIX
 
 log = logging.getLogger("driftlab.runner")
 
 LEASES = "leases"
-RUN_PREFIX = "dl_"  # every run namespace starts so (harness.runner.rundir.namespace_for)
 SLOT_PREFIX = "dbz_"  # DebeziumPostgres.slot: dbz_<connector name>
 
 
@@ -95,7 +95,7 @@ def run_lease(stack: Any, namespace: str) -> Iterator[None]:
 
 def _dead(name: str, prefix: str, alive: set[str]) -> bool:
     """Whether a resource named `<prefix><namespace>...` belongs to no live run."""
-    if not name.startswith(prefix + RUN_PREFIX):
+    if not name.startswith(prefix + NAMESPACE_PREFIX):
         return False
     rest = name.removeprefix(prefix)
     return not any(rest == ns or rest.startswith(ns + "_") for ns in alive)

@@ -6,31 +6,30 @@ not "not reproduced" and never "reproduced"; a forbidden anomaly it found stays 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from checkers.verdict import UNEXPECTED
-from harness.history.layout import PARQUET_NAME
 from harness.history.schema import EventType, FaultPhase
+from harness.rundir import RunDir, write_json_atomically
 
 INCONCLUSIVE = "inconclusive"
 
 
-def reasons(run_dir: Path) -> list[str]:
+def reasons(run_dir: RunDir) -> list[str]:
     """Why the analysed run at `run_dir` cannot support its verdict (empty: it can).
 
     Reads config.json's fault schedule and the `type`, `phase` and `error` columns of
     history.parquet (written by the analysis).
     """
-    table = pq.read_table(run_dir / PARQUET_NAME, columns=["type", "phase", "error"])
+    table = pq.read_table(run_dir.parquet, columns=["type", "phase", "error"])
     types = table.column("type")
     out = []
     if not pc.any(pc.equal(types, EventType.OP.value)).as_py():
         out.append("the workload never ran: the history holds no client operation")
-    config = json.loads((run_dir / "config.json").read_text())
+    config = json.loads(run_dir.config.read_text())
     scheduled = len(config.get("params", {}).get("faults", []))
     if scheduled:
         faults = table.filter(pc.equal(types, EventType.FAULT.value))
@@ -47,7 +46,7 @@ def reasons(run_dir: Path) -> list[str]:
     return out
 
 
-def apply(run_dir: Path, analysis: dict[str, Any]) -> list[str]:
+def apply(run_dir: RunDir, analysis: dict[str, Any]) -> list[str]:
     """Mark the analysis inconclusive when `reasons` finds any, in analysis.json too
     (the report reads it); returns the reasons. A forbidden anomaly is kept."""
     why = reasons(run_dir)
@@ -55,8 +54,5 @@ def apply(run_dir: Path, analysis: dict[str, Any]) -> list[str]:
         return []
     analysis["verdict"] = INCONCLUSIVE
     analysis["inconclusive"] = why
-    path = run_dir / "analysis.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(analysis, indent=2))
-    tmp.replace(path)
+    write_json_atomically(run_dir.analysis, analysis)
     return why

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.rundir import RunDir
 from harness.runner.runner import EXIT_INTERRUPTED, EXIT_OK, RunResult
 from scenarios.model import Scenario
 from scenarios.registry import all_scenarios
-
-REPORT_NAME = "report.html"
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,7 @@ class Outcome:
     @property
     def report(self) -> Path | None:
         """RUN_DIR/report.html, when the runner wrote it."""
-        path = Path(self.result.run_dir) / REPORT_NAME
+        path = RunDir(self.result.run_dir).report
         return path if path.exists() else None
 
     def reproduce(self) -> str:
@@ -77,7 +76,7 @@ class Outcome:
         lines = [self.headline()]
         if self.result.error:
             lines.append(f"  run failed: {self.result.error}")
-            lines.append(f"  log: {Path(self.result.run_dir) / 'logs' / 'runner.log'}")
+            lines.append(f"  log: {RunDir(self.result.run_dir).runner_log}")
         for kind, n in sorted(self.forbidden.items()):
             lines.append(f"  forbidden anomaly {kind}: {n}{self._example(kind)}")
         for kind in self.missing:
@@ -105,13 +104,13 @@ def _first_of_claim(registry: dict[str, Scenario], claim: str) -> str | None:
 def outcome_of(result: RunResult, scenario: Scenario, duration: float | None = None) -> Outcome:
     """The outcome of a finished run, read from its analysis outputs (absent outputs
     give an outcome with the runner's error or verdict only)."""
-    run_dir = Path(result.run_dir)
-    analysis = _read_json(run_dir / "analysis.json")
+    run_dir = RunDir(result.run_dir)
+    analysis = _read_json(run_dir.analysis)
     counts = {k: int(v) for k, v in (analysis.get("counts") or result.counts).items() if v}
     forbidden = {k: counts[k] for k in analysis.get("forbidden_found", []) if k in counts}
     missing = list(analysis.get("expected_missing", []))
     found = {k: n for k, n in counts.items() if k not in forbidden}
-    kinds = _read_json(run_dir / "examples.json").get("kinds") or {}
+    kinds = _read_json(run_dir.examples).get("kinds") or {}
     examples = {k: _example_line(kinds.get(k) or {}) for k in counts}
     return Outcome(
         result,

@@ -1,8 +1,7 @@
 """One run of one scenario, from a fresh run directory to a verdict.
 
-    run folder + config.json -> recorder -> stack (reused or started) -> setup prepared
-    under a fresh namespace -> workload and nemesis concurrently -> heal -> quiesce ->
-    final reads of every store as `state` events -> END mark -> analysis -> verdict
+    run folder -> lifecycle.execute with the WorkloadDriver (workload and nemesis
+    concurrently) -> analysis -> inconclusive? -> verdict, logs/run.json, report.html
 
 SIGINT and SIGTERM stop the workload and the nemesis, heal every fault and close the
 history (without its END mark: the run was cut short); a second signal stops waiting.
@@ -18,25 +17,18 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness import exitcodes
-from harness.exitcodes import BadInput
-from harness.history.recorder import Recorder
-from harness.history.schema import Mark, RunHeader
-from harness.nemesis import Nemesis
+from harness.rundir import RunDir
 from harness.runner import inconclusive
-from harness.runner.clean_stack import clean, run_lease
-from harness.runner.rundir import create_run_dir, namespace_for, write_config
-from harness.runner.stack_use import acquire_stack, service_logs
-from harness.services.stack import Stack
+from harness.runner.lifecycle import RunPlan, execute, run_log
+from harness.runner.workload_driver import Tick, WorkloadDriver
 from harness.setups import SETUPS
-from harness.setups.base import SetupContext
-from harness.workload import Workload, WorkloadStats
-from reports.versions import component_versions
+from harness.workload import WorkloadStats
 from scenarios.model import Scenario
 
 log = logging.getLogger("driftlab.runner")
@@ -46,9 +38,6 @@ EXIT_VERDICT = exitcodes.VERDICT  # not reproduced, or an unexpected (forbidden)
 EXIT_BAD_INPUT = exitcodes.BAD_INPUT  # the scenario's parameters cannot be used
 EXIT_LAB_FAILED = exitcodes.LAB_FAILED  # the lab failed: services, disk, Spark
 EXIT_INTERRUPTED = exitcodes.INTERRUPTED
-
-Tick = Callable[[str, float, WorkloadStats], None]
-"""`tick(phase, elapsed_s, stats)`: progress for the terminal."""
 
 
 @dataclass
@@ -101,23 +90,6 @@ class _Signals:
                 signal.signal(sig, old)
 
 
-@contextlib.contextmanager
-def _run_log(run_dir: Path) -> Iterator[None]:
-    """Send the harness's log records to logs/runner.log for the run's duration."""
-    handler = logging.FileHandler(run_dir / "logs" / "runner.log")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("driftlab")
-    root.addHandler(handler)
-    old_level = root.level
-    root.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
-        handler.close()
-
-
 def run_scenario(
     scenario: Scenario,
     *,
@@ -137,52 +109,46 @@ def run_scenario(
     """
     scenario.validate()
     started = time.monotonic()
-    run_dir = create_run_dir(runs_dir, scenario.name, seed)
-    run_id = f"{run_dir.parent.name}/{run_dir.name}"
-    params = scenario.to_config()
-    write_config(
-        run_dir,
-        {
-            "scenario": scenario.name,
-            "seed": seed,
-            "run_id": run_id,
-            "claim": scenario.claim,
-            "params": params,
-            "expectations": dict(scenario.expectations),
-            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "versions": component_versions(SETUPS[scenario.setup].services),
-        },
+    run_dir = RunDir.create(runs_dir, scenario.name, seed)
+    setup = SETUPS[scenario.setup]()
+    driver = WorkloadDriver(scenario, setup, seed, tick)
+    plan = RunPlan(
+        scenario=scenario.name,
+        seed=seed,
+        params=scenario.to_config(),
+        setup_params=dict(scenario.setup_params),
+        config={"claim": scenario.claim, "expectations": dict(scenario.expectations)},
+        quiesce_timeout=scenario.quiesce_timeout,
     )
-    result = RunResult(run_dir, scenario.name, seed)
+    result = RunResult(run_dir.path, scenario.name, seed)
     signals = _Signals()
     if stop is not None:
         signals.stop = stop
-    with _run_log(run_dir):
+    with run_log(run_dir):
         with signals.installed():
-            log.info("run %s: scenario %s seed %d", run_id, scenario.name, seed)
-            rec = Recorder(run_dir, RunHeader(run_id, scenario.name, seed, params=params))
-            try:
-                _execute(scenario, seed, run_dir, rec, stack, signals, result, tick)
-                # A signal during the quiesce or the final reads also cuts the run short.
-                result.interrupted = result.interrupted or signals.stop.is_set()
-            except KeyboardInterrupt:
-                result.interrupted = True
-            except Exception as exc:
-                log.exception("run %s failed", run_id)
-                result.exit_code, result.error = _failure(exc)
-            finally:
-                if result.interrupted or result.error or rec.failure:
-                    rec.close()  # no END mark: readers see a history cut short
-                else:
-                    rec.end()
-            if rec.failure is not None and not result.interrupted:
-                log.error("recording the history failed: %s", rec.failure)
-                result.exit_code = EXIT_LAB_FAILED
-                problem = exitcodes.os_problem(rec.failure) or str(rec.failure)
-                result.error = (
-                    f"the history stops early: {problem}; what was recorded is readable "
-                    f"(`driftlab analyze {run_dir}` once there is room)"
-                )
+            log.info("run %s: scenario %s seed %d", run_dir.run_id, scenario.name, seed)
+            ex = execute(
+                run_dir,
+                setup,
+                driver,
+                plan,
+                stack=stack,
+                stop=signals.stop,
+                on_phase=lambda phase: tick(phase, 0.0, driver.stats) if tick else None,
+            )
+        result.interrupted, result.quiesced = ex.interrupted, ex.quiesced
+        result.stats = driver.stats
+        result.fault_windows, result.fault_errors = driver.fault_windows, driver.fault_errors
+        if ex.error is not None:
+            result.exit_code, result.error = _failure(ex.error)
+        if ex.recorder_failure is not None and not result.interrupted:
+            log.error("recording the history failed: %s", ex.recorder_failure)
+            result.exit_code = EXIT_LAB_FAILED
+            problem = exitcodes.os_problem(ex.recorder_failure) or str(ex.recorder_failure)
+            result.error = (
+                f"the history stops early: {problem}; what was recorded is readable "
+                f"(`driftlab analyze {run_dir}` once there is room)"
+            )
         if result.interrupted:
             result.exit_code = EXIT_INTERRUPTED
         elif result.error is None and analyze:
@@ -197,85 +163,7 @@ def run_scenario(
     return result
 
 
-def _execute(
-    scenario: Scenario,
-    seed: int,
-    run_dir: Path,
-    rec: Recorder,
-    stack: Any,
-    signals: _Signals,
-    result: RunResult,
-    tick: Tick | None,
-) -> None:
-    setup = SETUPS[scenario.setup]()
-    if tick:
-        tick("stack", 0.0, result.stats)
-    with (
-        acquire_stack(setup.services, stack) as live_stack,
-        service_logs(live_stack, setup.services, run_dir / "logs"),
-        contextlib.ExitStack() as scope,
-    ):
-        ctx = SetupContext(
-            namespace=namespace_for(scenario.name),
-            stack=live_stack,
-            recorder=rec,
-            work_dir=run_dir,
-            params=dict(scenario.setup_params),
-            seed=seed,
-        )
-        log.info("namespace %s", ctx.namespace)
-        if isinstance(live_stack, Stack):
-            for line in clean(live_stack).lines():
-                log.warning("stack: removed %s", line)
-            log.info("stack: every link healed and free of toxics, no leftovers")
-            scope.enter_context(run_lease(live_stack, ctx.namespace))
-        try:
-            setup.prepare(ctx)
-        except ValueError as exc:
-            # Setups check their parameters here: the scenario's input, not the lab.
-            raise BadInput(str(exc)) from exc
-        # Torn down however the run ends: a run whose consumers failed to start once
-        # left its connector and replication slot behind.
-        scope.callback(setup.teardown)
-        workload = Workload(scenario.workload, setup, seed)
-        nemesis = Nemesis(scenario.faults, setup, ctx)
-        try:
-            setup.start()
-            nemesis.start()
-            workload.start()
-            t0 = time.monotonic()
-            while workload.alive():
-                if signals.stop.wait(0.25):
-                    result.interrupted = True
-                    workload.stop()
-                    break
-                if rec.failure is not None:
-                    workload.stop()  # the history cannot grow: the rest would be unjudged
-                    break
-                if tick:
-                    tick("workload", time.monotonic() - t0, workload.stats)
-            result.stats = workload.join(timeout=60)
-            rec.mark(Mark.WORKLOAD_DONE)
-        finally:
-            # Heal even when the run failed: no fault may outlive its run.
-            nemesis.heal_all()
-            rec.mark(Mark.HEALED)
-            result.fault_windows = nemesis.windows
-            result.fault_errors = nemesis.errors
-        if not result.interrupted:
-            if tick:
-                tick("quiesce", 0.0, result.stats)
-            result.quiesced = setup.quiesce(scenario.quiesce_timeout)
-            if result.quiesced:
-                rec.mark(Mark.QUIESCED)
-            else:
-                log.warning("not quiesced within %.0f s", scenario.quiesce_timeout)
-            for store, items in setup.final_states().items():
-                for key, (value, version) in sorted(items.items()):
-                    rec.state(store, key, value, version=version)
-
-
-def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | None) -> None:
+def _analyze(run_dir: RunDir, master: str | None, result: RunResult, tick: Tick | None) -> None:
     if tick:
         tick("analyze", 0.0, result.stats)
     t = time.monotonic()
@@ -289,7 +177,7 @@ def _analyze(run_dir: Path, master: str | None, result: RunResult, tick: Tick | 
 
     try:
         with interruptible():
-            analysis = analyze(run_dir, master=master).analysis
+            analysis = analyze(run_dir.path, master=master).analysis
     except KeyboardInterrupt:
         log.info("analysis of %s interrupted; the history is intact", run_dir)
         result.interrupted = result.analysis_interrupted = True
@@ -328,22 +216,22 @@ def _failure(exc: Exception) -> tuple[int, str]:
     return EXIT_LAB_FAILED, f"{type(exc).__name__}: {first}"
 
 
-def _write_report(run_dir: Path) -> None:
+def _write_report(run_dir: RunDir) -> None:
     """RUN_DIR/report.html from the analysis outputs; a report that fails to render
     is logged, never a failed run (`driftlab report RUN_DIR` renders it again)."""
     try:
         from reports.run_report import render_run_report
 
-        render_run_report(run_dir)
+        render_run_report(run_dir.path)
     except Exception:
         log.exception("the HTML report of %s failed; retry with driftlab report", run_dir)
 
 
-def _write_summary(run_dir: Path, result: RunResult) -> None:
+def _write_summary(run_dir: RunDir, result: RunResult) -> None:
     """logs/run.json: the runner's own figures (ops, rate, timings) for reports."""
     s = result.stats
     summary = {
-        "run_id": str(uuid.uuid5(uuid.NAMESPACE_URL, str(run_dir))),
+        "run_id": str(uuid.uuid5(uuid.NAMESPACE_URL, str(run_dir.path))),
         "verdict": result.verdict,
         "exit_code": result.exit_code,
         "interrupted": result.interrupted,
@@ -360,4 +248,4 @@ def _write_summary(run_dir: Path, result: RunResult) -> None:
         "wall_s": round(result.wall_s, 2),
         "analysis_s": round(result.analysis_s, 2),
     }
-    (run_dir / "logs" / "run.json").write_text(json.dumps(summary, indent=2) + "\n")
+    run_dir.summary.write_text(json.dumps(summary, indent=2) + "\n")

@@ -24,6 +24,8 @@ See docs/scenarios.md for a walk-through of writing a setup.
 
 from __future__ import annotations
 
+import re
+import secrets
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -31,9 +33,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.rundir import RunDir
+
 StepHook = Callable[[str, str, str], None]
 """`hook(point, process, key)`: runs when a client reaches a step point; it may block
 (replay) or raise `AppCrash` (a crash at that point)."""
+
+
+NAMESPACE_PREFIX = "dl_"
+"""Every run's namespace starts so: a stack's leftovers of runs are found by it."""
+
+
+def namespace_for(scenario: str) -> str:
+    """A lower-case SQL identifier unique to the run, for its tables, keys and topics."""
+    slug = re.sub(r"[^a-z0-9]+", "_", scenario.lower()).strip("_")[:24]
+    return f"{NAMESPACE_PREFIX}{slug}_{secrets.token_hex(4)}"
 
 
 class AppCrash(Exception):
@@ -69,6 +83,8 @@ class StepPoints:
 class Recorder(Protocol):
     """What a setup needs of harness.history.recorder.Recorder."""
 
+    failure: OSError | None  # why the history stopped growing (a full disk)
+
     def op(self, **fields: Any) -> Any: ...
     def msg(self, **fields: Any) -> Any: ...
     def mark(self, kind: str, **fields: Any) -> Any: ...
@@ -93,6 +109,11 @@ class SetupContext:
     params: dict[str, Any] = field(default_factory=dict)
     steps: StepPoints = field(default_factory=StepPoints)
     seed: int = 0
+
+    @property
+    def logs(self) -> Path:
+        """The run folder's logs/, for the logs and status files of the setup's processes."""
+        return RunDir(self.work_dir).logs
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +184,12 @@ class Setup(ABC):
         """A process the setup runs itself (a consumer) under `name`, as a
         harness.services.base.Service that crash, pause and restart faults act on; None
         when `name` is none of its own (the fault then targets the stack's service)."""
+        return None
+
+    def kill_app(self, process: str) -> int | None:
+        """SIGKILL the application instance `process` if the setup runs it as an OS
+        process, returning its pid; None when the setup's clients live in the harness
+        (an `app-crash` is then an AppCrash raised at the step point)."""
         return None
 
     @abstractmethod

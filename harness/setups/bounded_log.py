@@ -50,6 +50,7 @@ from confluent_kafka import (
 from harness.services.base import ServiceError
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import Recorder, SetupContext
+from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS
 from harness.setups.direct_producer import DirectProducer
 
 FAST, SLOW = "fast", "slow"
@@ -90,6 +91,7 @@ class LogConsumer(threading.Thread):
             "group.id": f"{topic}-{name}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
+            **KAFKA_CLIENT_TIMEOUTS,
         }
         # A slow consumer takes one message at a time: a batch taken at once would move
         # its fetch position far ahead of what it has processed.

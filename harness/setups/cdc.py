@@ -264,7 +264,7 @@ class Cdc(Setup):
             raise
         bootstrap = stack["kafka"].link(stack.links, CONSUMER)
         redis_link = stack.link(CONSUMER, "redis")
-        log_dir = ctx.work_dir / "logs"
+        log_dir = ctx.logs
         log_dir.mkdir(parents=True, exist_ok=True)
         self.consumers = []
         for i in range(n_consumers):

@@ -44,10 +44,9 @@ from typing import Any
 
 import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from harness.history.recorder import Recorder
+from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS, NO_RETRY
 
 CONFIG_ENV = "DRIFTLAB_CONSUMER"
 VERSIONED, COUNTER = "versioned", "counter"
@@ -153,7 +152,7 @@ class CdcConsumer:
             decode_responses=True,
             # No silent retries inside the client: a failed call is the consumer's to
             # handle (it goes back to its committed offsets), and the history shows it.
-            retry=Retry(NoBackoff(), 0),
+            retry=NO_RETRY,
         )
         self.apply_newer = self.redis.register_script(_APPLY_NEWER)
         self.kafka = Consumer(
@@ -164,6 +163,7 @@ class CdcConsumer:
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": "earliest",
                 "session.timeout.ms": 10000,
+                **KAFKA_CLIENT_TIMEOUTS,
             },
             logger=log,
         )

@@ -15,6 +15,8 @@ from typing import Any
 
 import psycopg
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from harness.services.base import Endpoint
 
@@ -23,6 +25,26 @@ APP = "app"
 
 PG_STATEMENT_TIMEOUT_S = 5.0
 """How long an application's statement may wait for PostgreSQL before it is abandoned."""
+
+AMQP_HEARTBEAT_S = 2
+"""The AMQP heartbeat of the lab's RabbitMQ clients. A cut link stalls the bytes and
+keeps the TCP connection open, so a blocking publish waits for its confirm until the
+heartbeat checker finds the connection silent: pika checks every heartbeat + 5 s, so a
+call through a cut link fails within 2 x 7 s (RabbitMQ's default proposal, 60 s, held
+a client for up to 130 s)."""
+
+NO_RETRY = Retry(NoBackoff(), 0)
+"""A Redis client's retry policy: none (a failed call is the caller's to handle)."""
+
+KAFKA_CLIENT_TIMEOUTS: dict[str, int] = {
+    "socket.timeout.ms": 5000,
+    "socket.connection.setup.timeout.ms": 5000,
+}
+"""librdkafka settings merged into every Kafka client on a link: a request through a
+cut link times out after 5 s instead of librdkafka's default 60 s, and the client
+reconnects. Not a deadline for every call: a synchronous offset commit is queued again
+meanwhile and, measured through a cut link, returned only at the heal (60 s later);
+calls that take a timeout (consume, committed, flush, list_topics) are bounded by it."""
 
 
 class StatementTimeout(psycopg.OperationalError):
@@ -94,7 +116,7 @@ def pg_conninfo(ep: Endpoint) -> str:
 
 
 def redis_client(ep: Endpoint | None, timeout: float = 1.0) -> redis.Redis:
-    """A Redis client (decoded strings) with short timeouts, so a cut link fails fast."""
+    """A Redis client (decoded strings) whose call fails after `timeout` on a cut link."""
     if ep is None:
         raise RuntimeError("redis endpoint unknown: the setup was not prepared with a cache")
     return redis.Redis(
@@ -104,4 +126,7 @@ def redis_client(ep: Endpoint | None, timeout: float = 1.0) -> redis.Redis:
         socket_timeout=timeout,
         socket_connect_timeout=timeout,
         decode_responses=True,
+        # redis-py retries a timed-out call 3 times with up to 10 s of backoff: a 1 s
+        # timeout took 15 s on a cut link, and hid retries the setup's own policy owns.
+        retry=NO_RETRY,
     )

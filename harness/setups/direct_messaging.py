@@ -71,7 +71,7 @@ class DirectMessaging(Setup):
             "harness.setups.direct_receiver",
             config,
             ctx.work_dir,
-            ctx.work_dir / "logs",
+            ctx.logs,
         )
 
     def start(self) -> None:

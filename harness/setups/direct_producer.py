@@ -36,7 +36,7 @@ from confluent_kafka import (
 
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import Client, Setup, SetupContext
-from harness.setups.connect import APP
+from harness.setups.connect import APP, KAFKA_CLIENT_TIMEOUTS
 
 LOG_STORE = "log"
 AUDITOR = "auditor"
@@ -153,6 +153,7 @@ class ProducerClient(Client):
                 "linger.ms": 0,
                 "delivery.timeout.ms": timeout_ms,
                 "request.timeout.ms": min(timeout_ms, 5000),
+                **KAFKA_CLIENT_TIMEOUTS,
             },
             logger=log,
         )

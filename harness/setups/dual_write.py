@@ -24,6 +24,11 @@ Parameters (scenario `setup.params`):
   writes (rendering the cached entry, say): a think time drawn uniformly from
   `[0, gap_ms]` per write, seeded per client (default 0).
 
+Each application instance (a workload client) is an OS process of its own
+(harness.setups.dual_write_app) holding its PostgreSQL and Redis connections, driven
+by its client thread, which records the history: an `app-crash` fault SIGKILLs it
+between the source write and the derived writes (`kill_app`).
+
 The source is `<namespace>.items(key, value, version)`: every write (and delete, a
 tombstone with `value` NULL) increments the key's `version` in the same statement, so
 `ok` ops carry the source's commit order per key.
@@ -33,11 +38,17 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import logging
+import os
 import queue
 import random
+import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -46,8 +57,8 @@ from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
-from harness.setups.base import Client, ReadResult, Setup, SetupContext
-from harness.setups.connect import app_pg_connect, endpoint, pg_conninfo, redis_client
+from harness.setups.base import AppCrash, Client, ReadResult, Setup, SetupContext
+from harness.setups.connect import endpoint, pg_conninfo, redis_client
 from harness.setups.search_index import SearchIndex
 
 log = logging.getLogger("driftlab.setups.dual_write")
@@ -57,6 +68,9 @@ SEARCH = "search"
 INDEXER_CHANNEL = "indexer"
 AFTER_SOURCE_WRITE = "after-source-write"
 """Step point between the source write and the first derived write."""
+APP_MODULE = "harness.setups.dual_write_app"
+APP_CONFIG_ENV = "DRIFTLAB_APP"
+"""The environment variable holding an application instance's configuration (JSON)."""
 
 _UPSERT = """
 INSERT INTO {table} AS t (key, value, version) VALUES (%s, %s, 1)
@@ -71,6 +85,73 @@ class Outcome(Exception):
     def __init__(self, phase: str, error: str) -> None:
         super().__init__(error)
         self.phase = phase
+
+
+class AppDied(Outcome):
+    """The application process died during a call: the call's outcome is unknown."""
+
+    def __init__(self, process: str) -> None:
+        super().__init__("info", f"the application process {process} died")
+
+
+class AppProcess:
+    """The harness's end of one application instance (harness.setups.dual_write_app)."""
+
+    def __init__(self, process: str, config: dict[str, Any], log_path: Path) -> None:
+        self.process = process
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log_file:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-m", APP_MODULE],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log_file,
+                env={**os.environ, APP_CONFIG_ENV: json.dumps(config)},
+            )
+
+    @property
+    def pid(self) -> int:
+        """The instance's process id."""
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        """Whether the instance still runs."""
+        return self.popen.poll() is None
+
+    def call(self, **request: Any) -> dict[str, Any]:
+        """One request and its answer; raises the call's Outcome when it failed, and
+        AppDied when the process died before answering."""
+        assert self.popen.stdin is not None and self.popen.stdout is not None
+        try:
+            self.popen.stdin.write(json.dumps(request).encode() + b"\n")
+            self.popen.stdin.flush()
+            line = self.popen.stdout.readline()
+        except OSError:
+            line = b""
+        if not line:
+            raise AppDied(self.process)
+        reply: dict[str, Any] = json.loads(line)
+        if "error" in reply:
+            raise Outcome(reply["phase"], reply["error"])
+        return reply
+
+    def kill(self) -> None:
+        """SIGKILL the instance and reap it: a crash, nothing runs after it."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.popen.pid, signal.SIGKILL)
+        self.popen.wait()
+
+    def close(self) -> None:
+        """End the instance: it exits when its stdin closes (SIGKILL if it does not)."""
+        with contextlib.suppress(OSError):
+            assert self.popen.stdin is not None
+            self.popen.stdin.close()
+        try:
+            self.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        if self.popen.stdout is not None:
+            self.popen.stdout.close()
 
 
 def _classify_pg(exc: Exception) -> Outcome:
@@ -118,6 +199,8 @@ class DualWrite(Setup):
         self.pg_app = self.pg_direct = ""
         self._redis_app: Endpoint | None = None
         self._redis_direct: Endpoint | None = None
+        self._apps: dict[str, AppProcess] = {}
+        self._apps_lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -180,8 +263,39 @@ class DualWrite(Setup):
         self._threads.append(thread)
 
     def client(self, process: str) -> DualWriteClient:
-        """A client with its own PostgreSQL and Redis connections."""
+        """A client driving an application instance of its own (started on first use)."""
         return DualWriteClient(self, process)
+
+    def spawn_app(self, process: str) -> AppProcess:
+        """Start the application instance `process`, on the app's links."""
+        r = self._redis_app
+        config = {
+            "pg": self.pg_app,
+            "table": [self.context.namespace, "items"],
+            "prefix": self.prefix,
+            "redis": None if r is None else {"host": r.host, "port": r.port, "extra": r.extra},
+        }
+        app = AppProcess(process, config, self.context.logs / "app.log")
+        with self._apps_lock:
+            self._apps[process] = app
+        return app
+
+    def kill_app(self, process: str) -> int | None:
+        """SIGKILL the application instance `process` and return its pid (None: no
+        instance of that name runs)."""
+        with self._apps_lock:
+            app = self._apps.pop(process, None)
+        if app is None:
+            return None
+        app.kill()
+        return app.pid
+
+    def close_app(self, process: str) -> None:
+        """End the application instance `process` normally (its client is done)."""
+        with self._apps_lock:
+            app = self._apps.pop(process, None)
+        if app is not None:
+            app.close()
 
     def quiesce(self, timeout: float) -> bool:
         """Flush pending invalidations and the indexer queue, then commit the index."""
@@ -237,7 +351,11 @@ class DualWrite(Setup):
         return states
 
     def teardown(self) -> None:
-        """Stop the index threads and release the index writer."""
+        """Stop the index threads and release the index writer; end leftover instances."""
+        with self._apps_lock:
+            apps = list(self._apps)
+        for process in apps:
+            self.close_app(process)
         self._stop.set()
         for t in self._threads:
             t.join(timeout=10)
@@ -305,15 +423,14 @@ class DualWrite(Setup):
 
 
 class DualWriteClient(Client):
-    """One application instance: a PostgreSQL connection and a Redis connection."""
+    """One application instance: its process (AppProcess) and the history it makes."""
 
     def __init__(self, setup: DualWrite, process: str) -> None:
         self.setup = setup
         self.process = process
         self.rec = setup.context.recorder
         self.rng = random.Random(f"{setup.context.seed}/{process}")
-        self._pg: psycopg.Connection | None = None
-        self._redis = setup._redis() if CACHE in setup.derived else None
+        self._app: AppProcess | None = None
 
     # -- the three operations ------------------------------------------------------
 
@@ -332,18 +449,13 @@ class DualWriteClient(Client):
             result = self._read(key, store)
         except Outcome as o:
             # A read changes nothing: its failure is a plain fail whatever the cause.
-            self._complete(op, "fail", error=str(o))
+            self._fail(op, o, phase="fail")
             return
         self._complete(op, "ok", value=result.value, version=result.version)
 
     def close(self) -> None:
-        """Close both connections, ignoring errors (the server may be down)."""
-        if self._redis is not None:
-            with contextlib.suppress(Exception):
-                self._redis.close()
-        if self._pg is not None:
-            with contextlib.suppress(Exception):
-                self._pg.close()
+        """End the application instance (a killed one is only reaped)."""
+        self.setup.close_app(self.process)
 
     # -- internals -----------------------------------------------------------------
 
@@ -354,12 +466,15 @@ class DualWriteClient(Client):
             f = "write" if value is not None else "delete"
             op = self._invoke(f, key, value, SOURCE_STORE)
             try:
-                version = self._source_write(key, value)
+                version = int(self._call(do="source-write", key=key, value=value)["version"])
             except Outcome as o:
-                self._complete(op, o.phase, error=str(o))
+                self._fail(op, o)
                 return
             self._complete(op, "ok", version=version)
             self.setup.context.steps.reach(AFTER_SOURCE_WRITE, self.process, key)
+            if self._app is not None and not self._app.alive():
+                # SIGKILLed at the step point: the derived writes died with the process.
+                raise AppCrash(f"{self.process} was killed at {AFTER_SOURCE_WRITE}")
             if self.setup.gap:
                 time.sleep(self.rng.uniform(0, self.setup.gap))
             for store in self.setup.derived:
@@ -381,6 +496,8 @@ class DualWriteClient(Client):
                 self._store_write(store, key, value, version)
                 outcome = None
                 break
+            except AppDied as o:
+                self._fail(op, o, version=version)
             except Outcome as o:
                 outcome = o
         if outcome is None:
@@ -402,44 +519,20 @@ class DualWriteClient(Client):
                 try:
                     self._store_write(store, key, None, None)
                 except Outcome as o:
-                    self._complete(op, o.phase, error=str(o))
+                    self._fail(op, o)
                     return
                 self._complete(op, "ok")
                 with setup.pending_lock:
                     keys.discard(key)
 
-    def _conn(self) -> psycopg.Connection:
-        if self._pg is None or self._pg.closed:
-            try:
-                self._pg = app_pg_connect(self.setup.pg_app)
-            except psycopg.Error as exc:
-                raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
-        return self._pg
-
-    def _source_write(self, key: str, value: str | None) -> int:
-        conn = self._conn()
-        try:
-            row = conn.execute(
-                sql.SQL(_UPSERT).format(table=self.setup.table), (key, value)
-            ).fetchone()
-        except psycopg.Error as exc:
-            with contextlib.suppress(Exception):
-                conn.close()
-            raise _classify_pg(exc) from exc
-        assert row is not None
-        return int(row[0])
+    def _call(self, **request: Any) -> dict[str, Any]:
+        if self._app is None:
+            self._app = self.setup.spawn_app(self.process)
+        return self._app.call(**request)
 
     def _store_write(self, store: str, key: str, value: str | None, version: int | None) -> None:
         if store == CACHE:
-            assert self._redis is not None
-            name = self.setup.prefix + key
-            try:
-                if value is None:
-                    self._redis.delete(name)
-                else:
-                    self._redis.hset(name, mapping={"value": value, "version": version or 0})
-            except redis.RedisError as exc:
-                raise _classify_redis(exc) from exc
+            self._call(do="cache-write", key=key, value=value, version=version)
             return
         index = self.setup.index
         assert index is not None
@@ -449,32 +542,19 @@ class DualWriteClient(Client):
             index.write(key, value, version)
 
     def _read(self, key: str, store: str) -> ReadResult:
-        if store == SOURCE_STORE:
-            conn = self._conn()
-            try:
-                row = conn.execute(
-                    sql.SQL("SELECT value, version FROM {} WHERE key = %s").format(
-                        self.setup.table
-                    ),
-                    (key,),
-                ).fetchone()
-            except psycopg.Error as exc:
-                with contextlib.suppress(Exception):
-                    conn.close()
-                raise _classify_pg(exc) from exc
-            if row is None or row[0] is None:
-                return ReadResult(None, row[1] if row else None)
-            return ReadResult(row[0], int(row[1]))
-        if store == CACHE and self._redis is not None:
-            try:
-                h = self._redis.hgetall(self.setup.prefix + key)
-            except redis.RedisError as exc:
-                raise _classify_redis(exc) from exc
-            return ReadResult(h["value"], int(h["version"])) if h else ReadResult(None)
+        if store == SOURCE_STORE or (store == CACHE and CACHE in self.setup.derived):
+            reply = self._call(do="read", store=store, key=key)
+            return ReadResult(reply["value"], reply["version"])
         if store == SEARCH and self.setup.index is not None:
             hit = self.setup.index.get(key)
             return ReadResult(*hit) if hit else ReadResult(None)
         raise ValueError(f"dual-write has no store {store!r}; use source, cache or search")
+
+    def _fail(self, op_id: str, o: Outcome, phase: str | None = None, **fields: Any) -> None:
+        """Complete a failed op; a dead application process ends this instance."""
+        self._complete(op_id, phase or o.phase, error=str(o), **fields)
+        if isinstance(o, AppDied):
+            raise AppCrash(str(o)) from o
 
     def _invoke(self, f: str, key: str, value: str | None, store: str) -> str:
         return self.rec.invoke(self.process, f, key=key, value=value, store=store)

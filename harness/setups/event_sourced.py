@@ -154,9 +154,7 @@ class EventSourced(Setup):
     def _projector(self, name: str, store: str, **options: Any) -> WorkerProcess:
         config = {**self._worker_config, "table": _TABLES[store], "store": store, **options}
         ctx = self.context
-        return WorkerProcess(
-            name, "harness.setups.projector", config, ctx.work_dir, ctx.work_dir / "logs"
-        )
+        return WorkerProcess(name, "harness.setups.projector", config, ctx.work_dir, ctx.logs)
 
     def start(self) -> None:
         """Start the live projector."""

@@ -53,7 +53,7 @@ from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import SetupContext
 from harness.setups.cdc import TOPIC_PREFIX, Cdc, CdcClient
 from harness.setups.cdc_consumer import parse_change
-from harness.setups.connect import endpoint, pg_conninfo, redis_client
+from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS, endpoint, pg_conninfo, redis_client
 
 VIEW = "view"
 LOADER = "loader"
@@ -83,6 +83,7 @@ class ViewConsumer(threading.Thread):
                 "bootstrap.servers": s.bootstrap_view,
                 "group.id": f"{s.topic}-{VIEW}",
                 "enable.auto.commit": False,
+                **KAFKA_CLIENT_TIMEOUTS,
             },
             logger=log,
         )

@@ -35,7 +35,7 @@ import redis
 from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
 from harness.setups.base import Client, Setup, SetupContext
-from harness.setups.connect import endpoint, redis_client
+from harness.setups.connect import AMQP_HEARTBEAT_S, endpoint, redis_client
 from harness.setups.worker_process import WorkerProcess
 
 CACHE = "cache"
@@ -44,7 +44,9 @@ WORKER_LINK = "worker"
 """The client name of the workers' links: `worker->rabbitmq`, `worker->redis`."""
 
 
-def _amqp_parameters(ep: Endpoint) -> pika.ConnectionParameters:
+def amqp_parameters(ep: Endpoint) -> pika.ConnectionParameters:
+    """The application's AMQP connection to `ep`: one attempt, short socket timeouts and
+    a heartbeat that ends a call stalled by a cut link (AMQP_HEARTBEAT_S)."""
     return pika.ConnectionParameters(
         host=ep.host,
         port=ep.port,
@@ -53,6 +55,7 @@ def _amqp_parameters(ep: Endpoint) -> pika.ConnectionParameters:
         connection_attempts=1,
         socket_timeout=3,
         blocked_connection_timeout=5,
+        heartbeat=AMQP_HEARTBEAT_S,
     )
 
 
@@ -96,7 +99,7 @@ class WorkQueue(Setup):
         self._amqp_app = endpoint(ctx.stack, "rabbitmq")
         self._amqp_direct = endpoint(ctx.stack, "rabbitmq", direct=True)
         self._redis_direct = endpoint(ctx.stack, "redis", direct=True)
-        conn = pika.BlockingConnection(_amqp_parameters(self._amqp_direct))
+        conn = pika.BlockingConnection(amqp_parameters(self._amqp_direct))
         try:
             conn.channel().queue_declare(self.queue, durable=True)
         finally:
@@ -121,7 +124,7 @@ class WorkQueue(Setup):
             "redis_port": red.port,
             "redis_password": red.extra.get("password"),
         }
-        status_dir = ctx.work_dir / "logs"
+        status_dir = ctx.logs
         for i in range(count):
             name = f"worker-{i}"
             self.workers[name] = WorkerProcess(
@@ -150,7 +153,7 @@ class WorkQueue(Setup):
         deadline = time.monotonic() + timeout
         assert self._amqp_direct is not None
         while time.monotonic() < deadline:
-            conn = pika.BlockingConnection(_amqp_parameters(self._amqp_direct))
+            conn = pika.BlockingConnection(amqp_parameters(self._amqp_direct))
             try:
                 declared = conn.channel().queue_declare(self.queue, passive=True).method
             finally:
@@ -290,7 +293,7 @@ class WorkQueueClient(Client):
     def _open(self) -> Any:
         if self._channel is None or not self._channel.is_open:
             assert self.setup._amqp_app is not None
-            self._conn = pika.BlockingConnection(_amqp_parameters(self.setup._amqp_app))
+            self._conn = pika.BlockingConnection(amqp_parameters(self.setup._amqp_app))
             self._channel = self._conn.channel()
             self._channel.confirm_delivery()
         return self._channel

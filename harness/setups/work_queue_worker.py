@@ -30,6 +30,7 @@ import pika
 import redis
 
 from harness.history.recorder import Recorder
+from harness.setups.connect import NO_RETRY
 from harness.setups.worker_process import publish_status, worker_config
 
 log = logging.getLogger("driftlab.work_queue_worker")
@@ -48,6 +49,7 @@ class Worker:
             socket_timeout=2.0,
             socket_connect_timeout=2.0,
             decode_responses=True,
+            retry=NO_RETRY,  # a failed write is nacked: no hidden retries in the client
         )
         self.connection = pika.BlockingConnection(
             pika.ConnectionParameters(

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.rundir import RunDir
 from harness.services.base import Endpoint, ServiceError
 from harness.services.process import SupervisedProcess, SupervisedService
 
@@ -36,7 +37,7 @@ class WorkerProcess(SupervisedService):
         self.module = module
         self.config = config
         self.run_dir = run_dir
-        self.log_path = run_dir / "logs" / f"{name}.log"
+        self.log_path = RunDir(run_dir).log(f"{name}.log")
         self.status_path = status_dir / f"{name}.status.json"
         self.instances = 0
         self.instance = ""

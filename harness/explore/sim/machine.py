@@ -16,7 +16,6 @@ from harness.explore.sim.tally import Finding, Tally
 from harness.history.schema import (
     SOURCE_STORE,
     Event,
-    EventType,
     FaultPhase,
     Mark,
     MsgAction,
@@ -95,19 +94,17 @@ class Sim(ABC):
         for store in sorted(stores):
             rows = stores[store]
             if not rows:  # a store read empty still says so
-                self.rec.emit(EventType.STATE, store=store)
+                self.rec.state(store, None, None)
             for key in sorted(rows):
                 version = versions.get(key) if store == SOURCE_STORE else None
-                self.rec.emit(
-                    EventType.STATE, store=store, key=key, value=rows[key], version=version
-                )
+                self.rec.state(store, key, rows[key], version=version)
         self.tally.final(source or {}, derived if source is not None else {})
         self.mark(Mark.END)
 
     # -- recording ---------------------------------------------------------------------
     def mark(self, kind: str, **fields: Any) -> None:
         """Record a named point of the run."""
-        self.rec.emit(EventType.MARK, kind=kind, **fields)
+        self.rec.mark(kind, **fields)
 
     def fresh_value(self, client: str) -> str:
         """A value unique across the run, as harness.history.values makes them."""
@@ -119,30 +116,19 @@ class Sim(ABC):
         """Record an invoke; return the op id for its completion."""
         self._ops += 1
         op_id = f"op{self._ops}"
-        self.rec.emit(
-            EventType.OP,
-            process=client,
-            phase=OpPhase.INVOKE,
-            f=f,
-            key=key,
-            value=value,
-            store=store,
-            op_id=op_id,
-        )
+        self.rec.op(client, OpPhase.INVOKE, f, key=key, value=value, store=store, op_id=op_id)
         return op_id
 
     def done(self, op_id: str, client: str, f: str, key: str, phase: str, **fields: Any) -> None:
         """Record the completion of an op."""
-        self.rec.emit(
-            EventType.OP, process=client, phase=phase, f=f, key=key, op_id=op_id, **fields
-        )
+        self.rec.op(client, phase, f, key=key, op_id=op_id, **fields)
 
     def fault(self, phase: str, kind: str, target: str, fault_id: str | None = None) -> str:
         """Record a fault window's start (a new id) or stop (the start's id)."""
         if fault_id is None:
             self._faults += 1
             fault_id = f"f{self._faults}"
-        self.rec.emit(EventType.FAULT, phase=phase, kind=kind, target=target, fault_id=fault_id)
+        self.rec.fault(phase, kind, target=target, fault_id=fault_id)
         return fault_id
 
     def partition(self, link: str) -> Step | None:
@@ -239,9 +225,8 @@ class DbSim(Sim):
         offset: int | None = None,
     ) -> None:
         """Record the broker's acknowledgement of a captured change."""
-        self.rec.emit(
-            EventType.MSG,
-            action=MsgAction.PRODUCE,
+        self.rec.msg(
+            MsgAction.PRODUCE,
             channel=self.channel,
             partition=partition,
             offset=offset,
@@ -264,9 +249,8 @@ class DbSim(Sim):
         self, group: str, process: str, partition: int, rec: Record, attempt: int
     ) -> Step:
         """Record a log record reaching a consumer process; return the poll step."""
-        self.rec.emit(
-            EventType.MSG,
-            action=MsgAction.DELIVER,
+        self.rec.msg(
+            MsgAction.DELIVER,
             consumer=group,
             process=process,
             channel=self.channel,
@@ -286,9 +270,8 @@ class DbSim(Sim):
     ) -> Step:
         """Idempotent, version-checked apply: a newer version is applied, else skipped."""
         applied = store.put_if_newer(rec.key, rec.value, rec.version)
-        self.rec.emit(
-            EventType.MSG,
-            action=MsgAction.APPLY if applied else MsgAction.SKIP,
+        self.rec.msg(
+            MsgAction.APPLY if applied else MsgAction.SKIP,
             consumer=group,
             process=process,
             channel=self.channel,

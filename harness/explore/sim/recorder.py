@@ -1,12 +1,14 @@
-"""The simulator's history: harness.history.schema events on a fixed logical clock."""
+"""The simulator's history: harness.history.schema events on a fixed logical clock,
+built by the same typed constructors as a real run's (harness.history.events)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
+from harness.history import events
 from harness.history.schema import Event, EventType, RunHeader
 
 T0 = 1_767_225_600_000_000_000
@@ -25,14 +27,35 @@ class Recorder:
     def header(self, setup: str, params: dict[str, Any]) -> None:
         """The segment's first event, as a real recorder writes it."""
         head = RunHeader(run_id=f"sim-{setup}", scenario=f"explore:{setup}", seed=0, params=params)
-        self.emit(EventType.HEADER, extra=json.dumps(asdict(head), sort_keys=True))
+        extra = json.dumps(asdict(head), sort_keys=True)
+        self._append({"type": EventType.HEADER.value, "extra": extra})
 
-    def emit(self, type: str, **fields: Any) -> Event:
-        """Record one event and return it."""
+    def op(self, process: str, phase: str, f: str, **fields: Unpack[events.OpFields]) -> None:
+        """An OP event (harness.history.events.op)."""
+        self._append(events.op(process, phase, f, **fields))
+
+    def msg(self, action: str, **fields: Unpack[events.MsgFields]) -> None:
+        """A MSG event (harness.history.events.msg)."""
+        self._append(events.msg(action, **fields))
+
+    def fault(self, phase: str, kind: str, **fields: Any) -> None:
+        """A FAULT event (harness.history.events.fault)."""
+        self._append(events.fault(phase, kind, **fields))
+
+    def state(self, store: str, key: str | None, value: str | None, **fields: Any) -> None:
+        """A STATE event (harness.history.events.state)."""
+        self._append(events.state(store, key, value, **fields))
+
+    def mark(self, kind: str, **fields: Any) -> None:
+        """A MARK event (harness.history.events.mark)."""
+        self._append(events.mark(kind, **fields))
+
+    def _append(self, fields: events.Fields) -> None:
+        extra = fields.get("extra")
+        if isinstance(extra, dict):
+            fields["extra"] = json.dumps(extra, sort_keys=True)
         seq = len(self.events)
-        event = Event(type=type, time=T0 + seq * TICK, writer=self.writer, seq=seq, **fields)
-        self.events.append(event)
-        return event
+        self.events.append(Event(time=T0 + seq * TICK, writer=self.writer, seq=seq, **fields))
 
 
 def to_jsonl(events: Iterable[Event]) -> str:

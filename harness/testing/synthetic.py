@@ -38,14 +38,13 @@ import pyarrow.parquet as pq
 
 from checkers.anomaly import ALL_KINDS
 from harness.history.reader import (
-    HISTORY_DIR,
     METADATA_KEY,
-    PARQUET_NAME,
     ROW_GROUP_SIZE,
     HistoryInfo,
     arrow_schema,
 )
 from harness.history.schema import COLUMNS, SOURCE_STORE, RunHeader
+from harness.rundir import RunDir
 
 SCENARIO = "synthetic"
 T0 = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z, so runs are reproducible
@@ -226,7 +225,8 @@ def generate(
     counts = _check_plant(plant)
     if events < 1000:
         raise ValueError(f"events={events}: a synthetic history needs at least 1000 events")
-    run = Path(run_dir)
+    folder = RunDir(run_dir)
+    run = folder.path
     rng = np.random.default_rng(seed)
     header = RunHeader(
         run_id=f"synthetic-{seed}-{events}",
@@ -237,8 +237,8 @@ def generate(
     blocks = _Blocks()
     notes = _build(blocks, rng, events, counts, header, cut_short)
     run.mkdir(parents=True, exist_ok=True)
-    (run / "logs").mkdir(exist_ok=True)
-    for stale in (run / HISTORY_DIR, run / PARQUET_NAME):
+    folder.logs.mkdir(exist_ok=True)
+    for stale in (folder.history, folder.parquet):
         if stale.is_dir():
             shutil.rmtree(stale)
         else:
@@ -248,10 +248,10 @@ def generate(
         events=n_events, segments=len(writers), complete=not cut_short, header=header
     )
     if jsonl:
-        _write_segments(run / HISTORY_DIR, pa.concat_tables(chunks), writers)
+        _write_segments(folder.history, pa.concat_tables(chunks), writers)
     else:
         schema = arrow_schema().with_metadata({METADATA_KEY: info.to_json()})
-        with pq.ParquetWriter(run / PARQUET_NAME, schema, compression="zstd") as out:
+        with pq.ParquetWriter(folder.parquet, schema, compression="zstd") as out:
             for part in chunks:
                 # Row groups as the reader writes them: Spark splits a file at them.
                 out.write_table(
@@ -263,7 +263,7 @@ def generate(
         "params": header.params,
         "expectations": dict(expectations or {}),
     }
-    (run / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    folder.write_config(config)
     return SyntheticRun(run, n_events, expected_counts(counts), notes)
 
 
@@ -1095,12 +1095,10 @@ def _final_states(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m harness.history.synthetic`: a synthetic run under runs/, with every
+    """`python -m harness.testing.synthetic`: a synthetic run under runs/, with every
     kind planted and expected present; runs/latest points at it."""
-    from harness.runner.rundir import create_run_dir
-
     parser = argparse.ArgumentParser(
-        prog="python -m harness.history.synthetic",
+        prog="python -m harness.testing.synthetic",
         description="Write a synthetic run with planted anomalies (then: driftlab analyze "
         "runs/latest).",
     )
@@ -1112,7 +1110,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     plant = {kind: args.plant_each for kind in ALL_KINDS}
     expect = {k: "present" for k, n in expected_counts(plant).items() if n}
-    run = create_run_dir(args.runs, SCENARIO, args.seed)
+    run = RunDir.create(args.runs, SCENARIO, args.seed).path
     try:
         expected = generate_history(
             run, args.events, args.seed, plant, jsonl=args.jsonl, expectations=expect

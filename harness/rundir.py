@@ -1,0 +1,239 @@
+"""The run folder and the runs folder: the one place that knows their paths.
+
+A run folder is the unit everything reads and writes (as Jepsen's store):
+
+    runs/                       RunsDir: every run, the `latest` link, the suite's pages
+      latest -> <scenario>/<UTC time>-<seed>
+      index.json, index.html    the suite's (or the matrix's) list of runs and its page
+      matrix.json               the cells a matrix ran and skipped
+      <scenario>/<UTC time>-<seed>/   RunDir
+        config.json             the scenario, seed, parameters, expectations, versions
+        history/<writer>.jsonl  the history, one segment per writer process
+        history.parquet         the segments converted for analysis
+        analysis.json, anomalies.parquet, examples.json, series.json   the analysis
+        report.html             the run's report
+        logs/                   runner.log, analyze.log, run.json, services' and workers' logs
+
+Every module asks these types for a path; no other module spells a file name of either
+folder. Paths are absolute from creation: a run folder is handed to child processes
+(consumers, workers, application instances) that run in other working directories,
+where a relative path would point nowhere. This module imports only the history's
+layout (a leaf), so the history, the checkers and the reports may all use it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.history.layout import HISTORY_DIR, PARQUET_NAME
+
+CONFIG_JSON = "config.json"
+ANALYSIS_JSON = "analysis.json"
+ANOMALIES_PARQUET = "anomalies.parquet"
+EXAMPLES_JSON = "examples.json"
+SERIES_JSON = "series.json"
+ANALYSIS_OUTPUTS = (ANALYSIS_JSON, ANOMALIES_PARQUET, EXAMPLES_JSON, SERIES_JSON)
+"""What `driftlab analyze` writes into a run folder."""
+REPORT_HTML = "report.html"
+LOGS_DIR = "logs"
+SUMMARY_JSON = "run.json"
+"""`logs/run.json`: the runner's own figures (ops, rate, timings)."""
+RUNNER_LOG = "runner.log"
+ANALYZE_LOG = "analyze.log"
+
+LATEST = "latest"
+INDEX_JSON = "index.json"
+INDEX_HTML = "index.html"
+MATRIX_JSON = "matrix.json"
+
+
+def utc_stamp() -> str:
+    """Compact UTC time of now, as used in run folder names."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
+def write_json_atomically(path: Path, data: Any, *, sort_keys: bool = False) -> Path:
+    """Write `data` as JSON to `path` through a temporary file: no reader ever sees
+    half a file."""
+    tmp = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=sort_keys, default=str) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+@dataclass(frozen=True)
+class _Folder:
+    """A folder held by its absolute path, whatever the working directory was."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path).absolute())
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+@dataclass(frozen=True)
+class RunsDir(_Folder):
+    """The runs folder: run folders by scenario, `latest`, the suite's index and page."""
+
+    @property
+    def latest(self) -> Path:
+        """The symlink to the newest run folder."""
+        return self.path / LATEST
+
+    @property
+    def index_json(self) -> Path:
+        """The suite's (or matrix's) list of runs."""
+        return self.path / INDEX_JSON
+
+    @property
+    def index_html(self) -> Path:
+        """The suite page."""
+        return self.path / INDEX_HTML
+
+    @property
+    def matrix_json(self) -> Path:
+        """The cells a matrix ran and skipped."""
+        return self.path / MATRIX_JSON
+
+    def point_latest(self, run: RunDir) -> None:
+        """Atomically replace `latest` (relative, so the tree can move)."""
+        tmp = self.path / f".{LATEST}.{secrets.token_hex(4)}"
+        os.symlink(os.path.relpath(run.path, self.path), tmp)
+        os.replace(tmp, self.latest)
+
+    def drop_dangling_latest(self) -> None:
+        """Remove `latest` if the run folder it names is gone."""
+        if self.latest.is_symlink() and not self.latest.exists():
+            self.latest.unlink()
+
+
+@dataclass(frozen=True)
+class RunDir(_Folder):
+    """One run folder and every path in it (absolute)."""
+
+    @classmethod
+    def create(cls, runs_dir: Path | RunsDir, scenario: str, seed: int) -> RunDir:
+        """Create a fresh `<runs>/<scenario>/<UTC time>-<seed>/` with `history/` and
+        `logs/` inside, and point `latest` at it."""
+        runs = runs_dir if isinstance(runs_dir, RunsDir) else RunsDir(Path(runs_dir).resolve())
+        base = runs.path / scenario
+        base.mkdir(parents=True, exist_ok=True)
+        stamp = utc_stamp()
+        path = base / f"{stamp}-{seed}"
+        n = 1
+        while True:
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:
+                # Two runs of one scenario and seed within a second: keep both.
+                n += 1
+                path = base / f"{stamp}-{seed}.{n}"
+        run = cls(path)
+        run.history.mkdir()
+        run.logs.mkdir()
+        runs.point_latest(run)
+        return run
+
+    @property
+    def run_id(self) -> str:
+        """`<scenario>/<time>-<seed>`: the run's name in its runs folder."""
+        return f"{self.path.parent.name}/{self.path.name}"
+
+    @property
+    def runs(self) -> RunsDir:
+        """The runs folder this run folder belongs to."""
+        return RunsDir(self.path.parent.parent)
+
+    @property
+    def config(self) -> Path:
+        """config.json: what was run (scenario, seed, parameters, expectations)."""
+        return self.path / CONFIG_JSON
+
+    @property
+    def history(self) -> Path:
+        """The folder of the history's JSON-lines segments."""
+        return self.path / HISTORY_DIR
+
+    @property
+    def parquet(self) -> Path:
+        """The history converted to Parquet for analysis."""
+        return self.path / PARQUET_NAME
+
+    @property
+    def analysis(self) -> Path:
+        """analysis.json: the verdict, counts and the history's facts."""
+        return self.path / ANALYSIS_JSON
+
+    @property
+    def anomalies(self) -> Path:
+        """anomalies.parquet: every anomaly found."""
+        return self.path / ANOMALIES_PARQUET
+
+    @property
+    def examples(self) -> Path:
+        """examples.json: a few anomalies of each kind with their evidence."""
+        return self.path / EXAMPLES_JSON
+
+    @property
+    def series(self) -> Path:
+        """series.json: the figures' time series."""
+        return self.path / SERIES_JSON
+
+    @property
+    def analysis_outputs(self) -> tuple[Path, ...]:
+        """Every file `driftlab analyze` writes."""
+        return tuple(self.path / name for name in ANALYSIS_OUTPUTS)
+
+    @property
+    def report(self) -> Path:
+        """report.html."""
+        return self.path / REPORT_HTML
+
+    @property
+    def logs(self) -> Path:
+        """The folder of every log of the run."""
+        return self.path / LOGS_DIR
+
+    @property
+    def summary(self) -> Path:
+        """logs/run.json: the runner's own figures."""
+        return self.logs / SUMMARY_JSON
+
+    @property
+    def runner_log(self) -> Path:
+        """logs/runner.log: the harness's log records of the run."""
+        return self.logs / RUNNER_LOG
+
+    @property
+    def analyze_log(self) -> Path:
+        """logs/analyze.log: the analysis's log (Spark's included)."""
+        return self.logs / ANALYZE_LOG
+
+    def log(self, name: str) -> Path:
+        """logs/<name>: the log (or status file) of one process of the run."""
+        return self.logs / name
+
+    def write_config(self, config: dict[str, Any]) -> Path:
+        """Write config.json atomically."""
+        return write_json_atomically(self.config, config, sort_keys=True)
+
+    def read_config(self) -> dict[str, Any]:
+        """config.json as written ({} when there is none)."""
+        try:
+            data: dict[str, Any] = json.loads(self.config.read_text())
+        except FileNotFoundError:
+            return {}
+        return data

@@ -1,0 +1,210 @@
+"""The one lifecycle of a run, a workload run and a replay alike (Jepsen's `run!`).
+
+    execute(run_dir, setup, driver, plan):
+        config.json (versions, start time) -> recorder -> stack (the caller's, a running
+        `driftlab up` stack, or one of its own) -> every link healed, leftovers removed,
+        lease -> setup prepared under a fresh namespace -> driver.start, driver.drive
+        (operations and faults) -> driver.heal -> quiesce -> final reads of every store
+        as `state` events -> END mark
+
+What drives the run between prepare and quiesce is the `Driver`: the workload with its
+nemesis (harness.runner.workload_driver) or a replayed schedule (harness.replay). The
+lifecycle never raises for a failed run: `Execution` says how far it got and why it
+stopped, and a history without its END mark tells readers it was cut short.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harness.exitcodes import BadInput
+from harness.history.recorder import Recorder
+from harness.history.schema import Mark, RunHeader
+from harness.rundir import RunDir
+from harness.runner.clean_stack import clean, run_lease
+from harness.runner.stack_use import acquire_stack, service_logs
+from harness.services.stack import Stack
+from harness.services.versions import component_versions
+from harness.setups.base import Setup, SetupContext, namespace_for
+
+log = logging.getLogger("driftlab.runner")
+
+Phase = Callable[[str], None]
+"""`on_phase(name)`: the lifecycle entered `stack` or `quiesce` (for the terminal)."""
+
+
+class Driver(Protocol):
+    """What runs between a prepared setup and its quiesce."""
+
+    def start(self, ctx: SetupContext) -> None:
+        """Start the prepared setup's background work and the driver's own."""
+
+    def drive(self, stop: threading.Event) -> bool:
+        """Run every operation and fault; True when `stop` cut the run short."""
+
+    def heal(self) -> None:
+        """End every fault and actor, also after a failure (called once, always)."""
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run is: its name, seed, parameters and the rest of its config.json."""
+
+    scenario: str
+    seed: int
+    params: dict[str, Any]  # the history header's and config.json's `params`
+    setup_params: dict[str, Any]
+    config: dict[str, Any] = field(default_factory=dict)  # more config.json fields
+    quiesce_timeout: float = 120.0
+
+
+@dataclass
+class Execution:
+    """How far a run got: interrupted, quiesced, complete (END mark), or failed."""
+
+    interrupted: bool = False
+    quiesced: bool = False
+    completed: bool = False  # every store read: the history has its END mark
+    error: Exception | None = None
+    recorder_failure: BaseException | None = None  # the history could not grow (disk)
+
+
+def execute(
+    run_dir: RunDir,
+    setup: Setup,
+    driver: Driver,
+    plan: RunPlan,
+    *,
+    stack: Any = None,
+    stop: threading.Event | None = None,
+    on_phase: Phase | None = None,
+) -> Execution:
+    """Run `setup` driven by `driver` into `run_dir`; never raises for a failed run.
+
+    `stack` is a running stack to use (the suite shares one); None reuses one started
+    by `driftlab up` or starts one for this run. `stop` cuts the run short (a signal, a
+    deadline): the driver stops, every fault is healed, the history closes without END.
+    """
+    stop = stop or threading.Event()
+    run_dir.write_config(
+        {
+            **plan.config,
+            "scenario": plan.scenario,
+            "seed": plan.seed,
+            "run_id": run_dir.run_id,
+            "params": plan.params,
+            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "versions": component_versions(setup.services),
+        }
+    )
+    header = RunHeader(run_dir.run_id, plan.scenario, plan.seed, params=plan.params)
+    rec = Recorder(run_dir, header)
+    ex = Execution()
+    try:
+        _run(run_dir, setup, driver, plan, rec, stack, stop, on_phase or _quiet, ex)
+        # A stop during the quiesce or the final reads also cuts the run short.
+        ex.interrupted = ex.interrupted or stop.is_set()
+    except KeyboardInterrupt:
+        ex.interrupted = True
+    except Exception as exc:
+        log.exception("run %s failed", run_dir.run_id)
+        ex.error = exc
+    finally:
+        if ex.completed and not ex.interrupted and ex.error is None and rec.failure is None:
+            rec.end()
+        else:
+            rec.close()  # no END mark: readers see a history cut short
+        ex.recorder_failure = rec.failure
+    return ex
+
+
+def _quiet(_phase: str) -> None:
+    """No terminal to tell."""
+
+
+def _run(
+    run_dir: RunDir,
+    setup: Setup,
+    driver: Driver,
+    plan: RunPlan,
+    rec: Recorder,
+    stack: Any,
+    stop: threading.Event,
+    on_phase: Phase,
+    ex: Execution,
+) -> None:
+    on_phase("stack")
+    with (
+        acquire_stack(setup.services, stack) as live,
+        service_logs(live, setup.services, run_dir.logs),
+        contextlib.ExitStack() as scope,
+    ):
+        ctx = SetupContext(
+            namespace=namespace_for(plan.scenario),
+            stack=live,
+            recorder=rec,
+            work_dir=run_dir.path,
+            params=dict(plan.setup_params),
+            seed=plan.seed,
+        )
+        log.info("namespace %s", ctx.namespace)
+        if isinstance(live, Stack):
+            for line in clean(live).lines():
+                log.warning("stack: removed %s", line)
+            log.info("stack: every link healed and free of toxics, no leftovers")
+            scope.enter_context(run_lease(live, ctx.namespace))
+        try:
+            setup.prepare(ctx)
+        except ValueError as exc:
+            # Setups check their parameters here: the scenario's input, not the lab.
+            raise BadInput(str(exc)) from exc
+        # Torn down however the run ends: a run whose consumers failed to start once
+        # left its connector and replication slot behind.
+        scope.callback(setup.teardown)
+        try:
+            driver.start(ctx)
+            ex.interrupted = driver.drive(stop)
+            rec.mark(Mark.WORKLOAD_DONE)
+        finally:
+            # Heal even when the run failed: no fault may outlive its run.
+            driver.heal()
+            rec.mark(Mark.HEALED)
+        if ex.interrupted:
+            return
+        on_phase("quiesce")
+        ex.quiesced = setup.quiesce(plan.quiesce_timeout)
+        if ex.quiesced:
+            rec.mark(Mark.QUIESCED)
+        else:
+            log.warning("not quiesced within %.0f s", plan.quiesce_timeout)
+        for store, items in setup.final_states().items():
+            if not items:
+                # A store read empty still says so: without it the divergence checker
+                # cannot tell an empty store from one never read.
+                rec.state(store, None, None)
+            for key, (value, version) in sorted(items.items()):
+                rec.state(store, key, value, version=version)
+        ex.completed = True
+
+
+@contextlib.contextmanager
+def run_log(run_dir: RunDir) -> Iterator[None]:
+    """Send the harness's log records to logs/runner.log for the run's duration."""
+    handler = logging.FileHandler(run_dir.runner_log)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("driftlab")
+    root.addHandler(handler)
+    old_level = root.level
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        handler.close()

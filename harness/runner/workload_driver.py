@@ -1,0 +1,70 @@
+"""The driver of a scenario run: the workload's clients and the nemesis's fault schedule,
+concurrently, until the workload's duration is over or the run is stopped."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from harness.nemesis import Nemesis
+from harness.setups.base import Setup, SetupContext
+from harness.workload import Workload, WorkloadStats
+from scenarios.model import Scenario
+
+Tick = Callable[[str, float, WorkloadStats], None]
+"""`tick(phase, elapsed_s, stats)`: progress for the terminal."""
+
+
+class WorkloadDriver:
+    """Runs `scenario`'s workload and faults against a prepared `setup` (a lifecycle
+    Driver); its figures (stats, fault windows and errors) stay for the summary."""
+
+    def __init__(self, scenario: Scenario, setup: Setup, seed: int, tick: Tick | None) -> None:
+        self.scenario = scenario
+        self.setup = setup
+        self.seed = seed
+        self.tick = tick
+        self.stats = WorkloadStats()
+        self.fault_windows = 0
+        self.fault_errors: list[str] = []
+        self._workload: Workload | None = None
+        self._nemesis: Nemesis | None = None
+        self._ctx: SetupContext | None = None
+
+    def start(self, ctx: SetupContext) -> None:
+        """Start the setup, then the nemesis's clock and the clients together."""
+        self._ctx = ctx
+        self._workload = Workload(self.scenario.workload, self.setup, self.seed)
+        self._nemesis = Nemesis(self.scenario.faults, self.setup, ctx)
+        self.setup.start()
+        self._nemesis.start()
+        self._workload.start()
+
+    def drive(self, stop: threading.Event) -> bool:
+        """Wait for the workload (its duration) or `stop`; True when stopped early."""
+        workload = self._workload
+        assert workload is not None and self._ctx is not None
+        recorder = self._ctx.recorder
+        stopped = False
+        t0 = time.monotonic()
+        while workload.alive():
+            if stop.wait(0.25):
+                stopped = True
+                workload.stop()
+                break
+            if recorder.failure is not None:
+                workload.stop()  # the history cannot grow: the rest would be unjudged
+                break
+            if self.tick:
+                self.tick("workload", time.monotonic() - t0, workload.stats)
+        self.stats = workload.join(timeout=60)
+        return stopped
+
+    def heal(self) -> None:
+        """Close every fault window still open (also after a failure)."""
+        if self._nemesis is None:
+            return
+        self._nemesis.heal_all()
+        self.fault_windows = self._nemesis.windows
+        self.fault_errors = self._nemesis.errors

@@ -1,0 +1,48 @@
+"""Which package may import which: the history is a leaf library, and the runtime does
+not load the report renderer."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _imports(path: Path, *, nested: bool) -> Iterator[str]:
+    """The modules `path` imports (at module level only, unless `nested`)."""
+    tree = ast.parse(path.read_text())
+    nodes = ast.walk(tree) if nested else iter(tree.body)
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module
+
+
+def test_the_history_imports_only_itself_and_the_exit_codes() -> None:
+    found = {
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in (ROOT / "harness" / "history").rglob("*.py")
+        for module in _imports(path, nested=True)
+        if module.split(".")[0] in ("harness", "checkers", "reports", "scenarios")
+        and not module.startswith("harness.history")
+        and module != "harness.exitcodes"
+    }
+    assert found == set()
+
+
+def test_the_runtime_does_not_load_the_reports() -> None:
+    runtime = [
+        path
+        for path in (ROOT / "harness").rglob("*.py")
+        if (ROOT / "harness" / "cli") not in path.parents
+    ]
+    found = {
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in runtime
+        for module in _imports(path, nested=False)
+        if module.split(".")[0] == "reports"
+    }
+    assert found == set()
