@@ -8,7 +8,6 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from harness.exitcodes import BadInput, LabFailure
 from harness.services.stack import DEFAULT_STACK_DIR, STATE_FILE, Stack
@@ -28,7 +27,7 @@ def check_backend(backend: str) -> str:
 
 
 @contextlib.contextmanager
-def open_stack(backend: str = "local") -> Iterator[Any]:
+def open_stack(backend: str = "local") -> Iterator[Stack]:
     """An owned, not yet started stack of `backend` for a session of runs (the suite,
     the matrix, a pytest session); `up` starts what each run needs. Stopped at the end.
 
