@@ -341,8 +341,10 @@ def test_down_leaves_no_container_network_or_volume(engine: Any, short_dir: Path
     sid = stack_id(root)
     assert len(stack_containers(engine, sid)) == 3  # toxiproxy, redis, postgres
     # `up` returned: the containers outlive the command, as a local `driftlab up`'s servers.
-    status = _driftlab(tmp_path, "status", "--backend", "docker", "--dir", str(root), timeout=60)
+    # Without --backend too: the state file says the stack is docker's.
+    status = _driftlab(tmp_path, "status", "--dir", str(root), timeout=60)
     assert status.returncode == 0, status.stdout + status.stderr
+    assert "healthy" in status.stdout
     down = _driftlab(tmp_path, "down", "--backend", "docker", "--dir", str(root), timeout=120)
     assert down.returncode == 0, down.stdout + down.stderr
     assert not stack_containers(engine, sid)
