@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import pwd
+import secrets
 import signal
 import time
 from collections.abc import Mapping, Sequence
@@ -224,15 +225,17 @@ class ContainerRuntime:
         user: str | None = None,
         timeout: float | None = None,
     ) -> int:
-        process = f"{self.image}-once"
-        self.remove(process)
+        import requests
+
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        process = f"{self.image}-once-{secrets.token_hex(3)}"
         container = self.create(process, argv, log_path, env=None, cwd=cwd, user=user)
         try:
+            # None: the client's own read timeout (docker_client's 60 s).
             return int(container.wait(timeout=timeout)["StatusCode"])
-        except Exception as exc:  # the SDK's read timeout (requests' or urllib3's)
+        except requests.exceptions.RequestException as exc:
             raise ServiceError(
-                f"{Path(argv[0]).name} did not finish in {timeout:.0f}s; see {log_path}"
+                f"{Path(argv[0]).name} did not finish in time ({exc}); see {log_path}"
             ) from exc
         finally:
             container.remove(force=True)
@@ -322,10 +325,14 @@ class ContainerProcess(SupervisedProcess):
         container = self._container()
         if container is None:
             return
-        if container.status == "paused":
-            container.unpause()  # the freezer holds SIGKILL until thawed
-        if container.status in ("running", "paused"):
-            container.kill(signal="SIGKILL")
+        from docker.errors import APIError
+
+        # APIError: the container exited in between (409, not running); nothing to kill.
+        with contextlib.suppress(APIError):
+            if container.status == "paused":
+                container.unpause()  # the freezer holds SIGKILL until thawed
+            if container.status in ("running", "paused"):
+                container.kill(signal="SIGKILL")
         self._wait_exit(10.0)
 
     def pause(self) -> None:
@@ -345,14 +352,18 @@ class ContainerProcess(SupervisedProcess):
         container = self._container()
         if container is None:
             return
+        from docker.errors import APIError
+
         timeout = self.stop_timeout if timeout is None else timeout
-        if container.status == "paused":
-            container.unpause()
-        if self.is_running():
-            container.kill(signal=signal.Signals(self.stop_signal).name)
-            if not self._wait_exit(timeout):
-                self._log_note(f"did not stop within {timeout:.0f}s; sending SIGKILL")
-                self.kill()
+        # APIError: the container exited in between (409, not running).
+        with contextlib.suppress(APIError):
+            if container.status == "paused":
+                container.unpause()
+            if self.is_running():
+                container.kill(signal=signal.Signals(self.stop_signal).name)
+        if not self._wait_exit(timeout):
+            self._log_note(f"did not stop within {timeout:.0f}s; sending SIGKILL")
+            self.kill()
         self._status()  # keep the exit status before the container goes
         container.remove(force=True)
         deadline = time.monotonic() + 10
