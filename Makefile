@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what is missing first (scripts/bootstrap).
-.PHONY: demo test bootstrap lint bench clean-runs
+.PHONY: demo demo-docker test bootstrap lint bench clean-runs
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -11,8 +11,15 @@ bootstrap:
 demo: bootstrap
 	$(VENV)/bin/driftlab suite
 
-## make test: the test suite (real services, no mocks)
-test: bootstrap
+## make demo-docker: the same suite on the docker backend (builds the images once)
+demo-docker:
+	bash scripts/bootstrap --docker
+	$(VENV)/bin/driftlab suite --backend docker
+
+## make test: the test suite (real services, no mocks; the docker backend's tests
+## need the engine and images, which the bootstrap's --docker installs and builds)
+test:
+	bash scripts/bootstrap --docker
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest
 

@@ -31,6 +31,7 @@ import pytest
 
 if TYPE_CHECKING:
     from harness.runner.outcome import Outcome
+    from harness.services.stack_protocol import ServiceStack
     from harness.setups.base import Setup
     from scenarios.model import Scenario
 
@@ -116,7 +117,7 @@ def _duration(text: str | float | None) -> float | None:
 
 
 @pytest.fixture(scope="session")
-def driftlab_stack(pytestconfig: pytest.Config) -> Iterator[Any]:
+def driftlab_stack(pytestconfig: pytest.Config) -> Iterator[ServiceStack]:
     """One owned stack for the whole session, of --driftlab-backend; each run starts
     what its setup needs (services already up are reused). Stopped at the end.
     With --driftlab-stack-dir, the running stack of `driftlab up --dir DIR`, left up."""
@@ -136,7 +137,7 @@ def driftlab_stack(pytestconfig: pytest.Config) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def run_scenario(pytestconfig: pytest.Config, driftlab_stack: Any) -> RunScenario:
+def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> RunScenario:
     """A callable: `run_scenario("C1" | Scenario, seed=None, duration=None,
     analyze=True) -> Outcome` (verdict, counts, report path, run folder, summary),
     run on the session's stack into --driftlab-runs-dir."""

@@ -82,7 +82,7 @@ def test_the_docker_backend_refuses_without_an_engine(
     result = pytester.runpytest_subprocess("--driftlab-backend", "docker", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        [f"*no Docker engine at {url}: start Docker or use --backend local*"]
+        [f"*no Docker engine at {url}: start Docker*or use --backend local*"]
     )
 
 

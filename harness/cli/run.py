@@ -18,6 +18,7 @@ from harness.cli import app
 
 if TYPE_CHECKING:
     from harness.runner.runner import RunResult
+    from harness.services.stack_protocol import ServiceStack
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$")
 
@@ -65,7 +66,8 @@ def make_tick(
 
 BACKEND_OPTION = typer.Option(
     "--backend",
-    help="Stack backend: local (supervised processes, default) or docker (docker/compose.yml).",
+    help="Stack backend: local (supervised processes, default) or docker (the same services "
+    "in containers of driftlab's images; build them with scripts/docker-images).",
 )
 
 
@@ -89,7 +91,7 @@ def check_spark_master(master: str | None, err: Console) -> None:
         raise fail(err, exitcodes.LAB_FAILED, str(exc)) from None
 
 
-def enter_backend(scope: contextlib.ExitStack, backend: str, err: Console) -> Any:
+def enter_backend(scope: contextlib.ExitStack, backend: str, err: Console) -> ServiceStack:
     """An owned stack of `backend` for the command's runs, stopped when `scope` ends;
     exit 2 for an unknown backend, 3 when it cannot be had (no Docker engine)."""
     from harness.runner.stack_use import open_stack

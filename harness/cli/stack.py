@@ -1,4 +1,4 @@
-"""`driftlab up | down | status`: the local stack by itself."""
+"""`driftlab up | down | status`: a stack by itself (local processes or containers)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.table import Table
 
 from harness import exitcodes
 from harness.cli import app
+from harness.cli.run import BACKEND_OPTION
 from harness.runner.clean_stack import find_leftovers, live_namespaces
 from harness.services.base import ServiceError
 from harness.services.stack import (
@@ -30,6 +31,20 @@ StackDir = Annotated[
 console = Console()
 
 
+def _stack_class(backend: str) -> type[Stack]:
+    """The Stack class of `backend`; exit 2 for an unknown one."""
+    if backend == "local":
+        return Stack
+    if backend == "docker":
+        from harness.services.docker_backend import DockerStack
+
+        return DockerStack
+    raise _fail(
+        ServiceError(f"unknown backend {backend!r}; use --backend local or --backend docker"),
+        exitcodes.BAD_INPUT,
+    )
+
+
 def _fail(error: Exception, code: int = exitcodes.LAB_FAILED) -> typer.Exit:
     """Print the error (the problem and its fix) and return the Exit to raise: 2 for bad
     input (an unknown service, a folder with no stack), 3 by default (the lab failed)."""
@@ -38,8 +53,9 @@ def _fail(error: Exception, code: int = exitcodes.LAB_FAILED) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _attach(root: Path) -> Stack:
-    """The stack in `root`; exit 2 when there is none, 3 when its state is unreadable."""
+def _attach(root: Path, backend: str = "local") -> Stack:
+    """The stack in `root`; exit 2 when there is none, 3 when its state is unreadable
+    (or no Docker engine answers for a docker stack)."""
     if not (root / STATE_FILE).exists():
         raise _fail(
             ServiceError(
@@ -49,7 +65,7 @@ def _attach(root: Path) -> Stack:
             exitcodes.BAD_INPUT,
         )
     try:
-        return Stack.attach(root)
+        return _stack_class(backend).attach(root)
     except ServiceError as error:
         raise _fail(error) from None
 
@@ -87,8 +103,9 @@ def up(
         typer.Option(help="Comma-separated services to start (default: all of them)."),
     ] = None,
     root: StackDir = DEFAULT_STACK_DIR,
+    backend: Annotated[str, BACKEND_OPTION] = "local",
 ) -> None:
-    """Start the local stack (PostgreSQL, Redis, RabbitMQ, NATS, Toxiproxy, ...) and leave
+    """Start the stack (PostgreSQL, Redis, RabbitMQ, NATS, Toxiproxy, ...) and leave
     it running for `driftlab run`; `driftlab down` stops it. Exit status: 0 up, 2 an
     unknown service, 3 a service that would not start (a port taken, a missing program)."""
     names = [n.strip() for n in only.split(",") if n.strip()] if only else default_services()
@@ -100,7 +117,8 @@ def up(
             exitcodes.BAD_INPUT,
         )
     try:
-        stack = Stack.attach(root) if (root / STATE_FILE).exists() else Stack(root)
+        cls = _stack_class(backend)
+        stack = cls.attach(root) if (root / STATE_FILE).exists() else cls(root)
         # A stack started here outlives this command, whoever started the folder before.
         stack.owned = False
         for service in stack.services.values():
@@ -120,12 +138,14 @@ def up(
 
 
 @app.command()
-def status(root: StackDir = DEFAULT_STACK_DIR) -> None:
+def status(
+    root: StackDir = DEFAULT_STACK_DIR, backend: Annotated[str, BACKEND_OPTION] = "local"
+) -> None:
     """Show each service of the stack (pids, port, health, log), the links with their
     active toxics, and what runs no longer alive left behind (connectors, replication
     slots), which the next run removes. Exit status: 0 up, 2 no stack in the folder,
     3 some service is not running."""
-    stack = _attach(root)
+    stack = _attach(root, backend)
     _show(stack)
     try:
         leftovers = find_leftovers(stack)
@@ -145,11 +165,31 @@ def status(root: StackDir = DEFAULT_STACK_DIR) -> None:
 
 
 @app.command()
-def down(root: StackDir = DEFAULT_STACK_DIR) -> None:
-    """Stop every service of the stack, including one whose harness died. Exit status:
-    0 stopped (or already down), 2 no stack in the folder."""
-    stack = _attach(root)
+def down(
+    root: StackDir = DEFAULT_STACK_DIR, backend: Annotated[str, BACKEND_OPTION] = "local"
+) -> None:
+    """Stop every service of the stack, including one whose harness died. With
+    --backend docker, also remove the containers of any driftlab stack whose folder is
+    gone (a killed run's). Exit status: 0 stopped (or already down), 2 no stack in the
+    folder (local only), 3 no Docker engine."""
+    if backend == "docker":
+        _down_docker(root)
+        return
+    stack = _attach(root, backend)
     running = [name for name, s in stack.services.items() if s.is_running()]
     with console.status("stopping " + ", ".join(running) if running else "nothing running"):
         stack.down()
     console.print(f"[green]down[/green]: stopped {', '.join(running) or 'nothing (already down)'}")
+
+
+def _down_docker(root: Path) -> None:
+    """`driftlab down --backend docker`: the stack in `root`, if any, and every container
+    left by dead stacks; nothing to stop is not an error here."""
+    from harness.services.docker_backend import down_all
+
+    try:
+        with console.status("removing driftlab containers"):
+            removed = down_all(root)
+    except ServiceError as error:
+        raise _fail(error) from None
+    console.print(f"[green]down[/green]: removed {', '.join(removed) or 'no container'}")

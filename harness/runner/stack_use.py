@@ -8,7 +8,6 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from harness.exitcodes import BadInput, LabFailure
 from harness.services.stack import DEFAULT_STACK_DIR, STATE_FILE, Stack
@@ -16,7 +15,8 @@ from harness.services.stack import DEFAULT_STACK_DIR, STATE_FILE, Stack
 log = logging.getLogger("driftlab.runner")
 
 BACKENDS = ("local", "docker")
-"""`local`: supervised processes (harness/services); `docker`: docker/compose.yml."""
+"""`local`: supervised processes (harness/services); `docker`: the same services in
+containers of driftlab's images (harness/services/docker_backend.py)."""
 
 
 def check_backend(backend: str) -> str:
@@ -27,30 +27,36 @@ def check_backend(backend: str) -> str:
 
 
 @contextlib.contextmanager
-def open_stack(backend: str = "local") -> Iterator[Any]:
+def open_stack(backend: str = "local") -> Iterator[Stack]:
     """An owned, not yet started stack of `backend` for a session of runs (the suite,
     the matrix, a pytest session); `up` starts what each run needs. Stopped at the end.
 
     The docker backend fails here, before any run, when no Docker engine answers.
     """
-    if check_backend(backend) == "docker":
-        from harness.services.docker_backend import DockerStack
-
-        docker_stack = DockerStack.connect()
-        try:
-            yield docker_stack
-        finally:
-            docker_stack.down()
-        return
+    docker = check_backend(backend) == "docker"
     # PostgreSQL runs as an unprivileged account that must enter every parent folder.
     root = Path(tempfile.mkdtemp(prefix="driftlab-stack-", dir="/tmp"))
     root.chmod(0o755)
-    stack = Stack(root, owned=True, temporary=True)
+    try:
+        stack = _new_stack(root, docker)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
     try:
         yield stack
     finally:
         stack.down()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _new_stack(root: Path, docker: bool) -> Stack:
+    """An owned stack in the temporary folder `root`: its services in containers
+    (`docker`) or as local processes."""
+    if docker:
+        from harness.services.docker_backend import DockerStack
+
+        return DockerStack(root, owned=True, temporary=True)
+    return Stack(root, owned=True, temporary=True)
 
 
 def stack_at(root: Path) -> Stack:
@@ -87,7 +93,7 @@ def acquire_stack(
     """Yield a stack running `services`.
 
     A `stack` given by the caller is used (the suite shares one). Otherwise, with the
-    docker backend, the compose stack; with the local one, a stack left running by
+    docker backend, an own stack of containers; with the local one, a stack left running by
     `driftlab up` is reused, or one is started in a temporary folder and stopped when
     the block ends, whatever happens, so no server outlives it.
     """

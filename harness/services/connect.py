@@ -202,7 +202,7 @@ class ConnectService(ProcessService):
             "value.converter.schemas.enable": "false",
             "offset.storage.file.filename": self.offsets_path,
             "offset.flush.interval.ms": self.settings.offset_flush_interval_ms,
-            "plugin.path": jvm.plugins_dir(),
+            "plugin.path": self.spec.runtime.kafka_plugins(),
             # Plugins are found through their ServiceLoader manifests instead of a
             # reflective scan of ~110 jars: seconds less CPU at every start.
             "plugin.discovery": "service_load",
@@ -225,7 +225,7 @@ class ConnectService(ProcessService):
 
     def prepare(self) -> None:
         """Write the worker config and the connectors given at construction."""
-        jvm.libs_dir()
+        self.spec.runtime.kafka_libs()  # missing jars are named now
         self.connectors_dir.mkdir(parents=True, exist_ok=True)
         jvm.write_properties(self.worker_path, self.worker_properties())
         jvm.write_log4j(self.spec.data_dir / "log4j.properties")
@@ -240,6 +240,7 @@ class ConnectService(ProcessService):
             heap=self.settings.heap,
             log4j=self.spec.data_dir / "log4j.properties",
             tmp_dir=self.spec.data_dir / "tmp",
+            runtime=self.spec.runtime,
         )
 
     def probe(self) -> bool:

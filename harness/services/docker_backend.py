@@ -1,82 +1,41 @@
-"""The docker backend: docker/compose.yml's containers behind the surface runs use.
+"""The docker backend: the local stack's services, each in a container of its image.
 
-`DockerStack` offers what the runner and the setups use of the local `Stack`: `up`,
-`down`, `endpoint`, `link`, `links` and `stack[name]`, whose kill / pause / resume /
-restart act on the service's container through the Docker SDK. The containers are
-provisioned with testcontainers' `DockerCompose` on docker/compose.yml; clients reach
-the stores through the compose stack's Toxiproxy (API 127.0.0.1:8474), whose proxies
-listen inside its container on the published range 21000-21031 and forward to the
-services by their compose names.
+`DockerStack` is the local `Stack` with a container runtime (harness/services/
+containers.py): the same services, ports, generated credentials, Toxiproxy links and
+state file, so setups, faults and checkers do not know which backend they run on.
+Faults on a service act on its container through the Docker SDK (kill: SIGKILL,
+pause: cgroup freezer, restart: a new container on the same data); faults on links
+go through the stack's Toxiproxy, which runs in a container too.
 
-Not supported yet: setups on Kafka and Connect, which call service methods of the local
-processes (`bootstrap_servers`, per-broker links, `put_connector`); `up` refuses them
-with the fix. Never run against a Docker engine on the machine that wrote it.
+The images (driftlab/<service>:dev) are built by scripts/docker-images from
+docker/<service>.Dockerfile; docker/compose.yml describes the same builds for
+`docker compose build`. testcontainers is not used: its containers are started on a
+network of their own and cleaned up by its Ryuk reaper, an image pulled from a registry;
+these need host networking (loopback-only services) and are cleaned up by driftlab's own
+reaper, which removes a dead harness's containers by their stack label.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.services.base import Endpoint, Service, ServiceError
-from harness.services.toxiproxy import Links, link_name
+from harness.services.base import ServiceError
+from harness.services.containers import (
+    LABEL_ROOT,
+    ContainerRuntime,
+    image_for,
+    missing_images,
+    remove_containers,
+    stack_containers,
+    stack_id,
+)
+from harness.services.process import Runtime
+from harness.services.stack import STATE_FILE, Progress, Stack, default_services
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
-COMPOSE_FILE = Path(__file__).resolve().parents[2] / "docker" / "compose.yml"
-TOXIPROXY = "toxiproxy"
-TOXIPROXY_API = 8474
-LINK_PORTS = range(21000, 21032)  # published by compose.yml's toxiproxy service
-LOOPBACK = "127.0.0.1"
-UNSUPPORTED = ("kafka", "connect")
-
-
-@dataclass(frozen=True, slots=True)
-class ComposeService:
-    """One service of compose.yml: its port inside the network and on the host, and
-    the credentials a client needs (defaults of compose.yml, overridable as there)."""
-
-    port: int
-    host_port: int
-    extra: dict[str, str]
-
-
-def compose_services(env: dict[str, str] | None = None) -> dict[str, ComposeService]:
-    """The services of docker/compose.yml as clients see them, with the environment's
-    DRIFTLAB_* credentials (the same variables compose.yml interpolates)."""
-    e = os.environ if env is None else env
-    password = {
-        name: e.get(f"DRIFTLAB_{name}_PASSWORD", "driftlab-local")
-        for name in ("PG", "REDIS", "AMQP", "NATS")
-    }
-    return {
-        "postgres": ComposeService(
-            5432,
-            5432,
-            {
-                "user": e.get("DRIFTLAB_PG_USER", "driftlab"),
-                "password": password["PG"],
-                "dbname": "driftlab",
-            },
-        ),
-        "redis": ComposeService(6379, 6379, {"password": password["REDIS"]}),
-        "rabbitmq": ComposeService(
-            5672,
-            5672,
-            {
-                "user": e.get("DRIFTLAB_AMQP_USER", "driftlab"),
-                "password": password["AMQP"],
-                "vhost": "/",
-            },
-        ),
-        "nats": ComposeService(
-            4222,
-            4222,
-            {"user": e.get("DRIFTLAB_NATS_USER", "driftlab"), "password": password["NATS"]},
-        ),
-        TOXIPROXY: ComposeService(TOXIPROXY_API, TOXIPROXY_API, {}),
-    }
 
 
 def docker_host() -> str:
@@ -92,166 +51,73 @@ def docker_client() -> Any:
 
     url = docker_host()
     try:
-        client = docker.DockerClient(base_url=url, timeout=10)
+        client = docker.DockerClient(base_url=url, timeout=60)
         client.ping()
     except DockerException as exc:
         raise ServiceError(
-            f"no Docker engine at {url}: start Docker or use --backend local ({exc})"
+            f"no Docker engine at {url}: start Docker (`bash scripts/docker-images` starts "
+            f"one and builds the images) or use --backend local ({exc})"
         ) from None
     return client
 
 
-class ContainerService(Service):
-    """A compose service's container, crashed, paused and restarted through the SDK."""
+class DockerStack(Stack):
+    """A Stack whose services run in containers (see the module)."""
 
-    def __init__(self, stack: DockerStack, name: str) -> None:
-        self.stack = stack
-        self.name = name
-        self.log_path = stack.log_dir / f"{name}.log"
+    def __init__(
+        self, root: Path, *, owned: bool = True, temporary: bool = False, client: Any = None
+    ) -> None:
+        super().__init__(root, owned=owned, temporary=temporary)
+        self.client = client if client is not None else docker_client()
+        self.stack_id = stack_id(self.root)
 
-    def _container(self) -> Any:
-        container = self.stack.compose.get_container(self.name)
-        return self.stack.client.containers.get(container.ID)
+    def runtime(self, name: str) -> Runtime:
+        """Each service runs in its own image."""
+        return ContainerRuntime(self.client, self.stack_id, self.root, image_for(name))
 
-    def start(self) -> None:
-        """Start the stopped container (its volume keeps the data)."""
-        self._container().start()
+    def state_extra(self) -> dict[str, Any]:
+        """The reaper of a dead harness removes the containers with this label."""
+        return {"docker": {"stack_id": self.stack_id}}
 
-    def wait_healthy(self, timeout: float = 60.0) -> None:
-        """Wait for compose's healthcheck through `docker compose up --wait`."""
-        self.stack.compose.services = [self.name]
-        self.stack.compose.start()
-
-    def stop(self) -> None:
-        """Graceful stop (SIGTERM, then SIGKILL after 10 s)."""
-        self._container().stop(timeout=10)
-
-    def kill(self) -> None:
-        """SIGKILL of the container's processes: a crash."""
-        self._container().kill(signal="SIGKILL")
-
-    def pause(self) -> None:
-        """Freeze the container (cgroup freezer, as SIGSTOP for every process)."""
-        self._container().pause()
-
-    def resume(self) -> None:
-        """Thaw it."""
-        self._container().unpause()
-
-    def restart(self) -> None:
-        """Restart with the data intact, then wait for its healthcheck."""
-        self._container().restart(timeout=10)
-        self.wait_healthy()
-
-    def is_running(self) -> bool:
-        """Whether the container runs (paused counts as running, as locally)."""
-        self._container().reload()
-        return self._container().status in ("running", "paused")
-
-    def endpoint(self) -> Endpoint:
-        """The published port on 127.0.0.1 (for setup and final reads only)."""
-        svc = self.stack.known[self.name]
-        return Endpoint(LOOPBACK, svc.host_port, dict(svc.extra))
-
-
-class DockerStack:
-    """docker/compose.yml's services, with the local Stack's surface (see the module)."""
-
-    def __init__(self, client: Any, compose_file: Path = COMPOSE_FILE) -> None:
-        from testcontainers.compose import DockerCompose
-
-        self.client = client
-        self.compose_file = compose_file
-        self.root = compose_file.parent
-        self.log_dir = Path(os.environ.get("TMPDIR", "/tmp")) / "driftlab-docker-logs"
-        self.known = compose_services()
-        self.compose = DockerCompose(
-            context=compose_file.parent, compose_file_name=compose_file.name, wait=True
-        )
-        self.services: dict[str, ContainerService] = {}
-        self.links_made: dict[str, Endpoint] = {}
-
-    @classmethod
-    def connect(cls, compose_file: Path = COMPOSE_FILE) -> DockerStack:
-        """A stack on the Docker engine of $DOCKER_HOST; ServiceError naming the problem
-        and the fix when no engine answers or the compose file is missing."""
-        if not compose_file.is_file():
+    def up(self, *names: str, progress: Progress | None = None) -> DockerStack:
+        """Start the services as Stack.up does, after checking their images exist."""
+        wanted = self._closure(names or default_services())
+        missing = missing_images(self.client, sorted({image_for(n) for n in wanted}))
+        if missing:
             raise ServiceError(
-                f"no compose file at {compose_file}: run from a driftlab checkout "
-                "(docker/compose.yml) or use --backend local"
+                f"the docker backend's images {', '.join(missing)} are not built: run "
+                "`bash scripts/docker-images` (it builds them once from docker/*.Dockerfile)"
             )
-        return cls(docker_client(), compose_file)
-
-    def up(self, *names: str) -> DockerStack:
-        """`docker compose up --wait` of the named services and Toxiproxy."""
-        wanted = [TOXIPROXY, *(n for n in names if n != TOXIPROXY)]
-        refused = [n for n in wanted if n in UNSUPPORTED]
-        if refused:
-            raise ServiceError(
-                f"the docker backend cannot run setups on {', '.join(refused)} yet "
-                "(they need the local processes' Kafka and Connect helpers): "
-                "use --backend local"
-            )
-        unknown = [n for n in wanted if n not in self.known]
-        if unknown:
-            raise ServiceError(
-                f"unknown service(s) {', '.join(unknown)}; the docker backend runs "
-                f"{', '.join(self.known)}"
-            )
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.compose.services = wanted
-        self.compose.start()
-        for name in wanted:
-            self.services.setdefault(name, ContainerService(self, name))
+        super().up(*names, progress=progress)
         return self
 
     def down(self) -> None:
-        """`docker compose down` (volumes removed: each session starts clean)."""
-        if self.services:
-            self.compose.services = None
-            self.compose.stop(down=True)
-        self.services.clear()
-        self.links_made.clear()
+        """Stop the services as Stack.down does, then remove every container of the
+        stack, whatever state it was left in."""
+        super().down()
+        remove_containers(self.client, stack_containers(self.client, self.stack_id))
 
-    def __getitem__(self, name: str) -> ContainerService:
-        try:
-            return self.services[name]
-        except KeyError:
-            started = ", ".join(self.services) or "none"
-            raise ServiceError(
-                f"service {name!r} is not part of this stack (started: {started}); "
-                f"start it with stack.up({name!r})"
-            ) from None
 
-    def endpoint(self, name: str) -> Endpoint:
-        """The service's published address (for setup and final reads, never faults)."""
-        return self[name].endpoint()
+def leftovers(client: Any, keep: Iterable[Path] = ()) -> list[Any]:
+    """Containers of driftlab stacks whose folder no longer holds a state file (their
+    harness died and its temporary folder is gone), except the folders in `keep`."""
+    kept = {str(Path(p).absolute()) for p in keep}
+    found = []
+    for container in stack_containers(client):
+        root = container.labels.get(LABEL_ROOT, "")
+        if root not in kept and not (Path(root) / STATE_FILE).exists():
+            found.append(container)
+    return found
 
-    @property
-    def links(self) -> Links:
-        """Fault injection through the compose stack's Toxiproxy API."""
-        return Links(LOOPBACK, TOXIPROXY_API)
 
-    def link(self, client: str, service: str) -> Endpoint:
-        """The address `client` uses to reach `service`: a proxy inside the Toxiproxy
-        container on the next free port of the published range. Idempotent."""
-        name = link_name(client, service)
-        if name in self.links_made:
-            return self.links_made[name]
-        self[service]  # a clear error for a service that is not up
-        taken = {e.port for e in self.links_made.values()}
-        free = [p for p in LINK_PORTS if p not in taken]
-        if not free:
-            raise ServiceError(
-                f"no free link port left in {LINK_PORTS.start}-{LINK_PORTS.stop - 1} "
-                "(compose.yml publishes only these); use fewer links or widen the range"
-            )
-        svc = self.known[service]
-        with self.links._api() as api:
-            existing = api.get_proxy(name)
-            if existing is not None:
-                existing.destroy()
-            api.create(upstream=f"{service}:{svc.port}", name=name, listen=f"0.0.0.0:{free[0]}")
-        endpoint = Endpoint(LOOPBACK, free[0], dict(svc.extra))
-        self.links_made[name] = endpoint
-        return endpoint
+def down_all(root: Path) -> list[str]:
+    """`driftlab down --backend docker`: stop the stack in `root` (if any) and remove
+    every container of it and of dead stacks; returns the removed containers' names."""
+    client = docker_client()
+    removed: list[str] = []
+    if (Path(root) / STATE_FILE).exists():
+        stack = DockerStack.attach(root)
+        removed += [c.name for c in stack_containers(client, stack.stack_id)]
+        stack.down()
+    removed += remove_containers(client, leftovers(client))
+    return removed

@@ -11,8 +11,12 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.services.base import ServiceError
+
+if TYPE_CHECKING:  # process.py imports this module
+    from harness.services.process import Runtime
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VENDOR_ENV = "DRIFTLAB_KAFKA_VENDOR"
@@ -105,17 +109,18 @@ def java_argv(
     heap: str,
     log4j: Path,
     tmp_dir: Path,
+    runtime: Runtime,
 ) -> list[str]:
-    """The command line of one JVM on the vendored classpath."""
+    """The command line of one JVM on the runtime's Kafka classpath."""
     tmp_dir.mkdir(parents=True, exist_ok=True)
     return [
-        java_binary(),
+        runtime.java(),
         f"-Xmx{heap}",
         *DEFAULT_JVM_OPTS,
         f"-Djava.io.tmpdir={tmp_dir}",
         f"-Dlog4j.configuration={log4j.as_uri()}",
         "-cp",
-        f"{libs_dir()}/*",
+        f"{runtime.kafka_libs()}/*",
         main_class,
         *(str(a) for a in args),
     ]

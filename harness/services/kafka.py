@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import os
-import subprocess
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -133,12 +132,17 @@ class KafkaNode(ProcessService):
 
     def _java(self, main_class: str, args: list[str | Path], heap: str) -> list[str]:
         return jvm.java_argv(
-            main_class, args, heap=heap, log4j=self.log4j_path, tmp_dir=self.spec.data_dir / "tmp"
+            main_class,
+            args,
+            heap=heap,
+            log4j=self.log4j_path,
+            tmp_dir=self.spec.data_dir / "tmp",
+            runtime=self.spec.runtime,
         )
 
     def prepare(self) -> None:
         """Write the configs; format the storage the first time (data is kept after)."""
-        jvm.libs_dir()
+        self.spec.runtime.kafka_libs()  # missing jars are named now
         self.storage_dir.mkdir(parents=True, exist_ok=True)
         jvm.write_properties(self.properties_path, self.server_properties())
         jvm.write_log4j(self.log4j_path)
@@ -150,21 +154,14 @@ class KafkaNode(ProcessService):
             ["format", "-t", self.cluster_id, "-c", self.properties_path, "--ignore-formatted"],
             heap="256m",
         )
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            try:
-                done = subprocess.run(
-                    argv, stdout=log, stderr=subprocess.STDOUT, timeout=FORMAT_TIMEOUT_S
-                )
-            except subprocess.TimeoutExpired as exc:
-                raise ServiceError(
-                    f"{self.name}: storage format did not finish in {FORMAT_TIMEOUT_S:.0f}s; "
-                    f"see {self.log_path}"
-                ) from exc
-        if done.returncode != 0:
+        try:
+            status = self.spec.runtime.run(argv, self.log_path, timeout=FORMAT_TIMEOUT_S)
+        except ServiceError as exc:
+            raise ServiceError(f"{self.name}: storage format: {exc}") from None
+        if status != 0:
             raise ServiceError(
                 f"{self.name}: formatting {self.storage_dir} failed (status "
-                f"{done.returncode}); see {self.log_path}. A folder formatted for another "
+                f"{status}); see {self.log_path}. A folder formatted for another "
                 "cluster must be removed first."
             )
 
@@ -238,6 +235,7 @@ class KafkaCluster(Service):
                 )
             },
             die_with_parent=self.spec.die_with_parent,
+            runtime=self.spec.runtime,
         )
 
     @property

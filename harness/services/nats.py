@@ -8,7 +8,6 @@ import socket
 from pathlib import Path
 
 from harness.services.base import Endpoint, ServiceError
-from harness.services.binaries import find_binary
 from harness.services.ports import LOOPBACK
 from harness.services.process import ProcessService
 
@@ -27,7 +26,7 @@ class NatsService(ProcessService):
         return self.spec.data_dir / "nats.conf"
 
     def prepare(self) -> None:
-        find_binary("nats-server")
+        self.spec.runtime.binary("nats-server")  # a missing program is named now
         store = self.spec.data_dir / "jetstream"
         store.mkdir(parents=True, exist_ok=True)
         # json.dumps gives NATS-config-compatible quoted strings.
@@ -47,7 +46,7 @@ class NatsService(ProcessService):
         os.chmod(self.config_path, 0o600)
 
     def command(self) -> list[str]:
-        return [str(find_binary("nats-server")), "-c", str(self.config_path)]
+        return [self.spec.runtime.binary("nats-server"), "-c", str(self.config_path)]
 
     def endpoint(self) -> Endpoint:
         return Endpoint(LOOPBACK, self.spec.port(), {"user": USER, "password": self.spec.secret()})

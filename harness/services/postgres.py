@@ -12,7 +12,6 @@ from pathlib import Path
 import psycopg
 
 from harness.services.base import Endpoint, ServiceError
-from harness.services.binaries import find_binary
 from harness.services.ports import LOOPBACK
 from harness.services.process import ProcessService, ServiceSpec
 
@@ -56,7 +55,7 @@ class PostgresService(ProcessService):
         return self.spec.data_dir / SOCKET_DIR
 
     def prepare(self) -> None:
-        find_binary("postgres")
+        self.spec.runtime.binary("postgres")  # a missing program is named now
         self.spec.data_dir.mkdir(parents=True, exist_ok=True)
         socket_path = f"{self.socket_dir}/.s.PGSQL.{self.spec.port()}"
         if len(socket_path) > UNIX_SOCKET_MAX:
@@ -85,7 +84,7 @@ class PostgresService(ProcessService):
         if self.run_as is not None:
             _chown_tree(pwfile, self.run_as)
         argv = [
-            str(find_binary("initdb")),
+            self.spec.runtime.binary("initdb"),
             "-D",
             str(self.data_dir),
             "-U",
@@ -99,23 +98,12 @@ class PostgresService(ProcessService):
             # Only initdb's own files skip fsync; the server runs with fsync on.
             "--no-sync",
         ]
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            done = subprocess.run(
-                argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                user=self.run_as,
-                group=self.run_as,
-                extra_groups=[] if self.run_as else None,
-                cwd=self.spec.data_dir,
-                check=False,
-            )
+        status = self.spec.runtime.run(
+            argv, self.log_path, cwd=self.spec.data_dir, user=self.run_as
+        )
         pwfile.unlink()
-        if done.returncode != 0:
-            raise ServiceError(
-                f"postgres: initdb failed (status {done.returncode}); see {self.log_path}"
-            )
+        if status != 0:
+            raise ServiceError(f"postgres: initdb failed (status {status}); see {self.log_path}")
 
     def command(self) -> list[str]:
         settings = {
@@ -134,7 +122,7 @@ class PostgresService(ProcessService):
             "logging_collector": "off",
             "log_min_messages": "warning",
         }
-        argv = [str(find_binary("postgres")), "-D", str(self.data_dir)]
+        argv = [self.spec.runtime.binary("postgres"), "-D", str(self.data_dir)]
         for key, value in settings.items():
             argv += ["-c", f"{key}={value}"]
         return argv

@@ -9,7 +9,6 @@ from pathlib import Path
 import pika
 
 from harness.services.base import Endpoint
-from harness.services.binaries import find_binary
 from harness.services.ports import LOOPBACK
 from harness.services.process import (
     ProcessRecord,
@@ -44,8 +43,9 @@ class RabbitMQService(ProcessService):
         return self.spec.data_dir / "rabbitmq"  # RabbitMQ appends ".conf"
 
     def prepare(self) -> None:
-        find_binary("rabbitmq-server")
-        find_binary("epmd")
+        # Missing programs are named now, not in a log after a failed start.
+        self.spec.runtime.binary("rabbitmq-server")
+        self.spec.runtime.binary("epmd")
         for folder in ("mnesia", "home", "log"):
             (self.spec.data_dir / folder).mkdir(parents=True, exist_ok=True)
         config = "\n".join(
@@ -93,15 +93,15 @@ class RabbitMQService(ProcessService):
         }
 
     def command(self) -> list[str]:
-        return [str(find_binary("rabbitmq-server"))]
+        return [self.spec.runtime.binary("rabbitmq-server")]
 
     def start(self) -> None:
         self.prepare()
         if self.epmd is None or not self.epmd.is_running():
-            self.epmd = SupervisedProcess(
+            self.epmd = self.spec.runtime.process(
                 f"{self.name}-epmd",
                 [
-                    str(find_binary("epmd")),
+                    self.spec.runtime.binary("epmd"),
                     "-address",
                     LOOPBACK,
                     "-port",
@@ -123,7 +123,7 @@ class RabbitMQService(ProcessService):
     def adopt(self, records: Mapping[str, ProcessRecord]) -> None:
         super().adopt(records)
         if "epmd" in records:
-            self.epmd = SupervisedProcess.adopt(f"{self.name}-epmd", records["epmd"])
+            self.epmd = self.spec.runtime.adopt(f"{self.name}-epmd", records["epmd"])
 
     def stop(self) -> None:
         super().stop()

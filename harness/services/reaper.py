@@ -8,7 +8,8 @@ pidfd of its owner, then reads the stack's state file and SIGKILLs every group i
     python -m harness.services.reaper <owner pid> <state file> [remove]
 
 With `remove` (a stack in a temporary folder, as a run or a test starts) it also deletes
-the stack folder once the processes are gone.
+the stack folder once the processes are gone. A docker stack's state file names its
+stack id: its containers, found by their label, are removed too.
 """
 
 from __future__ import annotations
@@ -43,7 +44,20 @@ def reap(state_path: Path) -> list[int]:
             if read_start_time(record.pid) == record.start_time or group_alive(record.pgid):
                 kill_group(record.pgid, signal.SIGKILL)
                 killed.append(record.pgid)
+    docker = state.get("docker")
+    if docker:
+        remove_docker_stack(str(docker["stack_id"]))
     return killed
+
+
+def remove_docker_stack(sid: str) -> None:
+    """Remove every container of the docker stack `sid` (labelled with it)."""
+    from harness.services.containers import remove_containers, stack_containers
+    from harness.services.docker_backend import docker_client
+
+    client = docker_client()
+    removed = remove_containers(client, stack_containers(client, sid))
+    print(f"reaper: removed containers {', '.join(removed) or '(none)'}", flush=True)
 
 
 def watch(owner_pid: int, state_path: Path, remove: bool = False) -> None:

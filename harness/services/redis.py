@@ -8,7 +8,6 @@ from pathlib import Path
 import redis
 
 from harness.services.base import Endpoint
-from harness.services.binaries import find_binary
 from harness.services.ports import LOOPBACK
 from harness.services.process import ProcessService
 
@@ -25,7 +24,7 @@ class RedisService(ProcessService):
         return self.spec.data_dir / "redis.conf"
 
     def prepare(self) -> None:
-        find_binary("redis-server")
+        self.spec.runtime.binary("redis-server")  # a missing program is named now
         self.spec.data_dir.mkdir(parents=True, exist_ok=True)
         config = "\n".join(
             [
@@ -46,7 +45,7 @@ class RedisService(ProcessService):
         os.chmod(self.config_path, 0o600)
 
     def command(self) -> list[str]:
-        return [str(find_binary("redis-server")), str(self.config_path)]
+        return [self.spec.runtime.binary("redis-server"), str(self.config_path)]
 
     def endpoint(self) -> Endpoint:
         return Endpoint(LOOPBACK, self.spec.port(), {"password": self.spec.secret()})

@@ -50,8 +50,10 @@ from harness.services.nats import NatsService
 from harness.services.ports import LOOPBACK, port_holder, port_is_free
 from harness.services.postgres import PostgresService
 from harness.services.process import (
+    LocalRuntime,
     ProcessRecord,
     ProcessService,
+    Runtime,
     ServiceSpec,
     read_start_time,
 )
@@ -155,11 +157,23 @@ class Stack:
         if not self._saved_specs and self.state_path.exists():
             self._saved_specs = _read_state(self.state_path).get("services", {})
 
+    def runtime(self, name: str) -> Runtime:
+        """Where the service `name` runs its programs: here, as local processes (the
+        docker backend's stack runs them in containers)."""
+        return LocalRuntime()
+
+    def state_extra(self) -> dict[str, Any]:
+        """More for the state file, which the reaper reads (the docker stack's id)."""
+        return {}
+
     def _spec(self, name: str) -> ServiceSpec:
         saved = self._saved_specs.get(name, {}).get("spec")
         if saved is None:
-            return ServiceSpec(name, self.root, die_with_parent=self.owned)
+            return ServiceSpec(
+                name, self.root, die_with_parent=self.owned, runtime=self.runtime(name)
+            )
         spec = ServiceSpec.from_json(name, self.root, saved)
+        spec.runtime = self.runtime(name)
         spec.die_with_parent = self.owned
         # Keep the old ports (clients and data may remember them) unless now taken.
         spec.ports = {k: p for k, p in spec.ports.items() if port_is_free(p, allow_time_wait=True)}
@@ -374,6 +388,7 @@ class Stack:
                     for name, service in self.services.items()
                 },
                 "links": self.links_made,
+                **self.state_extra(),
             }
             self.root.mkdir(parents=True, exist_ok=True)
             tmp = self.state_path.with_suffix(".tmp")
@@ -386,7 +401,9 @@ class Stack:
     def attach(cls, root: Path) -> Stack:
         """The stack described by `root/stack.json`, its live processes adopted.
 
-        The caller does not own the processes: `down()` stops them all the same.
+        The caller does not own the processes: `down()` stops them all the same. A
+        stack the docker backend started is attached as one (a DockerStack), whichever
+        class is asked: its services are containers, which only it can stop.
         """
         root = Path(root).absolute()
         path = root / STATE_FILE
@@ -395,6 +412,10 @@ class Stack:
                 f"no stack in {root} (no {STATE_FILE}); start one with `driftlab up`"
             )
         state = _read_state(path)
+        if state.get("docker") and cls is Stack:
+            from harness.services.docker_backend import DockerStack
+
+            return DockerStack.attach(root)
         stack = cls(root, owned=bool(state.get("owned", False)))
         stack._saved_specs = state.get("services", {})
         for name, data in stack._saved_specs.items():
@@ -403,6 +424,7 @@ class Stack:
                     f"{path} names service {name!r}, which this driftlab does not know"
                 )
             spec = ServiceSpec.from_json(name, root, data.get("spec", {}))
+            spec.runtime = stack.runtime(name)
             service = REGISTRY[name].factory(spec, stack.services)
             service.on_launch = lambda _spec: stack.write_state()
             records = {

@@ -20,7 +20,6 @@ from toxiproxy.proxy import Proxy
 from toxiproxy.server import Toxiproxy
 
 from harness.services.base import Endpoint, ServiceError
-from harness.services.binaries import find_binary
 from harness.services.ports import LOOPBACK, free_port, port_is_free
 from harness.services.process import ProcessService
 
@@ -39,12 +38,12 @@ class ToxiproxyService(ProcessService):
     """toxiproxy-server with its API on loopback."""
 
     def prepare(self) -> None:
-        find_binary("toxiproxy-server")
+        self.spec.runtime.binary("toxiproxy-server")  # a missing program is named now
         self.spec.data_dir.mkdir(parents=True, exist_ok=True)
 
     def command(self) -> list[str]:
         return [
-            str(find_binary("toxiproxy-server")),
+            self.spec.runtime.binary("toxiproxy-server"),
             "-host",
             LOOPBACK,
             "-port",

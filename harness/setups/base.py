@@ -31,7 +31,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from harness.services.stack_protocol import ServiceStack
 
 from harness.rundir import RunDir
 
@@ -97,13 +100,13 @@ class SetupContext:
     `namespace` is unique per run (a valid SQL identifier, lower case); every table,
     Redis key prefix, topic and queue a setup creates lives under it, so runs on one
     shared stack never see each other's data. `stack` is the running
-    harness.services.stack.Stack; clients reach services through its Toxiproxy links
+    ServiceStack (local or docker); clients reach services through its Toxiproxy links
     so the nemesis can cut them. `work_dir` is the run directory's folder for embedded
     stores (the search index). `params` are the scenario's setup parameters.
     """
 
     namespace: str
-    stack: Any
+    stack: ServiceStack
     recorder: Recorder
     work_dir: Path
     params: dict[str, Any] = field(default_factory=dict)

@@ -19,6 +19,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from harness.services.base import Endpoint
+from harness.services.stack_protocol import ServiceStack
 
 APP = "app"
 """The client name of the application's links: `app->postgres`, `app->redis`, ..."""
@@ -97,7 +98,7 @@ def app_pg_connect(conninfo: str) -> TimedConnection:
     return TimedConnection.connect(conninfo, autocommit=True, connect_timeout=3)
 
 
-def endpoint(stack: Any, service: str, *, direct: bool = False) -> Endpoint:
+def endpoint(stack: ServiceStack, service: str, *, direct: bool = False) -> Endpoint:
     """Where the application (or, `direct`, the harness) reaches `service`."""
     if direct:
         return stack.endpoint(service)

@@ -1,0 +1,9 @@
+# RabbitMQ and Erlang's epmd (Debian's packages, as the local backend installs). The
+# harness runs /usr/lib/rabbitmq/bin/rabbitmq-server with its own environment.
+FROM debian:bookworm
+RUN printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d \
+ && apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rabbitmq-server \
+ && rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d
+COPY docker/driftlab-entry /usr/local/bin/driftlab-entry
+ENTRYPOINT ["/usr/local/bin/driftlab-entry"]
