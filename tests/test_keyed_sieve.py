@@ -7,11 +7,14 @@ from __future__ import annotations
 from collections import Counter
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+from harness.testing.synthetic import generate
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from strategies_messages import combined_histories
 from strategies_states import histories
-from hypothesis import strategies as st
 
+from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS
 from checkers.keyed.facts import facts_of
 from checkers.keyed.sieve import sieve
 from checkers.keyed.step import (
@@ -27,10 +30,6 @@ from checkers.keyed.step import (
     routes,
 )
 from harness.history.schema import COLUMNS, INT_COLUMNS, Event
-from harness.history.synthetic import generate
-from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS
-
-import pyarrow.parquet as pq
 
 
 def routed_table(events: list[Event]) -> pa.Table:

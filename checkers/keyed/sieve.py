@@ -112,7 +112,8 @@ _AS_INT = """CASE WHEN regexp_full_match({v}, '[+-]?[0-9]+')
 
 _LOG = f"""
 CREATE TEMP VIEW log AS
-SELECT _g, version, time, writer, seq, _pos, coalesce({_AS_INT.format(v="value")}, 0) AS delta FROM k
+SELECT _g, version, time, writer, seq, _pos,
+  coalesce({_AS_INT.format(v="value")}, 0) AS delta FROM k
 WHERE type = 'msg' AND action = 'produce' AND channel IS NOT NULL
   AND (channel = 'events' OR starts_with(channel, 'events:'))"""
 """checkers.reference.eventsourcing.is_log_event, with each event's delta."""
@@ -167,7 +168,8 @@ WHERE (src.value IS NOT NULL
               AND der.value IS DISTINCT FROM src.value)"""
 
 _LAG = f"""
-SELECT e.store AS store, any_value(w.time) AS time, greatest(min(e.time) - any_value(w.time), 0) AS n
+SELECT e.store AS store, any_value(w.time) AS time,
+  greatest(min(e.time) - any_value(w.time), 0) AS n
 FROM eff e JOIN okw w ON w._g = e._g AND w.value = e.value
 WHERE e._g NOT IN (SELECT _g FROM suspects WHERE _r = {KEY})
 GROUP BY e._g, e.store, w.version"""
@@ -196,8 +198,8 @@ GROUP BY p._g, c.consumer"""
 _PARTITION_SUSPECTS = {
     "nonmonotonic-poll or poll-skip": f"""
     WITH d AS (
-      SELECT _g, "offset", lag("offset") OVER (PARTITION BY _g, consumer, process ORDER BY $ORDER)
-        AS prev
+      SELECT _g, "offset",
+        lag("offset") OVER (PARTITION BY _g, consumer, process ORDER BY $ORDER) AS prev
       FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'deliver'
         AND consumer IS NOT NULL AND "offset" IS NOT NULL),
       produced AS (SELECT _g, "offset" FROM r WHERE _r = {PARTITION} AND type = 'msg'
@@ -271,9 +273,8 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
             queries.append(f"SELECT {KEY} AS _r, _g FROM ({invariant})")
         derived = facts.state_stores - {SOURCE_STORE}
         if SOURCE_STORE in facts.state_stores and derived:
-            queries.append(
-                f"SELECT {KEY} AS _r, _g FROM ({_DIVERGENCE.replace('$derived', str(len(derived)))})"
-            )
+            divergence = _DIVERGENCE.replace("$derived", str(len(derived)))
+            queries.append(f"SELECT {KEY} AS _r, _g FROM ({divergence})")
         queries += [f"SELECT {MESSAGE} AS _r, _g FROM ({q})" for q in _MESSAGE_SUSPECTS.values()]
         queries += [
             f"SELECT {PARTITION} AS _r, _g FROM ({q})" for q in _PARTITION_SUSPECTS.values()
