@@ -8,7 +8,6 @@ from collections import Counter
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from harness.testing.synthetic import generate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies_messages import combined_histories
@@ -30,6 +29,7 @@ from checkers.keyed.step import (
     routes,
 )
 from harness.history.schema import COLUMNS, INT_COLUMNS, Event
+from harness.testing.synthetic import generate
 
 
 def routed_table(events: list[Event]) -> pa.Table:
