@@ -261,7 +261,8 @@ def partition_step(
     """The function mapInArrow runs on each partition of the routed history; it offers
     `per_kind` examples of each kind it found. The sieve (checkers.keyed.sieve) clears
     the clean groups; the reference judges the rest."""
-    from checkers.keyed.sieve import sieve  # DuckDB loads in the Python workers only
+    # The sieve imports this module's routes: imported here, not at the top, to break the cycle.
+    from checkers.keyed.sieve import sieve
 
     def step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         chunks = list(batches)
