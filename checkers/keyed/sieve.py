@@ -12,7 +12,7 @@ The tests of clearance are exact or err towards suspicion, never the other way: 
 group is cleared only when the reference would find nothing in it. A key group is
 cleared only when its writes are simple (every `ok` source write has its own value and
 version, none is a delete, none is `info`): the reference's by-value lookups are then
-unambiguous, and the lag is a join. docs/checkers.md names the kinds each test clears;
+unambiguous, and the lag is a join. docs/analysis.md (The sieve) says more;
 tests/test_keyed_sieve.py holds the sieve to the reference on random histories.
 """
 
