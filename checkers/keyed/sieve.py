@@ -118,15 +118,18 @@ WHERE type = 'msg' AND action = 'produce' AND channel IS NOT NULL
   AND (channel = 'events' OR starts_with(channel, 'events:'))"""
 """checkers.reference.eventsourcing.is_log_event, with each event's delta."""
 
+_FINAL = """
+CREATE TEMP VIEW fin AS
+SELECT _g, store, value FROM (
+  SELECT _g, store, value, row_number() OVER (PARTITION BY _g, store ORDER BY $DESC) AS n
+  FROM k WHERE type = 'state' AND store IS NOT NULL)
+WHERE n = 1"""
+"""Each key's last `state` per store (common.final_states; a null value: not held)."""
+
 _PROJECTION = f"""
-WITH fin AS (
-  SELECT _g, store, value FROM (
-    SELECT _g, store, value, row_number() OVER (PARTITION BY _g, store ORDER BY $DESC) AS n
-    FROM k WHERE type = 'state' AND store IS NOT NULL)
-  WHERE n = 1 AND value IS NOT NULL),
-  fold AS (SELECT _g, sum(delta) AS total FROM log GROUP BY _g),
+WITH fold AS (SELECT _g, sum(delta) AS total FROM log GROUP BY _g),
   held AS (SELECT _g, store, {_AS_INT.format(v="value")} AS n FROM fin
-           WHERE store IN (SELECT store FROM projections)),
+           WHERE value IS NOT NULL AND store IN (SELECT store FROM projections)),
   judged AS (SELECT _g, p.store FROM fold CROSS JOIN projections p
              UNION SELECT _g, store FROM held)
 SELECT j._g FROM judged j LEFT JOIN held h USING (_g, store) LEFT JOIN fold f USING (_g)
@@ -152,12 +155,7 @@ ANTI JOIN (SELECT DISTINCT _g, store, value FROM k
   ON reached._g = w._g AND reached.store = s.store AND reached.value = w.value"""
 
 _DIVERGENCE = f"""
-WITH fin AS (
-  SELECT _g, store, value FROM (
-    SELECT _g, store, value, row_number() OVER (PARTITION BY _g, store ORDER BY $DESC) AS n
-    FROM k WHERE type = 'state' AND store IS NOT NULL)
-  WHERE n = 1),
-  src AS (SELECT _g, value FROM fin WHERE store = '{SOURCE_STORE}'),
+WITH src AS (SELECT _g, value FROM fin WHERE store = '{SOURCE_STORE}'),
   der AS (SELECT _g, store, value FROM fin WHERE store <> '{SOURCE_STORE}'),
   groups AS (SELECT DISTINCT _g FROM k)
 SELECT g._g FROM groups g LEFT JOIN src USING (_g)
@@ -255,6 +253,7 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
         con.register("effect_stores", pa.table({"store": pa.array(stores, pa.string())}))
         con.execute(_PREPARE)
         con.execute(_expand(_LOG))
+        con.execute(_expand(_FINAL))
         con.execute(_UNMET)
         queries = [f"SELECT {KEY} AS _r, _g FROM ({q})" for q in _KEY_SUSPECTS.values()]
         if facts.limits_error is not None:
