@@ -59,8 +59,8 @@ SCENARIOS = [
         setup="cdc",
         summary=(
             "The planted bug: the consumer commits each polled batch before applying it "
-            "(6 ms of work per message, so it is busy most of the time). A SIGKILL in between "
-            "skips the rest of the batch for good: those writes never reach the cache."
+            "(6 ms of work per message). Each SIGKILL strikes inside a batch (`when: busy`) "
+            "and skips the rest of it for good: those writes never reach the cache."
         ),
         setup_params={"effect": "versioned", "commit": "before-apply", "apply_ms": 6},
         # Keys written about once each: a skipped write is the key's last, so the cache
@@ -69,9 +69,9 @@ SCENARIOS = [
             clients=4, keys=5000, distribution="uniform", mix={"write": 1.0}, rate=150, duration=10
         ),
         faults=faults(
-            {"kind": "crash", "target": "consumer", "at": 2.0, "duration": 1.0},
-            {"kind": "crash", "target": "consumer", "at": 4.5, "duration": 1.0},
-            {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 1.0},
+            {"kind": "crash", "target": "consumer", "at": 2.0, "duration": 1.0, "when": "busy"},
+            {"kind": "crash", "target": "consumer", "at": 4.5, "duration": 1.0, "when": "busy"},
+            {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 1.0, "when": "busy"},
             recovery=2.0,
         ),
         expectations={"lost-write": PRESENT, "missing": PRESENT, "phantom": ABSENT},

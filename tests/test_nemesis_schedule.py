@@ -22,6 +22,8 @@ def test_from_dict_puts_extra_fields_in_params() -> None:
         ({"kind": "meteor", "target": "x", "at": 0}, "unknown"),
         ({"kind": "crash", "target": "redis"}, "lacks 'at'"),
         ({"kind": "crash", "target": "redis", "at": -1}, ">= 0"),
+        ({"kind": "pause", "target": "redis", "at": 1, "when": "busy"}, "only a crash"),
+        ({"kind": "crash", "target": "redis", "at": 1, "when": "idle"}, "when: busy"),
     ],
 )
 def test_bad_windows_are_named(window: dict[str, object], message: str) -> None:

@@ -86,6 +86,8 @@ class Nemesis:
 
     def _open_window(self, index: int, spec: FaultSpec) -> None:
         extra: dict[str, Any] = {"at": spec.at, "duration": spec.duration, **spec.params}
+        if spec.params.get("when") == "busy":
+            extra["busy"] = self._await_busy(spec)
         fault_id = self.rec.fault_start(spec.kind, spec.target, extra=extra)
         self.windows += 1
         try:
@@ -98,6 +100,23 @@ class Nemesis:
             return
         with self._lock:
             self._open[index] = _Open(spec, fault_id, undo)
+
+    def _await_busy(self, spec: FaultSpec) -> bool:
+        """Wait until the target is mid-batch (False if it never was within `wait` s).
+
+        A crash at a fixed time can land while a consumer is idle or still starting, and
+        then cuts nothing short; the claims about crashes during processing need the kill
+        inside the work.
+        """
+        svc = self.setup.process(spec.target) or self.ctx.stack[spec.target]
+        deadline = time.monotonic() + float(spec.params.get("wait", 5.0))
+        while time.monotonic() < deadline:
+            if svc.busy():
+                return True
+            if self._stop.wait(0.005):
+                break
+        log.warning("crash of %s: not busy within its wait; striking anyway", spec.target)
+        return False
 
     def _close(self, o: _Open) -> None:
         error = None

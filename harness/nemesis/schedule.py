@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 KINDS = {
-    "crash": "SIGKILL the target service, restart it when the window closes",
+    "crash": (
+        "SIGKILL the target service, restart it when the window closes; with `when: busy`"
+        " the kill waits (up to `wait` seconds, default 5) until the target is mid-batch"
+    ),
     "pause": "SIGSTOP the target service, SIGCONT when the window closes",
     "restart": "graceful stop and start of the target service (a one-off, no window)",
     "cut": "Toxiproxy: a partition of the link to the target (bytes stop, clients time out)",
@@ -48,6 +51,12 @@ class FaultSpec:
             )
         if self.at < 0 or self.duration < 0:
             raise ValueError(f"fault {self.kind} on {self.target}: at and duration must be >= 0")
+        when = self.params.get("when")
+        if when is not None and (self.kind != "crash" or when != "busy"):
+            raise ValueError(
+                f"fault {self.kind} on {self.target}: when={when!r}; only a crash takes "
+                "`when: busy` (strike while the target is mid-batch); drop it or use crash"
+            )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FaultSpec:

@@ -62,6 +62,14 @@ class Service(ABC):
     def endpoint(self) -> Endpoint:
         """The service's own address (clients go through Toxiproxy links instead)."""
 
+    def busy(self) -> bool:
+        """Whether the service is in the middle of work that a crash now would cut short.
+
+        A `crash` fault with `when: busy` waits for this. Services that cannot tell say
+        True, so such a fault strikes at its scheduled time.
+        """
+        return True
+
     def restart(self) -> None:
         """Restart with the data intact."""
         if self.is_running():

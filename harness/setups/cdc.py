@@ -144,6 +144,11 @@ class ConsumerProcess(SupervisedService):
         proc = self._require()
         proc.wait_until(lambda: self.status().get("ready"), timeout, "its partitions")
 
+    def busy(self) -> bool:
+        """Whether this instance is applying a batch it has received (and, with
+        commit before apply, already committed)."""
+        return bool(self.status().get("in_flight"))
+
     def endpoint(self) -> Endpoint:
         """Where it reads from: its Kafka link."""
         host, port = self.config.bootstrap.split(",")[0].rsplit(":", 1)
@@ -185,6 +190,9 @@ class _Group(Service):
 
     def is_running(self) -> bool:
         return any(m.is_running() for m in self.members)
+
+    def busy(self) -> bool:
+        return any(m.busy() for m in self.members)
 
     def endpoint(self) -> Endpoint:
         return self.members[0].endpoint()

@@ -215,16 +215,20 @@ class CdcConsumer:
             try:
                 if self.cfg.commit == BEFORE_APPLY and batch:
                     self.commit_positions({c.partition: c.offset + 1 for c in batch})
+                if batch:
+                    # Published so a `when: busy` crash can strike inside the batch.
+                    self.write_status(force=True, in_flight=len(batch))
                 for change in batch:
                     self.apply(change)
                     self.position[change.partition] = change.offset + 1
             except StoreError as exc:
                 log.warning("store error, retrying from the committed offsets: %s", exc)
                 self.rewind()
+                self.write_status(force=True)
                 continue
             if self.cfg.commit == AFTER_APPLY and self.due():
                 self.commit_positions(dict(self.position))
-            self.write_status()
+            self.write_status(force=bool(batch))
         self.write_status(force=True)
         self.rec.close()
         self.kafka.close()
@@ -390,8 +394,9 @@ class CdcConsumer:
             "process": self.cfg.instance,
         }
 
-    def write_status(self, *, ready: bool = True, force: bool = False) -> None:
-        """Atomically publish how far this instance has processed and committed."""
+    def write_status(self, *, ready: bool = True, force: bool = False, in_flight: int = 0) -> None:
+        """Atomically publish how far this instance has processed and committed, and how
+        many received changes it is applying right now (`in_flight`)."""
         now = time.monotonic()
         if not force and now - self.last_status < 0.1:
             return
@@ -402,6 +407,7 @@ class CdcConsumer:
             "position": {str(p): o for p, o in self.position.items()},
             "committed": {str(p): o for p, o in self.committed.items()},
             "done": self.done,
+            "in_flight": in_flight,
             "received": [[c.partition, c.offset, c.value] for c in self.received],
         }
         path = Path(self.cfg.status_path)
