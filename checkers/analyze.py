@@ -28,7 +28,7 @@ from rich.console import Console
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
 from checkers.figures import PassFigures, pass_figures
 from checkers.frames import history_schema
-from checkers.keyed.spark import gather_facts, keyed_pass
+from checkers.keyed.spark import keyed_pass
 from checkers.keyed.step import ANOMALY, OUTPUT_DDL
 from checkers.outputs import examples, write_single_parquet
 from checkers.series import bucket_seconds, history_series
@@ -145,15 +145,13 @@ def analyze(
         scratch.mkdir()
         try:
             t = time.perf_counter()
-            events = _read_history(spark, run / PARQUET_NAME, info.events)
-            facts = gather_facts(events)
-            timings["load_s"] = time.perf_counter() - t
-
-            t = time.perf_counter()
-            keyed_pass(events, facts, info.events, per_kind).write.parquet(str(scratch / "pass"))
+            _size_shuffles(spark, info.events)
+            t0_ns, t1_ns = keyed_pass(
+                spark, run / PARQUET_NAME, scratch / "pass", info.events, per_kind
+            )
             rows = spark.read.schema(OUTPUT_DDL).parquet(str(scratch / "pass"))
-            bucket_s = bucket_seconds(facts.t0_ns, facts.t1_ns)
-            figures = pass_figures(rows, facts.t0_ns, bucket_s, per_kind)
+            bucket_s = bucket_seconds(t0_ns, t1_ns)
+            figures = pass_figures(rows, t0_ns, bucket_s, per_kind)
             runs = _checker_runs(figures, time.perf_counter() - t)
             timings["checkers_s"] = time.perf_counter() - t
             for r in runs:
@@ -170,10 +168,11 @@ def analyze(
                 {
                     "schema": ANALYSIS_SCHEMA,
                     "per_kind": per_kind,
-                    "kinds": examples(figures.examples, counts, facts.t0_ns),
+                    "kinds": examples(figures.examples, counts, t0_ns),
                 },
             )
-            series = history_series(events, facts.t0_ns, facts.t1_ns)
+            events = _read_history(spark, run / PARQUET_NAME)
+            series = history_series(events, t0_ns, t1_ns)
             series["anomalies"] = figures.anomaly_series
             series["lag"] = [] if "staleness" in figures.errors else figures.lag_series
             lag = {} if "staleness" in figures.errors else figures.lag
@@ -186,7 +185,6 @@ def analyze(
 
         verdict = judge(counts, expectations)
         timings["total_s"] = time.perf_counter() - started
-        t0_ns, t1_ns = facts.t0_ns, facts.t1_ns
         analysis = {
             "schema": ANALYSIS_SCHEMA,
             "run": {
@@ -295,23 +293,25 @@ def _spark(master: str | None, log_path: Path) -> SparkSession:
         os.close(saved)
 
 
-def _read_history(spark: SparkSession, path: Path, rows: int) -> DataFrame:
-    """The history, split so that each core reads a share of it, with the session's
-    shuffles sized to it.
+def _size_shuffles(spark: SparkSession, rows: int) -> None:
+    """Size the session's reads and shuffles to a history of `rows` events.
 
     Spark splits Parquet files into 128 MB partitions: a history of a few million events
     would be read by one core. A small one stays whole: every split costs a task.
     """
     cores = spark.sparkContext.defaultParallelism
     small = rows <= SMALL_HISTORY
-    split = max(1 << 20, path.stat().st_size // (1 if small else cores) + 1)
-    spark.conf.set("spark.sql.files.maxPartitionBytes", str(split))
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(1 << 20 if small else 32 << 20))
     # The outputs' aggregations shuffle a few rows per group: on a small history each
     # extra shuffle partition is a task to schedule, and adaptive execution adds a job
     # per stage to re-plan what is already tiny.
     spark.conf.set("spark.sql.shuffle.partitions", str(1 if small else 2 * cores))
     spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
-    # The schema is known: given, it spares the job that reads it from the footer.
+
+
+def _read_history(spark: SparkSession, path: Path) -> DataFrame:
+    """The history as a frame (for the series); the schema is known: given, it spares
+    the job that reads it from the footer."""
     return spark.read.schema(history_schema()).parquet(str(path))
 
 

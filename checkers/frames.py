@@ -1,13 +1,10 @@
-"""History events as Spark DataFrames, with the one schema of harness.history.schema."""
+"""The history's Spark schema: the one schema of harness.history.schema, for Spark."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from harness.history.schema import COLUMNS, INT_COLUMNS, Event
+from harness.history.schema import COLUMNS, INT_COLUMNS
 
 
 def history_schema() -> StructType:
@@ -18,9 +15,3 @@ def history_schema() -> StructType:
             for c in COLUMNS
         ]
     )
-
-
-def events_to_df(spark: SparkSession, events: Iterable[Event]) -> DataFrame:
-    """A DataFrame of a small in-memory history (tests, the simulator)."""
-    rows = [tuple(getattr(e, c) for c in COLUMNS) for e in events]
-    return spark.createDataFrame(rows, schema=history_schema())

@@ -3,34 +3,50 @@ history in, one checker's anomaly rows, the notes or the lag figures out."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.anomaly import ANOMALY_COLUMNS
 from checkers.figures import pass_figures
-from checkers.frames import events_to_df
-from checkers.keyed.spark import gather_facts, keyed_pass
+from checkers.keyed.spark import keyed_pass
 from checkers.keyed.step import ANOMALY, ERROR, NOTE, OUTPUT_DDL
 from checkers.series import bucket_seconds
-from harness.history.schema import Event
+from harness.history.reader import arrow_schema
+from harness.history.schema import COLUMNS, Event
+
+ROW_GROUP_ROWS = 64
+"""Small row groups: the tests' histories are cut into several map tasks, as a large
+history is."""
 
 
-def pass_rows(spark: Any, events: list[Event]) -> tuple[DataFrame, DataFrame, Any]:
-    """The history as a frame, the pass's rows (materialized) and the facts; a
-    checker's failure fails the test with its error."""
-    df = events_to_df(spark, events)
-    facts = gather_facts(df)
-    rows = spark.createDataFrame(keyed_pass(df, facts, len(events)).collect(), OUTPUT_DDL)
+def pass_rows(spark: Any, events: list[Event]) -> tuple[DataFrame, tuple[int, int]]:
+    """The pass's rows over the history (materialized) and its clock span; a checker's
+    failure fails the test with its error."""
+    with tempfile.TemporaryDirectory(prefix="driftlab-pass-") as tmp:
+        history = Path(tmp) / "history.parquet"
+        pq.write_table(history_table(events), history, row_group_size=ROW_GROUP_ROWS)
+        span = keyed_pass(spark, history, Path(tmp) / "pass", len(events))
+        found = spark.read.schema(OUTPUT_DDL).parquet(f"{tmp}/pass").collect()
+    rows = spark.createDataFrame(found, OUTPUT_DDL)
     errors = rows.filter(F.col("out") == ERROR).collect()
     assert not errors, errors[0]["detail"]
-    return df, rows, facts
+    return rows, span
+
+
+def history_table(events: list[Event]) -> pa.Table:
+    """The events as the history's Parquet holds them."""
+    return pa.table({c: [getattr(e, c) for e in events] for c in COLUMNS}, schema=arrow_schema())
 
 
 def spark_check(spark: Any, events: list[Event], checker: str) -> DataFrame:
     """`checker`'s anomaly rows (checkers.anomaly.SPARK_DDL) found by the keyed pass."""
-    _, rows, _ = pass_rows(spark, events)
+    rows, _ = pass_rows(spark, events)
     return rows.filter((F.col("out") == ANOMALY) & (F.col("checker") == checker)).select(
         *ANOMALY_COLUMNS
     )
@@ -38,7 +54,7 @@ def spark_check(spark: Any, events: list[Event], checker: str) -> DataFrame:
 
 def spark_notes(spark: Any, events: list[Event]) -> dict[str, int]:
     """The notes' counts (every note, zero included)."""
-    _, rows, _ = pass_rows(spark, events)
+    rows, _ = pass_rows(spark, events)
     notes = {"unseen-message": 0, "recovered-write": 0}
     for r in rows.filter(F.col("out") == NOTE).collect():
         notes[r["kind"]] += r["n"]
@@ -47,6 +63,6 @@ def spark_notes(spark: Any, events: list[Event]) -> dict[str, int]:
 
 def spark_lag(spark: Any, events: list[Event]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The lag figures of analysis.json and the lag series of series.json."""
-    _, rows, facts = pass_rows(spark, events)
-    figures = pass_figures(rows, facts.t0_ns, bucket_seconds(facts.t0_ns, facts.t1_ns))
+    rows, (t0, t1) = pass_rows(spark, events)
+    figures = pass_figures(rows, t0, bucket_seconds(t0, t1))
     return figures.lag, figures.lag_series

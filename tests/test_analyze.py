@@ -105,7 +105,7 @@ def test_outputs_are_complete_and_consistent(planted: dict[str, Any]) -> None:
     assert analysis["schema"] == 1
     assert analysis["history"]["events"] == read_history(run).info.events
     assert analysis["history"]["cut_short"] is False
-    assert set(analysis["timings"]) == {"convert_s", "load_s", "checkers_s", "outputs_s", "total_s"}
+    assert set(analysis["timings"]) == {"convert_s", "checkers_s", "outputs_s", "total_s"}
     assert analysis["counts_by_checker"] == {
         c: sum(analysis["counts"][k] for k in kinds) for c, kinds in KINDS.items()
     }

@@ -1,165 +1,111 @@
-"""The keyed pass in Spark: one aggregation job for the Facts, one shuffle for the rest.
+"""The keyed pass in Spark: one job of two stages, Arrow all the way.
 
-1. `gather_facts`: one job tags each event with the fact it contributes
-   (checkers.keyed.facts.tag_of), keeps the distinct tags with the clock's span, and
-   brings those few rows (consumers x channels, stores, headers) to the driver.
-2. `keyed_pass`: every event is copied to each group that judges it
-   (checkers.keyed.step.routes), the copies are repartitioned once by group, and each
-   partition runs every check of its groups in one Python step over its Arrow batches
-   (mapInArrow). Out come the anomaly rows with their evidence, the notes' counts and
-   the lag samples (OUTPUT_DDL): nothing that grows with the history reaches the driver.
+1. Map: each task reads one row group of the history's Parquet with pyarrow, routes its
+   rows to the groups that judge them and cuts them into buckets by group
+   (checkers.keyed.routing), and emits each bucket's rows as Arrow IPC blobs together
+   with its share of the Facts, the latter to every bucket.
+2. Reduce: Spark shuffles the blobs by bucket; each partition merges the Facts shares
+   (every map task's, so the whole history's), then runs every check of its groups in
+   one step (checkers.keyed.step.partition_step) and writes its rows (OUTPUT_DDL) to a
+   Parquet file of its own. Only the clock's span comes back to the driver.
+
+Rows never go through Spark's row format: the JVM schedules the tasks and moves a few
+blobs per task, and a history of N events costs one scan, not one per checker. The
+workers read the history and write the rows by path, so with a cluster the run folder
+must be on storage every worker sees (as for any Spark input).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
-from checkers.keyed.facts import (
-    DELIVER,
-    DONE,
-    EFFECT,
-    HEADER,
-    OTHER,
-    QUIESCED,
-    STATE,
-    Facts,
-    facts_from_rows,
-    header_from_json,
-)
-from checkers.keyed.step import (
-    GROUP_COLUMN,
-    KEY,
-    MESSAGE,
-    OUTPUT_DDL,
-    PARTITION,
-    POSITION_COLUMN,
-    ROUTE_COLUMN,
-    partition_step,
-)
-from checkers.reference.common import WRITE_FS
-from harness.history.schema import COLUMNS, SOURCE_STORE, EventType, Mark, MsgAction, OpPhase
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from checkers.keyed.routing import FactShare, route, with_positions
+from checkers.keyed.step import output_schema, partition_step
 
 ROWS_PER_PARTITION = 400_000
 """Routed rows per partition of the pass: enough that a small history is one or two
 tasks (each task costs a Python worker round trip), few enough that a partition's
 Arrow table and events fit a worker's memory whatever the history's size."""
+CHUNK_ROWS = 50_000
+"""Rows per shuffled blob: whole buckets of a large row group would be blobs of tens
+of megabytes, each held whole by the JVM's shuffle."""
+_FACTS, _ROWS = "f", "r"
 
 
-def _msg() -> Column:
-    return F.col("type") == EventType.MSG
+def keyed_pass(
+    spark: SparkSession, history: Path, out_dir: Path, rows: int, per_kind: int = 5
+) -> tuple[int, int]:
+    """Run every check on the history's Parquet `history` of `rows` events; each
+    partition writes its rows (checkers.keyed.step.OUTPUT_DDL) to `out_dir`, with up to
+    `per_kind` example candidates of each kind. Returns the history's clock span
+    (first and last event time, ns)."""
+    sc = spark.sparkContext
+    meta = pq.ParquetFile(history).metadata
+    slices, first = [], 0
+    for i in range(meta.num_row_groups):
+        slices.append((i, first))
+        first += meta.row_group(i).num_rows
+    buckets = max(sc.defaultParallelism, -(-2 * rows // ROWS_PER_PARTITION))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path, out = str(history), str(out_dir)
 
+    def map_slice(piece: tuple[int, int]) -> Iterator[tuple[int, tuple[str, Any]]]:
+        group, first = piece
+        table = pq.ParquetFile(path).read_row_group(group)
+        routed = route(with_positions(table, first), buckets)
+        for b in range(buckets):
+            yield b, (_FACTS, routed.share)
+        for b, part in routed.buckets.items():
+            for start in range(0, part.num_rows, CHUNK_ROWS):
+                yield b, (_ROWS, _to_ipc(part.slice(start, CHUNK_ROWS)))
 
-def is_effect() -> Column:
-    """checkers.reference.common.is_effect as a column."""
-    derived = F.col("store").isNotNull() & (F.col("store") != SOURCE_STORE)
-    applied = _msg() & (F.col("action") == MsgAction.APPLY)
-    written = (
-        (F.col("type") == EventType.OP)
-        & (F.col("phase") == OpPhase.OK)
-        & F.col("f").isin(*WRITE_FS)
-    )
-    return derived & (applied | written)
+    def reduce_bucket(index: int, items: Iterator[Any]) -> Iterator[tuple[int, int]]:
+        share, blobs = FactShare(), []
+        for _, (kind, data) in items:
+            if kind == _FACTS:
+                share.merge(data)
+            else:
+                blobs.append(data)
+        with pq.ParquetWriter(f"{out}/part-{index:05d}.parquet", output_schema()) as writer:
+            if blobs:
+                table = pa.concat_tables(_from_ipc(b) for b in blobs)
+                del blobs
+                step = partition_step(share.facts(), per_kind)
+                for batch in step(iter(table.to_batches())):
+                    writer.write_batch(batch)
+        if share.t0 is not None and share.t1 is not None:
+            yield share.t0, share.t1
 
-
-def _tag() -> Column:
-    """checkers.keyed.facts.tag_of as a column."""
-    mark = F.col("type") == EventType.MARK
-    consumer = F.col("consumer").isNotNull()
-    return (
-        F.when(
-            _msg()
-            & (F.col("action") == MsgAction.DELIVER)
-            & consumer
-            & F.col("channel").isNotNull(),
-            DELIVER,
-        )
-        .when(mark & (F.col("kind") == Mark.CONSUMER_DONE) & consumer, DONE)
-        .when(mark & (F.col("kind") == Mark.QUIESCED), QUIESCED)
-        .when((F.col("type") == EventType.STATE) & F.col("store").isNotNull(), STATE)
-        .when(F.col("type") == EventType.HEADER, HEADER)
-        .when(F.col("key").isNotNull() & is_effect(), EFFECT)
-        .otherwise(OTHER)
-    )
-
-
-def gather_facts(events: DataFrame) -> Facts:
-    """The history's Facts, in one job whose result is a few rows."""
-    tag = F.col("tag")
-    rows = (
-        events.select(
-            _tag().alias("tag"),
-            "time",
-            "consumer",
-            "channel",
-            "store",
-            F.when(F.col("type") == EventType.HEADER, F.to_json(F.struct(*COLUMNS))).alias("h"),
-        )
-        .groupBy(
-            "tag",
-            F.when(tag.isin(DELIVER, DONE), F.col("consumer")).alias("a"),
-            F.when(tag.isin(DELIVER, DONE), F.col("channel"))
-            .when(tag.isin(EFFECT, STATE), F.col("store"))
-            .alias("b"),
-            "h",
-        )
-        .agg(F.min("time").alias("t0"), F.max("time").alias("t1"))
+    if not slices:
+        pq.write_table(output_schema().empty_table(), out_dir / "part-00000.parquet")
+        return 0, 0
+    spans = (
+        sc.parallelize(slices, len(slices))
+        .flatMap(map_slice)
+        .partitionBy(buckets, _identity)
+        .mapPartitionsWithIndex(reduce_bucket)
         .collect()
     )
-    t0 = min((r["t0"] for r in rows if r["t0"] is not None), default=0)
-    t1 = max((r["t1"] for r in rows if r["t1"] is not None), default=0)
-    headers = [header_from_json(r["h"]) for r in rows if r["h"] is not None]
-    return facts_from_rows(((r["tag"], r["a"], r["b"]) for r in rows), headers, t0, t1)
+    return min((s[0] for s in spans), default=0), max((s[1] for s in spans), default=0)
 
 
-def routed(events: DataFrame) -> DataFrame:
-    """Every event once per group that judges it, with its route, group and position in
-    the history (checkers.keyed.step.routes)."""
-    msg_action = _msg() & F.col("action").isin(MsgAction.PRODUCE, MsgAction.DELIVER)
-    partition = F.concat(
-        F.col("channel"), F.lit("\x00"), F.coalesce(F.col("partition").cast("string"), F.lit(""))
-    )
-    candidates = F.array(
-        F.when(
-            F.col("key").isNotNull()
-            & F.col("type").isin(EventType.OP, EventType.MSG, EventType.STATE),
-            F.struct(F.lit(KEY).alias("r"), F.col("key").alias("g")),
-        ),
-        F.when(
-            msg_action & F.col("channel").isNotNull(),
-            F.struct(F.lit(PARTITION).alias("r"), partition.alias("g")),
-        ),
-        F.when(
-            _msg()
-            & F.col("action").isin(MsgAction.PRODUCE, MsgAction.DELIVER, MsgAction.APPLY)
-            & F.col("msg_id").isNotNull(),
-            F.struct(F.lit(MESSAGE).alias("r"), F.col("msg_id").alias("g")),
-        ),
-    )
-    # The position numbers rows by split and place: increasing in the file's order, which
-    # is the order the reference checkers read a history in.
-    numbered = events.select(*COLUMNS, F.monotonically_increasing_id().alias(POSITION_COLUMN))
-    with_routes = numbered.select(
-        *COLUMNS,
-        POSITION_COLUMN,
-        F.explode(F.filter(candidates, lambda x: x.isNotNull())).alias("_route"),
-    )
-    return with_routes.select(
-        *COLUMNS,
-        POSITION_COLUMN,
-        F.col("_route.r").alias(ROUTE_COLUMN),
-        F.col("_route.g").alias(GROUP_COLUMN),
-    )
+def _identity(bucket: int) -> int:
+    """Bucket b goes to partition b: the buckets are already spread by group hash."""
+    return bucket
 
 
-def keyed_pass(events: DataFrame, facts: Facts, rows: int, per_kind: int = 5) -> DataFrame:
-    """The pass's rows (checkers.keyed.step.OUTPUT_DDL) for a history of `rows` events,
-    with up to `per_kind` example candidates of each kind per partition: lazily, so that
-    the caller's one action (a write) runs it once."""
-    cores = events.sparkSession.sparkContext.defaultParallelism
-    parts = max(cores, -(-2 * rows // ROWS_PER_PARTITION))
-    return (
-        routed(events)
-        .repartition(parts, ROUTE_COLUMN, GROUP_COLUMN)
-        .mapInArrow(partition_step(facts, per_kind), OUTPUT_DDL)
-    )
+def _to_ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _from_ipc(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(blob).read_all()

@@ -1,0 +1,160 @@
+"""The map side of the keyed pass: a slice of the history's rows routed to their groups
+and cut into buckets, and the slice's share of the Facts.
+
+What checkers.keyed.step.routes and checkers.keyed.facts.tag_of say of one event,
+said here of an Arrow table at once, in DuckDB: every row once per group that judges
+it, with its route, group and position in the history, and the distinct fact rows
+(tag, a, b) with the slice's clock span and header events. tests/test_keyed_routing.py
+holds both to the plain-Python functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from checkers.keyed.facts import (
+    DELIVER,
+    DONE,
+    EFFECT,
+    HEADER,
+    OTHER,
+    QUIESCED,
+    STATE,
+    Facts,
+    facts_from_rows,
+)
+from checkers.keyed.step import GROUP_COLUMN, KEY, MESSAGE, PARTITION, POSITION_COLUMN, ROUTE_COLUMN
+from checkers.reference.common import WRITE_FS
+from harness.history.schema import COLUMNS, SOURCE_STORE, Event, EventType, Mark, MsgAction
+
+_WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))
+_COLS = ", ".join(f'"{c}"' for c in COLUMNS)
+
+_ROUTED = f"""
+SELECT _i, _r, _g, (hash(_r, _g) % $buckets)::INTEGER AS _b FROM (
+  SELECT {POSITION_COLUMN} - $first AS _i, {KEY}::INTEGER AS _r, key AS _g
+  FROM t WHERE key IS NOT NULL
+    AND type IN ('{EventType.OP}', '{EventType.MSG}', '{EventType.STATE}')
+  UNION ALL
+  SELECT {POSITION_COLUMN} - $first, {PARTITION}::INTEGER,
+    channel || chr(0) || coalesce(CAST("partition" AS VARCHAR), '')
+  FROM t WHERE type = '{EventType.MSG}'
+    AND action IN ('{MsgAction.PRODUCE}', '{MsgAction.DELIVER}') AND channel IS NOT NULL
+  UNION ALL
+  SELECT {POSITION_COLUMN} - $first, {MESSAGE}::INTEGER, msg_id
+  FROM t WHERE type = '{EventType.MSG}'
+    AND action IN ('{MsgAction.PRODUCE}', '{MsgAction.DELIVER}', '{MsgAction.APPLY}')
+    AND msg_id IS NOT NULL)
+ORDER BY _b
+"""
+"""checkers.keyed.step.routes for every row of `t` at once: which row (`_i`) goes to
+which route and group, and the group's bucket; sorted by bucket."""
+
+_TAG = f"""
+CASE
+  WHEN type = '{EventType.MSG}' AND action = '{MsgAction.DELIVER}'
+    AND consumer IS NOT NULL AND channel IS NOT NULL THEN '{DELIVER}'
+  WHEN type = '{EventType.MARK}' AND kind = '{Mark.CONSUMER_DONE}'
+    AND consumer IS NOT NULL THEN '{DONE}'
+  WHEN type = '{EventType.MARK}' AND kind = '{Mark.QUIESCED}' THEN '{QUIESCED}'
+  WHEN type = '{EventType.STATE}' AND store IS NOT NULL THEN '{STATE}'
+  WHEN type = '{EventType.HEADER}' THEN '{HEADER}'
+  WHEN key IS NOT NULL AND store IS NOT NULL AND store <> '{SOURCE_STORE}' AND (
+    (type = '{EventType.MSG}' AND action = '{MsgAction.APPLY}')
+    OR (type = '{EventType.OP}' AND phase = 'ok' AND f IN ({_WRITE_FS}))) THEN '{EFFECT}'
+  ELSE '{OTHER}'
+END"""
+"""checkers.keyed.facts.tag_of, as SQL."""
+
+_FACT_ROWS = f"""
+SELECT DISTINCT tag,
+  CASE WHEN tag IN ('{DELIVER}', '{DONE}') THEN consumer END AS a,
+  CASE WHEN tag IN ('{DELIVER}', '{DONE}') THEN channel
+       WHEN tag IN ('{EFFECT}', '{STATE}') THEN store END AS b
+FROM (SELECT {_TAG} AS tag, consumer, channel, store FROM t)
+"""
+
+
+@dataclass
+class FactShare:
+    """One slice's share of the Facts: merged over every slice, the whole history's."""
+
+    rows: set[tuple[str, str | None, str | None]] = field(default_factory=set)
+    headers: list[tuple[int, Event]] = field(default_factory=list)
+    """(position, header event): merged in the history's order."""
+    t0: int | None = None
+    t1: int | None = None
+
+    def merge(self, other: FactShare) -> None:
+        """Add another slice's share to this one."""
+        self.rows |= other.rows
+        self.headers += other.headers
+        spans = [t for t in (self.t0, other.t0) if t is not None]
+        self.t0 = min(spans, default=None)
+        spans = [t for t in (self.t1, other.t1) if t is not None]
+        self.t1 = max(spans, default=None)
+
+    def facts(self) -> Facts:
+        """The Facts of the slices merged so far."""
+        headers = [e for _, e in sorted(self.headers, key=lambda h: h[0])]
+        return facts_from_rows(self.rows, headers, self.t0 or 0, self.t1 or 0)
+
+
+@dataclass
+class Routed:
+    """A slice routed: its rows per bucket (history columns, position, route, group)
+    and its share of the Facts."""
+
+    buckets: dict[int, pa.Table]
+    share: FactShare
+
+
+def with_positions(table: pa.Table, first: int) -> pa.Table:
+    """`table` with its rows' positions in the history, the first being `first`."""
+    return table.append_column(
+        POSITION_COLUMN, pa.array(range(first, first + table.num_rows), pa.int64())
+    )
+
+
+def route(table: pa.Table, buckets: int) -> Routed:
+    """Route a slice (history columns plus position) to its groups and cut the routed
+    rows into `buckets` by group: a group's rows land in one bucket, whatever slice
+    they come from."""
+    con = duckdb.connect()
+    try:
+        # Spark runs one Python worker per core: more DuckDB threads would only contend.
+        con.execute("SET threads TO 1")
+        con.register("t", table)
+        first = table.column(POSITION_COLUMN)[0].as_py() if table.num_rows else 0
+        routes = con.sql(
+            _ROUTED.replace("$buckets", str(buckets)).replace("$first", str(first))
+        ).to_arrow_table()
+        share = FactShare(rows=set(con.sql(_FACT_ROWS).fetchall()))
+        ((share.t0, share.t1),) = con.sql('SELECT min("time"), max("time") FROM t').fetchall()
+        headers = con.sql(
+            f"SELECT {_COLS}, {POSITION_COLUMN} FROM t WHERE type = '{EventType.HEADER}'"
+        ).fetchall()
+    finally:
+        con.close()
+    share.headers = [(row[-1], Event(*row[:-1])) for row in headers]
+    return Routed(_cut(table, routes), share)
+
+
+def _cut(table: pa.Table, routes: pa.Table) -> dict[int, pa.Table]:
+    """The routed rows per bucket (buckets without rows left out), from the routes
+    sorted by bucket."""
+    routed = (
+        table.take(routes.column("_i"))
+        .append_column(ROUTE_COLUMN, routes.column("_r"))
+        .append_column(GROUP_COLUMN, routes.column("_g"))
+    )
+    out: dict[int, pa.Table] = {}
+    start = 0
+    for entry in pc.value_counts(routes.column("_b")).to_pylist():
+        out[entry["values"]] = routed.slice(start, entry["counts"])
+        start += entry["counts"]
+    return out
