@@ -1,10 +1,11 @@
 """Analyse a run: the keyed pass over its history, and the files of docs/analysis.md.
 
-`analyze(run_dir)` converts the history to Parquet (harness.history.reader), gathers
-the history-wide facts in one job, runs every check in one keyed pass
-(checkers.keyed.spark) written once to a scratch folder, and from those rows writes
-analysis.json, anomalies.parquet, examples.json and series.json: five Spark jobs in
-all, whatever the history. Only aggregates and a few sampled rows reach the driver.
+`analyze(run_dir)` converts the history to Parquet (harness.history.reader), runs every
+check and makes every series in one keyed pass (checkers.keyed.spark, one job) written
+once to a scratch folder, adds its rows up in one job (checkers.figures) and writes the
+sorted anomalies in a third: analysis.json, anomalies.parquet, examples.json and
+series.json from three Spark jobs, whatever the history. Only aggregates and a few
+sampled rows reach the driver.
 """
 
 from __future__ import annotations
@@ -27,11 +28,10 @@ from rich.console import Console
 
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
 from checkers.figures import PassFigures, pass_figures
-from checkers.frames import history_schema
 from checkers.keyed.spark import keyed_pass
 from checkers.keyed.step import ANOMALY, OUTPUT_DDL
 from checkers.outputs import examples, write_single_parquet
-from checkers.series import bucket_seconds, history_series
+from checkers.series import bucket_seconds
 from checkers.session import get_spark
 from checkers.verdict import ExpectationError, check_expectations, judge
 from harness.history.reader import PARQUET_NAME, HistoryInfo, convert_to_parquet
@@ -171,8 +171,12 @@ def analyze(
                     "kinds": examples(figures.examples, counts, t0_ns),
                 },
             )
-            events = _read_history(spark, run / PARQUET_NAME)
-            series = history_series(events, t0_ns, t1_ns)
+            series: dict[str, Any] = {
+                "t0_ns": t0_ns,
+                "t1_ns": t1_ns,
+                "bucket_s": bucket_s,
+                **figures.history_series,
+            }
             series["anomalies"] = figures.anomaly_series
             series["lag"] = [] if "staleness" in figures.errors else figures.lag_series
             lag = {} if "staleness" in figures.errors else figures.lag
@@ -307,12 +311,6 @@ def _size_shuffles(spark: SparkSession, rows: int) -> None:
     # per stage to re-plan what is already tiny.
     spark.conf.set("spark.sql.shuffle.partitions", str(1 if small else 2 * cores))
     spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
-
-
-def _read_history(spark: SparkSession, path: Path) -> DataFrame:
-    """The history as a frame (for the series); the schema is known: given, it spares
-    the job that reads it from the footer."""
-    return spark.read.schema(history_schema()).parquet(str(path))
 
 
 def _checker_runs(figures: PassFigures, seconds: float) -> list[CheckerRun]:

@@ -8,6 +8,7 @@ stores x buckets), so they all come back to the driver together.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,8 +18,9 @@ from pyspark.sql import functions as F
 
 from checkers.anomaly import ANOMALY_COLUMNS, Anomaly, sample_rank
 from checkers.keyed.step import ANOMALY, ERROR, EXAMPLE, LAG, NOTE
+from checkers.keyed.timeline import OP_COUNT, OP_LATENCY, SERIES_ROW
 from checkers.reference.staleness import PERCENTILES
-from checkers.series import bucket_column
+from checkers.series import COMPLETIONS, HISTORY_SERIES, bucket_column, sorted_rows
 
 _COLUMNS = ("out", "checker", "kind", "store", "t")
 _BY_KIND = ("out", "checker", "kind", "t")  # anomalies per bucket, notes, errors
@@ -46,19 +48,23 @@ class PassFigures:
     lag: dict[str, dict[str, float | int]] = field(default_factory=dict)
     examples: dict[str, list[Anomaly]] = field(default_factory=dict)
     """kind -> its first `per_kind` anomalies by sample_rank"""
+    history_series: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """The series of the history itself (checkers.series.HISTORY_SERIES), sorted."""
 
 
 def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int, per_kind: int = 5) -> PassFigures:
     """Add up the pass's rows (checkers.keyed.step.OUTPUT_DDL) in one job, and pick
     `per_kind` examples of each kind among the partitions' candidates."""
-    timed = F.col("out").isin(ANOMALY, LAG)
+    timed = F.col("out").isin(ANOMALY, LAG, OP_COUNT, OP_LATENCY)
     frame = rows.select(
         *ANOMALY_COLUMNS,
         "out",
         F.when(timed, bucket_column(F.col("time"), t0_ns, bucket_s)).alias("t"),
         "n",
     )
-    qs = F.percentile_approx(F.col("n") / F.lit(1e6), list(PERCENTILES.values()))
+    ms = F.col("n") / F.lit(1e6)
+    qs = F.percentile_approx(ms, list(PERCENTILES.values()))
+    latency = F.percentile_approx(F.when(F.col("out") == OP_LATENCY, ms), [0.5, 0.95])
     found = (
         frame.groupingSets([list(_BY_KIND), list(_LAG_BY_BUCKET), list(_LAG_BY_STORE)], *_COLUMNS)
         .agg(
@@ -67,7 +73,9 @@ def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int, per_kind: int = 5) 
             F.sum("n").alias("n"),
             F.first("detail").alias("detail"),
             qs.alias("qs"),
-            F.max(F.col("n") / F.lit(1e6)).alias("max_ms"),
+            latency.alias("latency"),
+            F.max(ms).alias("max_ms"),
+            F.collect_list(F.when(F.col("out") == SERIES_ROW, F.col("detail"))).alias("details"),
             F.collect_list(F.when(F.col("out") == EXAMPLE, F.struct(*ANOMALY_COLUMNS))).alias(
                 "examples"
             ),
@@ -79,9 +87,28 @@ def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int, per_kind: int = 5) 
     )
     out = PassFigures()
     per_bucket: Counter[tuple[int, str, str]] = Counter()
+    ops: dict[tuple[int, str], dict[str, Any]] = {}
+    history = {name: [] for name in HISTORY_SERIES}
     for r in found:
         gid, what = r["gid"], r["out"]
-        if gid == by_kind and what == ANOMALY:
+        if gid == by_kind and what == OP_COUNT:
+            row = ops.setdefault((r["t"], r["kind"]), _op_row(r["t"], r["kind"]))
+            row[r["checker"]] += int(r["n"])
+        elif gid == by_kind and what == OP_LATENCY:
+            p50, p95 = r["latency"]
+            history["latency"].append(
+                {
+                    "t": r["t"],
+                    "f": r["kind"],
+                    "count": r["rows"],
+                    "p50_ms": p50,
+                    "p95_ms": p95,
+                    "max_ms": r["max_ms"],
+                }
+            )
+        elif gid == by_kind and what == SERIES_ROW:
+            history[r["kind"]] += [json.loads(x) for x in r["details"]]
+        elif gid == by_kind and what == ANOMALY:
             per_bucket[(r["t"], r["checker"], r["kind"])] += r["rows"]
         elif gid == by_kind and what == NOTE:
             out.notes[r["kind"]] += int(r["n"])
@@ -116,6 +143,10 @@ def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int, per_kind: int = 5) 
     out.anomaly_series = [
         {"t": t, "kind": kind, "count": n} for (t, kind), n in sorted(series.items())
     ]
+    history["ops"] = list(ops.values())
+    out.history_series = {
+        name: sorted_rows(history[name], order) for name, order in HISTORY_SERIES.items()
+    }
     out.lag_series.sort(key=lambda r: (r["t"], r["store"]))
     out.lag = dict(sorted(out.lag.items()))
     out.examples = {
@@ -124,3 +155,8 @@ def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int, per_kind: int = 5) 
         if found and found[0].checker not in out.errors
     }
     return out
+
+
+def _op_row(t: int, f: str | None) -> dict[str, Any]:
+    """A row of the ops series with no completion counted yet."""
+    return {"t": t, "f": f, **{phase: 0 for phase in COMPLETIONS}}

@@ -304,15 +304,3 @@ def test_parquet_with_bad_rows_or_metadata_is_refused(tmp_path: Path) -> None:
         parquet_info(parquet)
     _parquet_with(parquet, ["op"], HistoryInfo(events=1).to_json().encode())
     assert load_history(tmp_path).column("type").to_pylist() == ["op"]
-
-
-@pytest.mark.spark
-def test_spark_reads_the_parquet_with_the_checkers_schema(recorded_run: Path, spark) -> None:
-    from checkers.frames import history_schema
-
-    convert_to_parquet(recorded_run)
-    df = spark.read.parquet(str(recorded_run / "history.parquet"))
-    assert [(f.name, f.dataType) for f in df.schema] == [
-        (f.name, f.dataType) for f in history_schema()
-    ]
-    assert df.filter("type = 'msg' and partition is not null").count() == 300

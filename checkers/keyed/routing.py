@@ -28,6 +28,7 @@ from checkers.keyed.facts import (
     facts_from_rows,
 )
 from checkers.keyed.step import GROUP_COLUMN, KEY, MESSAGE, PARTITION, POSITION_COLUMN, ROUTE_COLUMN
+from checkers.keyed.timeline import SERIES_ROWS
 from checkers.reference.common import WRITE_FS
 from harness.history.schema import COLUMNS, SOURCE_STORE, Event, EventType, Mark, MsgAction
 
@@ -106,10 +107,12 @@ class FactShare:
 
 @dataclass
 class Routed:
-    """A slice routed: its rows per bucket (history columns, position, route, group)
-    and its share of the Facts."""
+    """A slice routed: its rows per bucket (history columns, position, route, group),
+    its rows for the series per bucket (checkers.keyed.timeline.SERIES_ROWS) and its
+    share of the Facts."""
 
     buckets: dict[int, pa.Table]
+    series: dict[int, pa.Table]
     share: FactShare
 
 
@@ -133,6 +136,7 @@ def route(table: pa.Table, buckets: int) -> Routed:
         routes = con.sql(
             _ROUTED.replace("$buckets", str(buckets)).replace("$first", str(first))
         ).to_arrow_table()
+        series = con.sql(SERIES_ROWS.replace("$buckets", str(buckets))).to_arrow_table()
         share = FactShare(rows=set(con.sql(_FACT_ROWS).fetchall()))
         ((share.t0, share.t1),) = con.sql('SELECT min("time"), max("time") FROM t').fetchall()
         headers = con.sql(
@@ -141,20 +145,23 @@ def route(table: pa.Table, buckets: int) -> Routed:
     finally:
         con.close()
     share.headers = [(row[-1], Event(*row[:-1])) for row in headers]
-    return Routed(_cut(table, routes), share)
-
-
-def _cut(table: pa.Table, routes: pa.Table) -> dict[int, pa.Table]:
-    """The routed rows per bucket (buckets without rows left out), from the routes
-    sorted by bucket."""
     routed = (
         table.take(routes.column("_i"))
         .append_column(ROUTE_COLUMN, routes.column("_r"))
         .append_column(GROUP_COLUMN, routes.column("_g"))
     )
+    return Routed(
+        _cut(routed, routes.column("_b")),
+        _cut(series.drop_columns(["_b"]), series.column("_b")),
+        share,
+    )
+
+
+def _cut(rows: pa.Table, bucket: pa.ChunkedArray) -> dict[int, pa.Table]:
+    """`rows` per bucket (buckets without rows left out), the rows sorted by bucket."""
     out: dict[int, pa.Table] = {}
     start = 0
-    for entry in pc.value_counts(routes.column("_b")).to_pylist():
-        out[entry["values"]] = routed.slice(start, entry["counts"])
+    for entry in pc.value_counts(bucket).to_pylist():
+        out[entry["values"]] = rows.slice(start, entry["counts"])
         start += entry["counts"]
     return out

@@ -48,6 +48,7 @@ def _expand(query: str) -> str:
         query = query.replace(name, order)
     return query
 
+
 _PREPARE = f"""
 CREATE TEMP VIEW r AS SELECT * FROM t;
 CREATE TEMP VIEW k AS SELECT * FROM r WHERE _r = {KEY};
@@ -236,8 +237,12 @@ def _consumers(facts: Facts) -> pa.Table:
             rows["consumer"].append(consumer)
             rows["channel"].append(channel)
             rows["done"].append(channel in done)
-    return pa.table(rows, schema=pa.schema([("consumer", pa.string()), ("channel", pa.string()),
-                                            ("done", pa.bool_())]))
+    return pa.table(
+        rows,
+        schema=pa.schema(
+            [("consumer", pa.string()), ("channel", pa.string()), ("done", pa.bool_())]
+        ),
+    )
 
 
 def sieve(table: pa.Table, facts: Facts) -> Sieved:

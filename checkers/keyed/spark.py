@@ -27,6 +27,8 @@ from pyspark.sql import SparkSession
 
 from checkers.keyed.routing import FactShare, route, with_positions
 from checkers.keyed.step import output_schema, partition_step
+from checkers.keyed.timeline import series_rows
+from checkers.series import bucket_seconds
 
 ROWS_PER_PARTITION = 400_000
 """Routed rows per partition of the pass: enough that a small history is one or two
@@ -35,7 +37,7 @@ Arrow table and events fit a worker's memory whatever the history's size."""
 CHUNK_ROWS = 50_000
 """Rows per shuffled blob: whole buckets of a large row group would be blobs of tens
 of megabytes, each held whole by the JVM's shuffle."""
-_FACTS, _ROWS = "f", "r"
+_FACTS, _ROWS, _SERIES = "f", "r", "s"
 
 
 def keyed_pass(
@@ -61,23 +63,28 @@ def keyed_pass(
         routed = route(with_positions(table, first), buckets)
         for b in range(buckets):
             yield b, (_FACTS, routed.share)
-        for b, part in routed.buckets.items():
-            for start in range(0, part.num_rows, CHUNK_ROWS):
-                yield b, (_ROWS, _to_ipc(part.slice(start, CHUNK_ROWS)))
+        for kind, parts in ((_ROWS, routed.buckets), (_SERIES, routed.series)):
+            for b, part in parts.items():
+                for start in range(0, part.num_rows, CHUNK_ROWS):
+                    yield b, (kind, _to_ipc(part.slice(start, CHUNK_ROWS)))
 
     def reduce_bucket(index: int, items: Iterator[Any]) -> Iterator[tuple[int, int]]:
-        share, blobs = FactShare(), []
+        share = FactShare()
+        blobs: dict[str, list[bytes]] = {_ROWS: [], _SERIES: []}
         for _, (kind, data) in items:
             if kind == _FACTS:
                 share.merge(data)
             else:
-                blobs.append(data)
+                blobs[kind].append(data)
+        facts = share.facts()
         with pq.ParquetWriter(f"{out}/part-{index:05d}.parquet", output_schema()) as writer:
-            if blobs:
-                table = pa.concat_tables(_from_ipc(b) for b in blobs)
-                del blobs
-                step = partition_step(share.facts(), per_kind)
-                for batch in step(iter(table.to_batches())):
+            if blobs[_SERIES]:
+                series = pa.concat_tables(_from_ipc(b) for b in blobs.pop(_SERIES))
+                bucket_s = bucket_seconds(facts.t0_ns, facts.t1_ns)
+                writer.write_table(series_rows(series, facts.t0_ns, bucket_s))
+            if blobs[_ROWS]:
+                table = pa.concat_tables(_from_ipc(b) for b in blobs.pop(_ROWS))
+                for batch in partition_step(facts, per_kind)(iter(table.to_batches())):
                     writer.write_batch(batch)
         if share.t0 is not None and share.t1 is not None:
             yield share.t0, share.t1

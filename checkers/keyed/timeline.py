@@ -1,0 +1,115 @@
+"""The history's own series (series.json: ops, latency, faults, offsets, marks), made in
+the keyed pass beside the checks.
+
+The map side picks the few columns the series read from the rows that feed them
+(`SERIES_ROWS`) and buckets them so that an operation's invocation and completion, a
+fault's start and stop, and a consumer's partition land in one bucket. Each reduce
+partition, which knows the history's clock span from the merged Facts, turns its share
+into pass rows (checkers.keyed.step.OUTPUT_DDL):
+
+- OP_COUNT: completions of one `f` and phase (in `checker`) in one time bucket, `n`
+  of them (a partition's part: the summary adds them up);
+- OP_LATENCY: one operation's latency in ns (`n`), `f` in `kind`, at its completion;
+- SERIES_ROW: one finished row of the faults, offsets or marks series (`kind` names
+  it), as JSON in `detail`.
+
+checkers.figures adds them up in the pass's one summary job.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from checkers.keyed.step import output_schema
+from harness.history.schema import EventType, FaultPhase, MsgAction, OpPhase
+
+OP_COUNT, OP_LATENCY, SERIES_ROW = "c", "o", "s"
+NS = 1_000_000_000
+_COMPLETIONS = f"'{OpPhase.OK}', '{OpPhase.FAIL}', '{OpPhase.INFO}'"
+_OFFSET_ACTIONS = f"'{MsgAction.DELIVER}', '{MsgAction.COMMIT}'"
+
+SERIES_ROWS = f"""
+SELECT type, "time", phase, f, op_id, kind, target, fault_id, action, consumer, channel,
+  "partition", "offset", attempt,
+  (CASE type WHEN '{EventType.OP}' THEN hash(op_id)
+             WHEN '{EventType.FAULT}' THEN hash(fault_id)
+             WHEN '{EventType.MSG}' THEN hash(consumer, channel, "partition")
+             ELSE 0 END % $buckets)::INTEGER AS _b
+FROM t
+WHERE type IN ('{EventType.OP}', '{EventType.FAULT}', '{EventType.MARK}')
+   OR (type = '{EventType.MSG}' AND action IN ({_OFFSET_ACTIONS}) AND consumer IS NOT NULL)
+ORDER BY _b
+"""
+"""A slice's rows that feed the series, narrowed, with their bucket (`_b`); the map
+side runs it over the slice `t`."""
+
+_BUCKET = 'CAST(floor(("time" - $t0) / ($bucket_s * 1e9)) * $bucket_s AS BIGINT)'
+_START = f"$t0 + {_BUCKET} * 1000000000"
+"""The start of an event's time bucket, in ns: the summary buckets it back to `t`."""
+
+_ROWS = f"""
+SELECT '{OP_COUNT}' AS out, phase AS checker, f AS kind, ({_START}) AS "time",
+  NULL::VARCHAR AS detail, count(*) AS n
+FROM s WHERE type = '{EventType.OP}' AND phase IN ({_COMPLETIONS})
+GROUP BY phase, f, {_BUCKET}
+UNION ALL
+SELECT '{OP_LATENCY}', NULL, f, "end", NULL, "end" - start FROM (
+  SELECT any_value(f) AS f,
+    min("time") FILTER (phase = '{OpPhase.INVOKE}') AS start,
+    max("time") FILTER (phase IN ({_COMPLETIONS})) AS "end"
+  FROM s WHERE type = '{EventType.OP}' AND op_id IS NOT NULL GROUP BY op_id)
+WHERE start IS NOT NULL AND "end" IS NOT NULL
+UNION ALL
+SELECT '{SERIES_ROW}', NULL, 'faults', NULL,
+  CAST(json_object('fault_id', fault_id, 'kind', kind, 'target', target,
+    'start', round((coalesce(start, stop) - $t0) / 1e9, 6),
+    'stop', round((stop - $t0) / 1e9, 6)) AS VARCHAR),
+  NULL
+FROM (
+  SELECT fault_id, any_value(kind) AS kind, any_value(target) AS target,
+    min("time") FILTER (phase = '{FaultPhase.START}') AS start,
+    max("time") FILTER (phase = '{FaultPhase.STOP}') AS stop
+  FROM s WHERE type = '{EventType.FAULT}' AND fault_id IS NOT NULL GROUP BY fault_id)
+UNION ALL
+SELECT '{SERIES_ROW}', NULL, 'offsets', NULL,
+  CAST(json_object('consumer', consumer, 'channel', channel, 'partition', "partition", 't', t,
+    'max_delivered', max_delivered, 'max_committed', max_committed,
+    'redeliveries', redeliveries) AS VARCHAR),
+  NULL
+FROM (
+  SELECT consumer, channel, "partition", {_BUCKET} AS t,
+    max("offset") FILTER (action = '{MsgAction.DELIVER}') AS max_delivered,
+    max("offset") FILTER (action = '{MsgAction.COMMIT}') AS max_committed,
+    count(*) FILTER (action = '{MsgAction.DELIVER}' AND attempt > 1) AS redeliveries
+  FROM s WHERE type = '{EventType.MSG}' GROUP BY consumer, channel, "partition", t)
+UNION ALL
+SELECT '{SERIES_ROW}', NULL, 'marks', NULL,
+  CAST(json_object('kind', kind, 't', round(("time" - $t0) / 1e9, 6), 'consumer', consumer,
+    'channel', channel) AS VARCHAR),
+  NULL
+FROM s WHERE type = '{EventType.MARK}'
+"""
+
+
+def series_rows(share: pa.Table, t0_ns: int, bucket_s: int) -> pa.Table:
+    """A reduce partition's share of the series (SERIES_ROWS, without the bucket) as
+    pass rows, for a history starting at `t0_ns` bucketed by `bucket_s` seconds."""
+    con = duckdb.connect()
+    try:
+        con.execute("SET threads TO 1")
+        con.register("s", share)
+        query = _ROWS.replace("$t0", str(t0_ns)).replace("$bucket_s", str(bucket_s))
+        found = con.sql(query).to_arrow_table()
+    finally:
+        con.close()
+    schema = output_schema()
+    return pa.table(
+        {
+            f.name: found.column(f.name).cast(f.type)
+            if f.name in found.column_names
+            else pa.nulls(found.num_rows, f.type)
+            for f in schema
+        },
+        schema=schema,
+    )
