@@ -1,21 +1,27 @@
-"""An application's call through a cut link gives up at its client-side timeout with an
+"""A lab client's call through a cut link gives up at its client-side timeout with an
 unknown outcome, instead of hanging until the link heals: PostgreSQL statements,
-Redis calls and RabbitMQ confirmed publishes."""
+Redis calls, RabbitMQ confirmed publishes and Kafka offset commits."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 
 import pika
 import pytest
 import redis
+from confluent_kafka import Consumer, TopicPartition
 
+from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.services.stack import Stack
 from harness.setups.connect import (
     AMQP_HEARTBEAT_S,
+    KAFKA_CLIENT_TIMEOUTS,
+    BoundedCommitter,
+    CommitTimeout,
     StatementTimeout,
     TimedConnection,
     app_pg_connect,
@@ -100,3 +106,50 @@ def test_a_confirmed_publish_through_a_cut_link_fails_within_the_heartbeat_bound
     assert not healed.is_set(), "the publish waited for the heal"
     assert elapsed < bound, f"the publish gave up after {elapsed:.1f} s (bound {bound} s)"
     assert conn.is_closed
+
+
+def test_an_offset_commit_through_a_cut_link_gives_up_and_lands_after_the_heal(
+    stack: Stack,
+) -> None:
+    stack.up("kafka")
+    kafka = stack["kafka"]
+    topic = f"commit-timeout-{uuid.uuid4().hex[:8]}"
+    create_topics(kafka.bootstrap_servers, [TopicSpec(topic)])
+    group = f"commit-timeout-{uuid.uuid4().hex[:8]}"
+    # The CDC consumers' own link and settings.
+    config = {
+        "bootstrap.servers": kafka.link(stack.links, "consumer"),
+        "group.id": group,
+        "enable.auto.commit": False,
+        **KAFKA_CLIENT_TIMEOUTS,
+    }
+    consumer = Consumer(config)
+    committer = BoundedCommitter(consumer, timeout=2.0)
+    assert [tp.offset for tp in committer.commit([TopicPartition(topic, 0, 1)])] == [1]
+    with cut_with_guard(stack, "consumer->kafka") as healed:
+        started = time.monotonic()
+        with pytest.raises(CommitTimeout, match="within 2 s"):
+            committer.commit([TopicPartition(topic, 0, 2)])
+        elapsed = time.monotonic() - started
+        # The abandoned commit is still in flight: a new one is refused at once.
+        started = time.monotonic()
+        with pytest.raises(CommitTimeout, match="still waiting"):
+            committer.commit([TopicPartition(topic, 0, 3)])
+        refused = time.monotonic() - started
+        assert committer.landed() == []
+    assert not healed.is_set(), "the commit waited for the heal"
+    assert elapsed < 4, f"a 2 s commit deadline took {elapsed:.1f} s"
+    assert refused < 0.5
+    # After the heal the abandoned commit reaches Kafka, and the committer says so once.
+    deadline = time.monotonic() + 30
+    while not (landed := committer.landed()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [(tp.topic, tp.partition, tp.offset) for tp in landed] == [(topic, 0, 2)]
+    assert committer.landed() == []
+    assert [tp.offset for tp in committer.commit([TopicPartition(topic, 0, 3)])] == [3]
+    consumer.close()
+    auditor = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": group})
+    try:
+        assert [tp.offset for tp in auditor.committed([TopicPartition(topic, 0)], 10)] == [3]
+    finally:
+        auditor.close()

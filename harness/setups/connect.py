@@ -11,10 +11,12 @@ import contextlib
 import os
 import socket
 import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 import redis
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -44,8 +46,89 @@ KAFKA_CLIENT_TIMEOUTS: dict[str, int] = {
 """librdkafka settings merged into every Kafka client on a link: a request through a
 cut link times out after 5 s instead of librdkafka's default 60 s, and the client
 reconnects. Not a deadline for every call: a synchronous offset commit is queued again
-meanwhile and, measured through a cut link, returned only at the heal (60 s later);
-calls that take a timeout (consume, committed, flush, list_topics) are bounded by it."""
+meanwhile and, measured through a cut link, returned only at the heal (60 s later), so
+the lab's consumers commit through BoundedCommitter; calls that take a timeout (consume,
+committed, flush, list_topics) are bounded by it."""
+
+KAFKA_COMMIT_TIMEOUT_S = 5.0
+"""How long a consumer waits for an offset commit's answer before it gives up on it."""
+
+
+class CommitTimeout(Exception):
+    """No answer to an offset commit within its deadline: it may still land later."""
+
+
+@dataclass
+class _Commit:
+    """One offset commit on its way: what it commits, and what came of it."""
+
+    offsets: list[TopicPartition]
+    done: threading.Event = field(default_factory=threading.Event)
+    committed: list[TopicPartition] = field(default_factory=list)
+    error: KafkaException | None = None
+
+
+class BoundedCommitter:
+    """A consumer's synchronous offset commits, each awaited at most `timeout` seconds.
+
+    librdkafka gives a synchronous commit no deadline: through a cut link the request
+    times out, is queued again, and the call returns only at the heal (measured: 60 s,
+    the length of the cut). An asynchronous commit's callback is served by the consumer's
+    own poll, which hands out messages too. So each commit runs synchronously on a
+    thread of its own (librdkafka is thread-safe: the consumer keeps consuming) and the
+    caller waits at most `timeout`, then gets CommitTimeout. Such a commit is abandoned,
+    not cancelled: it may still land at the heal, and `landed()` then says so, once.
+    While it is pending, a new commit fails at once: at most one is ever in flight, so
+    commits reach Kafka in the order they were made.
+    """
+
+    def __init__(self, consumer: Consumer, timeout: float = KAFKA_COMMIT_TIMEOUT_S) -> None:
+        self.consumer = consumer
+        self.timeout = timeout
+        self._abandoned: _Commit | None = None
+
+    def commit(self, offsets: list[TopicPartition]) -> list[TopicPartition]:
+        """Commit `offsets` (next offsets to read); returns the partitions committed.
+
+        Raises KafkaException when Kafka refused the commit and CommitTimeout when it
+        did not answer within `timeout` (or an abandoned commit is still pending).
+        """
+        pending = self._abandoned
+        if pending is not None and not pending.done.is_set():
+            raise CommitTimeout(
+                "an earlier offset commit is still waiting for Kafka; not sending another"
+            )
+        attempt = _Commit(offsets)
+        threading.Thread(
+            target=self._run, args=(attempt,), name="kafka-commit", daemon=True
+        ).start()
+        if not attempt.done.wait(self.timeout):
+            self._abandoned = attempt
+            raise CommitTimeout(
+                f"no answer from Kafka to an offset commit within {self.timeout:g} s; "
+                "it may still land"
+            )
+        if attempt.error is not None:
+            raise attempt.error
+        return attempt.committed
+
+    def landed(self) -> list[TopicPartition]:
+        """The partitions an abandoned commit committed after all, once it has returned
+        (then forgotten); [] while it is pending, and when there is none."""
+        pending = self._abandoned
+        if pending is None or not pending.done.is_set():
+            return []
+        self._abandoned = None
+        return pending.committed
+
+    def _run(self, attempt: _Commit) -> None:
+        try:
+            answer = self.consumer.commit(offsets=attempt.offsets, asynchronous=False)
+            attempt.committed = [tp for tp in answer or [] if tp.error is None]
+        except KafkaException as exc:
+            attempt.error = exc
+        finally:
+            attempt.done.set()
 
 
 class StatementTimeout(psycopg.OperationalError):
