@@ -9,17 +9,22 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pika
+import psycopg
 import pytest
 import redis
 from confluent_kafka import Consumer, TopicPartition
+from psycopg import sql
+from setup_fixtures import make_context
 
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.services.stack import Stack
 from harness.setups.connect import (
     AMQP_HEARTBEAT_S,
     KAFKA_CLIENT_TIMEOUTS,
+    PG_STATEMENT_TIMEOUT_S,
     BoundedCommitter,
     CommitTimeout,
     StatementTimeout,
@@ -29,6 +34,8 @@ from harness.setups.connect import (
     redis_client,
 )
 from harness.setups.dual_write import _classify_pg
+from harness.setups.event_sourced import LIVE, PROJECTOR, EventSourced
+from harness.setups.projector import Projector
 from harness.setups.work_queue import amqp_parameters
 
 pytestmark = pytest.mark.services
@@ -153,3 +160,85 @@ def test_an_offset_commit_through_a_cut_link_gives_up_and_lands_after_the_heal(
         assert [tp.offset for tp in auditor.committed([TopicPartition(topic, 0)], 10)] == [3]
     finally:
         auditor.close()
+
+
+def test_the_commit_of_a_transaction_through_a_cut_link_times_out(stack: Stack) -> None:
+    stack.up("postgres")
+    conn = app_pg_connect(pg_conninfo(stack.link("timeout-test", "postgres")))
+    conn.timeout = 1.0
+    # The COMMIT is sent at the transaction block's exit, not by an execute() call.
+    with contextlib.ExitStack() as cut, pytest.raises(StatementTimeout), conn.transaction():
+        conn.execute("SELECT 1")  # BEGIN and the statement are answered
+        healed = cut.enter_context(cut_with_guard(stack, "timeout-test->postgres"))
+        started = time.monotonic()
+    elapsed = time.monotonic() - started
+    assert not healed.is_set(), "the COMMIT waited for the heal"
+    assert elapsed < 3, f"a 1 s timeout took {elapsed:.1f} s"
+    assert conn.closed
+
+
+def test_the_projector_gives_up_through_a_cut_link_and_resumes_from_its_checkpoint(
+    stack: Stack, tmp_path: Path
+) -> None:
+    stack.up("postgres")
+    ctx = make_context(stack, tmp_path, "projector-timeout")
+    setup = EventSourced()
+    setup.prepare(ctx)
+
+    def append(seq: int, delta: int) -> None:
+        with psycopg.connect(setup.pg_direct, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {} (aggregate, seq, delta, event_id) VALUES ('a', %s, %s, %s)"
+                ).format(setup.events),
+                (seq, delta, f"e{seq}"),
+            )
+
+    def folded() -> tuple[int | None, int | None]:
+        with psycopg.connect(setup.pg_direct, autocommit=True) as conn:
+            balance = conn.execute(
+                sql.SQL("SELECT balance FROM {} WHERE aggregate = 'a'").format(
+                    sql.Identifier(ctx.namespace, "projection_balance")
+                )
+            ).fetchone()
+            checkpoint = conn.execute(
+                sql.SQL("SELECT pos FROM {}").format(sql.Identifier(ctx.namespace, "checkpoints"))
+            ).fetchone()
+        return (balance and balance[0]), (checkpoint and checkpoint[0])
+
+    for seq, delta in enumerate([5, -2, 4], 1):
+        append(seq, delta)
+    cfg = setup._worker_config | {
+        "table": "projection_balance",
+        "store": LIVE,
+        "name": PROJECTOR,
+        "instance": "projector-i1",
+        "run_dir": str(ctx.work_dir),
+        "status_path": str(tmp_path / "projector.status.json"),
+    }
+    projector = Projector(cfg)
+    projector.conn.timeout = 1.0
+    with cut_with_guard(stack, "projector->postgres") as healed:
+        started = time.monotonic()
+        with pytest.raises(StatementTimeout):
+            projector.step()
+        elapsed = time.monotonic() - started
+    assert not healed.is_set(), "the projector waited for the heal"
+    assert elapsed < 3, f"a 1 s timeout took {elapsed:.1f} s"
+    # The loop survives a cut that outlasts its timeouts, and folds every event once.
+    loop = threading.Thread(target=projector.run, daemon=True)
+    loop.start()
+    try:
+        with cut_with_guard(stack, "projector->postgres"):
+            append(4, 10)
+            time.sleep(PG_STATEMENT_TIMEOUT_S + 2)
+            assert folded()[1] != 4, "the cut did not hold the projector"
+        deadline = time.monotonic() + 30
+        while folded() != (17, 4) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert folded() == (17, 4)
+        assert loop.is_alive()
+    finally:
+        projector.stopping = True
+        loop.join(timeout=15)
+    setup.teardown()

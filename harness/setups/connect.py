@@ -136,25 +136,30 @@ class StatementTimeout(psycopg.OperationalError):
 
 
 class TimedConnection(psycopg.Connection[Any]):
-    """An application's connection whose statements give up after `timeout` seconds.
+    """A lab process's connection whose every exchange with the server gives up after
+    `timeout` seconds: statements, and the BEGIN and COMMIT of `transaction()`.
 
     A cut link (Toxiproxy's `timeout` toxic) stalls the bytes and keeps the TCP
-    connection open, and a server-side statement_timeout never reaches the server, so a
-    client waited until the heal. Here a timer shuts the socket down at the deadline:
-    libpq's wait returns, the connection is closed, and the call raises
+    connection open, so a client waited until the heal. Nothing in libpq helps there:
+    measured through a cut link, a connection with keepalives (1 s idle and interval),
+    tcp_user_timeout=2000 and a server-side statement_timeout of 2 s still waited 20 s
+    for the heal, because the proxy's kernel acknowledges every byte and every probe and
+    the server never sees the statement. Here a timer shuts the socket down at the
+    deadline: libpq's wait returns, the connection is closed, and the call raises
     StatementTimeout (an outcome `info`: the write may have been applied).
     """
 
     timeout: float = PG_STATEMENT_TIMEOUT_S
 
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        """`psycopg.Connection.execute`, abandoned after `timeout` seconds."""
+    def wait(self, *args: Any, **kwargs: Any) -> Any:
+        """`psycopg.Connection.wait`, through which every exchange on an open
+        connection goes, abandoned after `timeout` seconds."""
         fired = threading.Event()
         timer = threading.Timer(self.timeout, self._abandon, (fired,))
         timer.daemon = True
         timer.start()
         try:
-            return super().execute(*args, **kwargs)
+            return super().wait(*args, **kwargs)
         except psycopg.OperationalError as exc:
             if fired.is_set():
                 raise StatementTimeout(
@@ -176,8 +181,9 @@ class TimedConnection(psycopg.Connection[Any]):
 
 
 def app_pg_connect(conninfo: str) -> TimedConnection:
-    """An application client's PostgreSQL connection: autocommit, a 3 s connect timeout
-    and statements abandoned after PG_STATEMENT_TIMEOUT_S (see TimedConnection)."""
+    """The PostgreSQL connection of an application client or a setup's process on a
+    link: autocommit, a 3 s connect timeout and every exchange abandoned after
+    PG_STATEMENT_TIMEOUT_S (see TimedConnection)."""
     return TimedConnection.connect(conninfo, autocommit=True, connect_timeout=3)
 
 
