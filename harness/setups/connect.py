@@ -29,6 +29,11 @@ APP = "app"
 PG_STATEMENT_TIMEOUT_S = 5.0
 """How long an application's statement may wait for PostgreSQL before it is abandoned."""
 
+HARNESS_PG_TIMEOUT_S = 30.0
+"""How long one exchange of the harness's own PostgreSQL connections (direct, not on a
+link) may take. No fault acts on them, so only a stalled server reaches it: the run then
+fails as a failure of the lab instead of hanging. Generous: DDL may wait for locks."""
+
 AMQP_HEARTBEAT_S = 2
 """The AMQP heartbeat of the lab's RabbitMQ clients. A cut link stalls the bytes and
 keeps the TCP connection open, so a blocking publish waits for its confirm until the
@@ -185,6 +190,15 @@ def app_pg_connect(conninfo: str) -> TimedConnection:
     link: autocommit, a 3 s connect timeout and every exchange abandoned after
     PG_STATEMENT_TIMEOUT_S (see TimedConnection)."""
     return TimedConnection.connect(conninfo, autocommit=True, connect_timeout=3)
+
+
+def direct_pg_connect(conninfo: str) -> TimedConnection:
+    """The harness's own PostgreSQL connection to the server itself (set-up, final
+    reads, clean-up): autocommit, a 5 s connect timeout, and every exchange abandoned
+    after HARNESS_PG_TIMEOUT_S."""
+    conn = TimedConnection.connect(conninfo, autocommit=True, connect_timeout=5)
+    conn.timeout = HARNESS_PG_TIMEOUT_S
+    return conn
 
 
 def endpoint(stack: ServiceStack, service: str, *, direct: bool = False) -> Endpoint:

@@ -58,7 +58,7 @@ from psycopg import sql
 from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
 from harness.setups.base import AppCrash, Client, ReadResult, Setup, SetupContext
-from harness.setups.connect import endpoint, pg_conninfo, redis_client
+from harness.setups.connect import direct_pg_connect, endpoint, pg_conninfo, redis_client
 from harness.setups.search_index import SearchIndex
 
 log = logging.getLogger("driftlab.setups.dual_write")
@@ -238,7 +238,7 @@ class DualWrite(Setup):
         if CACHE in self.derived:
             self._redis_app = endpoint(ctx.stack, "redis")
             self._redis_direct = endpoint(ctx.stack, "redis", direct=True)
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             conn.execute(
                 sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ctx.namespace))
             )
@@ -327,7 +327,7 @@ class DualWrite(Setup):
     def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
         """The source's live rows, the cache's hashes and the index's visible documents."""
         states: dict[str, dict[str, tuple[str, int | None]]] = {}
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             rows = conn.execute(
                 sql.SQL("SELECT key, value, version FROM {} WHERE value IS NOT NULL").format(
                     self.table

@@ -28,6 +28,7 @@ from harness.history.schema import SOURCE_STORE
 from harness.setups.base import AppCrash, SetupContext
 from harness.setups.cdc import Cdc, CdcClient
 from harness.setups.cdc_consumer import VERSIONED
+from harness.setups.connect import direct_pg_connect
 from harness.setups.dual_write import _UPSERT, AFTER_SOURCE_WRITE, Outcome, _classify_pg
 
 _OUTBOX_INSERT = "INSERT INTO {outbox} (key, value, version) VALUES (%s, %s, %s)"
@@ -49,7 +50,7 @@ class Outbox(Cdc):
     def create_tables(self) -> None:
         """`items` (the business table, the source) and `outbox` (what Debezium reads)."""
         ns = self.context.namespace
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ns)))
             conn.execute(
                 sql.SQL(
