@@ -17,10 +17,11 @@ import pytest
 import redis
 from confluent_kafka import Consumer, TopicPartition
 from psycopg import sql
-from setup_fixtures import make_context
+from setup_fixtures import events, make_context
 
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.services.stack import Stack
+from harness.setups.cdc_consumer import BEFORE_APPLY, CdcConsumer, ConsumerConfig
 from harness.setups.connect import (
     AMQP_HEARTBEAT_S,
     KAFKA_CLIENT_TIMEOUTS,
@@ -242,3 +243,50 @@ def test_the_projector_gives_up_through_a_cut_link_and_resumes_from_its_checkpoi
         projector.stopping = True
         loop.join(timeout=15)
     setup.teardown()
+
+
+def test_a_consumer_s_commit_through_a_cut_link_fails_and_is_recorded_once_it_lands(
+    stack: Stack, tmp_path: Path
+) -> None:
+    stack.up("kafka")
+    kafka = stack["kafka"]
+    topic = f"consumer-commit-{uuid.uuid4().hex[:8]}"
+    create_topics(kafka.bootstrap_servers, [TopicSpec(topic)])
+    ctx = make_context(stack, tmp_path, "consumer-commit")  # the run's header
+    cfg = ConsumerConfig(
+        instance="consumer-0#1",
+        group=topic,
+        topic=topic,
+        partitions=[0],
+        bootstrap=kafka.link(stack.links, "consumer"),
+        redis_host="127.0.0.1",
+        redis_port=1,  # not called: only commits are
+        redis_password="",
+        prefix="",
+        store="cache",
+        run_dir=str(ctx.work_dir),
+        status_path=str(tmp_path / "consumer.status.json"),
+        commit=BEFORE_APPLY,
+    )
+    consumer = CdcConsumer(cfg)
+    consumer.committer.timeout = 2.0
+    consumer.assign()
+    assert consumer.commit_positions({0: 1})
+    with cut_with_guard(stack, "consumer->kafka") as healed:
+        started = time.monotonic()
+        # False is what makes a before-apply consumer seek back instead of applying.
+        assert not consumer.commit_positions({0: 2})
+        elapsed = time.monotonic() - started
+    assert not healed.is_set(), "the commit waited for the heal"
+    assert elapsed < 4, f"a 2 s commit deadline took {elapsed:.1f} s"
+    assert consumer.committed == {0: 1}
+    deadline = time.monotonic() + 30
+    while consumer.committed == {0: 1} and time.monotonic() < deadline:
+        consumer.record_commits(consumer.committer.landed())
+        time.sleep(0.2)
+    assert consumer.committed == {0: 2}, "the abandoned commit did not land after the heal"
+    consumer.rec.close()
+    consumer.kafka.close()
+    recorded = [e["offset"] for e in events(ctx) if e.get("action") == "commit"]
+    ctx.recorder.close()  # type: ignore[attr-defined]
+    assert recorded == [1, 2]
