@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 
 from harness.history.recorder import Recorder
@@ -32,3 +34,23 @@ def events(ctx: SetupContext) -> list[dict[str, object]]:
     for seg in sorted((ctx.work_dir / "history").glob("*.jsonl")):
         out += [json.loads(line) for line in seg.read_text().splitlines() if line]
     return out
+
+
+def children() -> set[int]:
+    """The pids of this process's living children (application instances, consumers)."""
+    me = os.getpid()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (entry / "stat").read_text()
+                # The fields after the command (which may hold spaces): state, ppid, ...
+                fields = stat[stat.rindex(")") + 2 :].split()
+                if int(fields[1]) == me and fields[0] != "Z":
+                    found.add(int(entry.name))
+    return found
+
+
+def cmdline(pid: int) -> str:
+    """A process's command line, arguments separated by spaces."""
+    return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,11 @@ from checkers.anomaly import KINDS
 from checkers.verdict import REPRODUCED, judge
 from harness.history.reader import read_history
 from harness.history.schema import Event
+from harness.rundir import RunDir
 from harness.runner.runner import RunResult, run_scenario
 from harness.services.stack import Stack
+from scenarios.cdc import CONVERGES
+from scenarios.model import faults
 from scenarios.registry import get_scenario
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -89,6 +93,36 @@ def test_c4_every_crash_strikes_inside_a_batch(stack: Stack, tmp_path: Path) -> 
     assert len(starts) == 3
     # A crash while the consumer idles would lose nothing: the claim rests on these.
     assert all(json.loads(str(e.extra))["busy"] is True for e in starts), starts
+
+
+def test_a_cut_kafka_link_outlasting_the_commit_deadline_loses_nothing(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """The consumer's offset commits through a cut `consumer->kafka` give up after 5 s
+    (librdkafka alone waited for the heal) and are retried; the cache still converges.
+    After-apply: it commits every 500 ms what it applied, so when the cut begins it has
+    applied changes to commit (a before-apply consumer commits only on receiving a
+    batch, which the cut stalls too)."""
+    base = get_scenario("cdc-consumer-crash").with_overrides(duration=DURATION)
+    scenario = replace(
+        base,
+        name="cdc-kafka-cut",
+        setup_params={**base.setup_params, "commit": "after-apply", "commit_ms": 500},
+        # Not scaled with the duration: the cut must outlast the 5 s commit deadline.
+        faults=faults({"kind": "cut", "target": "consumer->kafka", "at": 1.5, "duration": 6}),
+        expectations=dict(CONVERGES),
+    )
+    result = run_scenario(scenario, seed=7, runs_dir=tmp_path, stack=stack, analyze=False)
+    assert result.error is None, result.error
+    assert result.quiesced, "the pipeline did not drain"
+    assert not result.fault_errors, result.fault_errors
+    counts = _reference_counts(result.run_dir)
+    verdict = judge(counts, scenario.expectations)
+    assert verdict.verdict == REPRODUCED, (verdict, counts, str(result.run_dir))
+    logs = "".join(p.read_text() for p in RunDir(result.run_dir).logs.glob("consumer*.log"))
+    assert "no answer from Kafka to an offset commit within 5 s" in logs
+    commits = [e for e in _events(result.run_dir) if e.action == "commit"]
+    assert commits, "no offset commit was recorded"
 
 
 def test_c16_acked_messages_survive_a_kafka_sigkill(stack: Stack, tmp_path: Path) -> None:

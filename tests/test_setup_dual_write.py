@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -10,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from setup_fixtures import events, make_context
+from setup_fixtures import children, cmdline, events, make_context
 
 from harness.history.schema import SOURCE_STORE
 from harness.nemesis import Nemesis
@@ -156,7 +155,7 @@ def test_an_app_crash_fault_sigkills_the_application_process_between_the_writes(
     setup, ctx = wired
     client = setup.client("c0")
     client.write("k", "c0-1")
-    (instance,) = [p for p in _children() if _cmdline(p).endswith(APP_MODULE)]
+    (instance,) = [p for p in children() if cmdline(p).endswith(APP_MODULE)]
     nemesis = Nemesis(Schedule((FaultSpec("app-crash", "app", 0.0, 30.0, {"p": 1.0}),)), setup, ctx)
     nemesis.start()
     time.sleep(0.2)
@@ -165,7 +164,7 @@ def test_an_app_crash_fault_sigkills_the_application_process_between_the_writes(
     nemesis.heal_all()
     (mark,) = [e for e in events(ctx) if e["type"] == "mark" and e["kind"] == "app-crash"]
     assert json.loads(mark["extra"])["pid"] == instance
-    assert instance not in _children(), "the killed instance is still a child"
+    assert instance not in children(), "the killed instance is still a child"
     with pytest.raises(ProcessLookupError):
         os.kill(instance, 0)
     client.close()
@@ -177,22 +176,3 @@ def test_an_app_crash_fault_sigkills_the_application_process_between_the_writes(
     restarted.write("k", "c0r1-1")
     restarted.close()
     assert setup.final_states()["cache"]["k"] == ("c0r1-1", 3)
-
-
-def _children() -> set[int]:
-    """The pids of this process's living children."""
-    me = os.getpid()
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                stat = (entry / "stat").read_text()
-                # The fields after the command (which may hold spaces): state, ppid, ...
-                fields = stat[stat.rindex(")") + 2 :].split()
-                if int(fields[1]) == me and fields[0] != "Z":
-                    found.add(int(entry.name))
-    return found
-
-
-def _cmdline(pid: int) -> str:
-    return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()

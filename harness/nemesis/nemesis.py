@@ -150,7 +150,7 @@ class Nemesis:
 
     def _app_crash(self, spec: FaultSpec) -> actions.Undo:
         """Arm a crash at the step point `point` (default: between the two writes): a
-        SIGKILL of the application process where the setup runs one (dual-write), an
+        SIGKILL of the application process where the setup runs one (dual-write, outbox), an
         AppCrash raised in the client where its clients are threads."""
         point = spec.params.get("point", "after-source-write")
         p = float(spec.params.get("p", 1.0))

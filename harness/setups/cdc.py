@@ -78,7 +78,13 @@ from harness.setups.cdc_consumer import (
     ConsumerConfig,
     parse_change,
 )
-from harness.setups.connect import app_pg_connect, endpoint, pg_conninfo, redis_client
+from harness.setups.connect import (
+    app_pg_connect,
+    direct_pg_connect,
+    endpoint,
+    pg_conninfo,
+    redis_client,
+)
 from harness.setups.dual_write import _UPSERT, Outcome, _classify_pg
 
 log = logging.getLogger("driftlab.setups.cdc")
@@ -302,7 +308,7 @@ class Cdc(Setup):
 
     def create_tables(self) -> None:
         """The source table: a per-key `version` bumped by every write."""
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             conn.execute(
                 sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
                     sql.Identifier(self.context.namespace)
@@ -350,7 +356,7 @@ class Cdc(Setup):
 
     def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
         """The source's live rows and the derived store's keys."""
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             rows = conn.execute(
                 sql.SQL("SELECT key, value, version FROM {} WHERE value IS NOT NULL").format(
                     self.source_table()
@@ -386,7 +392,7 @@ class Cdc(Setup):
 
     def final_versions(self) -> dict[str, int]:
         """Each key's version in the source now (tombstones included)."""
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             rows = conn.execute(
                 sql.SQL("SELECT key, version FROM {}").format(self.source_table())
             ).fetchall()
@@ -466,7 +472,7 @@ class Cdc(Setup):
         with contextlib.suppress(ServiceError):
             self.context.stack["connect"].delete_connector(connector.name)
         deadline = time.monotonic() + 30
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             while True:
                 try:
                     conn.execute(

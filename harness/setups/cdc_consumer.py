@@ -24,6 +24,11 @@ records to its own history segment (role `consumer`) one event per step:
   status once the step is over, so `driftlab replay` forces one step at a time.
 - A failed Redis call (a cut link) makes the consumer seek back to its last committed
   offsets and process again from there after a back-off: the at-least-once retry.
+- An offset commit that fails, or gets no answer within KAFKA_COMMIT_TIMEOUT_S (a cut
+  `consumer->kafka`: librdkafka alone would wait for the heal), is retried: `after-apply`
+  at its next turn, `before-apply` by the same seek back (a batch is applied only once
+  its commit is known). A commit given up on that lands after all is recorded when
+  the consumer learns of it.
 
 The recorder writes every event to the kernel as it is recorded (`batch_size=1`), so a
 SIGKILL loses no recorded step; `status_path` tells the parent, atomically, which
@@ -46,7 +51,12 @@ import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
 
 from harness.history.recorder import Recorder
-from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS, NO_RETRY
+from harness.setups.connect import (
+    KAFKA_CLIENT_TIMEOUTS,
+    NO_RETRY,
+    BoundedCommitter,
+    CommitTimeout,
+)
 
 CONFIG_ENV = "DRIFTLAB_CONSUMER"
 VERSIONED, COUNTER = "versioned", "counter"
@@ -167,6 +177,7 @@ class CdcConsumer:
             },
             logger=log,
         )
+        self.committer = BoundedCommitter(self.kafka)
         self.stopping = False
         self.attempts: dict[str, int] = {}
         self.position: dict[int, int] = {}  # next offset to process, per partition
@@ -212,9 +223,14 @@ class CdcConsumer:
         while not self.stopping:
             msgs = self.kafka.consume(num_messages=self.cfg.batch, timeout=0.1)
             batch = self.deliver(msgs)
+            self.record_commits(self.committer.landed())
             try:
-                if self.cfg.commit == BEFORE_APPLY and batch:
-                    self.commit_positions({c.partition: c.offset + 1 for c in batch})
+                if (
+                    self.cfg.commit == BEFORE_APPLY
+                    and batch
+                    and not self.commit_positions({c.partition: c.offset + 1 for c in batch})
+                ):
+                    raise StoreError("the batch's offset commit failed")
                 if batch:
                     # Published so a `when: busy` crash can strike inside the batch.
                     self.write_status(force=True, in_flight=len(batch))
@@ -341,25 +357,31 @@ class CdcConsumer:
     def due(self) -> bool:
         return time.monotonic() - self.last_commit >= self.cfg.commit_ms / 1000
 
-    def commit_positions(self, positions: dict[int, int]) -> None:
-        """Commit `positions` (next offsets) synchronously and record one `commit` each."""
+    def commit_positions(self, positions: dict[int, int]) -> bool:
+        """Commit `positions` (next offsets) and record one `commit` each; False when
+        the commit failed or got no answer in time (the caller retries)."""
         moved = {p: o for p, o in positions.items() if o != self.committed.get(p)}
         self.last_commit = time.monotonic()
         if not moved:
-            return
+            return True
         tps = [TopicPartition(self.cfg.topic, p, o) for p, o in moved.items()]
         try:
-            self.kafka.commit(offsets=tps, asynchronous=False)
-        except KafkaException as exc:
+            done = self.committer.commit(tps)
+        except (KafkaException, CommitTimeout) as exc:
             log.warning("commit failed (will retry): %s", exc)
-            return
-        for p, o in moved.items():
-            self.committed[p] = o
+            return False
+        self.record_commits(done)
+        return len(done) == len(tps)
+
+    def record_commits(self, tps: list[TopicPartition]) -> None:
+        """Take committed partitions as the group's offsets, with a `commit` event each."""
+        for tp in tps:
+            self.committed[tp.partition] = tp.offset
             self.rec.msg(
                 "commit",
                 channel=self.cfg.topic,
-                partition=p,
-                offset=o,
+                partition=tp.partition,
+                offset=tp.offset,
                 consumer=self.cfg.group,
                 process=self.cfg.instance,
             )

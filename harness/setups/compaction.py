@@ -58,7 +58,13 @@ from harness.services.connect import DebeziumPostgres, wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import Client, SetupContext
 from harness.setups.cdc import TOPIC_PREFIX, Cdc
-from harness.setups.connect import app_pg_connect, endpoint, pg_conninfo, redis_client
+from harness.setups.connect import (
+    app_pg_connect,
+    direct_pg_connect,
+    endpoint,
+    pg_conninfo,
+    redis_client,
+)
 from harness.setups.dual_write import Outcome, _classify_pg
 
 REBUILT = "rebuilt"
@@ -200,7 +206,7 @@ class CompactedLog(Cdc):
     def create_tables(self) -> None:
         """The items table (full row images in delete events) and the key versions."""
         super().create_tables()
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(self.table))
             conn.execute(
                 sql.SQL("CREATE TABLE {} (key text PRIMARY KEY, version bigint NOT NULL)").format(
@@ -254,7 +260,7 @@ class CompactedLog(Cdc):
 
     def final_versions(self) -> dict[str, int]:
         """Each key's last version (writes and deletes alike)."""
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             rows = conn.execute(sql.SQL("SELECT key, version FROM {}").format(self.versions))
             return {k: int(v) for k, v in rows.fetchall()}
 

@@ -58,7 +58,7 @@ from psycopg import sql
 from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
 from harness.setups.base import AppCrash, Client, ReadResult, Setup, SetupContext
-from harness.setups.connect import endpoint, pg_conninfo, redis_client
+from harness.setups.connect import direct_pg_connect, endpoint, pg_conninfo, redis_client
 from harness.setups.search_index import SearchIndex
 
 log = logging.getLogger("driftlab.setups.dual_write")
@@ -95,14 +95,17 @@ class AppDied(Outcome):
 
 
 class AppProcess:
-    """The harness's end of one application instance (harness.setups.dual_write_app)."""
+    """The harness's end of one application instance: a `python -m module` process that
+    answers one JSON request per line (harness.setups.dual_write_app.serve)."""
 
-    def __init__(self, process: str, config: dict[str, Any], log_path: Path) -> None:
+    def __init__(
+        self, process: str, config: dict[str, Any], log_path: Path, module: str = APP_MODULE
+    ) -> None:
         self.process = process
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as log_file:
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", APP_MODULE],
+                [sys.executable, "-m", module],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log_file,
@@ -154,6 +157,46 @@ class AppProcess:
             self.popen.stdout.close()
 
 
+class AppInstances:
+    """The application instances a setup runs as OS processes, by process name: what
+    `Setup.kill_app` SIGKILLs."""
+
+    def __init__(self, module: str = APP_MODULE) -> None:
+        self.module = module
+        self._apps: dict[str, AppProcess] = {}
+        self._lock = threading.Lock()
+
+    def spawn(self, process: str, config: dict[str, Any], log_path: Path) -> AppProcess:
+        """Start the instance `process`."""
+        app = AppProcess(process, config, log_path, self.module)
+        with self._lock:
+            self._apps[process] = app
+        return app
+
+    def kill(self, process: str) -> int | None:
+        """SIGKILL the instance `process` and return its pid (None: no such instance)."""
+        with self._lock:
+            app = self._apps.pop(process, None)
+        if app is None:
+            return None
+        app.kill()
+        return app.pid
+
+    def close(self, process: str) -> None:
+        """End the instance `process` normally (its client is done)."""
+        with self._lock:
+            app = self._apps.pop(process, None)
+        if app is not None:
+            app.close()
+
+    def close_all(self) -> None:
+        """End every instance still running (teardown)."""
+        with self._lock:
+            processes = list(self._apps)
+        for process in processes:
+            self.close(process)
+
+
 def _classify_pg(exc: Exception) -> Outcome:
     # A lost connection after the statement was sent leaves the commit unknown.
     if isinstance(exc, psycopg.OperationalError) and "connect" not in str(exc).lower():
@@ -199,8 +242,7 @@ class DualWrite(Setup):
         self.pg_app = self.pg_direct = ""
         self._redis_app: Endpoint | None = None
         self._redis_direct: Endpoint | None = None
-        self._apps: dict[str, AppProcess] = {}
-        self._apps_lock = threading.Lock()
+        self.apps = AppInstances()
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -238,7 +280,7 @@ class DualWrite(Setup):
         if CACHE in self.derived:
             self._redis_app = endpoint(ctx.stack, "redis")
             self._redis_direct = endpoint(ctx.stack, "redis", direct=True)
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             conn.execute(
                 sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ctx.namespace))
             )
@@ -275,27 +317,16 @@ class DualWrite(Setup):
             "prefix": self.prefix,
             "redis": None if r is None else {"host": r.host, "port": r.port, "extra": r.extra},
         }
-        app = AppProcess(process, config, self.context.logs / "app.log")
-        with self._apps_lock:
-            self._apps[process] = app
-        return app
+        return self.apps.spawn(process, config, self.context.logs / "app.log")
 
     def kill_app(self, process: str) -> int | None:
         """SIGKILL the application instance `process` and return its pid (None: no
         instance of that name runs)."""
-        with self._apps_lock:
-            app = self._apps.pop(process, None)
-        if app is None:
-            return None
-        app.kill()
-        return app.pid
+        return self.apps.kill(process)
 
     def close_app(self, process: str) -> None:
         """End the application instance `process` normally (its client is done)."""
-        with self._apps_lock:
-            app = self._apps.pop(process, None)
-        if app is not None:
-            app.close()
+        self.apps.close(process)
 
     def quiesce(self, timeout: float) -> bool:
         """Flush pending invalidations and the indexer queue, then commit the index."""
@@ -327,7 +358,7 @@ class DualWrite(Setup):
     def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
         """The source's live rows, the cache's hashes and the index's visible documents."""
         states: dict[str, dict[str, tuple[str, int | None]]] = {}
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             rows = conn.execute(
                 sql.SQL("SELECT key, value, version FROM {} WHERE value IS NOT NULL").format(
                     self.table
@@ -352,10 +383,7 @@ class DualWrite(Setup):
 
     def teardown(self) -> None:
         """Stop the index threads and release the index writer; end leftover instances."""
-        with self._apps_lock:
-            apps = list(self._apps)
-        for process in apps:
-            self.close_app(process)
+        self.apps.close_all()
         self._stop.set()
         for t in self._threads:
             t.join(timeout=10)

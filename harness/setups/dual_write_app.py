@@ -24,6 +24,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -117,17 +118,22 @@ class App:
             raise _classify_pg(exc) from exc
 
 
-def main() -> int:
-    """Serve requests from stdin until it closes."""
+def serve(handle: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
+    """Answer requests from stdin, one JSON line each, with `handle` until stdin closes:
+    the loop of an application instance (harness.setups.dual_write.AppProcess)."""
     # Ctrl-C reaches the whole process group; the harness ends the instance itself
     # (stdin closed) once it has stopped its workload, healed and closed the history.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    app = App(json.loads(os.environ[APP_CONFIG_ENV]))
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
-        out.write(json.dumps(app.handle(json.loads(line))).encode() + b"\n")
+        out.write(json.dumps(handle(json.loads(line))).encode() + b"\n")
         out.flush()
     return 0
+
+
+def main() -> int:
+    """Serve the dual-write application's requests until stdin closes."""
+    return serve(App(json.loads(os.environ[APP_CONFIG_ENV])).handle)
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ import psycopg
 from psycopg import sql
 
 from harness.setups.base import Client, ReadResult, Setup, SetupContext
-from harness.setups.connect import app_pg_connect, endpoint, pg_conninfo
+from harness.setups.connect import app_pg_connect, direct_pg_connect, endpoint, pg_conninfo
 from harness.setups.worker_process import WorkerProcess
 
 CHANNEL = "events"
@@ -111,7 +111,7 @@ class EventSourced(Setup):
         self.events = sql.Identifier(schema, "events")
         self.pg_app = pg_conninfo(endpoint(ctx.stack, "postgres"))
         self.pg_direct = pg_conninfo(endpoint(ctx.stack, "postgres", direct=True))
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
             conn.execute(
                 sql.SQL(
@@ -195,7 +195,7 @@ class EventSourced(Setup):
     def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
         """Both projections: aggregate -> (balance, seq of the last event folded)."""
         states: dict[str, dict[str, tuple[str, int | None]]] = {}
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             for store, table in _TABLES.items():
                 rows = conn.execute(
                     sql.SQL("SELECT aggregate, balance, seq FROM {}").format(
@@ -213,7 +213,7 @@ class EventSourced(Setup):
     # -- internals -----------------------------------------------------------------
 
     def _log_end(self) -> int:
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             row = conn.execute(sql.SQL("SELECT coalesce(max(pos), 0) FROM {}").format(self.events))
             return int(row.fetchone()[0])  # type: ignore[index]
 
@@ -228,7 +228,7 @@ class EventSourced(Setup):
     def _record_log(self) -> None:
         """One `produce` per event the log holds: the history's copy of the log."""
         rec = self.context.recorder
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             rows = conn.execute(
                 sql.SQL(
                     "SELECT pos, aggregate, seq, delta, event_id, "

@@ -12,25 +12,28 @@ either table, and the derived store follows the one order the database committed
 parameters; the effect is always `versioned`, and an event's `msg_id` is its outbox id
 (`event-<id>`).
 
-An application crash at the step point records the write as `info` (the process died
-with its transaction open: PostgreSQL rolls it back when the connection drops, but
-the application cannot know), then the workload restarts the client.
+Each application instance (a workload client) is an OS process of its own
+(harness.setups.outbox_app) holding its PostgreSQL connection; its client thread
+drives it through the transaction's two halves and records the history. An `app-crash`
+fault SIGKILLs the instance at the step point, with its transaction open (`kill_app`):
+PostgreSQL rolls it back when the connection drops, the application cannot know, and
+the write is recorded as `info`; then the workload starts a new instance. A hook that
+raises AppCrash there (a test's, a replay's) is made a SIGKILL too. Reads stay in the
+client thread, on its own connections (as the CDC setup's).
 """
 
 from __future__ import annotations
 
-import contextlib
-
-import psycopg
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
 from harness.setups.base import AppCrash, SetupContext
 from harness.setups.cdc import Cdc, CdcClient
 from harness.setups.cdc_consumer import VERSIONED
-from harness.setups.dual_write import _UPSERT, AFTER_SOURCE_WRITE, Outcome, _classify_pg
+from harness.setups.connect import direct_pg_connect
+from harness.setups.dual_write import AFTER_SOURCE_WRITE, AppDied, AppInstances, AppProcess, Outcome
 
-_OUTBOX_INSERT = "INSERT INTO {outbox} (key, value, version) VALUES (%s, %s, %s)"
+OUTBOX_APP_MODULE = "harness.setups.outbox_app"
 
 
 class Outbox(Cdc):
@@ -39,6 +42,10 @@ class Outbox(Cdc):
     name = "outbox"
     table_name = "outbox"
     id_field = "id"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.apps = AppInstances(OUTBOX_APP_MODULE)
 
     def prepare(self, ctx: SetupContext) -> None:
         """As the CDC setup, with the effect fixed to `versioned`."""
@@ -49,7 +56,7 @@ class Outbox(Cdc):
     def create_tables(self) -> None:
         """`items` (the business table, the source) and `outbox` (what Debezium reads)."""
         ns = self.context.namespace
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ns)))
             conn.execute(
                 sql.SQL(
@@ -68,14 +75,34 @@ class Outbox(Cdc):
         return sql.Identifier(self.context.namespace, "items")
 
     def client(self, process: str) -> OutboxClient:
-        """A client writing both tables in one transaction."""
+        """A client driving an application instance of its own (started on first write)."""
         return OutboxClient(self, process)
+
+    def spawn_app(self, process: str) -> AppProcess:
+        """Start the application instance `process`, on the app's link to PostgreSQL."""
+        ns = self.context.namespace
+        config = {"pg": self.pg_app, "items": [ns, "items"], "outbox": [ns, self.table_name]}
+        return self.apps.spawn(process, config, self.context.logs / "app.log")
+
+    def kill_app(self, process: str) -> int | None:
+        """SIGKILL the application instance `process` and return its pid (None: no
+        instance of that name runs)."""
+        return self.apps.kill(process)
+
+    def teardown(self) -> None:
+        """End leftover application instances, then the CDC setup's teardown."""
+        self.apps.close_all()
+        super().teardown()
 
 
 class OutboxClient(CdcClient):
     """One application instance of the outbox setup."""
 
     setup: Outbox
+
+    def __init__(self, setup: Outbox, process: str) -> None:
+        super().__init__(setup, process)
+        self._app: AppProcess | None = None
 
     def write(self, key: str, value: str) -> None:
         """Upsert the business row and append its outbox event, in one transaction."""
@@ -87,34 +114,30 @@ class OutboxClient(CdcClient):
         op = self.rec.invoke(self.process, "delete", key=key, store=SOURCE_STORE)
         self._transaction(op, key, None)
 
+    def close(self) -> None:
+        """End the application instance (a killed one is gone already) and the reads'
+        connections."""
+        self.setup.apps.close(self.process)
+        super().close()
+
     def _transaction(self, op: str, key: str, value: str | None) -> None:
         setup = self.setup
+        if self._app is None:
+            self._app = setup.spawn_app(self.process)
         try:
-            conn = self.conn()
+            version = int(self._app.call(do="begin", key=key, value=value)["version"])
             try:
-                conn.execute("BEGIN")
-                row = conn.execute(
-                    sql.SQL(_UPSERT).format(table=setup.source_table()), (key, value)
-                ).fetchone()
-                assert row is not None
-                version = int(row[0])
                 setup.context.steps.reach(AFTER_SOURCE_WRITE, self.process, key)
-                conn.execute(
-                    sql.SQL(_OUTBOX_INSERT).format(outbox=setup.table), (key, value, version)
-                )
-                conn.execute("COMMIT")
             except AppCrash:
-                # The process dies with its transaction open: no ROLLBACK is sent, the
-                # server rolls back when the connection drops, the application never
-                # learns the outcome.
-                with contextlib.suppress(Exception):
-                    conn.close()
-                self.rec.complete(op, "info", error="application crashed mid-transaction")
-                raise
-            except psycopg.Error as exc:
-                with contextlib.suppress(Exception):
-                    conn.close()
-                raise _classify_pg(exc) from exc
+                # A crash raised by a hook: made real, the instance dies mid-transaction.
+                setup.kill_app(self.process)
+            # After a SIGKILL at the step point this call finds the process dead.
+            self._app.call(do="commit", key=key, value=value, version=version)
+        except AppDied as died:
+            # No ROLLBACK was sent: the server rolls back when the connection drops,
+            # the application never learns the outcome.
+            self.rec.complete(op, "info", error="application crashed mid-transaction")
+            raise AppCrash(str(died)) from died
         except Outcome as o:
             self.rec.complete(op, o.phase, error=str(o))
             return

@@ -14,10 +14,18 @@ folded since the last save, and the projection counts those deltas twice.
 
 Tailing by `pos` is safe because appends are serialized (see event_sourced.py): a
 visible event's predecessors in `pos` order are all committed.
+
+The projector reaches PostgreSQL through the link `projector->postgres`, and every
+exchange gives up after PG_STATEMENT_TIMEOUT_S (harness.setups.connect.TimedConnection):
+a cut link no longer holds it until the heal. A failed call makes it reconnect and go
+on from its saved checkpoint, as a restarted instance would: the batch whose
+transaction's outcome is unknown is delivered again, and folded once (atomic) or again
+(`periodic`, the planted bug, like a crash).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import sys
@@ -28,9 +36,13 @@ import psycopg
 from psycopg import sql
 
 from harness.history.recorder import Recorder
+from harness.setups.connect import TimedConnection, app_pg_connect
 from harness.setups.worker_process import publish_status, worker_config
 
 log = logging.getLogger("driftlab.projector")
+
+RETRY_S = 0.5
+"""The back-off before a projector reconnects after a failed call."""
 
 
 class Projector:
@@ -43,7 +55,7 @@ class Projector:
         self.events = sql.Identifier(schema, "events")
         self.table = sql.Identifier(schema, cfg["table"])
         self.checkpoints = sql.Identifier(schema, "checkpoints")
-        self.conn = psycopg.connect(cfg["conninfo"], autocommit=True, connect_timeout=5)
+        self.conn: TimedConnection = app_pg_connect(cfg["conninfo"])
         self.stopping = False
         self.pos = self._checkpoint()
         self.atomic = cfg.get("checkpoint", "atomic") == "atomic"
@@ -61,10 +73,24 @@ class Projector:
         """Fold until SIGTERM; the status says how far the projection is."""
         self.status()
         while not self.stopping:
-            if not self.step():
-                time.sleep(self.cfg["poll_ms"] / 1000)
+            try:
+                if self.conn.closed:
+                    self.resume()
+                if not self.step():
+                    time.sleep(self.cfg["poll_ms"] / 1000)
+            except psycopg.OperationalError as exc:
+                log.warning("postgres failed; resuming from the checkpoint: %s", exc)
+                with contextlib.suppress(psycopg.Error):
+                    self.conn.close()
+                time.sleep(RETRY_S)
         self.conn.close()
         self.rec.close()
+
+    def resume(self) -> None:
+        """Reconnect and go on from the saved checkpoint."""
+        self.conn = app_pg_connect(self.cfg["conninfo"])
+        self.pos = self._checkpoint()
+        self.status()
 
     def step(self) -> int:
         """Deliver, apply and checkpoint the next batch; returns its size."""

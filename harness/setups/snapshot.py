@@ -42,7 +42,6 @@ import logging
 import threading
 import time
 
-import psycopg
 import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 from psycopg import sql
@@ -53,7 +52,13 @@ from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import SetupContext
 from harness.setups.cdc import TOPIC_PREFIX, Cdc, CdcClient
 from harness.setups.cdc_consumer import parse_change
-from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS, endpoint, pg_conninfo, redis_client
+from harness.setups.connect import (
+    KAFKA_CLIENT_TIMEOUTS,
+    direct_pg_connect,
+    endpoint,
+    pg_conninfo,
+    redis_client,
+)
 
 VIEW = "view"
 LOADER = "loader"
@@ -209,7 +214,7 @@ class SnapshotStream(Cdc):
     def _wait_slot_consistent(self, slot: str, timeout: float) -> None:
         """Until the connector's slot has its consistent point (the snapshot's position)."""
         deadline = time.monotonic() + timeout
-        with psycopg.connect(self.pg_direct, autocommit=True) as conn:
+        with direct_pg_connect(self.pg_direct) as conn:
             while True:
                 row = conn.execute(
                     "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = %s",
