@@ -98,6 +98,7 @@ def build_context(run: Path) -> dict[str, Any]:
         "history": history,
         "versions": _versions(config, analysis),
         "verdict": analysis.get("verdict", "not judged"),
+        "inconclusive": analysis.get("inconclusive") or [],
         "verdict_rows": _verdict_rows(analysis),
         "forbidden_found": analysis.get("forbidden_found", []),
         "expected_missing": analysis.get("expected_missing", []),

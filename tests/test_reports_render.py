@@ -251,3 +251,30 @@ def test_a_consumer_named_like_its_store_gets_its_own_lane() -> None:
     svg = str(render_diagram(d, T0))
     assert ">view (consumer)</text>" in svg and ">view</text>" in svg
     assert svg.count('class="write"') == 2
+
+
+def test_an_inconclusive_run_lists_what_it_lacked_on_its_report_and_the_suite_page(
+    tmp_path: Path,
+) -> None:
+    missing = [
+        "nothing was delivered: 40 message(s) produced on dbz.items, none delivered",
+        "scheduled fault crash consumer at 2.0 s never started (the run ended before it)",
+    ]
+    run = _run_folder(
+        tmp_path,
+        "cdc-consumer-crash",
+        "20260101T000000Z",
+        "C3",
+        verdict="inconclusive",
+        inconclusive=missing,
+        counts={"lost-message": 0},
+        expectations={"lost-message": "absent"},
+        history={"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS},
+    )
+    assert evidence_line(scan_runs(tmp_path)[0]) == "inconclusive, missing: " + "; ".join(missing)
+    page = render_run_report(run).read_text()
+    block = page[page.index('id="inconclusive"') :]
+    block = block[: block.index("</div>")]
+    assert all(why in block for why in missing)
+    assert 'class="verdict v-inconclusive">inconclusive<' in page
+    assert "inconclusive, missing: nothing was delivered" in render_suite(tmp_path).read_text()

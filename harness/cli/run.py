@@ -177,8 +177,8 @@ def run(
     Exit status: 0 reproduced (or no expectations); 1 not reproduced or an unexpected
     anomaly (the verdict only); 2 bad input; 3 the lab failed (a service down, a port
     taken, the Spark master unreachable, disk full, read-only runs folder) or the run
-    is inconclusive (no operation ran, a scheduled fault never took effect);
-    130 interrupted.
+    is inconclusive (no operation ran, nothing was delivered, applied or read
+    downstream, a scheduled fault never took effect); 130 interrupted.
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
@@ -228,7 +228,11 @@ def print_result(console: Console, r: RunResult) -> None:
     console.print(f"  run folder: {r.run_dir}")
     for e in r.fault_errors:
         console.print(f"  [yellow]fault problem:[/] {e}")
-    if r.error:
+    if r.inconclusive:
+        console.print("  [yellow]inconclusive[/], the run did not test its claim; missing:")
+        for why in r.inconclusive:
+            console.print(f"    - {why}")
+    elif r.error:
         console.print(f"  [red]error:[/] {r.error} (see {r.run_dir}/logs/runner.log)")
     if r.analysis_interrupted:
         console.print(
