@@ -217,6 +217,14 @@ def _summary(console: Console, result: AnalysisResult) -> None:
         console.print(table)
     else:
         console.print("no anomalies")
+    for kind, where in (a.get("lost_where") or {}).items():
+        if where.get("in the log") or where.get("not in the log"):
+            unknown = f", {where['unknown']:,} not known" if where.get("unknown") else ""
+            console.print(
+                f"{kind}: {where['in the log']:,} still in the broker's log (the consumer "
+                f"skipped them), {where['not in the log']:,} not in it (the broker lost "
+                f"them, or retention removed them){unknown}"
+            )
     h = a["history"]
     if h["cut_short"]:
         console.print(
