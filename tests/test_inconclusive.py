@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
+import json
+from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from checkers.verdict import UNEXPECTED
 from harness.history import events
 from harness.history.reader import arrow_schema
 from harness.history.schema import COLUMNS, LOG_AUDIT
-from harness.runner.inconclusive import reasons_of
+from harness.rundir import RunDir
+from harness.runner.inconclusive import INCONCLUSIVE, apply, reasons_of
 
 CHANNEL = "dbz.items"
 
@@ -108,3 +114,27 @@ def test_each_scheduled_fault_that_never_took_effect_is_named() -> None:
         ),
     )
     assert not reasons_of(every, SCHEDULE).lines
+
+
+def test_many_channels_are_named_a_few() -> None:
+    sends = [events.msg("produce", channel=f"k{i}", msg_id=f"m{i}") for i in range(7)]
+    (why,) = reasons_of(table(events.op("c0", "ok", "send"), *sends), []).unobserved
+    assert "produced on k0, k1, k2, k3, k4 and 2 more," in why
+
+
+def _run(tmp_path: Path, history: pa.Table) -> RunDir:
+    run = RunDir(tmp_path)
+    run.config.write_text(json.dumps({"params": {"faults": []}}))
+    pq.write_table(history, run.parquet)
+    return run
+
+
+def test_a_loss_where_nothing_was_observed_does_not_keep_the_verdict(tmp_path: Path) -> None:
+    run = _run(tmp_path, table(write("a", "a1"), produce("m1"), events.mark("quiesced")))
+    analysis = {"verdict": UNEXPECTED, "forbidden_found": ["lost-message", "lost-write"]}
+    why = apply(run, analysis)
+    assert why and analysis["verdict"] == INCONCLUSIVE and analysis["inconclusive"] == why
+    assert json.loads(run.analysis.read_text())["verdict"] == INCONCLUSIVE
+    # Any other forbidden kind is evidence by itself: two messages at one offset.
+    kept = {"verdict": UNEXPECTED, "forbidden_found": ["inconsistent-offset", "lost-message"]}
+    assert apply(run, kept) == [] and kept["verdict"] == UNEXPECTED

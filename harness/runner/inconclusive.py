@@ -114,11 +114,11 @@ def _unobserved(h: pa.Table) -> list[str]:
     out = []
     produced = msgs.filter(pc.fill_null(pc.equal(action, MsgAction.PRODUCE.value), False))
     if produced.num_rows and not delivered:
-        channels = sorted({c for c in produced.column("channel").to_pylist() if c is not None})
+        channels = pc.unique(pc.drop_null(produced.column("channel"))).to_pylist()
         out.append(
             f"nothing was delivered: {produced.num_rows:,} message(s) produced on "
-            f"{', '.join(channels) or 'no named channel'}, none delivered to a consumer or "
-            "applied to a store (was the consumer started?)"
+            f"{_few(sorted(channels)) or 'no named channel'}, none delivered to a consumer "
+            "or applied to a store (was the consumer started?)"
         )
     source_writes = _count(
         ops,
@@ -137,6 +137,12 @@ def _unobserved(h: pa.Table) -> list[str]:
             "a read"
         )
     return out
+
+
+def _few(names: list[str], n: int = 5) -> str:
+    """At most `n` names, then how many more (a Jepsen history has a channel per key)."""
+    more = f" and {len(names) - n} more" if len(names) > n else ""
+    return ", ".join(names[:n]) + more
 
 
 def _missing_faults(h: pa.Table, scheduled: Sequence[dict[str, Any]]) -> list[str]:
