@@ -13,7 +13,7 @@ from rich.table import Table
 
 from harness import exitcodes
 from harness.cli import app
-from harness.cli.run import check_spark_master, fail
+from harness.cli.run import check_spark_master, fail, lost_where_lines
 from harness.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -217,14 +217,8 @@ def _summary(console: Console, result: AnalysisResult) -> None:
         console.print(table)
     else:
         console.print("no anomalies")
-    for kind, where in (a.get("lost_where") or {}).items():
-        if where.get("in the log") or where.get("not in the log"):
-            unknown = f", {where['unknown']:,} not known" if where.get("unknown") else ""
-            console.print(
-                f"{kind}: {where['in the log']:,} still in the broker's log (the consumer "
-                f"skipped them), {where['not in the log']:,} not in it (the broker lost "
-                f"them, or retention removed them){unknown}"
-            )
+    for line in lost_where_lines(a.get("lost_where") or {}):
+        console.print(line)
     h = a["history"]
     if h["cut_short"]:
         console.print(

@@ -217,6 +217,21 @@ def run(
     raise typer.Exit(result.exit_code)
 
 
+def lost_where_lines(lost_where: dict[str, dict[str, int]]) -> list[str]:
+    """One line per lost kind whose rows say where the loss went (analysis.json's
+    `lost_where`): still in the broker's log, or not."""
+    out = []
+    for kind, where in lost_where.items():
+        if where.get("in the log") or where.get("not in the log"):
+            unknown = f", {where['unknown']:,} not known" if where.get("unknown") else ""
+            out.append(
+                f"{kind}: {where['in the log']:,} still in the broker's log (the consumer "
+                f"skipped them), {where['not in the log']:,} not in it (the broker lost "
+                f"them, or retention removed them){unknown}"
+            )
+    return out
+
+
 def print_result(console: Console, r: RunResult) -> None:
     """The short summary of one run: where, how much, what verdict."""
     s = r.stats
@@ -248,4 +263,6 @@ def print_result(console: Console, r: RunResult) -> None:
         colour = {"reproduced": "green", "unexpected anomaly": "red"}.get(r.verdict, "yellow")
         counts = ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items())) or "no anomalies"
         console.print(f"  anomalies: {counts}")
+        for line in lost_where_lines(r.lost_where):
+            console.print(f"  {line}")
         console.print(f"  verdict: [{colour}]{r.verdict}[/]")
