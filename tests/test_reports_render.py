@@ -287,7 +287,7 @@ def test_lost_examples_say_whether_the_log_still_holds_them(tmp_path: Path) -> N
     )
     expired = (
         "m2 produced on t, never delivered to g; not in the log read back after quiescence: "
-        "the broker lost it or retention removed it"
+        "the broker lost it or retention or compaction removed it"
     )
     run = _run_folder(
         tmp_path,

@@ -201,7 +201,7 @@ def _where(
     if channel in audited:
         return (
             f"; {NOT_IN_LOG} read back after quiescence: the broker lost it or "
-            "retention removed it",
+            "retention or compaction removed it",
             [],
         )
     return "", []
@@ -270,7 +270,7 @@ def _write_where(reads: list[Event], key_audited: bool) -> tuple[str, list[Event
     if key_audited:
         return (
             f"; its change is {NOT_IN_LOG} read back after quiescence (other changes of "
-            "the key are): the broker lost it or retention removed it",
+            "the key are): the broker lost it or retention or compaction removed it",
             [],
         )
     return "", []

@@ -227,7 +227,7 @@ def lost_where_lines(lost_where: dict[str, dict[str, int]]) -> list[str]:
             out.append(
                 f"{kind}: {where['in the log']:,} still in the broker's log (the consumer "
                 f"skipped them), {where['not in the log']:,} not in it (the broker lost "
-                f"them, or retention removed them){unknown}"
+                f"them, or retention or compaction removed them){unknown}"
             )
     return out
 
