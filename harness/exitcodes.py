@@ -5,7 +5,9 @@ matrix and the pytest plugin never count a crash of the lab as an anomaly found.
     1    the verdict only: a forbidden anomaly (run, suite: or a prediction not reproduced)
     2    bad input: an unknown name, a malformed option, a missing or corrupt run folder
     3    the lab itself failed: a service down or not starting, a port taken, the Spark
-         master unreachable, a full disk, a read-only runs folder, an internal error
+         master unreachable, a full disk, a read-only runs folder, an internal error;
+         or an inconclusive run (nothing ran, nothing was observed downstream, a
+         scheduled fault never took effect: the claim was not tested)
     130  interrupted (Ctrl-C, SIGTERM)
 
 An expected failure prints one line naming the problem and the fix; the detail goes to
@@ -25,7 +27,8 @@ INTERRUPTED = 130
 HELP = (
     "Exit status: 0 clean or as predicted; 1 forbidden anomaly (the verdict only); "
     "2 bad input; 3 the lab itself failed (service down, port taken, Spark master "
-    "unreachable, disk full, read-only runs folder); 130 interrupted."
+    "unreachable, disk full, read-only runs folder) or the run is inconclusive; "
+    "130 interrupted."
 )
 
 

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from checkers.anomaly import KINDS
+from checkers.reference.lost import where_lost
 from harness import __version__
+from harness.history.schema import LOG_AUDIT
 from harness.rundir import RunDir
 from reports.plots import PALETTE, Chart, Line, Window, render_chart
 from reports.render import ReportError, write_html
@@ -98,12 +100,16 @@ def build_context(run: Path) -> dict[str, Any]:
         "history": history,
         "versions": _versions(config, analysis),
         "verdict": analysis.get("verdict", "not judged"),
+        "inconclusive": analysis.get("inconclusive") or [],
         "verdict_rows": _verdict_rows(analysis),
         "forbidden_found": analysis.get("forbidden_found", []),
         "expected_missing": analysis.get("expected_missing", []),
         "checkers": analysis.get("checkers", {}),
         "incomplete": [n for n, c in analysis.get("checkers", {}).items() if c["status"] != "ok"],
         "notes": analysis.get("notes", {}),
+        "lost_where": {
+            k: w for k, w in (analysis.get("lost_where") or {}).items() if any(w.values())
+        },
         "lag": analysis.get("lag", {}),
         "runner": summary,
         "classes": _classes(analysis, examples, t0),
@@ -188,6 +194,7 @@ def _example(ex: dict[str, Any], t0: int) -> dict[str, Any]:
         "key": ex.get("key"),
         "consumer": ex.get("consumer"),
         "detail": ex.get("detail", ""),
+        "log": where_lost(ex.get("detail") or ""),
         "evidence": [_evidence_line(e, t0) for e in ex.get("evidence", [])],
     }
 
@@ -197,9 +204,12 @@ def _evidence_line(e: dict[str, Any], t0: int) -> str:
     who, what, where."""
     when = f"{(int(e['time']) - t0) / 1e9:.6f}s" if e.get("time") is not None else "?"
     parts = [when, str(e.get("type", "?"))]
-    for name in ("phase", "action", "f", "process", "consumer"):
-        if e.get(name) is not None:
-            parts.append(str(e[name]))
+    if e.get("consumer") == LOG_AUDIT and e.get("action") == "deliver":
+        parts[1] = "in the log, read back after quiescence:"
+    else:
+        for name in ("phase", "action", "f", "process", "consumer"):
+            if e.get(name) is not None:
+                parts.append(str(e[name]))
     if e.get("key") is not None:
         value = f"={e['value']}" if e.get("value") is not None else ""
         parts.append(f"{e['key']}{value}")

@@ -37,6 +37,7 @@ class RunInfo:
     expectations: dict[str, str] = field(default_factory=dict)
     report: str | None = None  # relative link, when report.html exists
     error: str | None = None
+    inconclusive: list[str] = field(default_factory=list)  # what the run lacked
 
 
 def render_index(index_json: str | Path) -> Path:
@@ -95,6 +96,7 @@ def _run_info(runs: Path, run: Path) -> RunInfo:
         if folder.report.exists()
         else None,
         error=summary.get("error"),
+        inconclusive=[str(w) for w in analysis.get("inconclusive") or []],
     )
 
 
@@ -113,6 +115,8 @@ def evidence_line(run: RunInfo) -> str:
         return f"run failed: {run.error}"
     if run.verdict == "not judged":
         return f"recorded, not analysed: driftlab analyze runs/{run.path}"
+    if run.inconclusive:
+        return "inconclusive, missing: " + "; ".join(run.inconclusive)
     found = [
         f"{k} {run.counts.get(k, 0)}"
         for k, w in run.expectations.items()

@@ -12,10 +12,10 @@ from collections import defaultdict
 
 from hypothesis import strategies as st
 
-from harness.history.schema import SOURCE_STORE, Event, Mark, OpPhase
+from harness.history.schema import LOG_AUDIT, SOURCE_STORE, Event, Mark, OpPhase
 
 KEYS = ("k0", "k1")
-CONSUMERS = ("g0", "g1")
+CONSUMERS = ("g0", "g1", LOG_AUDIT)
 PROCESSES = ("p0", "p1")
 CHANNELS = ("c0", "c1")
 DERIVED = ("cache", "search")
@@ -102,12 +102,14 @@ def message_histories(draw: st.DrawFn, min_events: int = 0, max_events: int = 30
 
 def _scoped(prefix: str, e: Event) -> Event:
     """`e` with its names moved into a namespace of their own (the source keeps its name:
-    it is the one system of record)."""
+    it is the one system of record; so does the log audit)."""
 
     def scope(name: str | None) -> str | None:
         return None if name is None else f"{prefix}{name}"
 
-    e.key, e.consumer, e.process = scope(e.key), scope(e.consumer), scope(e.process)
+    e.key, e.process = scope(e.key), scope(e.process)
+    if e.consumer != LOG_AUDIT:  # one name: the log audit's, as the source keeps its own
+        e.consumer = scope(e.consumer)
     e.channel, e.msg_id, e.writer = scope(e.channel), scope(e.msg_id), scope(e.writer)
     if e.store != SOURCE_STORE:
         e.store = scope(e.store)

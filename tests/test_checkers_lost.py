@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -10,9 +11,11 @@ from keyed_support import spark_check, spark_notes
 from strategies_messages import combined_histories
 
 from checkers.anomaly import KINDS
+from checkers.reference import duplicates as dup
 from checkers.reference import lost as reference
+from checkers.reference import reorder
 from harness.history.reader import read_parquet
-from harness.history.schema import COLUMNS, Event
+from harness.history.schema import COLUMNS, LOG_AUDIT, Event
 from harness.testing.synthetic import generate
 
 
@@ -155,3 +158,95 @@ def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
     rows = spark_check(spark, events, "lost").collect()
     assert Counter(tuple(r)[:6] for r in rows) == identities(reference.check(events))
     assert spark_notes(spark, events) == reference.notes(events)
+
+
+# --- where a lost message went: the log audit ------------------------------------------
+
+
+def audited(t: int, msg_id: str, offset: int, channel: str = "orders") -> Event:
+    """The log audit read msg_id back from the log after quiescence."""
+    return msg(
+        "deliver",
+        t,
+        msg_id,
+        channel=channel,
+        partition=0,
+        offset=offset,
+        consumer=LOG_AUDIT,
+        process=LOG_AUDIT,
+        key=f"key-{msg_id}",
+    )
+
+
+def test_a_lost_message_says_whether_the_log_still_holds_it() -> None:
+    history = [
+        produce(1, "m1"),
+        produce(2, "m2"),
+        produce(3, "m3"),
+        produce(4, "m4", channel="other"),
+        deliver(10, "m3", "g"),
+        deliver(11, "m4", "g", channel="other"),
+        done(20, "g"),
+        done(20, "g", channel="other"),
+        audited(30, "m1", offset=0),  # skipped by g, still in the log
+        audited(31, "m1", offset=7),  # and there twice: the audit is not a consumer
+        audited(32, "m3", offset=2),
+        done(40, LOG_AUDIT),  # orders read back whole; m2 is gone from it
+    ]
+    lost = {a.key: a for a in reference.check(history)}
+    assert set(lost) == {"key-m1", "key-m2"}  # the audit loses nothing itself
+    m1, m2 = lost["key-m1"], lost["key-m2"]
+    assert m1.consumer == "g" and m1.detail == (
+        f"m1 produced on orders, never delivered to g; still {reference.IN_LOG} at "
+        "orders[0]@0, orders[0]@7: the consumer skipped it"
+    )
+    assert [e.get("consumer") for e in json.loads(m1.evidence)] == [None, LOG_AUDIT, LOG_AUDIT]
+    assert f"; {reference.NOT_IN_LOG} read back after quiescence" in m2.detail
+    assert len(json.loads(m2.evidence)) == 1
+    assert dup.check(history) == [] and reorder.check(history) == []
+    # Without the audit's mark the log's contents are unknown: nothing is said.
+    unknown = reference.check([*history[:-1], done(41, LOG_AUDIT, channel="other")])
+    assert [a.detail for a in unknown if a.key == "key-m2"] == [
+        "m2 produced on orders, never delivered to g"
+    ]
+
+
+def test_an_unfinished_log_audit_leaves_its_misses_unseen() -> None:
+    history = [produce(1, "m1"), produce(2, "m2"), audited(30, "m1", offset=0)]
+    assert reference.check(history) == []
+    assert reference.notes(history)["unseen-message"] == 1
+
+
+def test_a_lost_write_whose_change_is_still_in_the_log() -> None:
+    change = Event(
+        type="msg",
+        time=30,
+        action="deliver",
+        channel="dbz",
+        partition=0,
+        offset=4,
+        msg_id="lsn:a",
+        key="a",
+        value="a2",
+        version=2,
+        consumer=LOG_AUDIT,
+        process=LOG_AUDIT,
+    )
+    history = [
+        QUIESCED,
+        write(1, "a", "a1", version=1),
+        write(2, "a", "a2", version=2),
+        write(3, "a", "a3", version=3),
+        write(4, "b", "b1", version=1),
+        effect(10, "cache", "a", "a1"),
+        effect(11, "cache", "c", "c1"),
+        change,  # a2 is in the log; a3 is not, though the audit read the key
+    ]
+    lost = {a.detail.split(" never")[0]: a for a in reference.check(history)}
+    assert set(lost) == {"write of 'a' = 'a2'", "write of 'a' = 'a3'", "write of 'b' = 'b1'"}
+    assert lost["write of 'a' = 'a2'"].detail.endswith(
+        f"; its change is still {reference.IN_LOG} at dbz[0]@4: the consumer skipped it"
+    )
+    assert json.loads(lost["write of 'a' = 'a2'"].evidence)[1]["offset"] == 4
+    assert f"its change is {reference.NOT_IN_LOG}" in lost["write of 'a' = 'a3'"].detail
+    assert lost["write of 'b' = 'b1'"].detail == "write of 'b' = 'b1' never reached cache"

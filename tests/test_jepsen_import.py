@@ -575,3 +575,32 @@ def test_analyze_from_jepsen_runs_the_pipeline(spark: object, tmp_path: Path) ->
     html = (run / "report.html").read_text()
     assert ":lost-write, :unseen" in html
     assert f"imported {len(side_by_side(cases))} Jepsen ops" in result.output
+
+
+@pytest.mark.spark
+def test_sends_that_no_poll_read_are_an_empty_graph_not_a_verdict(
+    spark: object, tmp_path: Path
+) -> None:
+    """Jepsen's "empty transaction graph": acknowledged sends and polls that read
+    nothing. Every send counts as a lost message (the consumer is done at the end), but
+    nothing was observed: the run is inconclusive (exit 3) and says what was missing."""
+    ops = [
+        o(0, 0, "invoke", "send", "[[:send :x :a] [:send :y :b]]"),
+        o(1, 0, "ok", "send", "[[:send :x [0 :a]] [:send :y [0 :b]]]"),
+        o(2, 1, "invoke", "poll", "[[:poll]]"),
+        o(3, 1, "ok", "poll", "[[:poll {}]]"),
+    ]
+    source = tmp_path / "history.edn"
+    source.write_text("\n".join(ops) + "\n")
+    runs = tmp_path / "runs"
+    result = CliRunner().invoke(
+        app, ["analyze", "--from", "jepsen", str(source), "--runs-dir", str(runs)]
+    )
+    assert result.exit_code == 3, result.output
+    assert "nothing was delivered: 2 message(s) produced on x, y" in result.output
+    analysis = json.loads(((runs / "latest").resolve() / "analysis.json").read_text())
+    assert analysis["counts"]["lost-message"] == 2
+    assert analysis["verdict"] == "inconclusive"
+    assert analysis["inconclusive"][0].startswith("nothing was delivered")
+    html = ((runs / "latest").resolve() / "report.html").read_text()
+    assert 'id="inconclusive"' in html

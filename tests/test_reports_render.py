@@ -251,3 +251,76 @@ def test_a_consumer_named_like_its_store_gets_its_own_lane() -> None:
     svg = str(render_diagram(d, T0))
     assert ">view (consumer)</text>" in svg and ">view</text>" in svg
     assert svg.count('class="write"') == 2
+
+
+def test_an_inconclusive_run_lists_what_it_lacked_on_its_report_and_the_suite_page(
+    tmp_path: Path,
+) -> None:
+    missing = [
+        "nothing was delivered: 40 message(s) produced on dbz.items, none delivered",
+        "scheduled fault crash consumer at 2.0 s never started (the run ended before it)",
+    ]
+    run = _run_folder(
+        tmp_path,
+        "cdc-consumer-crash",
+        "20260101T000000Z",
+        "C3",
+        verdict="inconclusive",
+        inconclusive=missing,
+        counts={"lost-message": 0},
+        expectations={"lost-message": "absent"},
+        history={"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS},
+    )
+    assert evidence_line(scan_runs(tmp_path)[0]) == "inconclusive, missing: " + "; ".join(missing)
+    page = render_run_report(run).read_text()
+    block = page[page.index('id="inconclusive"') :]
+    block = block[: block.index("</div>")]
+    assert all(why in block for why in missing)
+    assert 'class="verdict v-inconclusive">inconclusive<' in page
+    assert "inconclusive, missing: nothing was delivered" in render_suite(tmp_path).read_text()
+
+
+def test_lost_examples_say_whether_the_log_still_holds_them(tmp_path: Path) -> None:
+    skipped = (
+        "m7 produced on t, never delivered to g; still in the log at t[0]@7: the consumer "
+        "skipped it"
+    )
+    expired = (
+        "m2 produced on t, never delivered to g; not in the log read back after quiescence: "
+        "the broker lost it or retention or compaction removed it"
+    )
+    run = _run_folder(
+        tmp_path,
+        "bounded-log",
+        "20260101T000000Z",
+        "C6",
+        verdict="no expectations",
+        counts={"lost-message": 2},
+        lost_where={"lost-message": {"in the log": 1, "not in the log": 1, "unknown": 0}},
+        history={"events": 9, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 1000 * MS},
+    )
+    audit = {
+        "type": "msg",
+        "action": "deliver",
+        "consumer": "log-audit",
+        "process": "log-audit",
+        "channel": "t",
+        "partition": 0,
+        "offset": 7,
+        "msg_id": "m7",
+        "time": T0 + 900 * MS,
+    }
+    examples = [
+        {"kind": "lost-message", "consumer": "g", "detail": skipped, "evidence": [audit]},
+        {"kind": "lost-message", "consumer": "g", "detail": expired, "evidence": []},
+    ]
+    (run / "examples.json").write_text(
+        json.dumps({"kinds": {"lost-message": {"examples": examples}}})
+    )
+    page = render_run_report(run).read_text()
+    where = page[page.index('id="lost-where"') :]
+    where = where[: where.index("</p>")]
+    assert "lost-message 1 still in the log (the consumer skipped them), 1 not in the log" in where
+    assert '<span class="log-place">in the log</span> m7 produced' in page
+    assert '<span class="log-place">not in the log</span> m2 produced' in page
+    assert "in the log, read back after quiescence: t[0] offset 7 m7" in page

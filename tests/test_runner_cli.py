@@ -1,13 +1,18 @@
-"""`driftlab run` and `driftlab suite`: listing and bad input, without the stack."""
+"""`driftlab run` and `driftlab suite`: listing, bad input and the summary, without the
+stack."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import typer
+from rich.console import Console
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.cli.run import parse_duration
+from harness.cli.run import parse_duration, print_result
+from harness.runner.runner import RunResult
 
 runner = CliRunner()
 
@@ -40,3 +45,31 @@ def test_durations() -> None:
     assert parse_duration("250ms") == 0.25
     with pytest.raises(typer.BadParameter):
         parse_duration("0s")
+
+
+def test_the_summary_says_where_the_lost_went() -> None:
+    console = Console(record=True, width=200, highlight=False)
+    result = RunResult(Path("runs/x/1"), "cdc-commit-before-apply", 1, verdict="reproduced")
+    result.counts = {"lost-write": 3}
+    result.lost_where = {
+        "lost-write": {"in the log": 3, "not in the log": 0, "unknown": 0},
+        "lost-message": {"in the log": 0, "not in the log": 0, "unknown": 2},
+    }
+    print_result(console, result)
+    text = console.export_text()
+    assert (
+        "lost-write: 3 still in the broker's log (the consumer skipped them), 0 not in it" in text
+    )
+    assert "lost-message:" not in text  # nothing known of where those went: no line
+
+
+def test_the_summary_of_an_inconclusive_run_lists_what_was_missing() -> None:
+    console = Console(record=True, width=200, highlight=False)
+    result = RunResult(Path("runs/x/1"), "bounded-log", 1, verdict="inconclusive", exit_code=3)
+    result.inconclusive = ["nothing was delivered: 80 message(s) produced on t", "fault x"]
+    result.error = "inconclusive: " + "; ".join(result.inconclusive)
+    print_result(console, result)
+    text = console.export_text()
+    assert "inconclusive, the run did not test its claim; missing:" in text
+    assert "    - nothing was delivered: 80 message(s) produced on t\n    - fault x" in text
+    assert "error:" not in text

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from checkers.anomaly import KINDS
+from checkers.reference import lost as lost_checker
 from checkers.verdict import REPRODUCED, judge
 from harness.history.reader import read_history
-from harness.history.schema import Event
+from harness.history.schema import LOG_AUDIT, Event
 from harness.rundir import RunDir
 from harness.runner.runner import RunResult, run_scenario
 from harness.services.stack import Stack
@@ -93,6 +94,13 @@ def test_c4_every_crash_strikes_inside_a_batch(stack: Stack, tmp_path: Path) -> 
     assert len(starts) == 3
     # A crash while the consumer idles would lose nothing: the claim rests on these.
     assert all(json.loads(str(e.extra))["busy"] is True for e in starts), starts
+    # The consumer committed past them and crashed: the changes it skipped are still in
+    # the topic, as the log audit read it back after quiescence.
+    lost = [a for a in lost_checker.check(_events(run_dir)) if a.kind == "lost-write"]
+    assert lost
+    for a in lost:
+        assert f"; its change is still {lost_checker.IN_LOG} at " in a.detail, a.detail
+        assert any(e.get("consumer") == LOG_AUDIT for e in json.loads(a.evidence))
 
 
 def test_a_cut_kafka_link_outlasting_the_commit_deadline_loses_nothing(

@@ -10,13 +10,20 @@ import json
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Message
 from reference_counts import reference_anomalies, run_events
 from setup_fixtures import make_context
 
-from checkers.verdict import judge
+from checkers.reference.lost import IN_LOG, NOT_IN_LOG
+from checkers.verdict import PRESENT, judge
+from harness.history.schema import LOG_AUDIT
 from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
-from harness.setups.bounded_log import FAST, SLOW, BoundedLog
+from harness.setups import register_setup
+from harness.setups.base import SetupContext
+from harness.setups.bounded_log import CONSUMER_LINK, FAST, SLOW, BoundedLog, LogConsumer
+from harness.workload.spec import WorkloadSpec
+from scenarios.model import Scenario
 from scenarios.registry import get_scenario
 
 
@@ -53,9 +60,102 @@ def test_slow_consumer_loses_messages_fast_one_none(stack: Stack, tmp_path: Path
     assert done[FAST]["skipped_offsets"] == 0
     # An unacknowledged write may sit in the log without a `produce`: skipped >= lost.
     assert done[SLOW]["skipped_offsets"] >= len(lost)
+    # Where they went: the log, read back after quiescence, no longer holds any of them.
+    assert LOG_AUDIT in done
+    assert all(f"; {NOT_IN_LOG} read back after quiescence" in a.detail for a in lost)
+    assert not any(LOG_AUDIT in a.evidence for a in lost)
+    # Retention may have emptied the log by then: the audit read what was left, if any.
+    in_log = {e.msg_id for e in events if e.action == "deliver" and e.consumer == LOG_AUDIT}
+    lost_ids = {json.loads(a.evidence)[0]["msg_id"] for a in lost}
+    assert in_log <= produced and not in_log & lost_ids
+
+
+class SkippingConsumer(LogConsumer):
+    """A consumer bug: every fifth record is read and dropped without a trace."""
+
+    def deliver(self, msg: Message) -> None:
+        if msg.offset() % 5 == 4:
+            self.position = msg.offset() + 1
+            return
+        super().deliver(msg)
+
+
+@register_setup
+class SkippingLog(BoundedLog):
+    """The bounded log with long retention and a fast consumer that skips records."""
+
+    name = "bounded-log-skipping"
+
+    def prepare(self, ctx: SetupContext) -> None:
+        super().prepare(ctx)
+        self.consumers[FAST].kafka.close()
+        bootstrap = ctx.stack["kafka"].link(ctx.stack.links, CONSUMER_LINK)
+        self.consumers[FAST] = SkippingConsumer(
+            FAST, self.topic, bootstrap, ctx.recorder, 0.0, prefetch=True
+        )
+
+
+@pytest.mark.services
+@pytest.mark.slow
+def test_a_message_the_consumer_skipped_is_still_in_the_log(stack: Stack, tmp_path: Path) -> None:
+    sc = Scenario(
+        name="bounded-log-skipping",
+        setup=SkippingLog.name,
+        summary="A consumer that drops every fifth record it reads, on a log that keeps all.",
+        setup_params={"retention_ms": 600_000, "segment_ms": 1000},
+        workload=WorkloadSpec(clients=2, keys=10, mix={"write": 1.0}, rate=40, duration=3),
+        expectations={"lost-message": PRESENT},
+    )
+    result = run_scenario(sc, seed=2, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
+    assert result.error is None and result.quiesced
+    lost = [a for a in reference_anomalies(result.run_dir) if a.kind == "lost-message"]
+    assert lost and {a.consumer for a in lost} == {FAST}
+    for a in lost:
+        assert f"; still {IN_LOG} at " in a.detail and "the consumer skipped it" in a.detail
+        audit = [e for e in json.loads(a.evidence) if e.get("consumer") == LOG_AUDIT]
+        assert len(audit) == 1 and audit[0]["offset"] % 5 == 4
 
 
 def test_slow_consumer_fault_names_the_consumers(tmp_path: Path) -> None:
     setup = BoundedLog()
     with pytest.raises(ValueError, match="'fast' or 'slow'"):
         setup.slow_consumer("nobody", 0.1)
+
+
+@register_setup
+class UnreadLog(BoundedLog):
+    """The bounded log whose consumers are never started: a pipeline that reads nothing."""
+
+    name = "bounded-log-unread"
+
+    def start(self) -> None:
+        """Start nothing: the writes go in, nobody reads them."""
+
+    def teardown(self) -> None:
+        for c in self.consumers.values():
+            c.kafka.close()
+
+
+@pytest.mark.services
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_run_whose_consumers_never_started_is_inconclusive(
+    stack: Stack, tmp_path: Path, spark: object
+) -> None:
+    sc = Scenario(
+        name="bounded-log-unread",
+        setup=UnreadLog.name,
+        summary="Acknowledged produces into a log whose consumers never start.",
+        setup_params={"retention_ms": 600_000, "segment_ms": 1000},
+        workload=WorkloadSpec(clients=2, keys=10, mix={"write": 1.0}, rate=40, duration=2),
+        expectations={"poll-skip": PRESENT},
+        quiesce_timeout=3.0,
+    )
+    result = run_scenario(sc, seed=3, runs_dir=tmp_path / "runs", stack=stack)
+    assert result.verdict == "inconclusive" and result.exit_code == 3, result.error
+    assert len(result.inconclusive) == 1
+    assert result.inconclusive[0].startswith("nothing was delivered: ")
+    assert "none delivered to a consumer or applied to a store" in result.inconclusive[0]
+    analysis = json.loads((result.run_dir / "analysis.json").read_text())
+    assert analysis["inconclusive"] == result.inconclusive
+    assert "nothing was delivered" in (result.run_dir / "report.html").read_text()

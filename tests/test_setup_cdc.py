@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from setup_fixtures import events, make_context
 
-from harness.history.schema import SOURCE_STORE
+from harness.history.schema import LOG_AUDIT, SOURCE_STORE
 from harness.services.stack import Stack
 from harness.setups.base import SetupContext
 from harness.setups.cdc import Cdc
@@ -72,8 +72,13 @@ def test_changes_reach_the_cache_through_the_log(wired: tuple[Cdc, SetupContext]
     assert all(
         e["consumer"] == "cdc-sync" and e["process"] == "consumer-0#1"
         for e in evs
-        if e.get("action") == "deliver"
+        if e.get("action") == "deliver" and e["consumer"] != LOG_AUDIT
     )
+    # The audit's read is the log audit too: every change it recorded is in the log.
+    in_log = [e for e in evs if e.get("action") == "deliver" and e["consumer"] == LOG_AUDIT]
+    assert [(e["msg_id"], e["offset"]) for e in in_log] == [
+        (e["msg_id"], e["offset"]) for e in produced
+    ]
     # The delete is a tombstone row: the consumer removed the key at version 2.
     assert ("j", None) in {(e["key"], e.get("value")) for e in evs if e.get("action") == "apply"}
     assert any(

@@ -11,7 +11,7 @@ import pytest
 from reference_counts import reference_counts, run_events
 
 from checkers.verdict import judge
-from harness.history.schema import SOURCE_STORE
+from harness.history.schema import LOG_AUDIT, SOURCE_STORE
 from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
 from harness.setups.snapshot import VIEW
@@ -32,7 +32,10 @@ def test_snapshot_then_stream_verdict(name: str, stack: Stack, tmp_path: Path) -
     for e in events:
         if e.type == "state" and e.key is not None:
             states[e.store or ""][e.key] = e.value
-    (done,) = [e for e in events if e.type == "mark" and e.kind == "consumer-done"]
+    marks = [e for e in events if e.type == "mark" and e.kind == "consumer-done"]
+    # The view's own mark, and the log audit's (the topic read back after quiescence).
+    (done,) = [e for e in marks if e.consumer != LOG_AUDIT]
+    assert [e.consumer for e in marks if e.consumer == LOG_AUDIT] == [LOG_AUDIT]
     figures = json.loads(done.extra or "{}")
     if sc.setup_params["align"]:
         assert states[VIEW] == states[SOURCE_STORE]

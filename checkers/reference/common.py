@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from harness.history.schema import SOURCE_STORE, Event, EventType, MsgAction, OpPhase
+from harness.history.schema import LOG_AUDIT, SOURCE_STORE, Event, EventType, MsgAction, OpPhase
 
 WRITE_FS = frozenset({"write", "delete", "increment"})
 """The `f` of an operation that writes a store."""
@@ -25,6 +25,17 @@ def order_key(e: Event) -> tuple[int, bool, str, bool, int]:
 def is_source_write(e: Event) -> bool:
     """An operation writing the source, in any phase."""
     return e.type == EventType.OP and e.store == SOURCE_STORE and e.f in WRITE_FS
+
+
+def is_consumer_delivery(e: Event) -> bool:
+    """A `deliver` to a consumer: the log audit's reads stand for the log itself, and are
+    judged as no consumer's (docs/checkers.md)."""
+    return (
+        e.type == EventType.MSG
+        and e.action == MsgAction.DELIVER
+        and e.consumer is not None
+        and e.consumer != LOG_AUDIT
+    )
 
 
 def is_effect(e: Event) -> bool:

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from checkers.anomaly import Anomaly, evidence_json
-from checkers.reference.common import order_key
+from checkers.reference.common import is_consumer_delivery, order_key
 from harness.history.schema import Event, EventType, MsgAction
 
 CHECKER = "duplicates"
@@ -24,7 +24,7 @@ def check(events: Sequence[Event]) -> list[Anomaly]:
     for e in events:
         if e.type != EventType.MSG or e.msg_id is None:
             continue
-        if e.action == MsgAction.DELIVER and e.consumer is not None:
+        if is_consumer_delivery(e) and e.consumer is not None:
             deliveries[(e.consumer, e.msg_id)].append(e)
         elif e.action == MsgAction.APPLY and e.store is not None:
             applies[(e.store, e.msg_id)].append(e)

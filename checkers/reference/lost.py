@@ -7,6 +7,11 @@ and of the notes `unseen-message` and `recovered-write`.
 A consumer C consumes a channel X when it has a `deliver` on X or a `consumer-done` mark
 for X; it is done on X when it has a `consumer-done` mark for X, or one without a
 channel (done on every channel it has a `deliver` on).
+
+Where a lost message or write went: the log audit (consumer LOG_AUDIT, the broker's log
+read back after quiescence) is no consumer and loses nothing; its reads say whether a
+lost message is still in the log (the consumer skipped it) or not (the broker lost it,
+or retention or compaction removed it).
 """
 
 from __future__ import annotations
@@ -17,7 +22,15 @@ from dataclasses import dataclass, field
 
 from checkers.anomaly import Anomaly, evidence_json
 from checkers.reference.common import is_effect, is_source_write, order_key
-from harness.history.schema import SOURCE_STORE, Event, EventType, Mark, MsgAction, OpPhase
+from harness.history.schema import (
+    LOG_AUDIT,
+    SOURCE_STORE,
+    Event,
+    EventType,
+    Mark,
+    MsgAction,
+    OpPhase,
+)
 
 CHECKER = "lost"
 
@@ -109,25 +122,30 @@ def messages(events: Sequence[Event], facts: Consumers | None = None) -> Outcome
         facts = consumers(events)
     delivered: set[tuple[str, str]] = set()
     produced: dict[str, list[Event]] = defaultdict(list)
+    in_log: dict[str, list[Event]] = defaultdict(list)
     for e in sorted(events, key=order_key):
         if _is(e, MsgAction.DELIVER) and e.consumer is not None:
             if e.msg_id is not None:
                 delivered.add((e.consumer, e.msg_id))
+                if e.consumer == LOG_AUDIT:
+                    in_log[e.msg_id].append(e)
         elif _is(e, MsgAction.PRODUCE) and e.channel is not None and e.msg_id is not None:
             produced[e.msg_id].append(e)
     out = Outcome()
-    none: frozenset[str] = frozenset()
+    audited = _done_on(facts, LOG_AUDIT)
     for consumer in sorted(facts.delivered_on.keys() | facts.marked.keys()):
-        delivered_on = facts.delivered_on.get(consumer, none)
-        marked = facts.marked.get(consumer, none)
-        consumes = delivered_on | marked
-        done = marked | (delivered_on if consumer in facts.done_everywhere else none)
+        consumes = facts.delivered_on.get(consumer, frozenset()) | facts.marked.get(
+            consumer, frozenset()
+        )
+        done = _done_on(facts, consumer)
         for msg_id, produces in produced.items():
             if (consumer, msg_id) in delivered:
                 continue
             ends = [p for p in produces if p.channel in done]
-            if ends:
+            # The log audit is not judged: what it did not read is where a loss went.
+            if ends and consumer != LOG_AUDIT:
                 first = ends[0]
+                where, seen = _where(first.channel, in_log[msg_id], audited)
                 out.lost.append(
                     Anomaly(
                         checker=CHECKER,
@@ -137,13 +155,56 @@ def messages(events: Sequence[Event], facts: Consumers | None = None) -> Outcome
                         consumer=consumer,
                         time=first.time,
                         detail=f"{msg_id} produced on {first.channel}, never delivered "
-                        f"to {consumer}",
-                        evidence=evidence_json(ends),
+                        f"to {consumer}{where}",
+                        evidence=evidence_json([*ends, *seen]),
                     )
                 )
-            elif any(p.channel in consumes for p in produces):
+            elif not ends and any(p.channel in consumes for p in produces):
                 out.unseen += 1
     return out
+
+
+IN_LOG, NOT_IN_LOG = "in the log", "not in the log"
+"""The words of a lost message's detail that say where it went (docs/checkers.md)."""
+
+
+def where_lost(detail: str) -> str | None:
+    """IN_LOG, NOT_IN_LOG or None (not known) for the detail of a lost message or write."""
+    if f"still {IN_LOG} at " in detail:
+        return IN_LOG
+    if f"{NOT_IN_LOG} read back after quiescence" in detail:
+        return NOT_IN_LOG
+    return None
+
+
+def _done_on(facts: Consumers, consumer: str) -> frozenset[str]:
+    """The channels `consumer` is done on."""
+    marked = facts.marked.get(consumer, frozenset())
+    if consumer in facts.done_everywhere:
+        return marked | facts.delivered_on.get(consumer, frozenset())
+    return marked
+
+
+def _positions(reads: list[Event]) -> str:
+    """Where the log audit read a message: channel[partition]@offset, the first three."""
+    return ", ".join(f"{e.channel}[{e.partition}]@{e.offset}" for e in reads[:3])
+
+
+def _where(
+    channel: str | None, reads: list[Event], audited: frozenset[str]
+) -> tuple[str, list[Event]]:
+    """The end of a lost message's detail that says where it went, and the log audit's
+    reads of it: still in the log, gone from a log read back whole, or nothing known
+    (its channel was not audited)."""
+    if reads:
+        return f"; still {IN_LOG} at {_positions(reads)}: the consumer skipped it", reads
+    if channel in audited:
+        return (
+            f"; {NOT_IN_LOG} read back after quiescence: the broker lost it or "
+            "retention or compaction removed it",
+            [],
+        )
+    return "", []
 
 
 def _carried(e: Event) -> tuple[str | None, str | None, int | None]:
@@ -158,13 +219,17 @@ def writes(events: Sequence[Event], facts: WriteFacts | None = None) -> Outcome:
     if facts is None:
         facts = write_facts(events)
     reached: set[tuple[str, tuple[str | None, str | None, int | None]]] = set()
-    for e in events:
+    logged: dict[tuple[str | None, str | None, int | None], list[Event]] = defaultdict(list)
+    for e in sorted(events, key=order_key):
         if e.key is None:
             continue
         if is_effect(e) or (
             _is(e, MsgAction.SKIP) and e.store is not None and e.store != SOURCE_STORE
         ):
             reached.add((e.store, _carried(e)))
+        elif _is(e, MsgAction.DELIVER) and e.consumer == LOG_AUDIT:
+            logged[_carried(e)].append(e)
+    audited_keys = {carried[0] for carried in logged}
     anywhere = {carried for _, carried in reached}
     effect_stores, quiesced = facts.effect_stores, facts.quiesced
     out = Outcome()
@@ -177,6 +242,7 @@ def writes(events: Sequence[Event], facts: WriteFacts | None = None) -> Outcome:
             continue
         for store in sorted(effect_stores):
             if (store, _carried(w)) not in reached:
+                where, seen = _write_where(logged.get(_carried(w), []), w.key in audited_keys)
                 out.lost.append(
                     Anomaly(
                         checker=CHECKER,
@@ -185,8 +251,26 @@ def writes(events: Sequence[Event], facts: WriteFacts | None = None) -> Outcome:
                         key=w.key,
                         consumer=None,
                         time=w.time,
-                        detail=f"{w.f} of {w.key!r} = {w.value!r} never reached {store}",
-                        evidence=evidence_json([w]),
+                        detail=f"{w.f} of {w.key!r} = {w.value!r} never reached {store}{where}",
+                        evidence=evidence_json([w, *seen]),
                     )
                 )
     return out
+
+
+def _write_where(reads: list[Event], key_audited: bool) -> tuple[str, list[Event]]:
+    """As `_where`, for a lost write: the log audit's reads of the change that carries
+    it. Its key's group holds no consumer-done mark, so a write is known to be gone from
+    the log only when the audit read other changes of its key."""
+    if reads:
+        return (
+            f"; its change is still {IN_LOG} at {_positions(reads)}: the consumer skipped it",
+            reads,
+        )
+    if key_audited:
+        return (
+            f"; its change is {NOT_IN_LOG} read back after quiescence (other changes of "
+            "the key are): the broker lost it or retention or compaction removed it",
+            [],
+        )
+    return "", []

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from checkers.anomaly import Anomaly, evidence_json
-from checkers.reference.common import is_effect, order_key
+from checkers.reference.common import is_consumer_delivery, is_effect, order_key
 from harness.history.schema import Event, EventType, MsgAction
 
 CHECKER = "reorder"
@@ -29,7 +29,7 @@ def check(events: Sequence[Event]) -> list[Anomaly]:
 def key_checks(events: Sequence[Event]) -> list[Anomaly]:
     """reorder-delivery and stale-overwrite: per key, so of any set of whole keys."""
     ordered = sorted(events, key=order_key)
-    delivers = [e for e in ordered if _is(e, MsgAction.DELIVER) and e.consumer is not None]
+    delivers = [e for e in ordered if is_consumer_delivery(e)]
     effects = [e for e in ordered if is_effect(e)]
     return [
         *_regressions(
@@ -43,7 +43,7 @@ def partition_checks(events: Sequence[Event]) -> list[Anomaly]:
     """nonmonotonic-poll, poll-skip and inconsistent-offset: per channel partition, so
     of any set of whole channel partitions."""
     ordered = sorted(events, key=order_key)
-    delivers = [e for e in ordered if _is(e, MsgAction.DELIVER) and e.consumer is not None]
+    delivers = [e for e in ordered if is_consumer_delivery(e)]
     return [*_polls(ordered, delivers), *_inconsistent_offsets(ordered)]
 
 

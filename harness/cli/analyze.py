@@ -13,7 +13,7 @@ from rich.table import Table
 
 from harness import exitcodes
 from harness.cli import app
-from harness.cli.run import check_spark_master, fail
+from harness.cli.run import check_spark_master, fail, lost_where_lines
 from harness.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -77,8 +77,10 @@ def analyze(
     (formats: docs/analysis.md). The log goes to RUN_DIR/logs/analyze.log.
 
     The verdict compares the counts with the expectations in config.json; a run
-    whose workload never ran or whose scheduled faults never took effect is
-    inconclusive. Ctrl-C stops the analysis at once; the history is left as it was.
+    whose workload never ran, whose pipeline never delivered, applied or read
+    anything (for Jepsen: sends but no poll read a message) or whose scheduled
+    faults never took effect is inconclusive, with what was missing. Ctrl-C stops
+    the analysis at once; the history is left as it was.
 
     Exit status: 0 analysed; 1 a forbidden anomaly appeared; 2 bad input (no such
     run directory, corrupt history, unreadable config.json, malformed --spark-master);
@@ -125,12 +127,14 @@ def analyze(
     _summary(console, result)
     if from_ is not None:
         _report(run_dir, console, err)
+    if why:
+        console.print("[yellow]inconclusive[/], the run did not test its claim; missing:")
     for line in why:
-        console.print(f"[yellow]inconclusive:[/] {line}")
-    if result.forbidden_found:
-        raise typer.Exit(EXIT_FORBIDDEN)
+        console.print(f"  - {line}")
     if why:
         raise typer.Exit(exitcodes.LAB_FAILED)
+    if result.forbidden_found:
+        raise typer.Exit(EXIT_FORBIDDEN)
 
 
 def _failure(exc: Exception, run_dir: Path) -> tuple[int, str]:
@@ -213,6 +217,8 @@ def _summary(console: Console, result: AnalysisResult) -> None:
         console.print(table)
     else:
         console.print("no anomalies")
+    for line in lost_where_lines(a.get("lost_where") or {}):
+        console.print(line)
     h = a["history"]
     if h["cut_short"]:
         console.print(
@@ -233,9 +239,10 @@ def _summary(console: Console, result: AnalysisResult) -> None:
         "unexpected anomaly": "red",
     }.get(result.verdict, "white")
     extra = ""
-    if result.forbidden_found:
+    # An inconclusive verdict is followed by what was missing, line by line.
+    if result.forbidden_found and result.verdict != "inconclusive":
         extra = f" (forbidden: {', '.join(result.forbidden_found)})"
-    elif a["expected_missing"]:
+    elif a["expected_missing"] and result.verdict != "inconclusive":
         extra = f" (expected but absent: {', '.join(a['expected_missing'])})"
     console.print(f"verdict: [bold {colour}]{result.verdict}[/]{extra}")
     console.print(

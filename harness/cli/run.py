@@ -177,8 +177,8 @@ def run(
     Exit status: 0 reproduced (or no expectations); 1 not reproduced or an unexpected
     anomaly (the verdict only); 2 bad input; 3 the lab failed (a service down, a port
     taken, the Spark master unreachable, disk full, read-only runs folder) or the run
-    is inconclusive (no operation ran, a scheduled fault never took effect);
-    130 interrupted.
+    is inconclusive (no operation ran, nothing was delivered, applied or read
+    downstream, a scheduled fault never took effect); 130 interrupted.
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
@@ -217,6 +217,21 @@ def run(
     raise typer.Exit(result.exit_code)
 
 
+def lost_where_lines(lost_where: dict[str, dict[str, int]]) -> list[str]:
+    """One line per lost kind whose rows say where the loss went (analysis.json's
+    `lost_where`): still in the broker's log, or not."""
+    out = []
+    for kind, where in lost_where.items():
+        if where.get("in the log") or where.get("not in the log"):
+            unknown = f", {where['unknown']:,} not known" if where.get("unknown") else ""
+            out.append(
+                f"{kind}: {where['in the log']:,} still in the broker's log (the consumer "
+                f"skipped them), {where['not in the log']:,} not in it (the broker lost "
+                f"them, or retention or compaction removed them){unknown}"
+            )
+    return out
+
+
 def print_result(console: Console, r: RunResult) -> None:
     """The short summary of one run: where, how much, what verdict."""
     s = r.stats
@@ -228,7 +243,11 @@ def print_result(console: Console, r: RunResult) -> None:
     console.print(f"  run folder: {r.run_dir}")
     for e in r.fault_errors:
         console.print(f"  [yellow]fault problem:[/] {e}")
-    if r.error:
+    if r.inconclusive:
+        console.print("  [yellow]inconclusive[/], the run did not test its claim; missing:")
+        for why in r.inconclusive:
+            console.print(f"    - {why}")
+    elif r.error:
         console.print(f"  [red]error:[/] {r.error} (see {r.run_dir}/logs/runner.log)")
     if r.analysis_interrupted:
         console.print(
@@ -244,4 +263,6 @@ def print_result(console: Console, r: RunResult) -> None:
         colour = {"reproduced": "green", "unexpected anomaly": "red"}.get(r.verdict, "yellow")
         counts = ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items())) or "no anomalies"
         console.print(f"  anomalies: {counts}")
+        for line in lost_where_lines(r.lost_where):
+            console.print(f"  {line}")
         console.print(f"  verdict: [{colour}]{r.verdict}[/]")

@@ -65,6 +65,12 @@ class Mark(StrEnum):
 SOURCE_STORE = "source"
 """The `store` name of the source of truth (the system of record)."""
 
+LOG_AUDIT = "log-audit"
+"""The `consumer` of a broker's log read back after quiescence: its `deliver` of a
+message says the message was still in the log then, its `consumer-done` mark for a
+channel that the whole channel was read. It stands for the log, not for a subscriber:
+the checkers never judge its deliveries as a consumer's (docs/checkers.md)."""
+
 
 @dataclass(slots=True)
 class Event:

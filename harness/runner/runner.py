@@ -57,6 +57,7 @@ class RunResult:
     fault_errors: list[str] = field(default_factory=list)
     inconclusive: list[str] = field(default_factory=list)  # why the verdict proves nothing
     counts: dict[str, int] = field(default_factory=dict)
+    lost_where: dict[str, dict[str, int]] = field(default_factory=dict)  # analysis.json's
     wall_s: float = 0.0
     analysis_s: float = 0.0
     error: str | None = None
@@ -193,6 +194,7 @@ def _analyze(run_dir: RunDir, master: str | None, result: RunResult, tick: Tick 
     result.inconclusive = inconclusive.apply(run_dir, analysis)
     result.verdict = analysis.get("verdict")
     result.counts = {k: v for k, v in analysis.get("counts", {}).items() if v}
+    result.lost_where = analysis.get("lost_where") or {}
     if result.inconclusive:
         # An error too: the matrix, the suite and the plugin count it as a failed run.
         result.error = "inconclusive: " + "; ".join(result.inconclusive)

@@ -26,7 +26,11 @@ consumer's work per message, default 0; C6 uses 100), `timeout_s` (the producer'
 default 20). A `slow-consumer` fault on `fast` or `slow` adds its delay to theirs.
 
 Quiesce waits until both consumers have read up to the topic's end offsets, then marks
-`consumer-done` for each with its counts (delivered, offsets skipped) in `extra`.
+`consumer-done` for each with its counts (delivered, offsets skipped) in `extra`, and
+reads the log back (the log audit, as Kafka's own system tests tell data loss from a
+consumer that missed): a fresh reader from the log start to the end offset records a
+`deliver` to `LOG_AUDIT` per record still there and a `consumer-done` mark, so that
+each message the slow consumer lost says whether retention had removed it.
 """
 
 from __future__ import annotations
@@ -47,11 +51,12 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from harness.history.schema import LOG_AUDIT
 from harness.services.base import ServiceError
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import Recorder, SetupContext
 from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS
-from harness.setups.direct_producer import DirectProducer
+from harness.setups.direct_producer import DirectProducer, message_fields
 
 FAST, SLOW = "fast", "slow"
 CONSUMER_LINK = "consumer"
@@ -274,7 +279,44 @@ class BoundedLog(DirectProducer):
                 channel=self.topic,
                 extra={"delivered": c.delivered, "skipped_offsets": c.skipped, "end": end},
             )
-        return True
+        return self.audit(end, deadline)
+
+    def audit(self, end: int, deadline: float) -> bool:
+        """Read what the log still holds below `end`, straight from the broker: a
+        `deliver` to LOG_AUDIT per record, then its `consumer-done` mark (False: the
+        read did not reach `end` in time)."""
+        rec = self.context.recorder
+        reader = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap_direct,
+                "group.id": f"{self.topic}-{LOG_AUDIT}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "enable.partition.eof": True,
+            },
+            logger=log,
+        )
+        try:
+            low = reader.get_watermark_offsets(TopicPartition(self.topic, 0), 30)[0]
+            if low >= end:  # retention removed everything: nothing to read, all known
+                rec.mark("consumer-done", consumer=LOG_AUDIT, channel=self.topic)
+                return True
+            reader.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+            while time.monotonic() < deadline:
+                for msg in reader.consume(num_messages=500, timeout=0.2):
+                    if msg.error() is not None:
+                        # Nothing is written after quiescence: the partition's end is
+                        # `end`, retention can only have shortened the log from its start.
+                        if msg.error().code() == KafkaError._PARTITION_EOF:
+                            rec.mark("consumer-done", consumer=LOG_AUDIT, channel=self.topic)
+                            return True
+                        continue
+                    fields = message_fields(msg)
+                    rec.msg("deliver", consumer=LOG_AUDIT, process=LOG_AUDIT, **fields)
+            log.warning("log audit of %s did not reach offset %d in time", self.topic, end)
+            return False
+        finally:
+            reader.close()
 
     def teardown(self) -> None:
         """Stop the consumers (the topic stays for inspection)."""

@@ -40,7 +40,9 @@ shared PostgreSQL keeps no WAL for finished runs (the table and topic stay).
 Quiesce, then `produce` events: the source's final version of every key is read; an
 auditor (a fresh Kafka consumer, no group) reads the topic from offset 0 until every key
 has reached its final version and the end offsets, and records one `produce` per change
-event (time: the record's Kafka timestamp; partition, offset; `msg_id` `<lsn>:<key>`).
+event (time: the record's Kafka timestamp; partition, offset; `msg_id` `<lsn>:<key>`)
+and, being the log read back, a `deliver` of it to the log audit (`LOG_AUDIT`), with
+its `consumer-done` mark once it has read to the end offsets.
 Then it waits until every consumer has processed and committed up to those end offsets
 and records `consumer-done` for the group.
 """
@@ -62,7 +64,8 @@ import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from psycopg import sql
 
-from harness.history.schema import SOURCE_STORE
+from harness.history.events import MsgFields
+from harness.history.schema import LOG_AUDIT, SOURCE_STORE
 from harness.services.base import Endpoint, Service, ServiceError
 from harness.services.connect import DebeziumPostgres, wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec, create_topics
@@ -426,18 +429,19 @@ class Cdc(Setup):
                     if change is None:
                         continue
                     seen[change.key] = max(seen.get(change.key, 0), change.version)
-                    rec.msg(
-                        "produce",
-                        channel=self.topic,
-                        partition=change.partition,
-                        offset=change.offset,
-                        msg_id=change.msg_id,
-                        key=change.key,
-                        value=change.value,
-                        version=change.version,
-                        source_pos=change.lsn,
-                        time=msg.timestamp()[1] * 1_000_000,
-                    )
+                    record: MsgFields = {
+                        "channel": self.topic,
+                        "partition": change.partition,
+                        "offset": change.offset,
+                        "msg_id": change.msg_id,
+                        "key": change.key,
+                        "value": change.value,
+                        "version": change.version,
+                        "source_pos": change.lsn,
+                    }
+                    rec.msg("produce", **record, time=msg.timestamp()[1] * 1_000_000)
+                    # The same read is the log audit: this change is in the log now.
+                    rec.msg("deliver", **record, consumer=LOG_AUDIT, process=LOG_AUDIT)
                 if ends is None and all(seen.get(k, 0) >= v for k, v in want.items()):
                     # Every change is in: what the topic holds now is all there will be.
                     ends = {
@@ -445,6 +449,7 @@ class Cdc(Setup):
                         for p in range(n)
                     }
                 if ends is not None and all(position[p] >= e for p, e in ends.items()):
+                    rec.mark("consumer-done", consumer=LOG_AUDIT, channel=self.topic)
                     return ends
             missing = {k: v for k, v in want.items() if seen.get(k, 0) < v}
             log.warning("audit timed out; keys short of their final version: %s", missing)

@@ -27,7 +27,9 @@ Quiesce, in three steps:
 
 Writes that compaction removed never reach `rebuilt`, so the lost checker reports
 them as `lost-write` (the evidence of compaction in the history); the claim is about
-the final state: `missing`, `stale`, `phantom` and `extra` absent.
+the final state: `missing`, `stale`, `phantom` and `extra` absent. The rebuild's read
+is recorded as the log audit too (a `deliver` to `LOG_AUDIT` per record, then its
+`consumer-done` mark), so those lost writes say their change is not in the log.
 
 A capture monitor follows the topic live during the workload (a delete event's version
 survives only until the cleaner replaces it with its tombstone), so step 1 knows when
@@ -53,7 +55,7 @@ import psycopg
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 from psycopg import sql
 
-from harness.history.schema import SOURCE_STORE
+from harness.history.schema import LOG_AUDIT, SOURCE_STORE
 from harness.services.connect import DebeziumPostgres, wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import Client, SetupContext
@@ -304,6 +306,9 @@ class CompactedLog(Cdc):
                     "process": REBUILD,
                 }
                 rec.msg("deliver", attempt=1, **fields)
+                # The rebuild reads the compacted log back whole: it is the log audit too,
+                # which tells a compacted-away write ("not in the log") from one skipped.
+                rec.msg("deliver", **(fields | {"consumer": LOG_AUDIT, "process": LOG_AUDIT}))
                 name = self.prefix + record.key
                 if record.value is None:
                     r.delete(name)
@@ -313,6 +318,7 @@ class CompactedLog(Cdc):
         finally:
             r.close()
         rec.mark("consumer-done", consumer=REBUILD, channel=self.topic)
+        rec.mark("consumer-done", consumer=LOG_AUDIT, channel=self.topic)
 
     @contextlib.contextmanager
     def _reader(self) -> Iterator[Consumer]:

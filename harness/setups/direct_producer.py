@@ -11,7 +11,8 @@ outcome unknown (`info`). After quiescence an auditor (a fresh consumer, no grou
 straight to the broker) reads every partition from offset 0 to its end, records a
 `deliver` per record (consumer `auditor`) and a `consumer-done` mark: an acknowledged
 message missing from the log is a `lost-message`, one read back at other coordinates an
-`inconsistent-offset`.
+`inconsistent-offset`. The same read is recorded as the log audit (`LOG_AUDIT`), so a
+lost message says it is not in the log.
 
 Parameters: `partitions` (default 3), `timeout_s` (the producer's delivery timeout,
 default 20).
@@ -34,6 +35,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from harness.history.events import MsgFields
+from harness.history.schema import LOG_AUDIT
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import APP, KAFKA_CLIENT_TIMEOUTS
@@ -106,16 +109,15 @@ class DirectProducer(Setup):
                     if msg.error() is not None:
                         continue
                     position[msg.partition()] = msg.offset() + 1
-                    rec.msg(
-                        "deliver",
-                        consumer=AUDITOR,
-                        process=AUDITOR,
-                        attempt=1,
-                        **_message_fields(msg),
-                    )
+                    fields = message_fields(msg)
+                    rec.msg("deliver", consumer=AUDITOR, process=AUDITOR, attempt=1, **fields)
+                    # The auditor's read is the log read back: the log audit, which says
+                    # where each lost message went.
+                    rec.msg("deliver", consumer=LOG_AUDIT, process=LOG_AUDIT, **fields)
         finally:
             reader.close()
         rec.mark("consumer-done", consumer=AUDITOR, channel=self.topic)
+        rec.mark("consumer-done", consumer=LOG_AUDIT, channel=self.topic)
         return True
 
     def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
@@ -123,7 +125,9 @@ class DirectProducer(Setup):
         return {}
 
 
-def _message_fields(msg: Message) -> dict[str, Any]:
+def message_fields(msg: Message) -> MsgFields:
+    """A record's fields for its `produce` or `deliver` events (`msg_id` = the unique
+    value, `version` = the offset)."""
     key = msg.key().decode() if msg.key() is not None else None
     value = msg.value().decode() if msg.value() is not None else None
     return {
@@ -175,7 +179,7 @@ class ProducerClient(Client):
             # Not acknowledged: the message may or may not be in the log.
             self.rec.complete(op, "info", error=str(err or "no answer from the producer"))
             return
-        self.rec.msg("produce", **_message_fields(msg))
+        self.rec.msg("produce", **message_fields(msg))
         # No version on the op: acknowledgements of concurrent clients come back in any
         # order, and only the log's own order (the produce's offset) is meaningful.
         self.rec.complete(op, "ok")
