@@ -38,6 +38,7 @@ class WorkloadDriver:
         self._workload = Workload(self.scenario.workload, self.setup, self.seed)
         self._nemesis = Nemesis(self.scenario.faults, self.setup, ctx)
         self.setup.start()
+        self._workload.prepare()
         self._nemesis.start()
         self._workload.start()
 

@@ -150,6 +150,10 @@ class Client(ABC):
     def read(self, key: str, store: str) -> None:
         """Read `key` from `store` and record what was seen (value and version)."""
 
+    def ready(self) -> None:  # noqa: B027 (optional hook)
+        """Block until the client can take its first operation: the workload calls it
+        before its clock starts (an application process started and listening)."""
+
     def close(self) -> None:  # noqa: B027 (optional hook)
         """Release connections (a crashed client is closed without ceremony)."""
 

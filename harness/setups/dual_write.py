@@ -70,6 +70,8 @@ AFTER_SOURCE_WRITE = "after-source-write"
 """Step point between the source write and the first derived write."""
 APP_MODULE = "harness.setups.dual_write_app"
 APP_CONFIG_ENV = "DRIFTLAB_APP"
+READY_LINE = b'{"ready": true}\n'
+"""What an application instance writes once it is connected, before its first answer."""
 """The environment variable holding an application instance's configuration (JSON)."""
 
 _UPSERT = """
@@ -102,6 +104,7 @@ class AppProcess:
         self, process: str, config: dict[str, Any], log_path: Path, module: str = APP_MODULE
     ) -> None:
         self.process = process
+        self._ready = False
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as log_file:
             self.popen = subprocess.Popen(
@@ -121,9 +124,24 @@ class AppProcess:
         """Whether the instance still runs."""
         return self.popen.poll() is None
 
+    def wait_ready(self) -> None:
+        """Block until the instance is connected and listening; AppDied if it died
+        first."""
+        if self._ready:
+            return
+        assert self.popen.stdout is not None
+        try:
+            line = self.popen.stdout.readline()
+        except OSError:
+            line = b""
+        if line != READY_LINE:
+            raise AppDied(self.process)
+        self._ready = True
+
     def call(self, **request: Any) -> dict[str, Any]:
         """One request and its answer; raises the call's Outcome when it failed, and
         AppDied when the process died before answering."""
+        self.wait_ready()
         assert self.popen.stdin is not None and self.popen.stdout is not None
         try:
             self.popen.stdin.write(json.dumps(request).encode() + b"\n")
@@ -481,6 +499,12 @@ class DualWriteClient(Client):
             return
         self._complete(op, "ok", value=result.value, version=result.version)
 
+    def ready(self) -> None:
+        """Start the application instance and wait until it listens (a death at start
+        is met by the first operation)."""
+        with contextlib.suppress(AppDied):
+            self._instance().wait_ready()
+
     def close(self) -> None:
         """End the application instance (a killed one is only reaped)."""
         self.setup.close_app(self.process)
@@ -553,10 +577,13 @@ class DualWriteClient(Client):
                 with setup.pending_lock:
                     keys.discard(key)
 
-    def _call(self, **request: Any) -> dict[str, Any]:
+    def _instance(self) -> AppProcess:
         if self._app is None:
             self._app = self.setup.spawn_app(self.process)
-        return self._app.call(**request)
+        return self._app
+
+    def _call(self, **request: Any) -> dict[str, Any]:
+        return self._instance().call(**request)
 
     def _store_write(self, store: str, key: str, value: str | None, version: int | None) -> None:
         if store == CACHE:

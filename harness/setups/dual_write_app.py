@@ -38,6 +38,7 @@ from harness.setups.dual_write import (
     _UPSERT,
     APP_CONFIG_ENV,
     CACHE,
+    READY_LINE,
     Outcome,
     _classify_pg,
     _classify_redis,
@@ -125,6 +126,9 @@ def serve(handle: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
     # (stdin closed) once it has stopped its workload, healed and closed the history.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = sys.stdout.buffer
+    # Connected and listening: the harness starts its workload clock after this line.
+    out.write(READY_LINE)
+    out.flush()
     for line in sys.stdin.buffer:
         out.write(json.dumps(handle(json.loads(line))).encode() + b"\n")
         out.flush()

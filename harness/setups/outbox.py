@@ -24,6 +24,8 @@ client thread, on its own connections (as the CDC setup's).
 
 from __future__ import annotations
 
+import contextlib
+
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
@@ -103,6 +105,14 @@ class OutboxClient(CdcClient):
     def __init__(self, setup: Outbox, process: str) -> None:
         super().__init__(setup, process)
         self._app: AppProcess | None = None
+
+    def ready(self) -> None:
+        """Start the application instance and wait until it listens (a death at start
+        is met by the first operation)."""
+        if self._app is None:
+            self._app = self.setup.spawn_app(self.process)
+        with contextlib.suppress(AppDied):
+            self._app.wait_ready()
 
     def write(self, key: str, value: str) -> None:
         """Upsert the business row and append its outbox event, in one transaction."""

@@ -14,6 +14,7 @@ import logging
 import random
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from harness.history.values import UniqueValues
@@ -51,6 +52,7 @@ class Workload:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._clients: list[Client] = []
         stores = setup.read_stores()
         wanted = spec.read_stores if spec.read_stores is not None else list(stores)
         missing = set(wanted) - set(stores)
@@ -61,11 +63,24 @@ class Workload:
             )
         self.read_stores = wanted
 
+    def prepare(self) -> None:
+        """Make every client ready, together (each may start a process): what the
+        clients take to start is not the workload's time."""
+        clients = [self.setup.client(f"c{i}") for i in range(self.spec.clients)]
+        with ThreadPoolExecutor(max(1, len(clients))) as pool:
+            list(pool.map(lambda c: c.ready(), clients))
+        self._clients = clients
+
     def start(self) -> None:
-        """Start the client threads."""
+        """Start the clock and the client threads (preparing the clients first if
+        `prepare` was not called)."""
+        if not self._clients:
+            self.prepare()
         self._started = time.monotonic()
-        for i in range(self.spec.clients):
-            t = threading.Thread(target=self._run, args=(i,), name=f"client-c{i}", daemon=True)
+        for i, client in enumerate(self._clients):
+            t = threading.Thread(
+                target=self._run, args=(i, client), name=f"client-c{i}", daemon=True
+            )
             t.start()
             self._threads.append(t)
 
@@ -90,7 +105,7 @@ class Workload:
         """Whether any client thread still runs."""
         return any(t.is_alive() for t in self._threads)
 
-    def _run(self, index: int) -> None:
+    def _run(self, index: int, first: Client) -> None:
         spec = self.spec
         rng = random.Random(f"{self.seed}/client/{index}")
         choose_key = KeyChooser(spec, rng)
@@ -98,7 +113,7 @@ class Workload:
         restarts = 0
         base = f"c{index}"
         process = base
-        client: Client | None = None
+        client: Client | None = first
         values = UniqueValues(process)
         last_written: str | None = None
         interval = spec.clients / spec.rate if spec.rate > 0 else 0.0
