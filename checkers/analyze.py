@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -32,8 +31,6 @@ from checkers.figures import PassFigures, pass_figures
 from checkers.keyed.spark import keyed_pass
 from checkers.keyed.step import ANOMALY, OUTPUT_DDL
 from checkers.outputs import examples, write_single_parquet
-from checkers.reference.lost import IN_LOG, NOT_IN_LOG
-from checkers.reference.lost import where_lost as lost_place
 from checkers.series import bucket_seconds
 from checkers.session import get_spark
 from checkers.verdict import ExpectationError, check_expectations, judge
@@ -190,7 +187,7 @@ def analyze(
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-        lost_where = {} if "lost" in figures.errors else where_lost(run / ANOMALIES_PARQUET)
+        lost_where = {} if "lost" in figures.errors else dict(sorted(figures.lost_where.items()))
         verdict = judge(counts, expectations)
         timings["total_s"] = time.perf_counter() - started
         analysis = {
@@ -222,23 +219,6 @@ def analyze(
         _write_json(run / ANALYSIS_JSON, analysis, indent=2)
         log.info("verdict %s; counts %s; timings %s", verdict.verdict, counts, timings)
     return AnalysisResult(run, analysis)
-
-
-def where_lost(anomalies: Path) -> dict[str, dict[str, int]]:
-    """Per lost kind found, how many rows say the message (or the change carrying the
-    write) is still in the broker's log, no longer in it, or not known: read from the
-    rows' detail (checkers.reference.lost.where_lost) in anomalies.parquet, which only
-    the lost checker's rows are read of."""
-    kinds = KINDS["lost"]
-    table = pq.read_table(anomalies, columns=["kind", "detail"], filters=[("kind", "in", kinds)])
-    out: dict[str, dict[str, int]] = {}
-    for kind, detail in zip(
-        table.column("kind").to_pylist(), table.column("detail").to_pylist(), strict=True
-    ):
-        place = lost_place(detail or "") or "unknown"
-        by_place = out.setdefault(kind, {IN_LOG: 0, NOT_IN_LOG: 0, "unknown": 0})
-        by_place[place] += 1
-    return out
 
 
 def _run_dir(run_dir: str | os.PathLike[str]) -> Path:

@@ -17,8 +17,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.anomaly import ANOMALY_COLUMNS, Anomaly, sample_rank
-from checkers.keyed.step import ANOMALY, ERROR, EXAMPLE, LAG, NOTE
+from checkers.keyed.step import ANOMALY, ERROR, EXAMPLE, LAG, NOTE, UNKNOWN_PLACE, WHERE
 from checkers.keyed.timeline import OP_COUNT, OP_LATENCY, SERIES_ROW
+from checkers.reference.lost import IN_LOG, NOT_IN_LOG
 from checkers.reference.staleness import PERCENTILES
 from checkers.series import COMPLETIONS, HISTORY_SERIES, bucket_column, sorted_rows
 
@@ -48,6 +49,8 @@ class PassFigures:
     lag: dict[str, dict[str, float | int]] = field(default_factory=dict)
     examples: dict[str, list[Anomaly]] = field(default_factory=dict)
     """kind -> its first `per_kind` anomalies by sample_rank"""
+    lost_where: dict[str, dict[str, int]] = field(default_factory=dict)
+    """lost kind -> how many of its rows are in the log, not in it, or not known"""
     history_series: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """The series of the history itself (checkers.series.HISTORY_SERIES), sorted."""
 
@@ -106,6 +109,9 @@ def pass_figures(rows: DataFrame, t0_ns: int, bucket_s: int, per_kind: int = 5) 
                     "max_ms": r["max_ms"],
                 }
             )
+        elif gid == by_kind and what == WHERE:
+            places = {IN_LOG: 0, NOT_IN_LOG: 0, UNKNOWN_PLACE: 0}
+            out.lost_where.setdefault(r["kind"], places)[r["checker"]] += int(r["n"])
         elif gid == by_kind and what == SERIES_ROW:
             history[r["kind"]] += [json.loads(x) for x in r["details"]]
         elif gid == by_kind and what == ANOMALY:

@@ -8,6 +8,7 @@ Two analyses in all (Spark is the expensive part): a planted history through the
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from typer.testing import CliRunner
 
 from checkers.analyze import CHECKERS, OUTPUTS
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
+from checkers.reference.lost import where_lost
 from checkers.verdict import judge
 from harness.cli import app
 from harness.history.reader import read_history
@@ -123,6 +125,15 @@ def test_outputs_are_complete_and_consistent(planted: dict[str, Any]) -> None:
         .to_pylist()
     }
     assert per_kind == {k: n for k, n in analysis["counts"].items() if n}
+    # Where each lost row was, added up in the pass: as its detail in the file says.
+    places: dict[str, Counter[str]] = {}
+    kinds, details = rows.column("kind").to_pylist(), rows.column("detail").to_pylist()
+    for kind, detail in zip(kinds, details, strict=True):
+        if kind in KINDS["lost"]:
+            places.setdefault(kind, Counter())[where_lost(detail or "") or "unknown"] += 1
+    assert {k: {p: n for p, n in w.items() if n} for k, w in analysis["lost_where"].items()} == {
+        k: dict(c) for k, c in places.items()
+    }
 
     ex = json.loads((run / "examples.json").read_text())
     assert list(ex["kinds"]) == list(ALL_KINDS)

@@ -42,7 +42,8 @@ from harness.history.schema import COLUMNS, Event, EventType, MsgAction
 
 KEY, PARTITION, MESSAGE = 0, 1, 2
 ROUTE_COLUMN, GROUP_COLUMN, POSITION_COLUMN = "_r", "_g", "_pos"
-ANOMALY, NOTE, LAG, ERROR, EXAMPLE = "a", "n", "l", "e", "x"
+ANOMALY, NOTE, LAG, ERROR, EXAMPLE, WHERE = "a", "n", "l", "e", "x", "w"
+UNKNOWN_PLACE = "unknown"
 OUTPUT_DDL = (
     "out string, checker string, kind string, store string, key string, consumer string, "
     "time bigint, detail string, evidence string, n bigint"
@@ -50,7 +51,9 @@ OUTPUT_DDL = (
 """A row of the pass: an anomaly (ANOMALY), a note's count in `n` (NOTE), a lag sample
 (LAG: store, the write's ok time, the lag in ns in `n`), a checker's failure (ERROR:
 checker and the error in `detail`), or an anomaly again as a candidate example
-(EXAMPLE: a partition's first `per_kind` of each kind by sample_rank)."""
+(EXAMPLE: a partition's first `per_kind` of each kind by sample_rank), or how many
+lost rows of a kind (`kind`) say where the message was (WHERE: `checker` holds
+checkers.reference.lost.where_lost's answer or UNKNOWN_PLACE, `n` the count)."""
 
 _KEY_TYPES = frozenset({EventType.OP, EventType.MSG, EventType.STATE})
 _POLL_ACTIONS = frozenset({MsgAction.PRODUCE, MsgAction.DELIVER})
@@ -215,6 +218,13 @@ def output_batch(judged: Judged, per_kind: int) -> pa.RecordBatch:
             add(EXAMPLE, **{c: getattr(a, c) for c in ANOMALY_COLUMNS})
     for note, count in judged.notes.items():
         add(NOTE, count, kind=note)
+    places = Counter(
+        (a.kind, lost.where_lost(a.detail or "") or UNKNOWN_PLACE)
+        for a in judged.anomalies
+        if a.checker == "lost"
+    )
+    for (kind, place), count in places.items():
+        add(WHERE, count, checker=place, kind=kind)
     for store, ok, delay in judged.lags:
         add(LAG, delay, store=store, time=ok)
     for checker, error in judged.errors.items():
