@@ -17,18 +17,21 @@ must be on storage every worker sees (as for any Spark input).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from checkers.keyed.routing import FactShare, route, with_positions
 from checkers.keyed.step import output_schema, partition_step
 from checkers.keyed.timeline import series_rows
 from checkers.series import bucket_seconds
+from harness.history.errors import HistoryError
 
 ROWS_PER_PARTITION = 400_000
 """Routed rows per partition of the pass: enough that a small history is one or two
@@ -38,6 +41,8 @@ CHUNK_ROWS = 50_000
 """Rows per shuffled blob: whole buckets of a large row group would be blobs of tens
 of megabytes, each held whole by the JVM's shuffle."""
 _FACTS, _ROWS, _SERIES = "f", "r", "s"
+_CORRUPT = "driftlab: unreadable row group"
+"""How a task names a row group it cannot read, for the driver to tell the user."""
 
 
 def keyed_pass(
@@ -61,7 +66,10 @@ def keyed_pass(
 
     def map_slice(piece: tuple[int, int]) -> Iterator[tuple[int, tuple[str, Any]]]:
         group, first = piece
-        table = pq.ParquetFile(path).read_row_group(group)
+        try:
+            table = pq.ParquetFile(path).read_row_group(group)
+        except (OSError, pa.ArrowException) as e:
+            raise RuntimeError(f"{_CORRUPT} {group}: {e}") from None
         routed = route(with_positions(table, first), buckets)
         for b in range(buckets):
             yield b, (_FACTS, routed.share)
@@ -94,13 +102,23 @@ def keyed_pass(
     if not slices:
         pq.write_table(output_schema().empty_table(), out_dir / "part-00000.parquet")
         return 0, 0
-    spans = (
-        sc.parallelize(slices, len(slices))
-        .flatMap(map_slice)
-        .partitionBy(buckets, _identity)
-        .mapPartitionsWithIndex(reduce_bucket)
-        .collect()
-    )
+    try:
+        spans = (
+            sc.parallelize(slices, len(slices))
+            .flatMap(map_slice)
+            .partitionBy(buckets, _identity)
+            .mapPartitionsWithIndex(reduce_bucket)
+            .collect()
+        )
+    except Py4JJavaError as e:
+        found = re.search(rf"{_CORRUPT} (\d+): ([^\n]*)", str(e))
+        if found is None:
+            raise
+        raise HistoryError(
+            f"{history} cannot be read (corrupt); delete it and analyse again to rebuild "
+            f"it from history/*.jsonl (row group {found[1]} of {meta.num_row_groups}: "
+            f"{found[2][:200]})"
+        ) from None
     return min((s[0] for s in spans), default=0), max((s[1] for s in spans), default=0)
 
 

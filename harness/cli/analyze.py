@@ -151,11 +151,6 @@ def _failure(exc: Exception, run_dir: Path) -> tuple[int, str]:
     except OSError:
         where = ""
     text = str(exc)
-    if "FAILED_READ_FILE" in text:
-        return exitcodes.BAD_INPUT, (
-            f"{RunDir(run_dir).parquet} cannot be read (corrupt); delete it and analyse "
-            f"again to rebuild it from history/*.jsonl{where}"
-        )
     first = text.strip().splitlines()[0][:200] if text.strip() else type(exc).__name__
     return exitcodes.LAB_FAILED, f"the analysis failed ({first}){where}"
 
