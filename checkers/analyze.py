@@ -54,8 +54,8 @@ LOG_NAME = ANALYZE_LOG
 NOTES = ("unseen-message", "recovered-write")
 OUTPUTS = ANALYSIS_OUTPUTS
 SMALL_HISTORY = 200_000
-"""Events below which the history is read as one split: one task reads it faster than
-the tasks of several splits are scheduled."""
+"""Events below which the summary's shuffles are one partition, without adaptive
+re-planning."""
 
 _PYSPARK_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
 
@@ -300,17 +300,14 @@ def _spark(master: str | None, log_path: Path) -> SparkSession:
 
 
 def _size_shuffles(spark: SparkSession, rows: int) -> None:
-    """Size the session's reads and shuffles to a history of `rows` events.
+    """Size the session's shuffles to a history of `rows` events.
 
-    Spark splits Parquet files into 128 MB partitions: a history of a few million events
-    would be read by one core. A small one stays whole: every split costs a task.
+    The summary and the sorted anomalies aggregate the pass's rows, a few per group: on
+    a small history each extra shuffle partition is a task to schedule, and adaptive
+    execution adds a job per stage to re-plan what is already tiny.
     """
-    cores = spark.sparkContext.defaultParallelism
     small = rows <= SMALL_HISTORY
-    spark.conf.set("spark.sql.files.maxPartitionBytes", str(1 << 20 if small else 32 << 20))
-    # The outputs' aggregations shuffle a few rows per group: on a small history each
-    # extra shuffle partition is a task to schedule, and adaptive execution adds a job
-    # per stage to re-plan what is already tiny.
+    cores = spark.sparkContext.defaultParallelism
     spark.conf.set("spark.sql.shuffle.partitions", str(1 if small else 2 * cores))
     spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
 
