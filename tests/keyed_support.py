@@ -9,8 +9,11 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from strategies_messages import combined_histories
+from strategies_states import histories
 
 from checkers.anomaly import ANOMALY_COLUMNS
 from checkers.figures import pass_figures
@@ -66,3 +69,12 @@ def spark_lag(spark: Any, events: list[Event]) -> tuple[dict[str, Any], list[dic
     rows, (t0, t1) = pass_rows(spark, events)
     figures = pass_figures(rows, t0, bucket_seconds(t0, t1))
     return figures.lag, figures.lag_series
+
+
+def any_history() -> st.SearchStrategy[list[Event]]:
+    """Message histories, state histories, and both in one history."""
+    return st.one_of(
+        combined_histories(),
+        histories(),
+        st.tuples(combined_histories(), histories()).map(lambda p: p[0] + p[1]),
+    )

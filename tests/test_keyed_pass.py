@@ -8,11 +8,8 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from keyed_support import pass_rows
+from keyed_support import any_history, pass_rows
 from pyspark.sql import functions as F
-from strategies_messages import combined_histories
-from strategies_states import histories
 
 from checkers.anomaly import ANOMALY_COLUMNS, Anomaly
 from checkers.keyed.facts import facts_of
@@ -40,15 +37,6 @@ def reference_whole(events: list[Event]) -> Counter[Anomaly]:
         except ValueError:  # a malformed invariant: the checker fails as a whole
             assert checker is eventsourcing
     return found
-
-
-def any_history() -> st.SearchStrategy[list[Event]]:
-    """Message histories, state histories, and both in one history."""
-    return st.one_of(
-        combined_histories(),
-        histories(),
-        st.tuples(combined_histories(), histories()).map(lambda p: p[0] + p[1]),
-    )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

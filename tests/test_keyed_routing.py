@@ -6,30 +6,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies_messages import combined_histories
-from strategies_states import histories
+from keyed_support import any_history, history_table
 
 from checkers.keyed.facts import facts_of
 from checkers.keyed.routing import FactShare, route, with_positions
 from checkers.keyed.step import GROUP_COLUMN, POSITION_COLUMN, ROUTE_COLUMN, routes
-from harness.history.reader import arrow_schema
 from harness.history.schema import COLUMNS, Event
-
-
-def history_table(events: list[Event]) -> pa.Table:
-    """The events as the history's Parquet holds them."""
-    return pa.table({c: [getattr(e, c) for e in events] for c in COLUMNS}, schema=arrow_schema())
-
-
-def any_history() -> st.SearchStrategy[list[Event]]:
-    return st.one_of(
-        combined_histories(),
-        histories(),
-        st.tuples(combined_histories(), histories()).map(lambda p: p[0] + p[1]),
-    )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

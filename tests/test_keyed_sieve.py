@@ -9,9 +9,7 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from strategies_messages import combined_histories
-from strategies_states import histories
+from keyed_support import any_history
 
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS
 from checkers.keyed.facts import facts_of
@@ -44,8 +42,11 @@ def routed_table(events: list[Event]) -> pa.Table:
             rows[GROUP_COLUMN].append(group)
     schema = pa.schema(
         [pa.field(c, pa.int64() if c in INT_COLUMNS else pa.string()) for c in COLUMNS]
-        + [pa.field(POSITION_COLUMN, pa.int64()), pa.field(ROUTE_COLUMN, pa.int32()),
-           pa.field(GROUP_COLUMN, pa.string())]
+        + [
+            pa.field(POSITION_COLUMN, pa.int64()),
+            pa.field(ROUTE_COLUMN, pa.int32()),
+            pa.field(GROUP_COLUMN, pa.string()),
+        ]
     )
     return pa.table(rows, schema=schema)
 
@@ -75,14 +76,6 @@ def judged(events: list[Event]) -> tuple[Counter, dict[str, int], Counter]:
     out = judge(group_history(events), facts_of(events))
     anomalies = Counter(tuple(getattr(a, c) for c in ANOMALY_COLUMNS) for a in out.anomalies)
     return anomalies, {k: v for k, v in out.notes.items() if v}, Counter(out.lags)
-
-
-def any_history() -> st.SearchStrategy[list[Event]]:
-    return st.one_of(
-        combined_histories(),
-        histories(),
-        st.tuples(combined_histories(), histories()).map(lambda p: p[0] + p[1]),
-    )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -64,7 +64,6 @@ import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from psycopg import sql
 
-from harness.history.events import MsgFields
 from harness.history.schema import LOG_AUDIT, SOURCE_STORE
 from harness.services.base import Endpoint, Service, ServiceError
 from harness.services.connect import DebeziumPostgres, wait_slot_streaming
@@ -429,16 +428,7 @@ class Cdc(Setup):
                     if change is None:
                         continue
                     seen[change.key] = max(seen.get(change.key, 0), change.version)
-                    record: MsgFields = {
-                        "channel": self.topic,
-                        "partition": change.partition,
-                        "offset": change.offset,
-                        "msg_id": change.msg_id,
-                        "key": change.key,
-                        "value": change.value,
-                        "version": change.version,
-                        "source_pos": change.lsn,
-                    }
+                    record = change.fields(self.topic)
                     rec.msg("produce", **record, time=msg.timestamp()[1] * 1_000_000)
                     # The same read is the log audit: this change is in the log now.
                     rec.msg("deliver", **record, consumer=LOG_AUDIT, process=LOG_AUDIT)

@@ -50,6 +50,7 @@ from typing import Any
 import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
 
+from harness.history.events import MsgFields
 from harness.history.recorder import Recorder
 from harness.setups.connect import (
     KAFKA_CLIENT_TIMEOUTS,
@@ -117,6 +118,20 @@ class Change:
     value: str | None
     version: int
     lsn: int | None
+
+    def fields(self, channel: str) -> MsgFields:
+        """The history fields of this change read from `channel` (a message's identity,
+        coordinates and content)."""
+        return {
+            "channel": channel,
+            "partition": self.partition,
+            "offset": self.offset,
+            "msg_id": self.msg_id,
+            "key": self.key,
+            "value": self.value,
+            "version": self.version,
+            "source_pos": self.lsn,
+        }
 
 
 def parse_change(msg: Message, id_field: str | None = None) -> Change | None:
@@ -404,14 +419,7 @@ class CdcConsumer:
 
     def _fields(self, change: Change) -> dict[str, Any]:
         return {
-            "channel": self.cfg.topic,
-            "partition": change.partition,
-            "offset": change.offset,
-            "msg_id": change.msg_id,
-            "key": change.key,
-            "value": change.value,
-            "version": change.version,
-            "source_pos": change.lsn,
+            **change.fields(self.cfg.topic),
             "consumer": self.cfg.group,
             "process": self.cfg.instance,
         }

@@ -46,6 +46,7 @@ import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 from psycopg import sql
 
+from harness.history.events import MsgFields
 from harness.services.base import Endpoint
 from harness.services.connect import DebeziumPostgres
 from harness.services.kafka_admin import TopicSpec, create_topics
@@ -128,15 +129,8 @@ class ViewConsumer(threading.Thread):
         """Record the delivery, overwrite the key in Redis, record the apply."""
         change = parse_change(msg)
         assert change is not None
-        fields = {
-            "channel": self.setup.topic,
-            "partition": change.partition,
-            "offset": change.offset,
-            "msg_id": change.msg_id,
-            "key": change.key,
-            "value": change.value,
-            "version": change.version,
-            "source_pos": change.lsn,
+        fields: MsgFields = {
+            **change.fields(self.setup.topic),
             "consumer": VIEW,
             "process": VIEW,
         }
