@@ -22,11 +22,11 @@ import duckdb
 import pyarrow as pa
 
 from checkers.keyed.step import output_schema
+from checkers.series import COMPLETIONS, NS
 from harness.history.schema import EventType, FaultPhase, MsgAction, OpPhase
 
 OP_COUNT, OP_LATENCY, SERIES_ROW = "c", "o", "s"
-NS = 1_000_000_000
-_COMPLETIONS = f"'{OpPhase.OK}', '{OpPhase.FAIL}', '{OpPhase.INFO}'"
+_COMPLETIONS = ", ".join(f"'{phase}'" for phase in COMPLETIONS)
 _OFFSET_ACTIONS = f"'{MsgAction.DELIVER}', '{MsgAction.COMMIT}'"
 
 SERIES_ROWS = f"""
@@ -44,8 +44,8 @@ ORDER BY _b
 """A slice's rows that feed the series, narrowed, with their bucket (`_b`); the map
 side runs it over the slice `t`."""
 
-_BUCKET = 'CAST(floor(("time" - $t0) / ($bucket_s * 1e9)) * $bucket_s AS BIGINT)'
-_START = f"$t0 + {_BUCKET} * 1000000000"
+_BUCKET = f'CAST(floor(("time" - $t0) / ($bucket_s * {NS})) * $bucket_s AS BIGINT)'
+_START = f"$t0 + {_BUCKET} * {NS}"
 """The start of an event's time bucket, in ns: the summary buckets it back to `t`."""
 
 _ROWS = f"""
