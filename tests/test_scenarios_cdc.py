@@ -108,14 +108,21 @@ def test_a_cut_kafka_link_outlasting_the_commit_deadline_loses_nothing(
 ) -> None:
     """The consumer's offset commits through a cut `consumer->kafka` give up after 5 s
     (librdkafka alone waited for the heal) and are retried; the cache still converges.
-    After-apply: it commits every 500 ms what it applied, so when the cut begins it has
-    applied changes to commit (a before-apply consumer commits only on receiving a
-    batch, which the cut stalls too)."""
+    After-apply: it commits every 500 ms what it applied. At 10 ms of work per change
+    it falls behind the 150 writes/s, so when the cut begins it still holds fetched
+    changes, applies them and has commits to make through the cut (without that lag a
+    CI run committed everything 10 ms before the cut and tried no commit through it;
+    a before-apply consumer commits only on receiving a batch, which the cut stalls)."""
     base = get_scenario("cdc-consumer-crash").with_overrides(duration=DURATION)
     scenario = replace(
         base,
         name="cdc-kafka-cut",
-        setup_params={**base.setup_params, "commit": "after-apply", "commit_ms": 500},
+        setup_params={
+            **base.setup_params,
+            "commit": "after-apply",
+            "commit_ms": 500,
+            "apply_ms": 10,
+        },
         # Not scaled with the duration: the cut must outlast the 5 s commit deadline.
         faults=faults({"kind": "cut", "target": "consumer->kafka", "at": 1.5, "duration": 6}),
         expectations=dict(CONVERGES),
