@@ -1,11 +1,10 @@
 """Analyse a run: the keyed pass over its history, and the files of docs/analysis.md.
 
-`analyze(run_dir)` converts the history to Parquet (harness.history.reader), runs every
-check and makes every series in one keyed pass (checkers.keyed.spark, one job) written
-once to a scratch folder, adds its rows up in one job (checkers.figures) and writes the
-sorted anomalies in a third: analysis.json, anomalies.parquet, examples.json and
-series.json from three Spark jobs, whatever the history. Only aggregates and a few
-sampled rows reach the driver.
+`analyze(run_dir)` converts the history to Parquet (harness.history.reader), then one
+Spark job (checkers.keyed.spark) runs every check, makes every series, adds its rows
+up (checkers.figures) and writes the sorted anomalies into a scratch folder;
+analysis.json, anomalies.parquet, examples.json and series.json follow from it,
+whatever the history. Only aggregates and a few sampled rows reach the driver.
 """
 
 from __future__ import annotations
@@ -22,15 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.logger import PySparkLogger
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 from rich.console import Console
 
-from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
-from checkers.figures import PassFigures, pass_figures
+from checkers.anomaly import ALL_KINDS, KINDS
+from checkers.figures import PassFigures
 from checkers.keyed.spark import keyed_pass
-from checkers.keyed.step import ANOMALY, OUTPUT_DDL
-from checkers.outputs import examples, write_single_parquet
+from checkers.outputs import examples
 from checkers.series import bucket_seconds
 from checkers.session import get_spark
 from checkers.verdict import ExpectationError, check_expectations, judge
@@ -50,13 +47,10 @@ ANALYSIS_SCHEMA = 1
 CHECKERS: tuple[str, ...] = tuple(KINDS)
 EXAMPLES_PER_KIND = 5
 SCRATCH = ".analyze"
+"""The analysis's scratch folder in the run folder, gone when it ends however it ends."""
 LOG_NAME = ANALYZE_LOG
 NOTES = ("unseen-message", "recovered-write")
 OUTPUTS = ANALYSIS_OUTPUTS
-SMALL_HISTORY = 200_000
-"""Events below which the summary's shuffles are one partition, without adaptive
-re-planning."""
-
 _PYSPARK_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
 
 log = logging.getLogger("driftlab.analyze")
@@ -145,47 +139,41 @@ def analyze(
         scratch.mkdir()
         try:
             t = time.perf_counter()
-            _size_shuffles(spark, info.events)
-            t0_ns, t1_ns = keyed_pass(
-                spark, run / PARQUET_NAME, scratch / "pass", info.events, per_kind
+            done = keyed_pass(
+                spark, run / PARQUET_NAME, scratch / ANOMALIES_PARQUET, info.events, per_kind
             )
-            rows = spark.read.schema(OUTPUT_DDL).parquet(str(scratch / "pass"))
-            bucket_s = bucket_seconds(t0_ns, t1_ns)
-            figures = pass_figures(rows, t0_ns, bucket_s, per_kind)
-            runs = _checker_runs(figures, time.perf_counter() - t)
-            timings["checkers_s"] = time.perf_counter() - t
-            for r in runs:
-                _say_checker(say, r)
-
-            t = time.perf_counter()
-            found = rows.filter(F.col("out") == ANOMALY).filter(
-                ~F.col("checker").isin(list(figures.errors))
-            )
-            write_single_parquet(_sorted_anomalies(found), run / ANOMALIES_PARQUET, scratch)
-            counts = _counts(runs)
-            _write_json(
-                run / EXAMPLES_JSON,
-                {
-                    "schema": ANALYSIS_SCHEMA,
-                    "per_kind": per_kind,
-                    "kinds": examples(figures.examples, counts, t0_ns),
-                },
-            )
-            series: dict[str, Any] = {
-                "t0_ns": t0_ns,
-                "t1_ns": t1_ns,
-                "bucket_s": bucket_s,
-                **figures.history_series,
-            }
-            series["anomalies"] = figures.anomaly_series
-            series["lag"] = [] if "staleness" in figures.errors else figures.lag_series
-            lag = {} if "staleness" in figures.errors else figures.lag
-            # Notes come from the lost checker's groups: a failure leaves them unknown.
-            notes = {} if "lost" in figures.errors else {n: figures.notes[n] for n in NOTES}
-            _write_json(run / SERIES_JSON, {"schema": ANALYSIS_SCHEMA, **series})
-            timings["outputs_s"] = time.perf_counter() - t
+            os.replace(scratch / ANOMALIES_PARQUET, run / ANOMALIES_PARQUET)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        figures, t0_ns, t1_ns = done.figures, done.t0_ns, done.t1_ns
+        runs = _checker_runs(figures, time.perf_counter() - t)
+        timings["checkers_s"] = time.perf_counter() - t
+        for r in runs:
+            _say_checker(say, r)
+
+        t = time.perf_counter()
+        counts = _counts(runs)
+        _write_json(
+            run / EXAMPLES_JSON,
+            {
+                "schema": ANALYSIS_SCHEMA,
+                "per_kind": per_kind,
+                "kinds": examples(figures.examples, counts, t0_ns),
+            },
+        )
+        series: dict[str, Any] = {
+            "t0_ns": t0_ns,
+            "t1_ns": t1_ns,
+            "bucket_s": bucket_seconds(t0_ns, t1_ns),
+            **figures.history_series,
+        }
+        series["anomalies"] = figures.anomaly_series
+        series["lag"] = [] if "staleness" in figures.errors else figures.lag_series
+        lag = {} if "staleness" in figures.errors else figures.lag
+        # Notes come from the lost checker's groups: a failure leaves them unknown.
+        notes = {} if "lost" in figures.errors else {n: figures.notes[n] for n in NOTES}
+        _write_json(run / SERIES_JSON, {"schema": ANALYSIS_SCHEMA, **series})
+        timings["outputs_s"] = time.perf_counter() - t
 
         lost_where = {} if "lost" in figures.errors else dict(sorted(figures.lost_where.items()))
         verdict = judge(counts, expectations)
@@ -299,19 +287,6 @@ def _spark(master: str | None, log_path: Path) -> SparkSession:
         os.close(saved)
 
 
-def _size_shuffles(spark: SparkSession, rows: int) -> None:
-    """Size the session's shuffles to a history of `rows` events.
-
-    The summary and the sorted anomalies aggregate the pass's rows, a few per group: on
-    a small history each extra shuffle partition is a task to schedule, and adaptive
-    execution adds a job per stage to re-plan what is already tiny.
-    """
-    small = rows <= SMALL_HISTORY
-    cores = spark.sparkContext.defaultParallelism
-    spark.conf.set("spark.sql.shuffle.partitions", str(1 if small else 2 * cores))
-    spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
-
-
 def _checker_runs(figures: PassFigures, seconds: float) -> list[CheckerRun]:
     """Each checker's status and counts; every one ran in the same pass of `seconds`."""
     runs = []
@@ -332,17 +307,6 @@ def _say_checker(say: Any, run: CheckerRun) -> None:
     colour = "green" if total == 0 else "bold red"
     say(f"  {run.name:<14} [{colour}]{total:>8,} anomalies[/]")
     log.info("checker %s: %s", run.name, run.counts)
-
-
-def _sorted_anomalies(found: DataFrame) -> DataFrame:
-    """Every anomaly row, sorted (docs/analysis.md)."""
-    # It is written as one file anyway: one task reads the pass's files and sorts them,
-    # with no shuffle and no job sampling the range partitions of a global sort.
-    return (
-        found.select(*ANOMALY_COLUMNS)
-        .coalesce(1)
-        .sortWithinPartitions("time", "kind", "store", "key", "consumer")
-    )
 
 
 def _counts(runs: list[CheckerRun]) -> dict[str, int]:
