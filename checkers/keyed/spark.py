@@ -39,7 +39,7 @@ from checkers.figures import (
     summary_parts,
     with_buckets,
 )
-from checkers.keyed.routing import FactShare, route, with_positions
+from checkers.keyed.routing import DICTIONARY_COLUMNS, FactShare, route, with_positions
 from checkers.keyed.step import output_schema, partition_step
 from checkers.keyed.timeline import series_rows
 from checkers.series import bucket_seconds
@@ -89,7 +89,7 @@ def keyed_pass(
     def map_slice(piece: tuple[int, int]) -> Iterator[tuple[int, tuple[str, Any]]]:
         group, first = piece
         try:
-            table = pq.ParquetFile(path).read_row_group(group)
+            table = pq.ParquetFile(path, read_dictionary=DICTIONARY_COLUMNS).read_row_group(group)
         except (OSError, pa.ArrowException) as e:
             raise RuntimeError(f"{_CORRUPT} {group}: {e}") from None
         routed = route(with_positions(table, first), buckets)
