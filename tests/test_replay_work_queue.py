@@ -16,9 +16,7 @@ from harness.services.stack import Stack
 pytestmark = pytest.mark.services
 
 
-def test_redelivery_after_a_worker_crash_reorders_on_rabbitmq(
-    stack: Stack, tmp_path: Path
-) -> None:
+def test_redelivery_after_a_worker_crash_reorders_on_rabbitmq(stack: Stack, tmp_path: Path) -> None:
     stack.up("rabbitmq", "redis")
     (prop,) = [p for p in PROPERTIES if p.name == "amqp-keeps-order"]
     result = search(prop, examples=600, seed=0)
