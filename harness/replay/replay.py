@@ -92,7 +92,12 @@ def replay(
     plan = RunPlan(
         scenario=scenario,
         seed=seed,
-        params={"setup": driver.setup.name, "setup_params": driver.params},
+        params={
+            # Repeated at the top, as scenarios do: the eventsourcing checker reads it there.
+            **{k: v for k, v in driver.params.items() if k == "invariant"},
+            "setup": driver.setup.name,
+            "setup_params": driver.params,
+        },
         setup_params=dict(driver.params),
         config={
             "schedule": {"path": str(source) if source else None, **_schedule_doc(schedule)},

@@ -9,6 +9,7 @@ from __future__ import annotations
 from harness.replay.drivers.base import Driver
 from harness.replay.drivers.cdc import CdcDriver
 from harness.replay.drivers.dual_write import DualWriteDriver
+from harness.replay.drivers.event_sourced import EventSourcedDriver
 from harness.replay.drivers.work_queue import WorkQueueDriver
 
 DRIVERS: dict[str, type[Driver]] = {
@@ -17,6 +18,8 @@ DRIVERS: dict[str, type[Driver]] = {
     "cdc": CdcDriver,
     "cdc-commit-before": CdcDriver,
     "amqp": WorkQueueDriver,
+    "event-sourced": EventSourcedDriver,
+    "event-sourced-checked": EventSourcedDriver,
 }
 """Simulated setup -> its replay driver."""
 
