@@ -7,6 +7,7 @@ Each module holds the driver of one architecture; `DRIVERS` maps every simulated
 from __future__ import annotations
 
 from harness.replay.drivers.base import Driver
+from harness.replay.drivers.bounded_log import BoundedLogDriver
 from harness.replay.drivers.cdc import CdcDriver
 from harness.replay.drivers.dual_write import DualWriteDriver
 from harness.replay.drivers.event_sourced import EventSourcedDriver
@@ -18,6 +19,7 @@ DRIVERS: dict[str, type[Driver]] = {
     "cdc": CdcDriver,
     "cdc-commit-before": CdcDriver,
     "amqp": WorkQueueDriver,
+    "bounded-log": BoundedLogDriver,
     "event-sourced": EventSourcedDriver,
     "event-sourced-checked": EventSourcedDriver,
 }
