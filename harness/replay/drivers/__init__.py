@@ -18,6 +18,8 @@ DRIVERS: dict[str, type[Driver]] = {
     "dual-write-crash": DualWriteDriver,
     "cdc": CdcDriver,
     "cdc-commit-before": CdcDriver,
+    "cdc-counter": CdcDriver,
+    "outbox": CdcDriver,
     "amqp": WorkQueueDriver,
     "bounded-log": BoundedLogDriver,
     "event-sourced": EventSourcedDriver,

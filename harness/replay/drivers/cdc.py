@@ -1,5 +1,5 @@
-"""Replay of `cdc`, `cdc-commit-before` and `cdc-counter`: PostgreSQL -> Debezium ->
-Kafka -> the stepped consumer process -> Redis."""
+"""Replay of `cdc`, `cdc-commit-before`, `cdc-counter` and `outbox`: PostgreSQL ->
+Debezium -> Kafka -> the stepped consumer process -> Redis."""
 
 from __future__ import annotations
 
@@ -15,11 +15,15 @@ from harness.replay.turnstile import ReplayError, Turnstile
 from harness.setups.base import SetupContext
 from harness.setups.cdc import Cdc
 from harness.setups.cdc_consumer import AFTER_APPLY, VERSIONED, parse_change
+from harness.setups.outbox import Outbox
 from harness.setups.stepping import RUN
 
 
 class CdcDriver(Driver):
-    """`cdc`, `cdc-commit-before`, `cdc-counter`: one stepped consumer `g`.
+    """`cdc`, `cdc-commit-before`, `cdc-counter`, `outbox`: one stepped consumer `g`.
+
+    The simulated `outbox` (channel `outbox`) is the real outbox setup: the same
+    pipeline fed by an outbox table written in the business row's transaction.
 
     The one consumer `g` is the OS process `consumer-0` in stepped mode: it receives,
     applies and commits only when its control file says so (cdc_consumer.py), and the
@@ -31,7 +35,7 @@ class CdcDriver(Driver):
 
     def __init__(self, turnstile: Turnstile, params: dict[str, Any]) -> None:
         super().__init__(turnstile, params)
-        self.setup = Cdc()
+        self.setup = Outbox() if params.get("channel") == "outbox" else Cdc()
         self.params = {
             "partitions": int(params.get("partitions", 2)),
             "commit": params.get("policy", AFTER_APPLY),
@@ -108,7 +112,7 @@ class CdcDriver(Driver):
             if time.monotonic() > deadline:
                 raise ReplayError(f"{what}: Debezium did not capture it within 120 s")
             for msg in self.reader.consume(num_messages=10, timeout=0.2):
-                got = None if msg.error() else parse_change(msg)
+                got = None if msg.error() else parse_change(msg, self.setup.id_field)
                 if got is not None:
                     self.captured[(got.key, got.value)] = (got.partition, got.offset)
 
