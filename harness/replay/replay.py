@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.explore.schedule import Action, Schedule
+from harness.explore.schedule import Action, Schedule, describe
+from harness.explore.setups import SETUPS
 from harness.replay.drivers import DRIVERS, Driver
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.rundir import RunDir
@@ -57,7 +58,13 @@ def scenario_name(schedule: Schedule) -> str:
 
 
 def check_replayable(schedule: Schedule) -> None:
-    """Raise ReplayError, naming the fix, when the schedule cannot be replayed."""
+    """Raise ReplayError, naming the fix, when the schedule cannot be replayed: an
+    unknown setup, one without a replay, or a step its simulator never takes."""
+    if schedule.setup not in SETUPS:
+        raise ReplayError(
+            f"setup {schedule.setup!r} is not one `driftlab explore` simulates: a schedule "
+            f"names one of {', '.join(SETUPS)}"
+        )
     if schedule.setup not in DRIVERS:
         raise ReplayError(
             f"setup {schedule.setup!r} has no replay yet; replayable setups: "
@@ -68,6 +75,17 @@ def check_replayable(schedule: Schedule) -> None:
             "the schedule does not end with `quiesce`: replay an executed schedule as "
             "`driftlab explore` saves it"
         )
+    moves = {m.action: m for m in SETUPS[schedule.setup].moves}
+    for i, step in enumerate(schedule.steps[:-1], start=1):
+        move = moves.get(step.action)
+        if move is None or (move.actors and step.actor not in move.actors):
+            allowed = "; ".join(
+                f"{m.action} ({', '.join(m.actors) or 'no actor'})" for m in moves.values()
+            )
+            raise ReplayError(
+                f"step {i} ({describe(step)}) is no move of {schedule.setup}, whose steps are: "
+                f"{allowed}; fix the step or replay the schedule `driftlab explore` saved"
+            )
 
 
 def replay(
