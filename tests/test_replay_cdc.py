@@ -75,3 +75,30 @@ def test_outbox_consumer_crash_redelivers_without_double_effect(
     assert "duplicate-delivery" in found
     comparison = compare(schedule, found)
     assert comparison.same, comparison
+
+
+def test_a_cut_redis_link_holds_the_apply_until_it_heals(stack: Stack, tmp_path: Path) -> None:
+    stack.up("postgres", "redis", "kafka", "connect")
+    steps = [
+        Step("db-write", "c1", "k1"),
+        *[Step("poll", "g", partition=p) for p in (0, 1)],
+        Step("partition", target="g->cache"),
+        Step("apply", "g"),  # not enabled while the link is cut: the simulator skips it
+        Step("heal"),
+        Step("apply", "g"),
+        Step("commit", "g"),
+    ]
+    schedule = simulated("cdc", steps)
+    assert [s.action for s in schedule.steps].count("apply") == 1
+    assert schedule.anomalies == []
+    run_dir = replay(schedule, runs_dir=tmp_path, stack=stack)
+
+    events = run_events(run_dir)
+    faults = [(e.phase, e.target) for e in events if e.type == "fault"]
+    assert faults == [("start", "consumer->redis"), ("stop", "consumer->redis")]
+    healed = next(i for i, e in enumerate(events) if e.type == "fault" and e.phase == "stop")
+    (apply,) = [i for i, e in enumerate(events) if e.type == "msg" and e.action == "apply"]
+    assert apply > healed
+    found = {a.kind for a in reference_anomalies(run_dir)}
+    comparison = compare(schedule, found)
+    assert comparison.same, comparison

@@ -50,11 +50,10 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
 
 from harness.history.schema import LOG_AUDIT
 from harness.services.base import ServiceError
-from harness.services.kafka_admin import TopicSpec, create_topics
+from harness.services.kafka_admin import TopicSpec, admin_client, create_topics
 from harness.setups.base import Recorder, SetupContext
 from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS
 from harness.setups.direct_producer import DirectProducer, message_fields
@@ -267,7 +266,7 @@ class BoundedLog(DirectProducer):
     def trim(self, before: int) -> None:
         """Delete the records below offset `before` (DeleteRecords): what retention
         does to old segments, at a moment a replay chooses."""
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_direct})
+        admin = admin_client(self.bootstrap_direct)
         (future,) = admin.delete_records([TopicPartition(self.topic, 0, before)]).values()
         future.result(timeout=30)
 

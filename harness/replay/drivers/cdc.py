@@ -12,11 +12,14 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from harness.explore.schedule import Action, Step, describe
 from harness.replay.drivers.base import Driver, Stepped, kill, refuse
 from harness.replay.turnstile import ReplayError, Turnstile
+from harness.services.toxiproxy import link_name
 from harness.setups.base import SetupContext
-from harness.setups.cdc import Cdc
+from harness.setups.cdc import CONSUMER, Cdc
 from harness.setups.cdc_consumer import AFTER_APPLY, VERSIONED, parse_change
 from harness.setups.outbox import Outbox
 from harness.setups.stepping import RUN
+
+REDIS_LINK = link_name(CONSUMER, "redis")
 
 
 class CdcDriver(Driver):
@@ -30,7 +33,9 @@ class CdcDriver(Driver):
     driver waits until it reports each command done. A `db-write` returns once Debezium
     has captured the change into Kafka, so a later `poll` finds it; the poll goes to the
     real partition of that change (Kafka's partitioner is not the simulator's crc32) and
-    must receive the scheduled change. `crash` is a SIGKILL, `restart` a new instance.
+    must receive the scheduled change. `crash` is a SIGKILL, `restart` a new instance,
+    `partition` of `g->cache` cuts the Toxiproxy link `consumer->redis` (the simulator
+    never applies while it is cut) and `heal` restores it.
     """
 
     def __init__(self, turnstile: Turnstile, params: dict[str, Any]) -> None:
@@ -45,6 +50,7 @@ class CdcDriver(Driver):
         self.captured: dict[tuple[str | None, str | None], tuple[int, int]] = {}
         self.reader: Consumer | None = None
         self.stepped: Stepped | None = None
+        self.cuts: dict[str, str] = {}  # simulated link -> fault id of its cut
 
     def start(self, ctx: SetupContext) -> None:
         """Start the prepared pipeline with its consumer in stepped mode, and a capture
@@ -101,6 +107,13 @@ class CdcDriver(Driver):
             case Action.RESTART:
                 self.setup.consumers[0].start()
                 self.setup.consumers[0].wait_healthy(60)
+            case Action.PARTITION if step.target and step.target not in self.cuts:
+                # The simulated `g->cache` (or `g->counter`) is the consumer's Redis link.
+                self.setup.context.stack.links.cut(REDIS_LINK)
+                rec = self.setup.context.recorder
+                self.cuts[step.target] = rec.fault_start("partition", REDIS_LINK)
+            case Action.HEAL:
+                self._heal()
             case _:
                 raise refuse(what, "cdc", step)
 
@@ -116,9 +129,17 @@ class CdcDriver(Driver):
                 if got is not None:
                     self.captured[(got.key, got.value)] = (got.partition, got.offset)
 
+    def _heal(self) -> None:
+        if self.cuts:
+            self.setup.context.stack.links.heal(REDIS_LINK)
+        for fault_id in self.cuts.values():
+            self.setup.context.recorder.fault_stop(fault_id)
+        self.cuts.clear()
+
     def finish(self) -> None:
-        """Let the consumer run freely (a crashed one restarts so at quiesce)."""
+        """Heal, and let the consumer run freely (a crashed one restarts so at quiesce)."""
         super().finish()
+        self._heal()
         consumer = self.setup.consumers[0]
         if consumer.is_running() and self.stepped is not None:
             self.stepped.send("quiesce", RUN)
