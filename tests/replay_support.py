@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from reference_counts import reference_anomalies as reference_anomalies_of
+
 from harness.explore.properties import PROPERTIES, reference_anomalies
 from harness.explore.schedule import Schedule, Step
 from harness.explore.search import search
 from harness.explore.setups import get_setup
+from harness.replay.replay import compare
 
 
 def explored(prop_name: str, seed: int, examples: int = 500) -> Schedule:
@@ -29,3 +34,12 @@ def simulated(setup: str, steps: list[Step]) -> Schedule:
         anomalies=[{"kind": a.kind, "key": a.key, "consumer": a.consumer} for a in anomalies],
         params=dict(spec.params),
     )
+
+
+def judged(schedule: Schedule, run_dir: Path) -> set[str]:
+    """The anomaly kinds the reference checkers find in the replay's run, asserted to be
+    exactly the kinds the simulator found in `schedule`."""
+    found = {a.kind for a in reference_anomalies_of(run_dir)}
+    comparison = compare(schedule, found)
+    assert comparison.same, comparison
+    return found

@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reference_counts import reference_anomalies, run_events
-from replay_support import explored, simulated
+from reference_counts import run_events
+from replay_support import explored, judged, simulated
 
 from harness.explore.schedule import Step
-from harness.replay.replay import compare, replay
+from harness.replay.replay import replay
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -32,10 +32,7 @@ def test_commit_before_apply_loss_replays_on_the_cdc_pipeline(stack: Stack, tmp_
     assert [e.value for e in first if e.action == "deliver"] == polled
     assert any(e.action == "commit" for e in first)
     assert ("apply", polled[0]) not in msgs
-    found = {a.kind for a in reference_anomalies(run_dir)}
-    assert "lost-write" in found
-    comparison = compare(schedule, found)
-    assert comparison.same, comparison
+    assert "lost-write" in judged(schedule, run_dir)
 
 
 def test_counter_double_counts_a_change_redelivered_after_a_crash(
@@ -49,10 +46,7 @@ def test_counter_double_counts_a_change_redelivered_after_a_crash(
     # instance received it again and counted it again.
     applies = [e.process for e in run_events(run_dir) if e.type == "msg" and e.action == "apply"]
     assert len(applies) == 2 and applies[0] != applies[1]
-    found = {a.kind for a in reference_anomalies(run_dir)}
-    assert "duplicate-apply" in found
-    comparison = compare(schedule, found)
-    assert comparison.same, comparison
+    assert "duplicate-apply" in judged(schedule, run_dir)
 
 
 def test_outbox_consumer_crash_redelivers_without_double_effect(
@@ -71,10 +65,7 @@ def test_outbox_consumer_crash_redelivers_without_double_effect(
     assert {a["kind"] for a in schedule.anomalies} == {"duplicate-delivery"}
     run_dir = replay(schedule, runs_dir=tmp_path, stack=stack)
 
-    found = {a.kind for a in reference_anomalies(run_dir)}
-    assert "duplicate-delivery" in found
-    comparison = compare(schedule, found)
-    assert comparison.same, comparison
+    assert "duplicate-delivery" in judged(schedule, run_dir)
 
 
 def test_a_cut_redis_link_holds_the_apply_until_it_heals(stack: Stack, tmp_path: Path) -> None:
@@ -99,6 +90,4 @@ def test_a_cut_redis_link_holds_the_apply_until_it_heals(stack: Stack, tmp_path:
     healed = next(i for i, e in enumerate(events) if e.type == "fault" and e.phase == "stop")
     (apply,) = [i for i, e in enumerate(events) if e.type == "msg" and e.action == "apply"]
     assert apply > healed
-    found = {a.kind for a in reference_anomalies(run_dir)}
-    comparison = compare(schedule, found)
-    assert comparison.same, comparison
+    judged(schedule, run_dir)

@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reference_counts import reference_anomalies, run_events
+from reference_counts import run_events
+from replay_support import explored, judged
 
-from harness.explore.properties import PROPERTIES
-from harness.explore.search import search
-from harness.replay.replay import compare, replay
+from harness.replay.replay import replay
 from harness.services.stack import Stack
 
 pytestmark = pytest.mark.services
@@ -18,10 +17,7 @@ pytestmark = pytest.mark.services
 
 def test_redelivery_after_a_worker_crash_reorders_on_rabbitmq(stack: Stack, tmp_path: Path) -> None:
     stack.up("rabbitmq", "redis")
-    (prop,) = [p for p in PROPERTIES if p.name == "amqp-keeps-order"]
-    result = search(prop, examples=600, seed=0)
-    assert result.found, "the simulator found no reorder"
-    schedule = result.schedule()
+    schedule = explored("amqp-keeps-order", seed=0, examples=600)
     run_dir = replay(schedule, runs_dir=tmp_path, seed=0, stack=stack)
 
     events = run_events(run_dir)
@@ -36,7 +32,4 @@ def test_redelivery_after_a_worker_crash_reorders_on_rabbitmq(stack: Stack, tmp_
     (live,) = [w for w in polls if w != crashed]
     live_process = f"worker-{int(str(live)[1:]) - 1}-i1"
     assert delivered[live_process] == [polls[live], polls[crashed]]
-    found = {a.kind for a in reference_anomalies(run_dir)}
-    assert "reorder-delivery" in found
-    comparison = compare(schedule, found)
-    assert comparison.same, comparison
+    assert "reorder-delivery" in judged(schedule, run_dir)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +99,20 @@ class Stepped:
             raise ReplayError(f"{what}: {exc}") from None
 
 
+def wait_for(done: Callable[[], bool], timeout: float, failure: Callable[[], str]) -> None:
+    """Poll `done` until it holds; past `timeout`, raise ReplayError(`failure()`)."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise ReplayError(failure())
+        time.sleep(0.02)
+
+
 def kill(process: Service, what: str, timeout: float = 30.0) -> None:
     """SIGKILL a consumer process and wait until it is gone."""
     process.kill()
-    deadline = time.monotonic() + timeout
-    while process.is_running():
-        if time.monotonic() > deadline:
-            raise ReplayError(f"{what}: {process.name} still runs {timeout:.0f} s after SIGKILL")
-        time.sleep(0.05)
+    wait_for(
+        lambda: not process.is_running(),
+        timeout,
+        lambda: f"{what}: {process.name} still runs {timeout:.0f} s after SIGKILL",
+    )

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from harness.explore.schedule import Action, Step, describe
-from harness.replay.drivers.base import Driver, refuse
+from harness.replay.drivers.base import Driver, refuse, wait_for
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.setups.base import SetupContext
 from harness.setups.bounded_log import FAST, SLOW, BoundedLog
@@ -56,13 +55,11 @@ class BoundedLogDriver(Driver):
     def _await_fast(self, what: str) -> None:
         """The simulated fast consumer reads each write at once: wait until it has."""
         fast = self.setup.consumers[FAST]
-        deadline = time.monotonic() + self.turnstile.timeout
-        while fast.position < self.written:
-            if time.monotonic() > deadline:
-                raise ReplayError(
-                    f"{what}: {FAST} read to offset {fast.position}, not {self.written}"
-                )
-            time.sleep(0.02)
+        wait_for(
+            lambda: fast.position >= self.written,
+            self.turnstile.timeout,
+            lambda: f"{what}: {FAST} read to offset {fast.position}, not {self.written}",
+        )
 
     def finish(self) -> None:
         """The slow consumer runs freely from where it is."""

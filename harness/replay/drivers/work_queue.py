@@ -3,11 +3,10 @@ a time."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from harness.explore.schedule import Action, Step, describe
-from harness.replay.drivers.base import Driver, Stepped, kill, refuse
+from harness.replay.drivers.base import Driver, Stepped, kill, refuse, wait_for
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.setups.base import SetupContext
 from harness.setups.stepping import RUN
@@ -90,13 +89,11 @@ class WorkQueueDriver(Driver):
     def _await_ready(self, what: str) -> None:
         """Wait until the broker holds the ready messages the schedule says: a killed
         worker's unacked message is back only once the broker saw its connection close."""
-        deadline = time.monotonic() + self.turnstile.timeout
-        while (count := self.setup.depth().message_count) != self.ready:
-            if time.monotonic() > deadline:
-                raise ReplayError(
-                    f"{what}: the queue holds {count} ready messages, not {self.ready}"
-                )
-            time.sleep(0.05)
+        wait_for(
+            lambda: self.setup.depth().message_count == self.ready,
+            self.turnstile.timeout,
+            lambda: f"{what}: the queue does not hold {self.ready} ready messages",
+        )
 
     def finish(self) -> None:
         """Live workers run freely and drain the queue; then crashed ones restart."""
