@@ -26,10 +26,12 @@ Quiesce, in three steps:
    `apply` events), then marks `consumer-done`.
 
 Writes that compaction removed never reach `rebuilt`, so the lost checker reports
-them as `lost-write` (the evidence of compaction in the history); the claim is about
-the final state: `missing`, `stale`, `phantom` and `extra` absent. The rebuild's read
-is recorded as the log audit too (a `deliver` to `LOG_AUDIT` per record, then its
-`consumer-done` mark), so those lost writes say their change is not in the log.
+them as `lost-write`, and their records (each has a `produce`, recorded live by the
+capture monitor) as `lost-message` of `rebuild`: the evidence of compaction in the
+history; the claim is about the final state: `missing`, `stale`, `phantom` and `extra`
+absent. The rebuild's read is recorded as the log audit too (a `deliver` to
+`LOG_AUDIT` per record, then its `consumer-done` mark), so those lost writes say their
+change is not in the log.
 
 A capture monitor follows the topic live during the workload (a delete event's version
 survives only until the cleaner replaces it with its tombstone), so step 1 knows when
@@ -37,7 +39,8 @@ every change is in.
 
 Parameters: `segment_ms` (default 500), `dirty_ratio` (`min.cleanable.dirty.ratio`,
 default 0.01), `compaction_lag_ms` (`min.compaction.lag.ms`, default 2000: the
-monitor's margin).
+monitor's margin), `await_compaction` (default true: quiesce step 2 waits for the
+cleaner; a replay, which compacts at the schedule's steps, turns it off).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
@@ -109,13 +113,28 @@ def read_record(msg: Message) -> Record:
     return Record(msg.offset(), key, after["value"], int(after["version"]), False)
 
 
+def record_fields(topic: str, record: Record) -> dict[str, Any]:
+    """A record's message fields in the history (msg_id: `<topic>@<offset>`)."""
+    return {
+        "channel": topic,
+        "partition": 0,
+        "offset": record.offset,
+        "msg_id": f"{topic}@{record.offset}",
+        "key": record.key,
+        "value": record.value,
+        "version": record.version,
+    }
+
+
 class CaptureMonitor(threading.Thread):
     """Follows the change topic live, keeping the highest version seen per key.
 
     It tells quiesce when every change has reached the topic. It must read as the
     records arrive: the cleaner later removes a delete event (the only record carrying
     a delete's version) in favour of its tombstone. `min.compaction.lag.ms` gives it a
-    margin. It records nothing: it is the harness's instrument, not a consumer under test.
+    margin. It records a `produce` per record (time: the record's Kafka timestamp), so
+    a record compaction removed before the rebuild read it is in the history, as in the
+    simulator; it is the harness's instrument, not a consumer under test.
     """
 
     def __init__(self, setup: CompactedLog) -> None:
@@ -127,11 +146,16 @@ class CaptureMonitor(threading.Thread):
 
     def run(self) -> None:
         """Read from offset 0 until stopped."""
-        with self.setup._reader() as reader:
+        with self.setup.reader() as reader:
             while not self.stopping.is_set():
                 for msg in reader.consume(num_messages=500, timeout=0.2):
                     if msg.error() is None:
                         r = read_record(msg)
+                        self.setup.context.recorder.msg(
+                            "produce",
+                            **record_fields(self.setup.topic, r),
+                            time=msg.timestamp()[1] * 1_000_000,
+                        )
                         if r.version is not None:
                             with self.lock:
                                 self.seen[r.key] = max(self.seen.get(r.key, 0), r.version)
@@ -154,6 +178,7 @@ class CompactedLog(Cdc):
         self.stores = (REBUILT,)
         self.versions = sql.Identifier("key_versions")
         self.monitor: CaptureMonitor | None = None
+        self.await_compaction = True
 
     def prepare(self, ctx: SetupContext) -> None:
         """The run's tables, the compacted topic and the connector (streaming)."""
@@ -162,6 +187,7 @@ class CompactedLog(Cdc):
         segment_ms = int(p.get("segment_ms", 500))
         dirty_ratio = float(p.get("dirty_ratio", 0.01))
         lag_ms = int(p.get("compaction_lag_ms", 2000))
+        self.await_compaction = bool(p.get("await_compaction", True))
         if segment_ms <= 0 or not 0 < dirty_ratio <= 1:
             raise ValueError(
                 f"compacted-log: segment_ms={segment_ms}, dirty_ratio={dirty_ratio}; use a "
@@ -244,7 +270,7 @@ class CompactedLog(Cdc):
         if end is None:
             return False
         retained, tombstones = self.count(end)
-        while retained >= end and time.monotonic() < deadline:
+        while self.await_compaction and retained >= end and time.monotonic() < deadline:
             time.sleep(0.5)
             retained, tombstones = self.count(end)
         self.context.recorder.mark(
@@ -276,13 +302,13 @@ class CompactedLog(Cdc):
                 log.warning("drain timed out; keys short of their final version: %s", short)
                 return None
             time.sleep(0.1)
-        with self._reader() as reader:
+        with self.reader() as reader:
             return reader.get_watermark_offsets(TopicPartition(self.topic, 0), 10)[1]
 
     def count(self, end: int) -> tuple[int, int]:
         """(records, tombstones) the topic holds below `end` now."""
         records = tombstones = 0
-        for msg in self._read_to(end):
+        for msg in self.read_to(end):
             records += 1
             tombstones += msg.value() is None
         return records, tombstones
@@ -292,16 +318,10 @@ class CompactedLog(Cdc):
         rec = self.context.recorder
         r = redis_client(self._redis_direct, timeout=5.0)
         try:
-            for msg in self._read_to(end):
+            for msg in self.read_to(end):
                 record = read_record(msg)
                 fields = {
-                    "channel": self.topic,
-                    "partition": 0,
-                    "offset": record.offset,
-                    "msg_id": f"{self.topic}@{record.offset}",
-                    "key": record.key,
-                    "value": record.value,
-                    "version": record.version,
+                    **record_fields(self.topic, record),
                     "consumer": REBUILD,
                     "process": REBUILD,
                 }
@@ -321,7 +341,7 @@ class CompactedLog(Cdc):
         rec.mark("consumer-done", consumer=LOG_AUDIT, channel=self.topic)
 
     @contextlib.contextmanager
-    def _reader(self) -> Iterator[Consumer]:
+    def reader(self) -> Iterator[Consumer]:
         reader = Consumer(
             {
                 "bootstrap.servers": self.bootstrap_direct,
@@ -336,10 +356,10 @@ class CompactedLog(Cdc):
         finally:
             reader.close()
 
-    def _read_to(self, end: int) -> list[Message]:
+    def read_to(self, end: int) -> list[Message]:
         """Every record from offset 0 up to `end` (compaction leaves gaps in offsets)."""
         out: list[Message] = []
-        with self._reader() as reader:
+        with self.reader() as reader:
             last = -1
             limit = time.monotonic() + 60
             while last < end - 1 and time.monotonic() < limit:

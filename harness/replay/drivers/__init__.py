@@ -9,6 +9,7 @@ from __future__ import annotations
 from harness.replay.drivers.base import Driver
 from harness.replay.drivers.bounded_log import BoundedLogDriver
 from harness.replay.drivers.cdc import CdcDriver
+from harness.replay.drivers.compacted_log import CompactedLogDriver
 from harness.replay.drivers.dual_write import DualWriteDriver
 from harness.replay.drivers.event_sourced import EventSourcedDriver
 from harness.replay.drivers.work_queue import WorkQueueDriver
@@ -22,6 +23,7 @@ DRIVERS: dict[str, type[Driver]] = {
     "outbox": CdcDriver,
     "amqp": WorkQueueDriver,
     "bounded-log": BoundedLogDriver,
+    "compacted-log": CompactedLogDriver,
     "event-sourced": EventSourcedDriver,
     "event-sourced-checked": EventSourcedDriver,
 }
