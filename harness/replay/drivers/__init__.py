@@ -1,7 +1,7 @@
 """How each schedule step becomes a real action: one driver per simulated setup.
 
 Each module holds the driver of one architecture; `DRIVERS` maps every simulated setup
-(harness.explore.setups.SETUPS) that has a replay to its driver.
+(harness.explore.setups.SETUPS) to its driver.
 """
 
 from __future__ import annotations
