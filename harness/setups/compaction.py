@@ -26,12 +26,10 @@ Quiesce, in three steps:
    `apply` events), then marks `consumer-done`.
 
 Writes that compaction removed never reach `rebuilt`, so the lost checker reports
-them as `lost-write`, and their records (each has a `produce`, recorded live by the
-capture monitor) as `lost-message` of `rebuild`: the evidence of compaction in the
-history; the claim is about the final state: `missing`, `stale`, `phantom` and `extra`
-absent. The rebuild's read is recorded as the log audit too (a `deliver` to
-`LOG_AUDIT` per record, then its `consumer-done` mark), so those lost writes say their
-change is not in the log.
+them as `lost-write` (the evidence of compaction in the history); the claim is about
+the final state: `missing`, `stale`, `phantom` and `extra` absent. The rebuild's read
+is recorded as the log audit too (a `deliver` to `LOG_AUDIT` per record, then its
+`consumer-done` mark), so those lost writes say their change is not in the log.
 
 A capture monitor follows the topic live during the workload (a delete event's version
 survives only until the cleaner replaces it with its tombstone), so step 1 knows when
@@ -53,7 +51,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import psycopg
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
@@ -113,28 +110,13 @@ def read_record(msg: Message) -> Record:
     return Record(msg.offset(), key, after["value"], int(after["version"]), False)
 
 
-def record_fields(topic: str, record: Record) -> dict[str, Any]:
-    """A record's message fields in the history (msg_id: `<topic>@<offset>`)."""
-    return {
-        "channel": topic,
-        "partition": 0,
-        "offset": record.offset,
-        "msg_id": f"{topic}@{record.offset}",
-        "key": record.key,
-        "value": record.value,
-        "version": record.version,
-    }
-
-
 class CaptureMonitor(threading.Thread):
     """Follows the change topic live, keeping the highest version seen per key.
 
     It tells quiesce when every change has reached the topic. It must read as the
     records arrive: the cleaner later removes a delete event (the only record carrying
     a delete's version) in favour of its tombstone. `min.compaction.lag.ms` gives it a
-    margin. It records a `produce` per record (time: the record's Kafka timestamp), so
-    a record compaction removed before the rebuild read it is in the history, as in the
-    simulator; it is the harness's instrument, not a consumer under test.
+    margin. It records nothing: it is the harness's instrument, not a consumer under test.
     """
 
     def __init__(self, setup: CompactedLog) -> None:
@@ -151,11 +133,6 @@ class CaptureMonitor(threading.Thread):
                 for msg in reader.consume(num_messages=500, timeout=0.2):
                     if msg.error() is None:
                         r = read_record(msg)
-                        self.setup.context.recorder.msg(
-                            "produce",
-                            **record_fields(self.setup.topic, r),
-                            time=msg.timestamp()[1] * 1_000_000,
-                        )
                         if r.version is not None:
                             with self.lock:
                                 self.seen[r.key] = max(self.seen.get(r.key, 0), r.version)
@@ -321,7 +298,13 @@ class CompactedLog(Cdc):
             for msg in self.read_to(end):
                 record = read_record(msg)
                 fields = {
-                    **record_fields(self.topic, record),
+                    "channel": self.topic,
+                    "partition": 0,
+                    "offset": record.offset,
+                    "msg_id": f"{self.topic}@{record.offset}",
+                    "key": record.key,
+                    "value": record.value,
+                    "version": record.version,
                     "consumer": REBUILD,
                     "process": REBUILD,
                 }
@@ -342,6 +325,7 @@ class CompactedLog(Cdc):
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[Consumer]:
+        """A consumer of the topic from offset 0, without a group's offsets."""
         reader = Consumer(
             {
                 "bootstrap.servers": self.bootstrap_direct,
