@@ -108,7 +108,7 @@ def replay(
         seed=seed,
         params={
             # Repeated at the top, as scenarios do: the eventsourcing checker reads it there.
-            **{k: v for k, v in driver.params.items() if k == "invariant"},
+            **({"invariant": driver.params["invariant"]} if "invariant" in driver.params else {}),
             "setup": driver.setup.name,
             "setup_params": driver.params,
         },
