@@ -27,9 +27,7 @@ def _rebuilt(run_dir: Path) -> list[str | None]:
     ]
 
 
-def test_compaction_at_a_step_keeps_the_latest_record_of_each_key(
-    stack: Stack, tmp_path: Path
-) -> None:
+def test_a_compact_step_keeps_each_keys_latest_record(stack: Stack, tmp_path: Path) -> None:
     stack.up("postgres", "redis", "kafka", "connect")
     # C9 holds, so `driftlab explore` saves no schedule: this one is fixed, and the
     # simulator compacts k1's first value away at step 4.
