@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -268,6 +269,31 @@ def _log_to(path: Path) -> Iterator[None]:
         root.removeHandler(handler)
         root.setLevel(level)
         handler.close()
+
+
+def warm_up(master: str | None, log_path: Path) -> threading.Thread:
+    """Start the process's Spark session in a background thread, its JVM's log lines in
+    `log_path`, and run one job that starts a Python worker per core with the pass's
+    modules imported: the suite calls it before its first run, so that the first
+    verdict does not wait for the JVM while the run itself mostly waits on services. A
+    failure here is only logged: the first analysis starts Spark itself and says why."""
+
+    def start() -> None:
+        try:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            sc = _spark(master, log_path).sparkContext
+            cores = sc.defaultParallelism
+            sc.parallelize(range(cores), cores).foreach(_import_the_pass)
+        except Exception:
+            log.warning("Spark did not start ahead of the analysis", exc_info=True)
+
+    thread = threading.Thread(target=start, name="driftlab-spark-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_the_pass(_: object) -> None:
+    import checkers.keyed.spark  # noqa: F401 (imported for a worker that runs it next)
 
 
 def _spark(master: str | None, log_path: Path) -> SparkSession:
