@@ -274,9 +274,10 @@ def _log_to(path: Path) -> Iterator[None]:
 def warm_up(master: str | None, log_path: Path) -> threading.Thread:
     """Start the process's Spark session in a background thread, its JVM's log lines in
     `log_path`, and run one job that starts a Python worker per core with the pass's
-    modules imported: the suite calls it before its first run, so that the first
-    verdict does not wait for the JVM while the run itself mostly waits on services. A
-    failure here is only logged: the first analysis starts Spark itself and says why."""
+    modules imported: `driftlab suite` and `driftlab run` call it before the first run,
+    so that the first verdict does not wait for the JVM while the run mostly waits on
+    services. A failure here is only logged (at info level, never on the terminal): the
+    analysis starts Spark itself and says why."""
 
     def start() -> None:
         try:
@@ -285,7 +286,7 @@ def warm_up(master: str | None, log_path: Path) -> threading.Thread:
             cores = sc.defaultParallelism
             sc.parallelize(range(cores), cores).foreach(_import_the_pass)
         except Exception:
-            log.warning("Spark did not start ahead of the analysis", exc_info=True)
+            log.info("Spark did not start ahead of the analysis", exc_info=True)
 
     thread = threading.Thread(target=start, name="driftlab-spark-warm-up", daemon=True)
     thread.start()

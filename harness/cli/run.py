@@ -182,6 +182,8 @@ def run(
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
+    from checkers.analyze import warm_up
+    from harness.rundir import RunsDir
     from harness.runner.runner import run_scenario
     from scenarios.registry import get_scenario
 
@@ -204,6 +206,8 @@ def run(
             stack = enter_backend(scope, backend, err)
         prog = scope.enter_context(progress())
         task = prog.add_task(sc.name, total=None)
+        if analyze:
+            warm_up(spark_master, RunsDir(runs_dir).spark_log)
         result = run_scenario(
             sc,
             seed=seed,
