@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyspark import SparkContext
 from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 from rich.console import Console
@@ -282,15 +283,20 @@ def warm_up(master: str | None, log_path: Path) -> threading.Thread:
     def start() -> None:
         try:
             log_path.parent.mkdir(parents=True, exist_ok=True)
-            sc = _spark(master, log_path).sparkContext
-            cores = sc.defaultParallelism
-            sc.parallelize(range(cores), cores).foreach(_import_the_pass)
+            start_workers(_spark(master, log_path).sparkContext)
         except Exception:
             log.info("Spark did not start ahead of the analysis", exc_info=True)
 
     thread = threading.Thread(target=start, name="driftlab-spark-warm-up", daemon=True)
     thread.start()
     return thread
+
+
+def start_workers(sc: SparkContext) -> None:
+    """Run one job that starts a Python worker per core with the pass's modules
+    imported, so that the first analysis finds them ready."""
+    cores = sc.defaultParallelism
+    sc.parallelize(range(cores), cores).foreach(_import_the_pass)
 
 
 def _import_the_pass(_: object) -> None:

@@ -128,9 +128,7 @@ def summarize(tables: list[pa.Table], per_kind: int, anomalies_path: str | None)
         if out.errors:
             found = found.filter(pc.invert(pc.is_in(found["checker"], pa.array(list(out.errors)))))
         found = found.select(list(ANOMALY_COLUMNS))
-        order = pc.sort_indices(
-            found, [(c, "ascending") for c in ANOMALY_ORDER], null_placement="at_start"
-        )
+        order = pc.sort_indices(found, [(c, "ascending", "at_start") for c in ANOMALY_ORDER])
         pq.write_table(found.take(order).cast(anomaly_arrow_schema()), anomalies_path)
     return out
 

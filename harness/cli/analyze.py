@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import traceback
 from pathlib import Path
@@ -18,6 +19,7 @@ from harness.rundir import RunDir
 
 if TYPE_CHECKING:
     from checkers.analyze import AnalysisResult
+    from harness.services.base import Endpoint
 
 EXIT_FORBIDDEN = exitcodes.VERDICT
 EXIT_BAD_INPUT = exitcodes.BAD_INPUT
@@ -80,7 +82,9 @@ def analyze(
     whose workload never ran, whose pipeline never delivered, applied or read
     anything (for Jepsen: sends but no poll read a message) or whose scheduled
     faults never took effect is inconclusive, with what was missing. Ctrl-C stops
-    the analysis at once; the history is left as it was.
+    the analysis at once; the history is left as it was. With the stack of a plain
+    `driftlab up` running in this folder, its warm Spark (the `analysis` service) does
+    the work, unless --spark-master or $DRIFTLAB_SPARK_MASTER names another master.
 
     Exit status: 0 analysed; 1 a forbidden anomaly appeared; 2 bad input (no such
     run directory, corrupt history, unreadable config.json, malformed --spark-master);
@@ -104,15 +108,21 @@ def analyze(
             "or runs/<scenario>/<time>-<seed>",
         )
     check_spark_master(spark_master, err)
-    from checkers.analyze import AnalysisInputError
+    from checkers.analyze import EXAMPLES_PER_KIND, AnalysisInputError
     from checkers.analyze import analyze as run_analysis
     from checkers.session import interruptible
     from harness.runner import inconclusive
+    from harness.services.analysis import analyze_remotely
 
-    console.print(f"[bold]analysing[/] {run_dir}")
+    server = None if spark_master else _warm_server()
+    where = " [dim](on the warm Spark of `driftlab up`)[/]" if server else ""
+    console.print(f"[bold]analysing[/] {run_dir}{where}")
     try:
         with interruptible():
-            result = run_analysis(run_dir, spark_master, console=console)
+            if server is not None:
+                result = analyze_remotely(server, run_dir, console, EXAMPLES_PER_KIND)
+            else:
+                result = run_analysis(run_dir, spark_master, console=console)
         why = inconclusive.apply(RunDir(result.run_dir), result.analysis)
     except KeyboardInterrupt:
         console.quiet = True  # the checkers' threads report their cancelled jobs meanwhile
@@ -135,6 +145,24 @@ def analyze(
         raise typer.Exit(exitcodes.LAB_FAILED)
     if result.forbidden_found:
         raise typer.Exit(EXIT_FORBIDDEN)
+
+
+def _warm_server() -> Endpoint | None:
+    """The analysis server of the stack `driftlab up` left running here, when it is
+    healthy and no other Spark master is asked for (DRIFTLAB_SPARK_MASTER)."""
+    if os.environ.get("DRIFTLAB_SPARK_MASTER"):
+        return None
+    from harness.runner.stack_use import running_stack
+    from harness.services.analysis import ANALYSIS
+
+    try:
+        stack = running_stack()
+    except Exception:  # a stack folder that cannot be read: analyse in process
+        return None
+    service = stack.services.get(ANALYSIS) if stack is not None else None
+    if service is None or not service.healthy():
+        return None
+    return service.endpoint()
 
 
 def _failure(exc: Exception, run_dir: Path) -> tuple[int, str]:

@@ -15,6 +15,7 @@ from harness import exitcodes
 from harness.cli import app
 from harness.cli.run import BACKEND_OPTION
 from harness.runner.clean_stack import find_leftovers, live_namespaces
+from harness.services.analysis import ANALYSIS
 from harness.services.base import ServiceError
 from harness.services.stack import (
     DEFAULT_STACK_DIR,
@@ -100,7 +101,10 @@ def _show(stack: Stack) -> None:
 def up(
     only: Annotated[
         str | None,
-        typer.Option(help="Comma-separated services to start (default: all of them)."),
+        typer.Option(
+            help="Comma-separated services to start (default: all of them, and with the "
+            "local backend the `analysis` server, a warm Spark for `driftlab analyze`)."
+        ),
     ] = None,
     root: StackDir = DEFAULT_STACK_DIR,
     backend: Annotated[str, BACKEND_OPTION] = "local",
@@ -109,6 +113,8 @@ def up(
     it running for `driftlab run`; `driftlab down` stops it. Exit status: 0 up, 2 an
     unknown service, 3 a service that would not start (a port taken, a missing program)."""
     names = [n.strip() for n in only.split(",") if n.strip()] if only else default_services()
+    if only is None and backend == "local":
+        names.append(ANALYSIS)
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         known = ", ".join(REGISTRY)

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.services.analysis import ANALYSIS, AnalysisService
 from harness.services.base import Endpoint, ServiceError
 from harness.services.connect import connect_from_deps
 from harness.services.kafka import cluster_from_spec
@@ -104,6 +105,9 @@ register(TOXIPROXY, lambda spec, deps: ToxiproxyService(spec), start_timeout=30.
 # JVMs on a shared 2-core machine: a cold start can take a minute.
 register("kafka", lambda spec, deps: cluster_from_spec(spec), start_timeout=120.0)
 register("connect", connect_from_deps, depends_on=("kafka", TOXIPROXY), start_timeout=120.0)
+# Not a default: runs never need it, and the docker backend has no image for it; a
+# plain local `driftlab up` adds it (harness.cli.stack).
+register(ANALYSIS, lambda spec, deps: AnalysisService(spec), default=False, start_timeout=180.0)
 
 
 def default_services() -> list[str]:

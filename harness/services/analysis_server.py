@@ -1,0 +1,139 @@
+"""The stack's analysis server: one warm SparkSession that analyses run folders on
+request, so that `driftlab analyze` with a `driftlab up` stack pays no JVM start.
+
+`python -m harness.services.analysis_server --port P --secret-file F` (the stack's
+`analysis` service, harness/services/analysis.py, starts it). It starts Spark and its
+Python workers first and listens only then, so a healthy server is a warm one. Requests
+come over multiprocessing.connection on loopback, authenticated by the stack's secret,
+one at a time (one SparkSession per process):
+
+- `{"ping": True}` -> `"pong"`;
+- `{"run_dir": ABSOLUTE PATH, "per_kind": N}` -> `("line", text)` for each progress
+  line of the analysis, then `("done", analysis)` or `("error", exception)`.
+
+A client that goes away (Ctrl-C) cancels its analysis: its Spark jobs are cancelled and
+the run folder gets no outputs, as with an interrupted analysis in process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import logging
+import pickle
+import threading
+from multiprocessing.connection import Connection, Listener
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from harness.services.ports import LOOPBACK
+
+log = logging.getLogger("driftlab.analysis_server")
+
+
+class _Lines(io.TextIOBase):
+    """A text stream that sends what the analysis prints to the client, line by line."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def write(self, text: str) -> int:
+        # A client that is gone is the watcher's to handle (it cancels the jobs): rich
+        # would answer a BrokenPipeError with SystemExit, ending the server.
+        if text:
+            with contextlib.suppress(EOFError, OSError):
+                self.conn.send(("line", text))
+        return len(text)
+
+
+def _watch(conn: Connection, done: threading.Event, cancel: Any) -> None:
+    """Cancel the running jobs when the client goes away before the analysis is done
+    (the client sends nothing else meanwhile: anything readable is its end)."""
+    while not done.is_set():
+        try:
+            if conn.poll(0.2):
+                conn.recv()
+        except (EOFError, OSError):
+            if not done.is_set():
+                log.info("the client went away: cancelling its analysis")
+                cancel()
+            return
+
+
+def _serve_one(conn: Connection, master: str | None) -> None:
+    from checkers.analyze import analyze
+    from checkers.session import get_spark
+
+    request = conn.recv()
+    if request.get("ping"):
+        conn.send("pong")
+        return
+    run_dir = Path(request["run_dir"])
+    log.info("analysing %s", run_dir)
+    done = threading.Event()
+    sc = get_spark(master).sparkContext
+    watcher = threading.Thread(target=_watch, args=(conn, done, sc.cancelAllJobs), daemon=True)
+    watcher.start()
+    console = Console(file=_Lines(conn), highlight=False, width=100, force_terminal=False)
+    try:
+        result = analyze(run_dir, master, console=console, per_kind=request["per_kind"])
+    except Exception as exc:  # the client reports it as an analysis in process would
+        log.warning("analysis of %s failed", run_dir, exc_info=True)
+        done.set()
+        _send_error(conn, exc)
+        return
+    done.set()
+    conn.send(("done", result.analysis))
+
+
+def _send_error(conn: Connection, exc: Exception) -> None:
+    """The exception itself when it pickles (the client maps it to its exit code and
+    line), else a RuntimeError with its text."""
+    try:
+        pickle.dumps(exc)
+    except Exception:  # Py4J errors hold a gateway client: they do not pickle
+        exc = RuntimeError(str(exc))
+    # A client that is gone had its analysis cancelled: nobody to tell.
+    with contextlib.suppress(EOFError, OSError):
+        conn.send(("error", exc))
+
+
+def serve(port: int, secret: bytes, master: str | None = None) -> None:
+    """Start Spark and its Python workers, then answer requests until killed."""
+    from checkers.analyze import start_workers
+    from checkers.session import get_spark
+
+    log.info("starting Spark (%s)", master or "local[*]")
+    # Spark's own log lines go to this process's stderr: the service's log.
+    start_workers(get_spark(master).sparkContext)
+    with Listener((LOOPBACK, port), authkey=secret) as listener:
+        log.info("listening on %s:%d", LOOPBACK, port)
+        while True:
+            try:
+                conn = listener.accept()
+            except (OSError, EOFError) as e:  # a client that failed authentication
+                log.warning("refused a connection: %s", e)
+                continue
+            with conn:
+                try:
+                    _serve_one(conn, master)
+                except (EOFError, OSError, KeyError, TypeError) as e:
+                    log.warning("dropped a request: %s", e)
+
+
+def main() -> None:
+    """The server's command line."""
+    parser = argparse.ArgumentParser(prog="python -m harness.services.analysis_server")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--secret-file", type=Path, required=True)
+    parser.add_argument("--spark-master", default=None)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    serve(args.port, args.secret_file.read_bytes().strip(), args.spark_master)
+
+
+if __name__ == "__main__":
+    main()
