@@ -53,6 +53,7 @@ def test_the_groups_find_what_the_whole_history_holds(events: list[Event]) -> No
     }
     delays = Counter(staleness.lag_rows(events))
     assert Counter(judged.lags) == delays
+    assert Counter(judged.realtime) == Counter(reorder.worst_realtime_lags(events))
 
 
 @pytest.mark.spark

@@ -217,7 +217,7 @@ _PARTITION_SUSPECTS = {
         lag("offset") OVER (PARTITION BY _g, process ORDER BY $ORDER) AS prev
       FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'produce'
         AND process IS NOT NULL AND "offset" IS NOT NULL)
-    WHERE "offset" <= prev""",
+    WHERE "offset" < prev""",
     "inconsistent-offset": f"""
     SELECT _g FROM r WHERE _r = {PARTITION} AND type = 'msg'
       AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL AND msg_id IS NOT NULL

@@ -15,6 +15,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from checkers.anomaly import Anomaly, evidence_json
 from checkers.reference.common import is_consumer_delivery, is_effect, order_key
@@ -154,8 +155,10 @@ def _polls(
 
 def _sends(ordered: Iterable[Event]) -> list[Anomaly]:
     """nonmonotonic-send: per (process, channel, partition), in time order, a `produce`
-    whose offset is not above the same producer's previous one (Jepsen's
-    `:nonmonotonic-send`). A produce without a process names no producer: not judged."""
+    whose offset is below the same producer's previous one (Jepsen's
+    `:nonmonotonic-send`). A produce without a process names no producer: not judged;
+    one at the same offset again is no step back (two messages there are an
+    inconsistent-offset, one message twice is no anomaly)."""
     previous: dict[tuple[str, str, int | None], Event] = {}
     out: list[Anomaly] = []
     for e in ordered:
@@ -166,7 +169,7 @@ def _sends(ordered: Iterable[Event]) -> list[Anomaly]:
         g = (e.process, e.channel, e.partition)
         prev = previous.get(g)
         previous[g] = e
-        if prev is None or e.offset > prev.offset:
+        if prev is None or e.offset >= prev.offset:
             continue
         out.append(
             Anomaly(
@@ -246,7 +249,7 @@ class RealtimeLag:
             self.process or "",
         )
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:
         """The sample as series.json and analysis.json give it."""
         return {
             "channel": self.channel,
@@ -256,6 +259,18 @@ class RealtimeLag:
             "time_ns": self.time,
             "lag_ns": self.lag_ns,
         }
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> RealtimeLag:
+        """The sample to_dict gave."""
+        return cls(
+            row["channel"],
+            row["partition"],
+            row["consumer"],
+            row["process"],
+            row["time_ns"],
+            row["lag_ns"],
+        )
 
 
 def realtime_lags(events: Sequence[Event]) -> list[RealtimeLag]:
