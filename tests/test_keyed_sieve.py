@@ -15,7 +15,6 @@ from keyed_support import any_history
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS
 from checkers.keyed.facts import facts_of
 from checkers.keyed.sieve import sieve
-from checkers.keyed.timeline import SERIES_ROW
 from checkers.keyed.step import (
     ANOMALY,
     GROUP_COLUMN,
@@ -29,6 +28,7 @@ from checkers.keyed.step import (
     partition_step,
     routes,
 )
+from checkers.keyed.timeline import SERIES_ROW
 from harness.history.schema import COLUMNS, INT_COLUMNS, Event
 from harness.testing.synthetic import generate
 

@@ -45,9 +45,10 @@ JEPSEN_NAMES: dict[str, str] = {
     "duplicate-offset": ":duplicate",
     "nonmonotonic-send": ":nonmonotonic-send, :int-nonmonotonic-send",
     "duplicate-delivery": "(none: redelivery is allowed)",
+    "realtime-lag": ":worst-realtime-lag",
 }
 """Beside each driftlab kind an imported history can show, Jepsen's names for the same
-anomaly (docs/jepsen.md says where they differ)."""
+anomaly, and for the realtime lag figure (docs/jepsen.md says where they differ)."""
 
 FORBIDDEN = (
     "lost-message",
