@@ -29,7 +29,7 @@ from rich.console import Console
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
 from checkers.figures import PassFigures, pass_figures
 from checkers.keyed.spark import keyed_pass
-from checkers.keyed.step import ANOMALY, OUTPUT_DDL
+from checkers.keyed.step import ANOMALY, OUTPUT_DDL, REALTIME_SERIES
 from checkers.outputs import examples, write_single_parquet
 from checkers.reference.reorder import RealtimeLag, worst_realtime_lag
 from checkers.series import bucket_seconds
@@ -183,9 +183,9 @@ def analyze(
             lag = {} if "staleness" in figures.errors else figures.lag
             # The realtime lag comes from the reorder checker's partition groups.
             if "reorder" in figures.errors:
-                series["realtime_lag"], realtime = [], {}
+                series[REALTIME_SERIES], realtime = [], {}
             else:
-                realtime = _realtime_lag(series["realtime_lag"], t0_ns)
+                realtime = _realtime_lag(series[REALTIME_SERIES], t0_ns)
             # Notes come from the lost checker's groups: a failure leaves them unknown.
             notes = {} if "lost" in figures.errors else {n: figures.notes[n] for n in NOTES}
             _write_json(run / SERIES_JSON, {"schema": ANALYSIS_SCHEMA, **series})

@@ -14,6 +14,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from checkers.keyed.step import REALTIME_SERIES
 from harness.history.schema import OpPhase
 
 MAX_BUCKETS = 1200
@@ -25,7 +26,7 @@ HISTORY_SERIES = {
     "faults": ["start", "fault_id"],
     "offsets": ["t", "consumer", "channel", "partition"],
     "marks": ["t", "kind", "consumer", "channel"],
-    "realtime_lag": ["channel", "partition"],
+    REALTIME_SERIES: ["channel", "partition"],
 }
 """The series of series.json that come from the history itself (made in the keyed pass,
 checkers.keyed.timeline; the realtime lag, each channel partition's worst poll, by the

@@ -4,6 +4,7 @@ included, its notes and its lag."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -13,7 +14,8 @@ from pyspark.sql import functions as F
 
 from checkers.anomaly import ANOMALY_COLUMNS, Anomaly
 from checkers.keyed.facts import facts_of
-from checkers.keyed.step import ANOMALY, NOTE, group_history, judge
+from checkers.keyed.step import ANOMALY, NOTE, REALTIME_SERIES, group_history, judge
+from checkers.keyed.timeline import SERIES_ROW
 from checkers.reference import (
     divergence,
     duplicates,
@@ -23,6 +25,7 @@ from checkers.reference import (
     reorder,
     staleness,
 )
+from checkers.reference.reorder import RealtimeLag
 from harness.history.schema import Event
 
 REFERENCE = (lost, duplicates, reorder, divergence, staleness, eventsourcing, graph)
@@ -78,3 +81,6 @@ def test_spark_gives_the_reference_rows_with_their_evidence(spark, events: list[
     assert {k: v for k, v in notes.items() if v} == {
         k: v for k, v in lost.notes(events).items() if v
     }
+    realtime = rows.filter((F.col("out") == SERIES_ROW) & (F.col("kind") == REALTIME_SERIES))
+    got_lags = Counter(RealtimeLag.from_dict(json.loads(r["detail"])) for r in realtime.collect())
+    assert got_lags == Counter(reorder.worst_realtime_lags(events))
