@@ -1,11 +1,10 @@
 """Analyse a run: the keyed pass over its history, and the files of docs/analysis.md.
 
-`analyze(run_dir)` converts the history to Parquet (harness.history.reader), runs every
-check and makes every series in one keyed pass (checkers.keyed.spark, one job) written
-once to a scratch folder, adds its rows up in one job (checkers.figures) and writes the
-sorted anomalies in a third: analysis.json, anomalies.parquet, examples.json and
-series.json from three Spark jobs, whatever the history. Only aggregates and a few
-sampled rows reach the driver.
+`analyze(run_dir)` converts the history to Parquet (harness.history.reader), then one
+Spark job (checkers.keyed.spark) runs every check, makes every series, adds its rows
+up (checkers.figures) and writes the sorted anomalies into a scratch folder;
+analysis.json, anomalies.parquet, examples.json and series.json follow from it,
+whatever the history. Only aggregates and a few sampled rows reach the driver.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,15 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.logger import PySparkLogger
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 from rich.console import Console
 
-from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
-from checkers.figures import PassFigures, pass_figures
+from checkers.anomaly import ALL_KINDS, KINDS
+from checkers.figures import PassFigures
 from checkers.keyed.spark import keyed_pass
-from checkers.keyed.step import ANOMALY, OUTPUT_DDL, REALTIME_SERIES
-from checkers.outputs import examples, write_single_parquet
+from checkers.keyed.step import REALTIME_SERIES
+from checkers.outputs import examples
 from checkers.reference.reorder import RealtimeLag, worst_realtime_lag
 from checkers.series import bucket_seconds
 from checkers.session import get_spark
@@ -51,13 +50,10 @@ ANALYSIS_SCHEMA = 1
 CHECKERS: tuple[str, ...] = tuple(KINDS)
 EXAMPLES_PER_KIND = 5
 SCRATCH = ".analyze"
+"""The analysis's scratch folder in the run folder, gone when it ends however it ends."""
 LOG_NAME = ANALYZE_LOG
 NOTES = ("unseen-message", "recovered-write")
 OUTPUTS = ANALYSIS_OUTPUTS
-SMALL_HISTORY = 200_000
-"""Events below which the summary's shuffles are one partition, without adaptive
-re-planning."""
-
 _PYSPARK_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
 
 log = logging.getLogger("driftlab.analyze")
@@ -146,52 +142,46 @@ def analyze(
         scratch.mkdir()
         try:
             t = time.perf_counter()
-            _size_shuffles(spark, info.events)
-            t0_ns, t1_ns = keyed_pass(
-                spark, run / PARQUET_NAME, scratch / "pass", info.events, per_kind
+            done = keyed_pass(
+                spark, run / PARQUET_NAME, scratch / ANOMALIES_PARQUET, info.events, per_kind
             )
-            rows = spark.read.schema(OUTPUT_DDL).parquet(str(scratch / "pass"))
-            bucket_s = bucket_seconds(t0_ns, t1_ns)
-            figures = pass_figures(rows, t0_ns, bucket_s, per_kind)
-            runs = _checker_runs(figures, time.perf_counter() - t)
-            timings["checkers_s"] = time.perf_counter() - t
-            for r in runs:
-                _say_checker(say, r)
-
-            t = time.perf_counter()
-            found = rows.filter(F.col("out") == ANOMALY).filter(
-                ~F.col("checker").isin(list(figures.errors))
-            )
-            write_single_parquet(_sorted_anomalies(found), run / ANOMALIES_PARQUET, scratch)
-            counts = _counts(runs)
-            _write_json(
-                run / EXAMPLES_JSON,
-                {
-                    "schema": ANALYSIS_SCHEMA,
-                    "per_kind": per_kind,
-                    "kinds": examples(figures.examples, counts, t0_ns),
-                },
-            )
-            series: dict[str, Any] = {
-                "t0_ns": t0_ns,
-                "t1_ns": t1_ns,
-                "bucket_s": bucket_s,
-                **figures.history_series,
-            }
-            series["anomalies"] = figures.anomaly_series
-            series["lag"] = [] if "staleness" in figures.errors else figures.lag_series
-            lag = {} if "staleness" in figures.errors else figures.lag
-            # The realtime lag comes from the reorder checker's partition groups.
-            if "reorder" in figures.errors:
-                series[REALTIME_SERIES], realtime = [], {}
-            else:
-                realtime = _realtime_lag(series[REALTIME_SERIES], t0_ns)
-            # Notes come from the lost checker's groups: a failure leaves them unknown.
-            notes = {} if "lost" in figures.errors else {n: figures.notes[n] for n in NOTES}
-            _write_json(run / SERIES_JSON, {"schema": ANALYSIS_SCHEMA, **series})
-            timings["outputs_s"] = time.perf_counter() - t
+            os.replace(scratch / ANOMALIES_PARQUET, run / ANOMALIES_PARQUET)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        figures, t0_ns, t1_ns = done.figures, done.t0_ns, done.t1_ns
+        runs = _checker_runs(figures, time.perf_counter() - t)
+        timings["checkers_s"] = time.perf_counter() - t
+        for r in runs:
+            _say_checker(say, r)
+
+        t = time.perf_counter()
+        counts = _counts(runs)
+        _write_json(
+            run / EXAMPLES_JSON,
+            {
+                "schema": ANALYSIS_SCHEMA,
+                "per_kind": per_kind,
+                "kinds": examples(figures.examples, counts, t0_ns),
+            },
+        )
+        series: dict[str, Any] = {
+            "t0_ns": t0_ns,
+            "t1_ns": t1_ns,
+            "bucket_s": bucket_seconds(t0_ns, t1_ns),
+            **figures.history_series,
+        }
+        series["anomalies"] = figures.anomaly_series
+        series["lag"] = [] if "staleness" in figures.errors else figures.lag_series
+        lag = {} if "staleness" in figures.errors else figures.lag
+        # The realtime lag comes from the reorder checker's partition groups.
+        if "reorder" in figures.errors:
+            series[REALTIME_SERIES], realtime = [], {}
+        else:
+            realtime = _realtime_lag(series[REALTIME_SERIES], t0_ns)
+        # Notes come from the lost checker's groups: a failure leaves them unknown.
+        notes = {} if "lost" in figures.errors else {n: figures.notes[n] for n in NOTES}
+        _write_json(run / SERIES_JSON, {"schema": ANALYSIS_SCHEMA, **series})
+        timings["outputs_s"] = time.perf_counter() - t
 
         lost_where = {} if "lost" in figures.errors else dict(sorted(figures.lost_where.items()))
         verdict = judge(counts, expectations)
@@ -289,6 +279,31 @@ def _log_to(path: Path) -> Iterator[None]:
         handler.close()
 
 
+def warm_up(master: str | None, log_path: Path) -> threading.Thread:
+    """Start the process's Spark session in a background thread, its JVM's log lines in
+    `log_path`, and run one job that starts a Python worker per core with the pass's
+    modules imported: the suite calls it before its first run, so that the first
+    verdict does not wait for the JVM while the run itself mostly waits on services. A
+    failure here is only logged: the first analysis starts Spark itself and says why."""
+
+    def start() -> None:
+        try:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            sc = _spark(master, log_path).sparkContext
+            cores = sc.defaultParallelism
+            sc.parallelize(range(cores), cores).foreach(_import_the_pass)
+        except Exception:
+            log.warning("Spark did not start ahead of the analysis", exc_info=True)
+
+    thread = threading.Thread(target=start, name="driftlab-spark-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_the_pass(_: object) -> None:
+    import checkers.keyed.spark  # noqa: F401 (imported for a worker that runs it next)
+
+
 def _spark(master: str | None, log_path: Path) -> SparkSession:
     """The process's session; a new JVM gets `log_path` as its stderr, so Spark's own
     log lines land in the run's log instead of the terminal."""
@@ -304,19 +319,6 @@ def _spark(master: str | None, log_path: Path) -> SparkSession:
                 os.dup2(saved, 2)
     finally:
         os.close(saved)
-
-
-def _size_shuffles(spark: SparkSession, rows: int) -> None:
-    """Size the session's shuffles to a history of `rows` events.
-
-    The summary and the sorted anomalies aggregate the pass's rows, a few per group: on
-    a small history each extra shuffle partition is a task to schedule, and adaptive
-    execution adds a job per stage to re-plan what is already tiny.
-    """
-    small = rows <= SMALL_HISTORY
-    cores = spark.sparkContext.defaultParallelism
-    spark.conf.set("spark.sql.shuffle.partitions", str(1 if small else 2 * cores))
-    spark.conf.set("spark.sql.adaptive.enabled", str(not small).lower())
 
 
 def _checker_runs(figures: PassFigures, seconds: float) -> list[CheckerRun]:
@@ -339,17 +341,6 @@ def _say_checker(say: Any, run: CheckerRun) -> None:
     colour = "green" if total == 0 else "bold red"
     say(f"  {run.name:<14} [{colour}]{total:>8,} anomalies[/]")
     log.info("checker %s: %s", run.name, run.counts)
-
-
-def _sorted_anomalies(found: DataFrame) -> DataFrame:
-    """Every anomaly row, sorted (docs/analysis.md)."""
-    # It is written as one file anyway: one task reads the pass's files and sorts them,
-    # with no shuffle and no job sampling the range partitions of a global sort.
-    return (
-        found.select(*ANOMALY_COLUMNS)
-        .coalesce(1)
-        .sortWithinPartitions("time", "kind", "store", "key", "consumer")
-    )
 
 
 def _counts(runs: list[CheckerRun]) -> dict[str, int]:

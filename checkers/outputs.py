@@ -1,16 +1,11 @@
-"""anomalies.parquet and examples.json, written from Spark (docs/analysis.md)."""
+"""What anomalies.parquet and examples.json hold (docs/analysis.md)."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
-from pyspark.sql import DataFrame
 
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS, Anomaly
 
@@ -26,21 +21,6 @@ def anomaly_arrow_schema() -> pa.Schema:
             for c in ANOMALY_COLUMNS
         ]
     )
-
-
-def write_single_parquet(frame: DataFrame, dest: Path, scratch: Path) -> None:
-    """Write `frame`, of one partition, as one Parquet file at `dest` (Spark writes
-    directories: it is written under `scratch` and its part file moved)."""
-    out = scratch / f"{dest.stem}.spark"
-    frame.write.mode("overwrite").parquet(str(out))
-    parts = sorted(out.glob("part-*.parquet"))
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    if parts:
-        shutil.move(parts[0], tmp)
-    else:  # Spark may write no file for an empty frame
-        pq.write_table(anomaly_arrow_schema().empty_table(), tmp)
-    os.replace(tmp, dest)
-    shutil.rmtree(out, ignore_errors=True)
 
 
 def examples(

@@ -1,7 +1,7 @@
 """series.json: per-time-bucket aggregates for the report, their buckets and order.
 
 The keyed pass makes every series' rows (checkers.keyed.timeline, the anomalies and the
-lag in the partition step) and its summary job adds them up (checkers.figures). Only
+lag in the partition step) and its summary stage adds them up (checkers.figures). Only
 aggregates reach the driver (at most MAX_BUCKETS buckets per series and group), so the
 file stays small whatever the history's size. Format: docs/analysis.md.
 """
@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import math
 from typing import Any
-
-from pyspark.sql import Column
-from pyspark.sql import functions as F
 
 from checkers.keyed.step import REALTIME_SERIES
 from harness.history.schema import OpPhase
@@ -37,11 +34,6 @@ def bucket_seconds(t0_ns: int, t1_ns: int) -> int:
     """1 second, widened to a whole number of seconds so a run has <= MAX_BUCKETS."""
     span_s = max(0, t1_ns - t0_ns) / NS
     return max(1, math.ceil(span_s / MAX_BUCKETS))
-
-
-def bucket_column(time: Column, t0_ns: int, bucket_s: int) -> Column:
-    """The bucket's start, in seconds since t0."""
-    return (F.floor((time - F.lit(t0_ns)) / F.lit(bucket_s * NS)) * bucket_s).cast("long")
 
 
 def sorted_rows(rows: list[dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:

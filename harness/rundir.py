@@ -51,6 +51,7 @@ LATEST = "latest"
 INDEX_JSON = "index.json"
 INDEX_HTML = "index.html"
 MATRIX_JSON = "matrix.json"
+SPARK_LOG = "spark.log"
 
 
 def utc_stamp() -> str:
@@ -106,6 +107,11 @@ class RunsDir(_Folder):
     def matrix_json(self) -> Path:
         """The cells a matrix ran and skipped."""
         return self.path / MATRIX_JSON
+
+    @property
+    def spark_log(self) -> Path:
+        """The log of a Spark session the suite started ahead of its first analysis."""
+        return self.path / LOGS_DIR / SPARK_LOG
 
     def point_latest(self, run: RunDir) -> None:
         """Atomically replace `latest` (relative, so the tree can move)."""

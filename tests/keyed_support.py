@@ -4,6 +4,7 @@ history in, one checker's anomaly rows, the notes or the lag figures out."""
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,15 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from strategies_messages import combined_histories
 from strategies_states import histories
 
-from checkers.anomaly import ANOMALY_COLUMNS
-from checkers.figures import pass_figures
+from checkers.anomaly import ANOMALY_COLUMNS, SPARK_DDL, Anomaly
+from checkers.figures import PassFigures
 from checkers.keyed.spark import keyed_pass
-from checkers.keyed.step import ANOMALY, ERROR, NOTE, OUTPUT_DDL
-from checkers.series import bucket_seconds
 from harness.history.reader import arrow_schema
 from harness.history.schema import COLUMNS, Event
 
@@ -28,18 +26,27 @@ ROW_GROUP_ROWS = 64
 history is."""
 
 
-def pass_rows(spark: Any, events: list[Event]) -> tuple[DataFrame, tuple[int, int]]:
-    """The pass's rows over the history (materialized) and its clock span; a checker's
-    failure fails the test with its error."""
+@dataclass
+class PassOutput:
+    """What the keyed pass made of a history: its anomalies (as anomalies.parquet holds
+    them, in its order), its figures and its clock span."""
+
+    anomalies: list[Anomaly]
+    figures: PassFigures
+    span: tuple[int, int]
+
+
+def run_pass(spark: Any, events: list[Event]) -> PassOutput:
+    """The keyed pass over the history; a checker's failure fails the test with its
+    error."""
     with tempfile.TemporaryDirectory(prefix="driftlab-pass-") as tmp:
         history = Path(tmp) / "history.parquet"
         pq.write_table(history_table(events), history, row_group_size=ROW_GROUP_ROWS)
-        span = keyed_pass(spark, history, Path(tmp) / "pass", len(events))
-        found = spark.read.schema(OUTPUT_DDL).parquet(f"{tmp}/pass").collect()
-    rows = spark.createDataFrame(found, OUTPUT_DDL)
-    errors = rows.filter(F.col("out") == ERROR).collect()
-    assert not errors, errors[0]["detail"]
-    return rows, span
+        done = keyed_pass(spark, history, Path(tmp) / "anomalies.parquet", len(events))
+        found = pq.read_table(Path(tmp) / "anomalies.parquet").to_pylist()
+    assert not done.figures.errors, next(iter(done.figures.errors.values()))
+    anomalies = [Anomaly(*(r[c] for c in ANOMALY_COLUMNS)) for r in found]
+    return PassOutput(anomalies, done.figures, (done.t0_ns, done.t1_ns))
 
 
 def history_table(events: list[Event]) -> pa.Table:
@@ -49,25 +56,22 @@ def history_table(events: list[Event]) -> pa.Table:
 
 def spark_check(spark: Any, events: list[Event], checker: str) -> DataFrame:
     """`checker`'s anomaly rows (checkers.anomaly.SPARK_DDL) found by the keyed pass."""
-    rows, _ = pass_rows(spark, events)
-    return rows.filter((F.col("out") == ANOMALY) & (F.col("checker") == checker)).select(
-        *ANOMALY_COLUMNS
+    found = [a for a in run_pass(spark, events).anomalies if a.checker == checker]
+    return spark.createDataFrame(
+        [tuple(getattr(a, c) for c in ANOMALY_COLUMNS) for a in found], SPARK_DDL
     )
 
 
 def spark_notes(spark: Any, events: list[Event]) -> dict[str, int]:
     """The notes' counts (every note, zero included)."""
-    rows, _ = pass_rows(spark, events)
     notes = {"unseen-message": 0, "recovered-write": 0}
-    for r in rows.filter(F.col("out") == NOTE).collect():
-        notes[r["kind"]] += r["n"]
+    notes.update(run_pass(spark, events).figures.notes)
     return notes
 
 
 def spark_lag(spark: Any, events: list[Event]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The lag figures of analysis.json and the lag series of series.json."""
-    rows, (t0, t1) = pass_rows(spark, events)
-    figures = pass_figures(rows, t0, bucket_seconds(t0, t1))
+    figures = run_pass(spark, events).figures
     return figures.lag, figures.lag_series
 
 

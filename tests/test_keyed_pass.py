@@ -4,18 +4,16 @@ included, its notes and its lag."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from keyed_support import any_history, pass_rows
-from pyspark.sql import functions as F
+from keyed_support import any_history, run_pass
 
-from checkers.anomaly import ANOMALY_COLUMNS, Anomaly
+from checkers.anomaly import Anomaly
 from checkers.keyed.facts import facts_of
-from checkers.keyed.step import ANOMALY, NOTE, REALTIME_SERIES, group_history, judge
-from checkers.keyed.timeline import SERIES_ROW
+from checkers.keyed.step import REALTIME_SERIES, group_history, judge
+from checkers.outputs import ANOMALY_ORDER
 from checkers.reference import (
     divergence,
     duplicates,
@@ -68,19 +66,19 @@ def test_spark_gives_the_reference_rows_with_their_evidence(spark, events: list[
     try:
         eventsourcing.bounds(events)
     except ValueError:
-        return  # the failing checker is tested apart: pass_rows fails on any error
-    rows, _ = pass_rows(spark, events)
-    got = Counter(
-        Anomaly(*(r[c] for c in ANOMALY_COLUMNS))
-        for r in rows.filter(F.col("out") == ANOMALY).collect()
-    )
-    assert got == reference_whole(events)
-    notes: Counter[str] = Counter()
-    for r in rows.filter(F.col("out") == NOTE).collect():  # a row per partition
-        notes[r["kind"]] += r["n"]
-    assert {k: v for k, v in notes.items() if v} == {
+        return  # the failing checker is tested apart: run_pass fails on any error
+    out = run_pass(spark, events)
+    assert Counter(out.anomalies) == reference_whole(events)
+    order = [
+        tuple((getattr(a, c) is not None, getattr(a, c)) for c in ANOMALY_ORDER)
+        for a in out.anomalies
+    ]
+    assert order == sorted(order)
+    assert {k: v for k, v in out.figures.notes.items() if v} == {
         k: v for k, v in lost.notes(events).items() if v
     }
-    realtime = rows.filter((F.col("out") == SERIES_ROW) & (F.col("kind") == REALTIME_SERIES))
-    got_lags = Counter(RealtimeLag.from_dict(json.loads(r["detail"])) for r in realtime.collect())
+    # The summary's percentiles are exact nearest ranks, as the reference's.
+    assert out.figures.lag == staleness.lag(events)
+    realtime = out.figures.history_series[REALTIME_SERIES]
+    got_lags = Counter(RealtimeLag.from_dict(r) for r in realtime)
     assert got_lags == Counter(reorder.worst_realtime_lags(events))

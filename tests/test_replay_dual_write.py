@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reference_counts import reference_anomalies, run_events
+from reference_counts import run_events
+from replay_support import explored, judged
 
-from harness.explore.properties import PROPERTIES
 from harness.explore.schedule import Schedule, Step
-from harness.explore.search import search
 from harness.replay.replay import compare, replay
 from harness.replay.turnstile import ReplayError
 from harness.services.stack import Stack
@@ -18,16 +17,9 @@ from harness.services.stack import Stack
 pytestmark = pytest.mark.services
 
 
-def _explored(prop_name: str, seed: int) -> Schedule:
-    (prop,) = [p for p in PROPERTIES if p.name == prop_name]
-    result = search(prop, examples=500, seed=seed)
-    assert result.found, f"the simulator found no break of {prop_name}"
-    return result.schedule()
-
-
 def test_dual_write_race_replays_on_postgres_and_redis(stack: Stack, tmp_path: Path) -> None:
     stack.up("postgres", "redis")
-    schedule = _explored("dual-write-converges", seed=11)
+    schedule = explored("dual-write-converges", seed=11)
     run_dir = replay(schedule, runs_dir=tmp_path, seed=11, stack=stack)
 
     events = run_events(run_dir)
@@ -39,10 +31,8 @@ def test_dual_write_race_replays_on_postgres_and_redis(stack: Stack, tmp_path: P
     ]
     scheduled = [(s.actor, s.value) for s in schedule.steps if s.action == "cache-write"]
     assert cache_oks == scheduled
-    found = {a.kind for a in reference_anomalies(run_dir)}
+    found = judged(schedule, run_dir)
     assert {"stale-overwrite", "stale"} <= found
-    comparison = compare(schedule, found)
-    assert comparison.same, comparison
     # A simulation that had claimed another kind is told apart, both ways.
     claimed = Schedule(schedule.setup, schedule.steps, anomalies=[{"kind": "lost-write"}])
     differs = compare(claimed, found)
@@ -68,10 +58,8 @@ def test_a_step_the_stack_cannot_take_fails_the_replay_by_name(
 
 def test_client_crash_between_writes_loses_the_cache_write(stack: Stack, tmp_path: Path) -> None:
     stack.up("postgres", "redis")
-    schedule = _explored("dual-write-crash-loses-keys", seed=3)
+    schedule = explored("dual-write-crash-loses-keys", seed=3)
     run_dir = replay(schedule, runs_dir=tmp_path, seed=3, stack=stack)
     events = run_events(run_dir)
     assert any(e.type == "mark" and e.kind == "app-crash" for e in events)
-    found = {a.kind for a in reference_anomalies(run_dir)}
-    assert "missing" in found
-    assert compare(schedule, found).same, compare(schedule, found)
+    assert "missing" in judged(schedule, run_dir)

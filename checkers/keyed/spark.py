@@ -1,4 +1,4 @@
-"""The keyed pass in Spark: one job of two stages, Arrow all the way.
+"""The keyed pass in Spark: one job of three stages, Arrow all the way.
 
 1. Map: each task reads one row group of the history's Parquet with pyarrow, routes its
    rows to the groups that judge them and cuts them into buckets by group
@@ -6,19 +6,24 @@
    with its share of the Facts, the latter to every bucket.
 2. Reduce: Spark shuffles the blobs by bucket; each partition merges the Facts shares
    (every map task's, so the whole history's), then runs every check of its groups in
-   one step (checkers.keyed.step.partition_step) and writes its rows (OUTPUT_DDL) to a
-   Parquet file of its own. Only the clock's span comes back to the driver.
+   one step (checkers.keyed.step.partition_step) and cuts its rows (OUTPUT_DDL) for the
+   summary (checkers.figures.summary_parts).
+3. Summary: each partition adds up its rows into a small part of the figures
+   (checkers.figures.summarize); partition 0 writes the sorted anomalies. Only those
+   parts come back to the driver.
 
 Rows never go through Spark's row format: the JVM schedules the tasks and moves a few
-blobs per task, and a history of N events costs one scan, not one per checker. The
-workers read the history and write the rows by path, so with a cluster the run folder
-must be on storage every worker sees (as for any Spark input).
+blobs per task, and a history of N events costs one scan, not one per checker, and one
+job, not one per output. The workers read the history and write the anomalies by path,
+so with a cluster the run folder must be on storage every worker sees (as for any Spark
+input).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +32,14 @@ import pyarrow.parquet as pq
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
-from checkers.keyed.routing import FactShare, route, with_positions
+from checkers.figures import (
+    PassFigures,
+    merged,
+    summarize,
+    summary_parts,
+    with_buckets,
+)
+from checkers.keyed.routing import DICTIONARY_COLUMNS, FactShare, route, with_positions
 from checkers.keyed.step import output_schema, partition_step
 from checkers.keyed.timeline import series_rows
 from checkers.series import bucket_seconds
@@ -40,18 +52,27 @@ Arrow table and events fit a worker's memory whatever the history's size."""
 CHUNK_ROWS = 50_000
 """Rows per shuffled blob: whole buckets of a large row group would be blobs of tens
 of megabytes, each held whole by the JVM's shuffle."""
-_FACTS, _ROWS, _SERIES = "f", "r", "s"
+_FACTS, _ROWS, _SERIES, _SPAN = "f", "r", "s", "t"
 _CORRUPT = "driftlab: unreadable row group"
 """How a task names a row group it cannot read, for the driver to tell the user."""
 
 
-def keyed_pass(
-    spark: SparkSession, history: Path, out_dir: Path, rows: int, per_kind: int = 5
-) -> tuple[int, int]:
-    """Run every check on the history's Parquet `history` of `rows` events; each
-    partition writes its rows (checkers.keyed.step.OUTPUT_DDL) to `out_dir`, with up to
-    `per_kind` example candidates of each kind. Returns the history's clock span
+@dataclass
+class PassResult:
+    """What the keyed pass gives the driver: the figures and the history's clock span
     (first and last event time, ns)."""
+
+    figures: PassFigures
+    t0_ns: int
+    t1_ns: int
+
+
+def keyed_pass(
+    spark: SparkSession, history: Path, anomalies: Path, rows: int, per_kind: int = 5
+) -> PassResult:
+    """Run every check on the history's Parquet `history` of `rows` events, write its
+    anomalies, sorted, to `anomalies` (Parquet) and add up the rest, with up to
+    `per_kind` examples of each kind."""
     sc = spark.sparkContext
     meta = pq.ParquetFile(history).metadata
     slices, first = [], 0
@@ -61,24 +82,24 @@ def keyed_pass(
     cores = sc.defaultParallelism
     # A whole number of waves of tasks: 5 buckets on 2 cores would be 3 waves.
     buckets = cores * max(1, -(-2 * rows // (ROWS_PER_PARTITION * cores)))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path, out = str(history), str(out_dir)
+    # Each summary task costs a Python worker round trip: a small history needs one.
+    parts = max(1, min(cores, -(-rows // ROWS_PER_PARTITION)))
+    path, written = str(history), str(anomalies)
 
     def map_slice(piece: tuple[int, int]) -> Iterator[tuple[int, tuple[str, Any]]]:
         group, first = piece
         try:
-            table = pq.ParquetFile(path).read_row_group(group)
+            table = pq.ParquetFile(path, read_dictionary=DICTIONARY_COLUMNS).read_row_group(group)
         except (OSError, pa.ArrowException) as e:
             raise RuntimeError(f"{_CORRUPT} {group}: {e}") from None
         routed = route(with_positions(table, first), buckets)
         for b in range(buckets):
             yield b, (_FACTS, routed.share)
-        for kind, parts in ((_ROWS, routed.buckets), (_SERIES, routed.series)):
-            for b, part in parts.items():
-                for start in range(0, part.num_rows, CHUNK_ROWS):
-                    yield b, (kind, _to_ipc(part.slice(start, CHUNK_ROWS)))
+        for kind, cut in ((_ROWS, routed.buckets), (_SERIES, routed.series)):
+            for b, part in cut.items():
+                yield from _blobs(b, kind, part)
 
-    def reduce_bucket(index: int, items: Iterator[Any]) -> Iterator[tuple[int, int]]:
+    def reduce_bucket(items: Iterator[Any]) -> Iterator[tuple[int, tuple[str, Any]]]:
         share = FactShare()
         blobs: dict[str, list[bytes]] = {_ROWS: [], _SERIES: []}
         for _, (kind, data) in items:
@@ -86,28 +107,43 @@ def keyed_pass(
                 share.merge(data)
             else:
                 blobs[kind].append(data)
+        if share.t0 is None or share.t1 is None:
+            return
         facts = share.facts()
-        with pq.ParquetWriter(f"{out}/part-{index:05d}.parquet", output_schema()) as writer:
-            if blobs[_SERIES]:
-                series = pa.concat_tables(_from_ipc(b) for b in blobs.pop(_SERIES))
-                bucket_s = bucket_seconds(facts.t0_ns, facts.t1_ns)
-                writer.write_table(series_rows(series, facts.t0_ns, bucket_s))
-            if blobs[_ROWS]:
-                table = pa.concat_tables(_from_ipc(b) for b in blobs.pop(_ROWS))
-                for batch in partition_step(facts, per_kind)(iter(table.to_batches())):
-                    writer.write_batch(batch)
-        if share.t0 is not None and share.t1 is not None:
-            yield share.t0, share.t1
+        bucket_s = bucket_seconds(facts.t0_ns, facts.t1_ns)
+        found: list[pa.Table] = []
+        if blobs[_SERIES]:
+            series = pa.concat_tables(_from_ipc(b) for b in blobs.pop(_SERIES))
+            found.append(series_rows(series, facts.t0_ns, bucket_s))
+        if blobs[_ROWS]:
+            table = pa.concat_tables(_from_ipc(b) for b in blobs.pop(_ROWS))
+            step = partition_step(facts, per_kind)
+            found.append(pa.Table.from_batches(step(iter(table.to_batches())), output_schema()))
+        yield 0, (_SPAN, (facts.t0_ns, facts.t1_ns))
+        if found:
+            timed = with_buckets(pa.concat_tables(found), facts.t0_ns, bucket_s)
+            for part, cut in summary_parts(timed, parts):
+                yield from _blobs(part, _ROWS, cut)
 
-    if not slices:
-        pq.write_table(output_schema().empty_table(), out_dir / "part-00000.parquet")
-        return 0, 0
+    def summary(index: int, items: Iterator[Any]) -> Iterator[tuple[int, int, PassFigures]]:
+        spans, tables = [], []
+        for _, (kind, data) in items:
+            if kind == _SPAN:
+                spans.append(data)
+            else:
+                tables.append(_from_ipc(data))
+        figures = summarize(tables, per_kind, written if index == 0 else None)
+        t0 = min((s[0] for s in spans), default=0)
+        yield t0, max((s[1] for s in spans), default=0), figures
+
     try:
-        spans = (
-            sc.parallelize(slices, len(slices))
+        found = (
+            sc.parallelize(slices, max(1, len(slices)))
             .flatMap(map_slice)
             .partitionBy(buckets, _identity)
-            .mapPartitionsWithIndex(reduce_bucket)
+            .mapPartitions(reduce_bucket)
+            .partitionBy(parts, _identity)
+            .mapPartitionsWithIndex(summary)
             .collect()
         )
     except Py4JJavaError as e:
@@ -119,7 +155,18 @@ def keyed_pass(
             f"it from history/*.jsonl (row group {found[1]} of {meta.num_row_groups}: "
             f"{found[2][:200]})"
         ) from None
-    return min((s[0] for s in spans), default=0), max((s[1] for s in spans), default=0)
+    spans = [(t0, t1) for t0, t1, _ in found if t1]
+    return PassResult(
+        merged([f for _, _, f in found]),
+        min((s[0] for s in spans), default=0),
+        max((s[1] for s in spans), default=0),
+    )
+
+
+def _blobs(target: int, kind: str, table: pa.Table) -> Iterator[tuple[int, tuple[str, bytes]]]:
+    """`table` for partition `target` as zstd Arrow IPC blobs of at most CHUNK_ROWS rows."""
+    for start in range(0, table.num_rows, CHUNK_ROWS):
+        yield target, (kind, _to_ipc(table.slice(start, CHUNK_ROWS)))
 
 
 def _identity(bucket: int) -> int:

@@ -13,7 +13,7 @@ into pass rows (checkers.keyed.step.OUTPUT_DDL):
 - SERIES_ROW: one finished row of the faults, offsets or marks series (`kind` names
   it), as JSON in `detail`.
 
-checkers.figures adds them up in the pass's one summary job.
+The pass's summary stage adds them up (checkers.figures).
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ def lag_ns(events: Sequence[Event]) -> dict[str, list[int]]:
 def lag(events: Sequence[Event]) -> dict[str, dict[str, float | int]]:
     """{store: {count, p50_ms, p95_ms, p99_ms, max_ms}} over the writes that reached it.
 
-    Percentiles are nearest-rank (an observed value), as Spark's percentile_approx.
+    Percentiles are nearest-rank (an observed value), as the pass's summary computes them.
     """
     out: dict[str, dict[str, float | int]] = {}
     for store, delays in sorted(lag_ns(events).items()):

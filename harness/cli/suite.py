@@ -141,11 +141,14 @@ def _run_all(
     backend: str = "local",
 ) -> None:
     """Run the scenarios in order on one stack, appending to `results`."""
+    from checkers.analyze import warm_up
+    from harness.rundir import RunsDir
     from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
     from harness.runner.stack_use import acquire_stack
 
     with progress() as prog:
         task = prog.add_task(f"starting {', '.join(services)}", total=None)
+        warm_up(spark_master, RunsDir(runs_dir).spark_log)
         with acquire_stack(services, backend=backend) as stack:
             for i, sc in enumerate(chosen, 1):
                 label = f"[{i}/{len(chosen)}] {sc.claim or ''} {sc.name}"

@@ -337,6 +337,11 @@ class CompactedLogSim(DbSim):
         self.log = LogBroker.create(1)
         self.store = KeyValueStore("rebuild")
 
+    def capture(self, log: LogBroker, key: str, value: str | None, version: int, lsn: int) -> None:
+        """Append without a `produce` event: the real setup records none (only its rebuild
+        reads the log, after compaction), and the twin records what the real one does."""
+        log.partitions[0].append(key, value, version, f"m{lsn}")
+
     def step(self, step: Step) -> Step | None:
         if step.action == Action.DB_WRITE and step.actor and step.key:
             value, version, lsn = self.write_source(step.actor, step.key)

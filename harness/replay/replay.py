@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.explore.schedule import Action, Schedule
+from harness.explore.schedule import Action, Schedule, describe
+from harness.explore.setups import SETUPS
 from harness.replay.drivers import DRIVERS, Driver
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.rundir import RunDir
@@ -57,17 +58,30 @@ def scenario_name(schedule: Schedule) -> str:
 
 
 def check_replayable(schedule: Schedule) -> None:
-    """Raise ReplayError, naming the fix, when the schedule cannot be replayed."""
-    if schedule.setup not in DRIVERS:
+    """Raise ReplayError, naming the fix, when the schedule cannot be replayed: an
+    unknown setup or a step its simulator never takes. Every simulated setup has a
+    driver (tests/test_replay_cli.py holds DRIVERS to SETUPS)."""
+    if schedule.setup not in SETUPS:
         raise ReplayError(
-            f"setup {schedule.setup!r} has no replay yet; replayable setups: "
-            f"{', '.join(DRIVERS)} (explore one of them with `driftlab explore SETUP`)"
+            f"setup {schedule.setup!r} is not one `driftlab explore` simulates: a schedule "
+            f"names one of {', '.join(SETUPS)}"
         )
     if not schedule.steps or schedule.steps[-1].action != Action.QUIESCE:
         raise ReplayError(
             "the schedule does not end with `quiesce`: replay an executed schedule as "
             "`driftlab explore` saves it"
         )
+    moves = {m.action: m for m in SETUPS[schedule.setup].moves}
+    for i, step in enumerate(schedule.steps[:-1], start=1):
+        move = moves.get(step.action)
+        if move is None or (move.actors and step.actor not in move.actors):
+            allowed = "; ".join(
+                f"{m.action} ({', '.join(m.actors) or 'no actor'})" for m in moves.values()
+            )
+            raise ReplayError(
+                f"step {i} ({describe(step)}) is no move of {schedule.setup}, whose steps are: "
+                f"{allowed}; fix the step or replay the schedule `driftlab explore` saved"
+            )
 
 
 def replay(
@@ -92,7 +106,12 @@ def replay(
     plan = RunPlan(
         scenario=scenario,
         seed=seed,
-        params={"setup": driver.setup.name, "setup_params": driver.params},
+        params={
+            # Repeated at the top, as scenarios do: the eventsourcing checker reads it there.
+            **({"invariant": driver.params["invariant"]} if "invariant" in driver.params else {}),
+            "setup": driver.setup.name,
+            "setup_params": driver.params,
+        },
         setup_params=dict(driver.params),
         config={
             "schedule": {"path": str(source) if source else None, **_schedule_doc(schedule)},

@@ -15,7 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 
 from harness.services.base import ServiceError
 
@@ -115,6 +121,23 @@ def topic_configs(bootstrap_servers: str, name: str, *, timeout: float = 10.0) -
     except KafkaException as exc:
         raise ServiceError(f"kafka: cannot describe topic {name!r}: {exc}") from exc
     return {key: entry.value for key, entry in entries.items()}
+
+
+def set_topic_configs(
+    bootstrap_servers: str, name: str, configs: dict[str, str], *, timeout: float = 10.0
+) -> None:
+    """Set some of a topic's configs, leaving the others as they are."""
+    entries = [
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+        for key, value in configs.items()
+    ]
+    resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
+    admin = admin_client(bootstrap_servers)  # must outlive the future
+    future = admin.incremental_alter_configs([resource])[resource]
+    try:
+        future.result(timeout)
+    except KafkaException as exc:
+        raise ServiceError(f"kafka: cannot set {configs} on topic {name!r}: {exc}") from exc
 
 
 def list_topic_names(bootstrap_servers: str, *, timeout: float = 10.0) -> set[str]:

@@ -53,7 +53,7 @@ from confluent_kafka import (
 
 from harness.history.schema import LOG_AUDIT
 from harness.services.base import ServiceError
-from harness.services.kafka_admin import TopicSpec, create_topics
+from harness.services.kafka_admin import TopicSpec, admin_client, create_topics
 from harness.setups.base import Recorder, SetupContext
 from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS
 from harness.setups.direct_producer import DirectProducer, message_fields
@@ -118,8 +118,9 @@ class LogConsumer(threading.Thread):
         self.kafka = Consumer(config, logger=log)
 
     def run(self) -> None:
-        """Read from offset 0 until stopped."""
-        self.kafka.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        """Read from its position (offset 0 at first) until stopped."""
+        start = self.position if self.position else OFFSET_BEGINNING
+        self.kafka.assign([TopicPartition(self.topic, 0, start)])
         try:
             while not self.stopping.is_set():
                 msgs = self.kafka.consume(num_messages=self.batch, timeout=0.2)
@@ -136,6 +137,23 @@ class LogConsumer(threading.Thread):
                         time.sleep(pause)
         finally:
             self.kafka.close()
+
+    def poll_one(self, timeout: float) -> str | None:
+        """Replay, before the thread starts: read the one next record the broker still
+        holds; return its value (None: nothing within `timeout`).
+
+        Assigning the partition at the position each time drops whatever librdkafka
+        prefetched, so a record the broker deleted since is missed, not read from a
+        local buffer; a position below the log start resets to it (`earliest`).
+        """
+        self.kafka.assign([TopicPartition(self.topic, 0, self.position)])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for msg in self.kafka.consume(num_messages=1, timeout=0.2):
+                if msg.error() is None:
+                    self.deliver(msg)
+                    return msg.value().decode() if msg.value() is not None else None
+        return None
 
     def catch_up(self) -> None:
         """When idle, move past offsets the broker no longer holds: after retention
@@ -244,6 +262,13 @@ class BoundedLog(DirectProducer):
         """Start both consumers."""
         for c in self.consumers.values():
             c.start()
+
+    def trim(self, before: int) -> None:
+        """Delete the records below offset `before` (DeleteRecords): what retention
+        does to old segments, at a moment a replay chooses."""
+        admin = admin_client(self.bootstrap_direct)
+        (future,) = admin.delete_records([TopicPartition(self.topic, 0, before)]).values()
+        future.result(timeout=30)
 
     def slow_consumer(self, name: str, delay_s: float) -> None:
         """Add `delay_s` of work per message to consumer `name` (`fast` or `slow`)."""

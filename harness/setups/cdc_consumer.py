@@ -58,6 +58,7 @@ from harness.setups.connect import (
     BoundedCommitter,
     CommitTimeout,
 )
+from harness.setups.stepping import RUN, read_command
 
 CONFIG_ENV = "DRIFTLAB_CONSUMER"
 VERSIONED, COUNTER = "versioned", "counter"
@@ -231,7 +232,7 @@ class CdcConsumer:
         """Consume until SIGTERM (stepped first, while it has a control file)."""
         if self.cfg.control_path:
             # Commands written before this instance started were for an earlier one.
-            self.done = self.command(Path(self.cfg.control_path))["seq"]
+            self.done = read_command(Path(self.cfg.control_path))["seq"]
         self.assign()
         if self.cfg.control_path:
             self.run_stepped(Path(self.cfg.control_path))
@@ -267,7 +268,7 @@ class CdcConsumer:
     def run_stepped(self, control: Path) -> None:
         """Carry out one command of the control file at a time, until `run` or SIGTERM."""
         while not self.stopping:
-            cmd = self.command(control)
+            cmd = read_command(control)
             if cmd["seq"] <= self.done:
                 time.sleep(0.01)
                 continue
@@ -284,7 +285,7 @@ class CdcConsumer:
                     applied | received if self.cfg.commit == BEFORE_APPLY else applied
                 )
             self.done = cmd["seq"]
-            if cmd["cmd"] == "run":
+            if cmd["cmd"] == RUN:
                 break
             self.write_status(force=True)
         # Leaving stepped mode: what was received is applied, then the plain loop
@@ -299,14 +300,6 @@ class CdcConsumer:
         ]
         self.kafka.assign(start)
         self.write_status(force=True)
-
-    @staticmethod
-    def command(control: Path) -> dict[str, Any]:
-        """The control file's command ({"seq": 0} before the first)."""
-        try:
-            return dict(json.loads(control.read_text()))
-        except (OSError, ValueError):
-            return {"seq": 0}
 
     def poll_one(self, partition: int) -> None:
         """Receive the next change of `partition` (waiting for it to be captured)."""

@@ -37,7 +37,8 @@ every change is in.
 
 Parameters: `segment_ms` (default 500), `dirty_ratio` (`min.cleanable.dirty.ratio`,
 default 0.01), `compaction_lag_ms` (`min.compaction.lag.ms`, default 2000: the
-monitor's margin).
+monitor's margin), `await_compaction` (default true: quiesce step 2 waits for the
+cleaner; a replay, which compacts at the schedule's steps, turns it off).
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ class CaptureMonitor(threading.Thread):
 
     def run(self) -> None:
         """Read from offset 0 until stopped."""
-        with self.setup._reader() as reader:
+        with self.setup.reader() as reader:
             while not self.stopping.is_set():
                 for msg in reader.consume(num_messages=500, timeout=0.2):
                     if msg.error() is None:
@@ -154,6 +155,7 @@ class CompactedLog(Cdc):
         self.stores = (REBUILT,)
         self.versions = sql.Identifier("key_versions")
         self.monitor: CaptureMonitor | None = None
+        self.await_compaction = True
 
     def prepare(self, ctx: SetupContext) -> None:
         """The run's tables, the compacted topic and the connector (streaming)."""
@@ -162,6 +164,7 @@ class CompactedLog(Cdc):
         segment_ms = int(p.get("segment_ms", 500))
         dirty_ratio = float(p.get("dirty_ratio", 0.01))
         lag_ms = int(p.get("compaction_lag_ms", 2000))
+        self.await_compaction = bool(p.get("await_compaction", True))
         if segment_ms <= 0 or not 0 < dirty_ratio <= 1:
             raise ValueError(
                 f"compacted-log: segment_ms={segment_ms}, dirty_ratio={dirty_ratio}; use a "
@@ -244,7 +247,7 @@ class CompactedLog(Cdc):
         if end is None:
             return False
         retained, tombstones = self.count(end)
-        while retained >= end and time.monotonic() < deadline:
+        while self.await_compaction and retained >= end and time.monotonic() < deadline:
             time.sleep(0.5)
             retained, tombstones = self.count(end)
         self.context.recorder.mark(
@@ -276,13 +279,13 @@ class CompactedLog(Cdc):
                 log.warning("drain timed out; keys short of their final version: %s", short)
                 return None
             time.sleep(0.1)
-        with self._reader() as reader:
+        with self.reader() as reader:
             return reader.get_watermark_offsets(TopicPartition(self.topic, 0), 10)[1]
 
     def count(self, end: int) -> tuple[int, int]:
         """(records, tombstones) the topic holds below `end` now."""
         records = tombstones = 0
-        for msg in self._read_to(end):
+        for msg in self.read_to(end):
             records += 1
             tombstones += msg.value() is None
         return records, tombstones
@@ -292,7 +295,7 @@ class CompactedLog(Cdc):
         rec = self.context.recorder
         r = redis_client(self._redis_direct, timeout=5.0)
         try:
-            for msg in self._read_to(end):
+            for msg in self.read_to(end):
                 record = read_record(msg)
                 fields = {
                     "channel": self.topic,
@@ -321,7 +324,8 @@ class CompactedLog(Cdc):
         rec.mark("consumer-done", consumer=LOG_AUDIT, channel=self.topic)
 
     @contextlib.contextmanager
-    def _reader(self) -> Iterator[Consumer]:
+    def reader(self) -> Iterator[Consumer]:
+        """A consumer of the topic from offset 0, without a group's offsets."""
         reader = Consumer(
             {
                 "bootstrap.servers": self.bootstrap_direct,
@@ -336,10 +340,10 @@ class CompactedLog(Cdc):
         finally:
             reader.close()
 
-    def _read_to(self, end: int) -> list[Message]:
+    def read_to(self, end: int) -> list[Message]:
         """Every record from offset 0 up to `end` (compaction leaves gaps in offsets)."""
         out: list[Message] = []
-        with self._reader() as reader:
+        with self.reader() as reader:
             last = -1
             limit = time.monotonic() + 60
             while last < end - 1 and time.monotonic() < limit:

@@ -58,6 +58,8 @@ from harness.setups.worker_process import WorkerProcess
 CHANNEL = "events"
 LIVE, REBUILT = "projection:balance", "projection:rebuilt"
 PROJECTOR, REBUILD = "projector", "rebuild"
+AFTER_VALIDATE = "after-validate"
+"""The step point of a command between its validation and its append."""
 _TABLES = {LIVE: "projection_balance", REBUILT: "projection_rebuilt"}
 
 
@@ -270,6 +272,14 @@ class EventSourcedClient(Client):
         s = self.setup
         amount = self.rng.randint(1, s.max_amount)
         delta = -amount if self.rng.random() < s.withdraw_p else amount
+        self.command(key, delta, value)
+
+    def command(self, key: str, delta: int, value: str) -> None:
+        """Add `delta` to aggregate `key` (event id `value`) if the invariant allows it.
+
+        The command stops at the step point `after-validate` between its validation
+        and its append: the window of C12's race, where a replay holds it.
+        """
         op = self.rec.invoke(
             self.process, "command", key=key, value=value, store=CHANNEL, extra={"delta": delta}
         )
@@ -297,6 +307,7 @@ class EventSourcedClient(Client):
                 raise Rejected(f"rejected: {key} at {balance} cannot take {delta:+d}")
             if s.gap:
                 time.sleep(self.rng.uniform(0, s.gap))
+            s.context.steps.reach(AFTER_VALIDATE, self.process, key)
             try:
                 return self._append(conn, key, version, delta, value)
             except psycopg.errors.UniqueViolation:

@@ -128,7 +128,7 @@ class WorkQueue(Setup):
         for i in range(count):
             name = f"worker-{i}"
             self.workers[name] = WorkerProcess(
-                name, "harness.setups.work_queue_worker", config, ctx.work_dir, status_dir
+                name, "harness.setups.work_queue_worker", dict(config), ctx.work_dir, status_dir
             )
 
     def start(self) -> None:
@@ -151,13 +151,8 @@ class WorkQueue(Setup):
         consumers (a killed one's unacked messages are back), and every worker has been
         idle for a second."""
         deadline = time.monotonic() + timeout
-        assert self._amqp_direct is not None
         while time.monotonic() < deadline:
-            conn = pika.BlockingConnection(amqp_parameters(self._amqp_direct))
-            try:
-                declared = conn.channel().queue_declare(self.queue, passive=True).method
-            finally:
-                conn.close()
+            declared = self.depth()
             statuses = [w.status() for w in self.workers.values()]
             idle = all(
                 w.is_running() and time.time() - s.get("last_message", 0) > 1.0
@@ -171,6 +166,16 @@ class WorkQueue(Setup):
                 return True
             time.sleep(0.2)
         return False
+
+    def depth(self) -> pika.spec.Queue.DeclareOk:
+        """The queue as the broker counts it now (`message_count`: ready messages,
+        `consumer_count`), asked over a connection of its own."""
+        assert self._amqp_direct is not None
+        conn = pika.BlockingConnection(amqp_parameters(self._amqp_direct))
+        try:
+            return conn.channel().queue_declare(self.queue, passive=True).method
+        finally:
+            conn.close()
 
     def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
         """The producer's latest confirmed write per key, and Redis's hashes."""

@@ -13,6 +13,9 @@ its unacked messages (prefetched, or applied and not yet acked) go back to the q
 the broker redelivers them to the other consumers, which have meanwhile processed newer
 versions of the same keys.
 
+With `control_path` (replay) it first moves one command at a time (`run_stepped`,
+harness.setups.stepping), then consumes as above.
+
 Every event goes to the kernel as it is recorded (`batch_size=1`): a SIGKILL loses none.
 """
 
@@ -24,6 +27,7 @@ import random
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pika
@@ -31,6 +35,7 @@ import redis
 
 from harness.history.recorder import Recorder
 from harness.setups.connect import NO_RETRY
+from harness.setups.stepping import RUN, read_command
 from harness.setups.worker_process import publish_status, worker_config
 
 log = logging.getLogger("driftlab.work_queue_worker")
@@ -64,7 +69,6 @@ class Worker:
         )
         self.channel = self.connection.channel()
         self.channel.basic_qos(prefetch_count=int(cfg["prefetch"]))
-        self.channel.basic_consume(cfg["queue"], self.on_message, auto_ack=False)
         self.stopping = False
         self.unacked: list[dict[str, Any]] = []  # applied, not yet acked
         self.last_tag = 0
@@ -78,10 +82,19 @@ class Worker:
         self.handled = 0
         self.last_message = time.time()
         self.last_status = 0.0
+        self.done = 0  # stepped mode: the last command carried out
+        self.held: list[str] | None = None  # stepped mode: the message held, unacked
 
     def run(self) -> None:
-        """Consume until SIGTERM, publishing a status at least every 100 ms."""
+        """Consume until SIGTERM (stepped first, with a control file), publishing a
+        status at least every 100 ms."""
+        control = self.cfg.get("control_path")
+        if control:
+            self.done = read_command(Path(control))["seq"]
         self.status(force=True)
+        if control:
+            self.run_stepped(Path(control))
+        self.channel.basic_consume(self.cfg["queue"], self.on_message, auto_ack=False)
         while not self.stopping:
             self.connection.process_data_events(time_limit=0.05)
             self.ack_due()
@@ -99,6 +112,19 @@ class Worker:
         body: bytes,
     ) -> None:
         """Deliver, work, write Redis, ack: each step recorded."""
+        fields = self.receive(method, body)
+        if self.cfg["work_ms"]:
+            time.sleep(self.cfg["work_ms"] / 1000)  # the job's own work
+        if not self.apply(fields):
+            channel.basic_nack(method.delivery_tag, requeue=True)
+            time.sleep(0.5)
+            return
+        self.unacked.append(fields)
+        self.last_tag = method.delivery_tag
+        self.ack_due()
+
+    def receive(self, method: Any, body: bytes) -> dict[str, Any]:
+        """Record the delivery of a message; return its history fields."""
         m = json.loads(body)
         attempt = self.attempts.get(m["msg_id"], 0) + 1
         self.attempts[m["msg_id"]] = attempt
@@ -114,25 +140,51 @@ class Worker:
         self.rec.msg(
             "deliver", attempt=attempt, extra={"redelivered": method.redelivered}, **fields
         )
-        if self.cfg["work_ms"]:
-            time.sleep(self.cfg["work_ms"] / 1000)  # the job's own work
+        return fields
+
+    def apply(self, fields: dict[str, Any]) -> bool:
+        """Write the message's value into Redis and record it (False: Redis failed)."""
         try:
             # The latest value wins, whatever its version: the non-commuting update.
             self.redis.hset(
-                self.cfg["prefix"] + m["key"],
-                mapping={"value": m["value"], "version": m["version"]},
+                self.cfg["prefix"] + fields["key"],
+                mapping={"value": fields["value"], "version": fields["version"]},
             )
         except redis.RedisError as exc:
             log.warning("redis: %s; message requeued", exc)
-            channel.basic_nack(method.delivery_tag, requeue=True)
-            time.sleep(0.5)
-            return
+            return False
         self.rec.msg("apply", store=self.cfg["store"], **fields)
-        self.unacked.append(fields)
-        self.last_tag = method.delivery_tag
         self.handled += 1
         self.last_message = time.time()
-        self.ack_due()
+        return True
+
+    def run_stepped(self, control: Path) -> None:
+        """Replay: one command of the control file at a time, until `run` or SIGTERM.
+
+        `poll` takes the queue's head message (basic.get, unacked), `apply` applies and
+        acks it; `run` applies what is held and leaves stepped mode. Holding at most one
+        message is the prefetch window of 1 the simulator models.
+        """
+        held: tuple[int, dict[str, Any]] | None = None
+        while not self.stopping:
+            # Also the wait between commands: it keeps the connection's heartbeats going.
+            self.connection.process_data_events(time_limit=0.01)
+            cmd = read_command(control)
+            if cmd["seq"] <= self.done:
+                continue
+            if cmd["cmd"] == "poll" and held is None:
+                method, _props, body = self.channel.basic_get(self.cfg["queue"], auto_ack=False)
+                if method is not None:
+                    held = (method.delivery_tag, self.receive(method, body))
+            elif cmd["cmd"] in ("apply", RUN) and held is not None and self.apply(held[1]):
+                self.channel.basic_ack(held[0])
+                self.rec.msg("ack", **held[1])
+                held = None
+            self.done = cmd["seq"]
+            self.held = [held[1]["key"], held[1]["value"]] if held else None
+            self.status(force=True)
+            if cmd["cmd"] == RUN:
+                return
 
     def ack_due(self, *, force: bool = False) -> None:
         """Ack everything applied so far once the drawn wait has passed since the last ack."""
@@ -162,6 +214,8 @@ class Worker:
                 "instance": self.cfg["instance"],
                 "handled": self.handled,
                 "last_message": self.last_message,
+                "done": self.done,
+                "held": self.held,
             },
         )
 
