@@ -86,11 +86,26 @@ _CHECKS: dict[str, str] = {
       FROM delivers WHERE "offset" IS NOT NULL),
     gaps AS (SELECT * FROM d WHERE "offset" > prev + 1),
     held AS (SELECT DISTINCT channel, "partition", "offset" FROM h
-             WHERE type = 'msg' AND action = 'produce' AND "offset" IS NOT NULL)
+             WHERE type = 'msg' AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL)
     SELECT 'reorder', 'poll-skip', NULL, g.key, g.consumer, g.time FROM gaps g
     SEMI JOIN held p ON p.channel = g.channel AND p."partition" = g."partition"
       AND p."offset" > g.prev AND p."offset" < g."offset"
     """,
+    "nonmonotonic-send": """
+    SELECT 'reorder', 'nonmonotonic-send', NULL, key, NULL, time FROM (
+      SELECT *, lag("offset") OVER (PARTITION BY process, channel, "partition"
+        ORDER BY time, writer, seq) AS prev
+      FROM h WHERE type = 'msg' AND action = 'produce' AND process IS NOT NULL
+        AND channel IS NOT NULL AND "offset" IS NOT NULL)
+    WHERE "offset" < prev""",
+    "duplicate-offset": """
+    SELECT 'duplicates', 'duplicate-offset', NULL, any_value(key), NULL, min(time) FROM (
+      SELECT *, first_value("offset") OVER (PARTITION BY msg_id, channel, "partition"
+        ORDER BY time, writer, seq) AS first_offset
+      FROM h WHERE type = 'msg' AND action IN ('produce', 'deliver') AND msg_id IS NOT NULL
+        AND channel IS NOT NULL AND "offset" IS NOT NULL)
+    WHERE "offset" <> first_offset
+    GROUP BY msg_id, channel, "partition" """,
     "inconsistent-offset": """
     SELECT 'reorder', 'inconsistent-offset', NULL, NULL, NULL, min(time)
     FROM h WHERE type = 'msg' AND action IN ('produce', 'deliver')
@@ -163,9 +178,33 @@ _CHECKS: dict[str, str] = {
 }
 
 
+_REALTIME_LAG = """
+WITH seen AS (SELECT channel, "partition", "offset", min(time) AS t FROM h
+              WHERE type = 'msg' AND action IN ('produce', 'deliver') AND channel IS NOT NULL
+                AND "offset" IS NOT NULL
+              GROUP BY ALL),
+  known AS (SELECT *, min(t) OVER (PARTITION BY channel, "partition" ORDER BY "offset" DESC
+                                   ROWS UNBOUNDED PRECEDING) AS since FROM seen),
+  polls AS (SELECT channel, "partition", consumer, process, time, max("offset") AS top
+            FROM delivers WHERE consumer IS NOT NULL AND consumer <> 'log-audit'
+              AND channel IS NOT NULL AND "offset" IS NOT NULL
+            GROUP BY ALL),
+  reached AS (SELECT *, max(top) OVER (PARTITION BY channel, "partition", consumer, process
+                                       ORDER BY time ROWS UNBOUNDED PRECEDING) AS top_so_far
+              FROM polls)
+SELECT p.channel, p."partition", max(greatest(coalesce(p.time - k.since, 0), 0)) AS lag_ns
+FROM reached p ASOF LEFT JOIN known k ON k.channel = p.channel
+  AND k."partition" IS NOT DISTINCT FROM p."partition" AND k."offset" >= p.top_so_far + 1
+GROUP BY ALL
+"""
+"""The worst realtime lag per channel partition (docs/checkers.md), which the keyed
+pass computes beside the anomalies: the yardstick does the same work."""
+
+
 def run_checks(history: Path, out: Path, threads: int | None = None) -> dict[str, int]:
     """Run every check over `history` (a history.parquet), write the rows to `out`
-    (Parquet) and return the counts per kind."""
+    (Parquet) and the worst realtime lag per channel partition beside it
+    (`<out>-realtime-lag.parquet`), and return the counts per kind."""
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     if threads:
@@ -177,6 +216,8 @@ def run_checks(history: Path, out: Path, threads: int | None = None) -> dict[str
         f"COPY (SELECT * FROM ({union}) AS a(checker, kind, store, key, consumer, time)) "
         f"TO '{out}' (FORMAT parquet)"
     )
+    realtime = out.with_name(f"{out.stem}-realtime-lag.parquet")
+    con.execute(f"COPY ({_REALTIME_LAG}) TO '{realtime}' (FORMAT parquet)")
     rows = con.execute(f"SELECT kind, count(*) FROM read_parquet('{out}') GROUP BY kind").fetchall()
     con.close()
     return {kind: int(n) for kind, n in rows}

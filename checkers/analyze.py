@@ -29,7 +29,9 @@ from rich.console import Console
 from checkers.anomaly import ALL_KINDS, KINDS
 from checkers.figures import PassFigures
 from checkers.keyed.spark import keyed_pass
+from checkers.keyed.step import REALTIME_SERIES
 from checkers.outputs import examples
+from checkers.reference.reorder import RealtimeLag, worst_realtime_lag
 from checkers.series import bucket_seconds
 from checkers.session import get_spark
 from checkers.verdict import ExpectationError, check_expectations, judge
@@ -172,6 +174,11 @@ def analyze(
         series["anomalies"] = figures.anomaly_series
         series["lag"] = [] if "staleness" in figures.errors else figures.lag_series
         lag = {} if "staleness" in figures.errors else figures.lag
+        # The realtime lag comes from the reorder checker's partition groups.
+        if "reorder" in figures.errors:
+            series[REALTIME_SERIES], realtime = [], {}
+        else:
+            realtime = _realtime_lag(series[REALTIME_SERIES], t0_ns)
         # Notes come from the lost checker's groups: a failure leaves them unknown.
         notes = {} if "lost" in figures.errors else {n: figures.notes[n] for n in NOTES}
         _write_json(run / SERIES_JSON, {"schema": ANALYSIS_SCHEMA, **series})
@@ -195,6 +202,7 @@ def analyze(
             "notes": notes,
             "lost_where": lost_where,
             "lag": lag,
+            "realtime_lag": realtime,
             "expectations": expectations,
             "verdict": verdict.verdict,
             "forbidden_found": verdict.forbidden_found,
@@ -351,6 +359,22 @@ def _counts(runs: list[CheckerRun]) -> dict[str, int]:
     counts = {k: found.pop(k, 0) for k in ALL_KINDS}
     counts.update(sorted(found.items()))
     return counts
+
+
+def _realtime_lag(per_partition: list[dict[str, Any]], t0_ns: int) -> dict[str, Any]:
+    """analysis.json's realtime lag: how many channel partitions had polls, and the
+    worst poll of all (Jepsen's :worst-realtime-lag), null without a poll."""
+    worst = worst_realtime_lag(RealtimeLag.from_dict(r) for r in per_partition)
+    return {
+        "partitions": len(per_partition),
+        "worst": None
+        if worst is None
+        else {
+            **worst.to_dict(),
+            "t": round((worst.time - t0_ns) / 1e9, 3),
+            "lag_ms": worst.lag_ns / 1e6,
+        },
+    }
 
 
 def _history_block(info: HistoryInfo, t0_ns: int, t1_ns: int) -> dict[str, Any]:

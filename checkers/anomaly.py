@@ -16,12 +16,13 @@ MAX_EVIDENCE = 20
 
 KINDS: dict[str, tuple[str, ...]] = {
     "lost": ("lost-message", "lost-write"),
-    "duplicates": ("duplicate-delivery", "duplicate-apply"),
+    "duplicates": ("duplicate-delivery", "duplicate-apply", "duplicate-offset"),
     "reorder": (
         "reorder-delivery",
         "stale-overwrite",
         "nonmonotonic-poll",
         "poll-skip",
+        "nonmonotonic-send",
         "inconsistent-offset",
     ),
     "divergence": ("missing", "extra", "stale", "phantom"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from checkers.keyed.step import REALTIME_SERIES
 from harness.history.schema import OpPhase
 
 MAX_BUCKETS = 1200
@@ -22,9 +23,11 @@ HISTORY_SERIES = {
     "faults": ["start", "fault_id"],
     "offsets": ["t", "consumer", "channel", "partition"],
     "marks": ["t", "kind", "consumer", "channel"],
+    REALTIME_SERIES: ["channel", "partition"],
 }
 """The series of series.json that come from the history itself (made in the keyed pass,
-checkers.keyed.timeline), each with the columns it is sorted by."""
+checkers.keyed.timeline; the realtime lag, each channel partition's worst poll, by the
+partition step), each with the columns it is sorted by."""
 
 
 def bucket_seconds(t0_ns: int, t1_ns: int) -> int:

@@ -111,6 +111,7 @@ def build_context(run: Path) -> dict[str, Any]:
             k: w for k, w in (analysis.get("lost_where") or {}).items() if any(w.values())
         },
         "lag": analysis.get("lag", {}),
+        "realtime_lag": (analysis.get("realtime_lag") or {}).get("worst"),
         "runner": summary,
         "classes": _classes(analysis, examples, t0),
         "foreign": _foreign_names(config),

@@ -60,6 +60,26 @@ def msg_events(draw: st.DrawFn) -> Event:
     )
 
 
+@st.composite
+def log_events(draw: st.DrawFn) -> Event:
+    """A produce or deliver on one partition's log at any offset, usually of the message
+    that offset holds: polls that skip or go back, sends that go back, messages at two
+    offsets, and offsets that only a poll shows."""
+    offset = draw(st.integers(0, len(MSG_IDS) - 1))
+    return Event(
+        type="msg",
+        time=draw(_times),
+        action=draw(st.sampled_from(("produce", "deliver", "deliver"))),
+        msg_id=draw(_mostly(MSG_IDS[offset], MSG_IDS)),
+        key=KEYS[offset % 2],
+        channel="c1",
+        partition=0,
+        offset=offset,
+        consumer=draw(_maybe(CONSUMERS)),
+        process=draw(_maybe(PROCESSES)),
+    )
+
+
 op_events = st.builds(
     Event,
     type=st.just("op"),
@@ -85,7 +105,9 @@ mark_events = st.one_of(
     st.builds(Event, type=st.just("mark"), time=_times, kind=st.just(str(Mark.QUIESCED))),
 )
 
-events = st.one_of(msg_events(), msg_events(), msg_events(), op_events, mark_events)
+events = st.one_of(
+    msg_events(), msg_events(), msg_events(), log_events(), op_events, mark_events
+)
 
 
 @st.composite

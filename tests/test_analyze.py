@@ -21,9 +21,11 @@ from typer.testing import CliRunner
 from checkers.analyze import CHECKERS, OUTPUTS
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
 from checkers.reference.lost import where_lost
+from checkers.reference.reorder import realtime_lags, worst_realtime_lag, worst_realtime_lags
 from checkers.verdict import judge
 from harness.cli import app
 from harness.history.reader import read_history
+from harness.history.schema import Event
 from harness.testing.synthetic import generate, generate_history
 
 # Checkers whose Spark module has not landed yet: analyze must report them `missing`.
@@ -84,6 +86,13 @@ def test_planted_counts_are_found_exactly(planted: dict[str, Any]) -> None:
     # Every consumer is done on its channels; the committed `info` writes reached stores.
     assert analysis["notes"] == {"unseen-message": 0, **planted["notes"]}
     assert set(analysis["lag"]) == {"cache", "search", "dw"}
+    # The realtime lag: the reference's worst poll, made in the same pass.
+    events = [Event(**row) for row in read_history(planted["run"]).table.to_pylist()]
+    worst = worst_realtime_lag(realtime_lags(events))
+    assert worst is not None and worst.lag_ns > 0
+    got = analysis["realtime_lag"]
+    assert {k: got["worst"][k] for k in worst.to_dict()} == worst.to_dict()
+    assert got["partitions"] == len(worst_realtime_lags(events))
 
 
 @pytest.mark.spark

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -73,6 +74,31 @@ def test_redelivery_after_restart_is_a_duplicate_delivery() -> None:
         8,
     )
     assert '"attempt":3' in by_kind["duplicate-delivery"].evidence
+
+
+def placed(t: int, action: str, msg_id: str, offset: int, **kw: object) -> Event:
+    return Event(
+        type="msg", time=t, action=action, msg_id=msg_id, channel="c", offset=offset, **kw
+    )
+
+
+def test_one_message_at_two_offsets_is_a_duplicate_offset() -> None:
+    """A retry without idempotence: m1 acknowledged at 1, then read at 3 by a consumer
+    and at 3 again by the log audit; m2 at 2 twice is no duplicate, nor is m1 at 1 on
+    another partition."""
+    events = [
+        placed(1, "produce", "m1", 1, partition=0, key="k"),
+        placed(2, "produce", "m2", 2, partition=0),
+        placed(3, "deliver", "m2", 2, partition=0, consumer="g"),
+        placed(4, "deliver", "m1", 3, partition=0, consumer="g", key="k2"),
+        placed(5, "deliver", "m1", 3, partition=0, consumer="log-audit"),
+        placed(6, "produce", "m1", 1, partition=1),
+    ]
+    (found,) = reference.check(events)
+    # The first event at another offset than the first one's identifies it.
+    assert found.identity() == ("duplicates", "duplicate-offset", None, "k2", None, 4)
+    assert found.detail == "m1 is at offsets 1, 3 of c[0]"
+    assert [e["offset"] for e in json.loads(found.evidence)] == [1, 3]
 
 
 def test_equal_times_follow_recorded_order() -> None:

@@ -12,7 +12,7 @@ from strategies_messages import combined_histories
 from checkers.anomaly import KINDS
 from checkers.reference import reorder as reference
 from harness.history.reader import read_parquet
-from harness.history.schema import COLUMNS, Event
+from harness.history.schema import COLUMNS, LOG_AUDIT, Event
 from harness.testing.synthetic import generate
 
 
@@ -92,6 +92,21 @@ PLANTED = [
     # inconsistent-offset at 41
     msg("deliver", 42, channel="c", partition=1, offset=9, msg_id="a", consumer="g2"),
     produce(43, 9, msg_id="z", partition=2),  # another partition: other coordinates
+    msg("deliver", 50, channel="c", partition=3, offset=7, msg_id="q", consumer="g2"),
+    msg("deliver", 51, channel="c", partition=3, offset=6, msg_id="p", consumer="g"),
+    # poll-skip at 52: offset 7 is known from another consumer's poll only
+    msg("deliver", 52, channel="c", partition=3, offset=8, msg_id="r", consumer="g"),
+    # no skip: nothing observed offset 9
+    msg("deliver", 53, channel="c", partition=3, offset=10, msg_id="s", consumer="g"),
+    msg("produce", 60, channel="c", partition=4, offset=5, msg_id="s5", process="pr1"),
+    # nonmonotonic-send at 61: below the producer's previous offset
+    msg("produce", 61, channel="c", partition=4, offset=3, msg_id="s3", process="pr1"),
+    msg("produce", 62, channel="c", partition=4, offset=4, msg_id="s4", process="pr1"),
+    msg("produce", 63, channel="c", partition=4, offset=2, msg_id="s2", process="pr2"),
+    # the same offset again is no step back
+    msg("produce", 64, channel="c", partition=4, offset=4, msg_id="s4", process="pr1"),
+    # no producer named: not judged
+    msg("produce", 65, channel="c", partition=4, offset=1, msg_id="s1"),
 ]
 
 EXPECTED = Counter(
@@ -104,6 +119,8 @@ EXPECTED = Counter(
         ("nonmonotonic-poll", 34),
         ("nonmonotonic-poll", 35),
         ("inconsistent-offset", 41),
+        ("poll-skip", 52),
+        ("nonmonotonic-send", 61),
     }
 )
 
@@ -125,6 +142,37 @@ def test_planted_reorders_are_found_exactly() -> None:
     offset = next(a for a in found if a.kind == "inconsistent-offset")
     assert (offset.key, offset.consumer, offset.store) == (None, None, None)
     assert offset.detail == "c[1] offset 9 holds a, b"
+
+
+def test_realtime_lag_of_each_poll() -> None:
+    """A poll is an instance's deliveries at one time; its lag runs from the first
+    observation of an offset above what the instance had read."""
+    events = [
+        produce(0, 0),
+        produce(1, 1),
+        produce(5, 2),
+        poll(3, 0),  # offset 1 known since 1: lag 2
+        poll(10, 1),
+        poll(10, 2),  # one poll with the one before: read to 2, nothing above: 0
+        msg("deliver", 20, channel="c", partition=0, offset=3, msg_id="m3", consumer=LOG_AUDIT),
+        poll(30, 0, process="p2"),  # offset 1 known since 1: lag 29
+        poll(31, 2, process="p2"),  # offset 3 known since the log audit read it at 20: 11
+        poll(40, 3, process="p2"),  # read to the end: 0
+    ]
+    lags = reference.realtime_lags(events)
+    assert sorted((lag.time, lag.process, lag.lag_ns) for lag in lags) == [
+        (3, "p1", 2),
+        (10, "p1", 0),
+        (30, "p2", 29),
+        (31, "p2", 11),
+        (40, "p2", 0),
+    ]
+    (worst,) = reference.worst_realtime_lags(events)
+    assert (worst.channel, worst.partition, worst.consumer, worst.process) == ("c", 0, "g", "p2")
+    assert (worst.time, worst.lag_ns) == (30, 29)
+    other = reference.RealtimeLag("d", 0, "g", "p1", 25, 29)  # as bad, earlier: worse
+    assert reference.worst_realtime_lag([worst, other]) == other
+    assert reference.worst_realtime_lag([]) is None
 
 
 def test_redelivery_in_the_same_instance_is_a_reorder() -> None:

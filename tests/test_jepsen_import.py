@@ -19,6 +19,7 @@ import pytest
 from reference_counts import reference_anomalies, run_events
 from typer.testing import CliRunner
 
+from checkers.reference.reorder import realtime_lags, worst_realtime_lag
 from harness.cli import app
 from harness.importers.jepsen import (
     JEPSEN_NAMES,
@@ -136,10 +137,13 @@ def _with(ops: dict[str, str], **before: list[str]) -> list[str]:
 def test_poll_skip(tmp_path: Path) -> None:
     """Process 0 reads offsets 1 2, 4, 7. Jepsen: :poll-skip over c (offset 3, known only
     from process 1's poll) and over f (offset 6, an acknowledged send), and (not asserted
-    by kafka_test.clj) :lost-write f. driftlab: the skip over f and the lost f; the skip
-    over 3 needs offsets inferred from polls (issue 16, part 2)."""
+    by kafka_test.clj) :lost-write f. driftlab: the same two skips and the lost f."""
     found = judge(tmp_path, list(POLL_SKIP.values()))
-    assert found == {"poll-skip": 1, "lost-message": 1}
+    assert found == {"poll-skip": 2, "lost-message": 1}
+    skips = sorted(
+        a.detail for a in reference_anomalies(tmp_path / "run-1") if a.kind == "poll-skip"
+    )
+    assert [re.search(r"skipping offset (\d+)", d)[1] for d in skips] == ["3", "6"]
 
 
 def test_poll_skip_allowed_after_a_subscribe_that_drops_the_key(tmp_path: Path) -> None:
@@ -158,7 +162,7 @@ def test_poll_skip_allowed_after_a_subscribe_that_drops_the_key(tmp_path: Path) 
     ]
     assign_xy = [o(8, 0, "invoke", "assign", "[:x :y]"), o(9, 0, "ok", "assign", "[:x :y]")]
     ops = _with(POLL_SKIP, poll_4=keep, write_6=assign_xy)
-    assert judge(tmp_path, ops) == {"poll-skip": 1, "lost-message": 1}
+    assert judge(tmp_path, ops) == {"poll-skip": 2, "lost-message": 1}
 
 
 SIX_SENT = [
@@ -278,25 +282,45 @@ def test_inconsistent_offsets_need_a_committed_writer(tmp_path: Path) -> None:
     assert judge(tmp_path, polled) == {"inconsistent-offset": 1, "lost-message": 2}
 
 
-def test_duplicate_is_not_yet_a_driftlab_kind(tmp_path: Path) -> None:
-    """a sent at offset 1 and polled at offset 3. Jepsen: :duplicate a at [1 3].
-    driftlab: nothing yet (one message at two offsets is issue 16, part 2)."""
-    ops = [
-        o(0, 0, "invoke", "send", "[[:send :x :a]]"),
-        o(1, 0, "ok", "send", "[[:send :x [1 :a]]]"),
-        o(2, 1, "invoke", "send", "[[:send :x :b]]"),
-        o(3, 1, "info", "send", "[[:send :x :b]]"),
-        o(4, 2, "invoke", "poll", "[[:poll]]"),
-        o(5, 2, "ok", "poll", "[[:poll {:x [[2 :b] [3 :a]]}]]"),
-    ]
-    assert judge(tmp_path, ops) == {}
+DUPLICATE = [
+    o(0, 0, "invoke", "send", "[[:send :x :a]]"),
+    o(1, 0, "ok", "send", "[[:send :x [1 :a]]]"),
+    o(2, 1, "invoke", "send", "[[:send :x :b]]"),
+    o(3, 1, "info", "send", "[[:send :x :b]]"),
+    o(4, 2, "invoke", "poll", "[[:poll]]"),
+    o(5, 2, "ok", "poll", "[[:poll {:x [[2 :b] [3 :a]]}]]"),
+]
 
+
+def test_duplicate(tmp_path: Path) -> None:
+    """a sent at offset 1 and polled at offset 3. Jepsen: :duplicate a at [1 3].
+    driftlab: one duplicate-offset, a at 1 and 3."""
+    assert judge(tmp_path, DUPLICATE) == {"duplicate-offset": 1}
+    (found,) = reference_anomalies(tmp_path / "run-1")
+    assert found.detail == "x/a is at offsets 1, 3 of x[0]"
+
+
+def test_duplicate_in_an_aborted_poll(tmp_path: Path) -> None:
+    """0 sent at offset 1, 1 sent at 2 by a send that failed; an aborted poll reads them
+    at 11 and 12. Jepsen: :duplicate 0 at [1 11], not 1 (its write never happened).
+    driftlab: the same; and the message 0 is delivered, so not lost."""
+    ops = [
+        o(0, 0, "invoke", "send", "[[:send :x 0]]"),
+        o(1, 0, "ok", "send", "[[:send :x [1 0]]]"),
+        o(2, 0, "invoke", "send", "[[:send :x 1]]"),
+        o(3, 0, "fail", "send", "[[:send :x [2 1]]]"),
+        o(4, 1, "invoke", "poll", "[[:poll]]"),
+        o(5, 1, "fail", "poll", "[[:poll {:x [[11 0] [12 1]]}]]"),
+    ]
+    assert judge(tmp_path, ops) == {"duplicate-offset": 1}
+    (found,) = reference_anomalies(tmp_path / "run-1")
+    assert found.detail == "x/0 is at offsets 1, 11 of x[0]"
 
 def test_duplicate_hash_insensitive(tmp_path: Path) -> None:
     """Ten values each sent at offset 0 and polled at offset 1. Jepsen: :inconsistent-
-    offsets at 0 and at 1 (and ten :duplicate). driftlab: both inconsistent offsets;
-    process 1 reading offset 1 ten times is nonmonotonic nine times (Jepsen's test does
-    not assert its own nonmonotonic results here)."""
+    offsets at 0 and at 1 and ten :duplicate. driftlab: the same; process 1 reading
+    offset 1 ten times is nonmonotonic nine times (Jepsen's test does not assert its own
+    nonmonotonic results here); process 0's sends all at offset 0 do not go back."""
     ops: list[str] = []
     for value in range(10):
         i = 4 * value
@@ -306,7 +330,63 @@ def test_duplicate_hash_insensitive(tmp_path: Path) -> None:
             o(i + 2, 1, "invoke", "poll", "[[:poll]]"),
             o(i + 3, 1, "ok", "poll", f"[[:poll {{:x [[1 {value}]]}}]]"),
         ]
-    assert judge(tmp_path, ops) == {"inconsistent-offset": 2, "nonmonotonic-poll": 9}
+    assert judge(tmp_path, ops) == {
+        "inconsistent-offset": 2,
+        "duplicate-offset": 10,
+        "nonmonotonic-poll": 9,
+    }
+
+
+# --- nonmonotonic-send-test, int-nonmonotonic-send-test ------------------------------
+
+SEND_34 = [
+    o(0, 0, "invoke", "send", "[[:send :x :c] [:send :x :d]]"),
+    o(1, 0, "ok", "send", "[[:send :x [3 :c]] [:send :x [4 :d]]]"),
+]
+SEND_12 = [
+    o(10, 0, "invoke", "send", "[[:send :x 1] [:send :x 2]]"),
+    o(11, 0, "ok", "send", "[[:send :x [1 :a]] [:send :x [2 :b]]]"),
+]
+
+
+@pytest.mark.parametrize(
+    ("between", "expected"),
+    [
+        ([], 1),
+        (["subscribe", "[:y]", "ok"], 0),
+        (["assign", "[:y]", "info"], 0),
+        (["subscribe", "[:x :y]", "ok"], 1),
+        (["assign", "[:x :y]", "ok"], 1),
+    ],
+)
+def test_nonmonotonic_send(tmp_path: Path, between: list[str], expected: int) -> None:
+    """Process 0 sends offsets 3 4, then 1 2. Jepsen: one :nonmonotonic-send (d then a),
+    none when a subscribe or assign between them drops :x (even one that crashed),
+    still one when it keeps :x. driftlab: the same (nothing polls: all four are lost)."""
+    reassign = []
+    if between:
+        f, keys, done = between
+        reassign = [o(2, 0, "invoke", f, keys), o(3, 0, done, f, keys)]
+    found = judge(tmp_path, [*SEND_34, *reassign, *SEND_12])
+    assert found == {"lost-message": 4, **({"nonmonotonic-send": 1} if expected else {})}
+
+
+def test_int_nonmonotonic_send(tmp_path: Path) -> None:
+    """Within one op, c acknowledged at offset 3 then a at 1 (x); and d, b sent by a
+    crashed op that a poll later reads as b at 2, d at 4 (y). Jepsen: :int-nonmonotonic-
+    send on x and on y. driftlab: x only: a crashed send is recorded only with the
+    offset its op returned, and the crashed op returned none (docs/jepsen.md)."""
+    ops = [
+        o(0, 0, "invoke", "send", "[[:send :x 3] [:send :x 1]]"),
+        o(1, 0, "ok", "send", "[[:send :x [3 :c]] [:send :x [1 :a]]]"),
+        o(2, 0, "invoke", "send", "[[:send :y :d] [:send :y :b]]"),
+        o(3, 0, "info", "send", "[[:send :y :d] [:send :y :b]]"),
+        o(4, 1, "invoke", "send", "[[:send :y :c]]"),
+        o(5, 1, "info", "send", "[[:send :y :c]]"),
+        o(6, 0, "invoke", "poll", "[[:poll]]"),
+        o(7, 0, "ok", "poll", "[[:poll {:y [[2 :b] [3 :c] [4 :d]]}]]"),
+    ]
+    assert judge(tmp_path, ops) == {"nonmonotonic-send": 1, "lost-message": 2}
 
 
 # --- realtime-lag-test: a history with no error -------------------------------------
@@ -344,10 +424,27 @@ REALTIME_LAG = [
 
 
 def test_clean_history(tmp_path: Path) -> None:
-    """Jepsen's realtime-lag history: no error (its lag is issue 16, part 2). driftlab:
-    no forbidden kind; a and b, read again after the assign that dropped :x, are
-    duplicate deliveries (allowed)."""
+    """Jepsen's realtime-lag history: no error. driftlab: no forbidden kind; a and b,
+    read again after the assign that dropped :x, are duplicate deliveries (allowed)."""
     assert judge(tmp_path, REALTIME_LAG) == {"duplicate-delivery": 2}
+
+
+def test_realtime_lag(tmp_path: Path) -> None:
+    """Jepsen: the lag of each poll at its invocation, the worst 17 (at 22: an empty
+    poll after an assign rewound x to the start, which was known not to be the end at
+    5). driftlab measures a poll by its deliveries, at its completion: the poll of a b
+    completing at 13 after d, at offset 2, was acknowledged at 9 lags 4 (Jepsen: 3 at
+    its invocation, 12); the poll of a b c d at 25 reads the end, 0; an empty poll
+    delivers nothing and is not measured (docs/jepsen.md)."""
+    source = tmp_path / "history.edn"
+    source.write_text("\n".join(REALTIME_LAG) + "\n")
+    import_history(source, tmp_path / "run")
+    events = run_events(tmp_path / "run")
+    t0 = min(e.time for e in events if e.type == "op")
+    lags = sorted((lag.time - t0, lag.process, lag.lag_ns) for lag in realtime_lags(events))
+    assert lags == [(13, "0", 4), (25, "0/1", 0)]
+    worst = worst_realtime_lag(realtime_lags(events))
+    assert worst is not None and (worst.time - t0, worst.lag_ns) == (13, 4)
 
 
 # --- Maelstrom ---------------------------------------------------------------------
@@ -467,14 +564,27 @@ def test_config_forbids_what_jepsen_forbids(tmp_path: Path) -> None:
     import_history(tmp_path / "a.edn", tmp_path / "a")
     config = json.loads((tmp_path / "a" / "config.json").read_text())
     assert config["expectations"] == dict.fromkeys(
-        ["lost-message", "inconsistent-offset", "nonmonotonic-poll", "poll-skip"], "absent"
+        [
+            "lost-message",
+            "inconsistent-offset",
+            "nonmonotonic-poll",
+            "poll-skip",
+            "duplicate-offset",
+            "nonmonotonic-send",
+        ],
+        "absent",
     )
     assert config["foreign_names"] == {"tool": "Jepsen", "kinds": JEPSEN_NAMES}
     sub = [o(4, 0, "invoke", "subscribe", "[:x]"), o(5, 0, "ok", "subscribe", "[:x]")]
     (tmp_path / "b.edn").write_text("\n".join(_with(NONMONOTONIC, poll_234=sub)) + "\n")
     import_history(tmp_path / "b.edn", tmp_path / "b")
     config = json.loads((tmp_path / "b" / "config.json").read_text())
-    assert set(config["expectations"]) == {"lost-message", "inconsistent-offset"}
+    assert set(config["expectations"]) == {
+        "lost-message",
+        "inconsistent-offset",
+        "duplicate-offset",
+        "nonmonotonic-send",
+    }
 
 
 @pytest.mark.parametrize(
@@ -550,6 +660,8 @@ def test_analyze_from_jepsen_runs_the_pipeline(spark: object, tmp_path: Path) ->
         list(NONMONOTONIC.values()),
         INFO_CONFLICTS,
         REALTIME_LAG,
+        DUPLICATE,
+        [*SEND_34, *SEND_12],
     ]
     expected: Counter[str] = Counter()
     for i, ops in enumerate(cases):
@@ -566,14 +678,22 @@ def test_analyze_from_jepsen_runs_the_pipeline(spark: object, tmp_path: Path) ->
     analysis = json.loads((run / "analysis.json").read_text())
     assert {k: n for k, n in analysis["counts"].items() if n} == dict(expected)
     assert expected == {
-        "lost-message": 3 + 1 + 1 + 1,
-        "poll-skip": 1,
+        "lost-message": 3 + 1 + 1 + 1 + 4,
+        "poll-skip": 2,
         "nonmonotonic-poll": 1,
         "duplicate-delivery": 2 + 2,
+        "duplicate-offset": 1,
+        "nonmonotonic-send": 1,
     }
+    worst = worst_realtime_lag(realtime_lags(run_events(run)))
+    assert worst is not None and worst.lag_ns == 4
+    assert analysis["realtime_lag"]["worst"]["lag_ns"] == worst.lag_ns
+    assert analysis["realtime_lag"]["worst"]["time_ns"] == worst.time
+    assert analysis["realtime_lag"]["worst"]["channel"] == worst.channel
     assert analysis["verdict"] == "unexpected anomaly"
     html = (run / "report.html").read_text()
     assert ":lost-write, :unseen" in html
+    assert ":worst-realtime-lag" in html
     assert f"imported {len(side_by_side(cases))} Jepsen ops" in result.output
 
 

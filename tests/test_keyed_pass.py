@@ -12,7 +12,7 @@ from keyed_support import any_history, run_pass
 
 from checkers.anomaly import Anomaly
 from checkers.keyed.facts import facts_of
-from checkers.keyed.step import group_history, judge
+from checkers.keyed.step import REALTIME_SERIES, group_history, judge
 from checkers.outputs import ANOMALY_ORDER
 from checkers.reference import (
     divergence,
@@ -23,6 +23,7 @@ from checkers.reference import (
     reorder,
     staleness,
 )
+from checkers.reference.reorder import RealtimeLag
 from harness.history.schema import Event
 
 REFERENCE = (lost, duplicates, reorder, divergence, staleness, eventsourcing, graph)
@@ -53,6 +54,7 @@ def test_the_groups_find_what_the_whole_history_holds(events: list[Event]) -> No
     }
     delays = Counter(staleness.lag_rows(events))
     assert Counter(judged.lags) == delays
+    assert Counter(judged.realtime) == Counter(reorder.worst_realtime_lags(events))
 
 
 @pytest.mark.spark
@@ -77,3 +79,6 @@ def test_spark_gives_the_reference_rows_with_their_evidence(spark, events: list[
     }
     # The summary's percentiles are exact nearest ranks, as the reference's.
     assert out.figures.lag == staleness.lag(events)
+    realtime = out.figures.history_series[REALTIME_SERIES]
+    got_lags = Counter(RealtimeLag.from_dict(r) for r in realtime)
+    assert got_lags == Counter(reorder.worst_realtime_lags(events))

@@ -4,6 +4,7 @@ does: the partition step with the sieve equals the reference over every group.""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pyarrow as pa
@@ -20,12 +21,14 @@ from checkers.keyed.step import (
     LAG,
     NOTE,
     POSITION_COLUMN,
+    REALTIME_SERIES,
     ROUTE_COLUMN,
     group_history,
     judge,
     partition_step,
     routes,
 )
+from checkers.keyed.timeline import SERIES_ROW
 from harness.history.schema import COLUMNS, INT_COLUMNS, Event
 from harness.testing.synthetic import generate
 
@@ -51,15 +54,17 @@ def routed_table(events: list[Event]) -> pa.Table:
     return pa.table(rows, schema=schema)
 
 
-def stepped(events: list[Event]) -> tuple[Counter, dict[str, int], Counter]:
-    """Anomalies, non-zero notes and lag samples of the partition step with the sieve."""
+def stepped(events: list[Event]) -> tuple[Counter, dict[str, int], Counter, Counter]:
+    """Anomalies, non-zero notes, lag samples and each channel partition's worst
+    realtime lag of the partition step with the sieve."""
     facts = facts_of(events)
     table = routed_table(events)
     anomalies: Counter = Counter()
     notes: Counter[str] = Counter()
     lags: Counter = Counter()
+    realtime: Counter = Counter()
     if table.num_rows == 0:
-        return anomalies, {}, lags
+        return anomalies, {}, lags, realtime
     for batch in partition_step(facts, 5)(iter(table.to_batches())):
         for row in batch.to_pylist():
             if row["out"] == ANOMALY:
@@ -68,14 +73,17 @@ def stepped(events: list[Event]) -> tuple[Counter, dict[str, int], Counter]:
                 notes[row["kind"]] += row["n"]
             elif row["out"] == LAG:
                 lags[(row["store"], row["time"], row["n"])] += 1
-    return anomalies, {k: v for k, v in notes.items() if v}, lags
+            elif row["out"] == SERIES_ROW and row["kind"] == REALTIME_SERIES:
+                realtime[row["detail"]] += 1
+    return anomalies, {k: v for k, v in notes.items() if v}, lags, realtime
 
 
-def judged(events: list[Event]) -> tuple[Counter, dict[str, int], Counter]:
+def judged(events: list[Event]) -> tuple[Counter, dict[str, int], Counter, Counter]:
     """The same of the reference over every group."""
     out = judge(group_history(events), facts_of(events))
     anomalies = Counter(tuple(getattr(a, c) for c in ANOMALY_COLUMNS) for a in out.anomalies)
-    return anomalies, {k: v for k, v in out.notes.items() if v}, Counter(out.lags)
+    realtime = Counter(json.dumps(lag.to_dict()) for lag in out.realtime)
+    return anomalies, {k: v for k, v in out.notes.items() if v}, Counter(out.lags), realtime
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,7 +6,8 @@ vectorized DuckDB queries over the partition's Arrow rows, whether each group co
 make any reference checker report anything; only the groups it cannot clear (the
 suspects) go through the reference, which stays the only judge of an anomaly and of its
 evidence. What a clean group contributes to the figures (its lag samples, its
-`unseen-message` count) is computed here, exactly as the reference computes it.
+`unseen-message` count, its worst realtime lag) is computed here, exactly as the
+reference computes it.
 
 The tests of clearance are exact or err towards suspicion, never the other way: a
 group is cleared only when the reference would find nothing in it. A key group is
@@ -27,7 +28,8 @@ from checkers.keyed.facts import Facts
 from checkers.keyed.step import GROUP_COLUMN, KEY, MESSAGE, PARTITION, ROUTE_COLUMN
 from checkers.reference.common import WRITE_FS
 from checkers.reference.eventsourcing import PROJECTION_PREFIX
-from harness.history.schema import SOURCE_STORE
+from checkers.reference.reorder import RealtimeLag
+from harness.history.schema import LOG_AUDIT, SOURCE_STORE
 
 _WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))
 _ORDER = (
@@ -179,6 +181,10 @@ _MESSAGE_SUSPECTS = {
       (action = 'deliver' AND consumer IS NOT NULL) OR (action = 'apply' AND store IS NOT NULL))
     GROUP BY _g, action, CASE WHEN action = 'deliver' THEN consumer ELSE store END
     HAVING count(*) > 1""",
+    "duplicate-offset": f"""
+    SELECT _g FROM r WHERE _r = {MESSAGE} AND type = 'msg'
+      AND action IN ('produce', 'deliver') AND channel IS NOT NULL AND "offset" IS NOT NULL
+    GROUP BY _g, channel, "partition" HAVING count(DISTINCT "offset") > 1""",
     "lost-message": "SELECT _g FROM unmet WHERE done",
 }
 
@@ -201,15 +207,55 @@ _PARTITION_SUSPECTS = {
         lag("offset") OVER (PARTITION BY _g, consumer, process ORDER BY $ORDER) AS prev
       FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'deliver'
         AND consumer IS NOT NULL AND "offset" IS NOT NULL),
-      produced AS (SELECT _g, "offset" FROM r WHERE _r = {PARTITION} AND type = 'msg'
-                   AND action = 'produce' AND "offset" IS NOT NULL)
-    SELECT d._g FROM d ASOF LEFT JOIN produced p ON p._g = d._g AND p."offset" > d.prev
-    WHERE d."offset" <= d.prev OR p."offset" < d."offset" """,
+      known AS (SELECT DISTINCT _g, "offset" FROM r WHERE _r = {PARTITION} AND type = 'msg'
+                AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL)
+    SELECT d._g FROM d ASOF LEFT JOIN known k ON k._g = d._g AND k."offset" > d.prev
+    WHERE d."offset" <= d.prev OR k."offset" < d."offset" """,
+    "nonmonotonic-send": f"""
+    SELECT _g FROM (
+      SELECT _g, "offset",
+        lag("offset") OVER (PARTITION BY _g, process ORDER BY $ORDER) AS prev
+      FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'produce'
+        AND process IS NOT NULL AND "offset" IS NOT NULL)
+    WHERE "offset" < prev""",
     "inconsistent-offset": f"""
     SELECT _g FROM r WHERE _r = {PARTITION} AND type = 'msg'
       AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL AND msg_id IS NOT NULL
     GROUP BY _g, "offset" HAVING count(DISTINCT msg_id) > 1""",
 }
+
+
+_REALTIME = f"""
+WITH seen AS (
+    SELECT _g, "offset", min("time") AS t FROM r
+    WHERE _r = {PARTITION} AND type = 'msg' AND action IN ('produce', 'deliver')
+      AND "offset" IS NOT NULL
+    GROUP BY _g, "offset"),
+  known AS (SELECT _g, "offset", min(t) OVER (
+              PARTITION BY _g ORDER BY "offset" DESC ROWS UNBOUNDED PRECEDING) AS since
+            FROM seen),
+  polls AS (
+    SELECT _g, any_value(channel) AS channel, any_value("partition") AS "partition",
+      consumer, process, "time", max("offset") AS top
+    FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'deliver'
+      AND consumer IS NOT NULL AND consumer <> '{LOG_AUDIT}' AND "offset" IS NOT NULL
+      AND _g NOT IN (SELECT _g FROM suspects WHERE _r = {PARTITION})
+    GROUP BY _g, consumer, process, "time"),
+  reached AS (
+    SELECT *, max(top) OVER (PARTITION BY _g, consumer, process ORDER BY "time"
+                             ROWS UNBOUNDED PRECEDING) AS h
+    FROM polls),
+  lags AS (
+    SELECT p.*, greatest(coalesce(p."time" - k.since, 0), 0) AS lag_ns
+    FROM reached p ASOF LEFT JOIN known k ON k._g = p._g AND k."offset" >= p.h + 1)
+SELECT channel, "partition", consumer, process, "time", lag_ns FROM (
+  SELECT *, row_number() OVER (PARTITION BY _g ORDER BY lag_ns DESC, "time", consumer,
+                               process NULLS FIRST) AS n
+  FROM lags)
+WHERE n = 1"""
+"""Each cleared channel partition's worst poll (reorder.worst_realtime_lags): the
+highest offset its instance had read after each poll, and the earliest observation of
+an offset above it."""
 
 
 @dataclass
@@ -223,6 +269,8 @@ class Sieved:
     (store, ok time, lag in ns)"""
     unseen: int
     """unseen-message count of the cleared message groups"""
+    realtime: list[RealtimeLag]
+    """the worst realtime lag of each cleared channel partition with a poll"""
 
 
 def _consumers(facts: Facts) -> pa.Table:
@@ -291,6 +339,7 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
             f"SELECT count(*) FROM unmet WHERE NOT done "
             f"AND _g NOT IN (SELECT _g FROM suspects WHERE _r = {MESSAGE})"
         ).fetchall()[0]
-        return Sieved(suspects, lags, unseen)
+        realtime = [RealtimeLag(*row) for row in con.sql(_REALTIME).fetchall()]
+        return Sieved(suspects, lags, unseen, realtime)
     finally:
         con.close()

@@ -5,13 +5,16 @@ given the history-wide Facts:
 
 - KEY (a key): lost-write, recovered-write, stale-overwrite, reorder-delivery,
   divergence, ryw-violation, the lag, event sourcing and contradictory order;
-- PARTITION (a channel and partition): nonmonotonic-poll, poll-skip, inconsistent-offset;
-- MESSAGE (a msg_id): lost-message, unseen-message, duplicate-delivery, duplicate-apply.
+- PARTITION (a channel and partition): nonmonotonic-poll, poll-skip, nonmonotonic-send,
+  inconsistent-offset, the realtime lag;
+- MESSAGE (a msg_id): lost-message, unseen-message, duplicate-delivery, duplicate-apply,
+  duplicate-offset.
 
 An event goes to every group that judges it (`routes`); each group's events, in the
 history's order, go through the plain-Python reference checkers, so that the pass and
 the reference agree by construction, evidence included, and the property tests check
-the cut. Per group only its rows come out: anomalies, the notes' counts and lag samples.
+the cut. Per group only its rows come out: anomalies, the notes' counts, lag samples and
+its worst realtime lag.
 
 Assumed of a history (the recorder guarantees it): an operation's invocation and its
 completion carry the same key.
@@ -19,6 +22,7 @@ completion carry the same key.
 
 from __future__ import annotations
 
+import json
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -38,9 +42,13 @@ from checkers.reference import (
     reorder,
     staleness,
 )
+from checkers.reference.reorder import RealtimeLag
 from harness.history.schema import COLUMNS, Event, EventType, MsgAction
 
 KEY, PARTITION, MESSAGE = 0, 1, 2
+REALTIME_SERIES = "realtime_lag"
+"""The series of series.json that holds each channel partition's worst realtime lag
+(RealtimeLag.to_dict), a SERIES_ROW of checkers.keyed.timeline per partition."""
 ROUTE_COLUMN, GROUP_COLUMN, POSITION_COLUMN = "_r", "_g", "_pos"
 ANOMALY, NOTE, LAG, ERROR, EXAMPLE, WHERE = "a", "n", "l", "e", "x", "w"
 UNKNOWN_PLACE = "unknown"
@@ -53,7 +61,9 @@ OUTPUT_DDL = (
 checker and the error in `detail`), or an anomaly again as a candidate example
 (EXAMPLE: a partition's first `per_kind` of each kind by sample_rank), or how many
 lost rows of a kind (`kind`) say where the message was (WHERE: `checker` holds
-checkers.reference.lost.where_lost's answer or UNKNOWN_PLACE, `n` the count)."""
+checkers.reference.lost.where_lost's answer or UNKNOWN_PLACE, `n` the count), or a
+channel partition's worst realtime lag as a row of the REALTIME_SERIES series
+(checkers.keyed.timeline.SERIES_ROW, the lag's JSON in `detail`)."""
 
 _KEY_TYPES = frozenset({EventType.OP, EventType.MSG, EventType.STATE})
 _POLL_ACTIONS = frozenset({MsgAction.PRODUCE, MsgAction.DELIVER})
@@ -85,6 +95,8 @@ class Judged:
     anomalies: list[Anomaly] = field(default_factory=list)
     notes: Counter[str] = field(default_factory=Counter)
     lags: list[tuple[str, int, int]] = field(default_factory=list)
+    realtime: list[RealtimeLag] = field(default_factory=list)
+    """each channel partition's worst realtime lag"""
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -122,6 +134,7 @@ def _graph(events: Sequence[Event], facts: Facts, out: Judged) -> None:
 
 def _polls(events: Sequence[Event], facts: Facts, out: Judged) -> None:
     out.anomalies += reorder.partition_checks(events)
+    out.realtime += reorder.worst_realtime_lags(events)
 
 
 def _messages(events: Sequence[Event], facts: Facts, out: Judged) -> None:
@@ -210,6 +223,9 @@ def _plain(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def output_batch(judged: Judged, per_kind: int) -> pa.RecordBatch:
     """The rows of OUTPUT_DDL for what a partition's groups gave."""
+    # timeline imports this module: imported here, not at the top, to break the cycle.
+    from checkers.keyed.timeline import SERIES_ROW
+
     rows: dict[str, list] = {c: [] for c in ("out", *ANOMALY_COLUMNS, "n")}
 
     def add(out: str, n: int | None = None, **values: object) -> None:
@@ -236,6 +252,8 @@ def output_batch(judged: Judged, per_kind: int) -> pa.RecordBatch:
         add(WHERE, count, checker=place, kind=kind)
     for store, ok, delay in judged.lags:
         add(LAG, delay, store=store, time=ok)
+    for lag in judged.realtime:
+        add(SERIES_ROW, kind=REALTIME_SERIES, detail=json.dumps(lag.to_dict()))
     for checker, error in judged.errors.items():
         add(ERROR, checker=checker, detail=error)
     return pa.RecordBatch.from_pydict(rows, schema=output_schema())
@@ -291,6 +309,7 @@ def partition_step(
         sieved = sieve(table, facts)
         judged = judge(arrow_groups(suspect_rows(table, sieved.suspects)), facts)
         judged.notes["unseen-message"] += sieved.unseen
+        judged.realtime += sieved.realtime
         judged.notes["recovered-write"] += 0
         yield output_batch(judged, per_kind)
         if sieved.lags.num_rows:

@@ -1,8 +1,10 @@
-"""Duplicates: was a message delivered, or applied, more than once?
+"""Duplicates: was a message delivered, or applied, more than once, or written twice?
 
-The plain-Python specification of `duplicate-delivery` (per consumer and msg_id) and
-`duplicate-apply` (per store and msg_id) of docs/checkers.md. A row's time, key and
-consumer are those of the second event: the one that makes it a duplicate.
+The plain-Python specification of `duplicate-delivery` (per consumer and msg_id),
+`duplicate-apply` (per store and msg_id) and `duplicate-offset` (per channel partition
+and msg_id) of docs/checkers.md. A row's time, key and consumer are those of the event
+that makes it a duplicate: the second delivery or apply, the first event at another
+offset.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ CHECKER = "duplicates"
 
 
 def check(events: Sequence[Event]) -> list[Anomaly]:
-    """Every (consumer, msg_id) delivered and every (store, msg_id) applied twice or more."""
+    """Every (consumer, msg_id) delivered and every (store, msg_id) applied twice or more,
+    and every msg_id at two offsets of a channel partition."""
     deliveries: dict[tuple[str, str], list[Event]] = defaultdict(list)
     applies: dict[tuple[str, str], list[Event]] = defaultdict(list)
+    placed: dict[tuple[str, str, int | None], list[Event]] = defaultdict(list)
     for e in events:
         if e.type != EventType.MSG or e.msg_id is None:
             continue
@@ -28,7 +32,15 @@ def check(events: Sequence[Event]) -> list[Anomaly]:
             deliveries[(e.consumer, e.msg_id)].append(e)
         elif e.action == MsgAction.APPLY and e.store is not None:
             applies[(e.store, e.msg_id)].append(e)
-    out: list[Anomaly] = []
+        # Every observation of the log counts, the log audit's included: its reads are
+        # the log's own coordinates.
+        if (
+            e.action in (MsgAction.PRODUCE, MsgAction.DELIVER)
+            and e.channel is not None
+            and e.offset is not None
+        ):
+            placed[(e.msg_id, e.channel, e.partition)].append(e)
+    out: list[Anomaly] = _offsets(placed)
     for (consumer, msg_id), group in deliveries.items():
         if len(group) > 1:
             group.sort(key=order_key)
@@ -61,4 +73,35 @@ def check(events: Sequence[Event]) -> list[Anomaly]:
                     evidence=evidence_json(group),
                 )
             )
+    return out
+
+
+def _offsets(placed: dict[tuple[str, str, int | None], list[Event]]) -> list[Anomaly]:
+    """duplicate-offset: one message at two or more offsets of a channel partition, as a
+    producer's retry without idempotence writes it (Jepsen's `:duplicate`)."""
+    out: list[Anomaly] = []
+    for (msg_id, channel, partition), group in placed.items():
+        group.sort(key=order_key)
+        first = group[0].offset
+        other = next((e for e in group if e.offset != first), None)
+        if other is None:
+            continue
+        at: dict[int, Event] = {}
+        for e in group:
+            at.setdefault(e.offset, e)
+        out.append(
+            Anomaly(
+                checker=CHECKER,
+                kind="duplicate-offset",
+                store=None,
+                key=other.key,
+                consumer=None,
+                time=other.time,
+                detail=(
+                    f"{msg_id} is at offsets {', '.join(str(o) for o in sorted(at))} "
+                    f"of {channel}[{partition}]"
+                ),
+                evidence=evidence_json(at[o] for o in sorted(at)),
+            )
+        )
     return out

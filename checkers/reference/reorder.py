@@ -1,16 +1,21 @@
-"""Reorder: did versions go backwards, did polls go back or skip, do offsets disagree?
+"""Reorder: did versions go backwards, did polls or sends go back or skip, do offsets
+disagree, and how far behind the log's end did consumers read?
 
 The plain-Python specification of the `reorder` kinds of docs/checkers.md:
 `reorder-delivery` (per consumer instance and key), `stale-overwrite` (per store and
-key), `nonmonotonic-poll` and `poll-skip` (per consumer instance, channel and partition)
-and `inconsistent-offset` (per channel, partition and offset).
+key), `nonmonotonic-poll` and `poll-skip` (per consumer instance, channel and partition),
+`nonmonotonic-send` (per producer instance, channel and partition) and
+`inconsistent-offset` (per channel, partition and offset); and of the realtime lag
+(Jepsen's `:worst-realtime-lag`), a figure, per channel partition.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from checkers.anomaly import Anomaly, evidence_json
 from checkers.reference.common import is_consumer_delivery, is_effect, order_key
@@ -40,11 +45,15 @@ def key_checks(events: Sequence[Event]) -> list[Anomaly]:
 
 
 def partition_checks(events: Sequence[Event]) -> list[Anomaly]:
-    """nonmonotonic-poll, poll-skip and inconsistent-offset: per channel partition, so
-    of any set of whole channel partitions."""
+    """nonmonotonic-poll, poll-skip, nonmonotonic-send and inconsistent-offset: per
+    channel partition, so of any set of whole channel partitions."""
     ordered = sorted(events, key=order_key)
     delivers = [e for e in ordered if is_consumer_delivery(e)]
-    return [*_polls(ordered, delivers), *_inconsistent_offsets(ordered)]
+    return [
+        *_polls(_known_offsets(ordered), delivers),
+        *_sends(ordered),
+        *_inconsistent_offsets(ordered),
+    ]
 
 
 def _is(e: Event, action: MsgAction) -> bool:
@@ -80,14 +89,31 @@ def _regressions(
     return out
 
 
-def _polls(ordered: Sequence[Event], delivers: Iterable[Event]) -> list[Anomaly]:
-    """nonmonotonic-poll and poll-skip, per (consumer, process, channel, partition)."""
-    produced: dict[tuple[str, int | None], list[int]] = defaultdict(list)
+def _observes_offset(e: Event) -> bool:
+    """A `produce` or a `deliver` (any consumer's, the log audit's too) with
+    coordinates: what proves an offset of a channel partition was written."""
+    return (
+        (_is(e, MsgAction.PRODUCE) or _is(e, MsgAction.DELIVER))
+        and e.channel is not None
+        and e.offset is not None
+    )
+
+
+def _known_offsets(ordered: Iterable[Event]) -> dict[tuple[str, int | None], list[int]]:
+    """(channel, partition) -> the offsets any observation shows written, sorted: a
+    poll that read offset 3 proves it as well as the send acknowledged there (Jepsen
+    infers its version orders from sends and polls alike)."""
+    known: dict[tuple[str, int | None], set[int]] = defaultdict(set)
     for e in ordered:
-        if _is(e, MsgAction.PRODUCE) and e.channel is not None and e.offset is not None:
-            produced[(e.channel, e.partition)].append(e.offset)
-    for offsets in produced.values():
-        offsets.sort()
+        if _observes_offset(e):
+            known[(e.channel, e.partition)].add(e.offset)
+    return {where: sorted(offsets) for where, offsets in known.items()}
+
+
+def _polls(
+    known: dict[tuple[str, int | None], list[int]], delivers: Iterable[Event]
+) -> list[Anomaly]:
+    """nonmonotonic-poll and poll-skip, per (consumer, process, channel, partition)."""
     previous: dict[tuple, Event] = {}
     out: list[Anomaly] = []
     for e in delivers:
@@ -103,14 +129,14 @@ def _polls(ordered: Sequence[Event], delivers: Iterable[Event]) -> list[Anomaly]
             kind = "nonmonotonic-poll"
             detail = f"{e.consumer} read {where} offset {e.offset} after {prev.offset}"
         else:
-            offsets = produced.get((e.channel, e.partition), [])
+            offsets = known.get((e.channel, e.partition), [])
             i = bisect_right(offsets, prev.offset)
             if i == len(offsets) or offsets[i] >= e.offset:
                 continue
             kind = "poll-skip"
             detail = (
                 f"{e.consumer} read {where} offset {e.offset} after {prev.offset}, "
-                f"skipping produced offset {offsets[i]}"
+                f"skipping offset {offsets[i]}, which the log held"
             )
         out.append(
             Anomaly(
@@ -121,6 +147,42 @@ def _polls(ordered: Sequence[Event], delivers: Iterable[Event]) -> list[Anomaly]
                 consumer=e.consumer,
                 time=e.time,
                 detail=detail,
+                evidence=evidence_json([prev, e]),
+            )
+        )
+    return out
+
+
+def _sends(ordered: Iterable[Event]) -> list[Anomaly]:
+    """nonmonotonic-send: per (process, channel, partition), in time order, a `produce`
+    whose offset is below the same producer's previous one (Jepsen's
+    `:nonmonotonic-send`). A produce without a process names no producer: not judged;
+    one at the same offset again is no step back (two messages there are an
+    inconsistent-offset, one message twice is no anomaly)."""
+    previous: dict[tuple[str, str, int | None], Event] = {}
+    out: list[Anomaly] = []
+    for e in ordered:
+        if not (_is(e, MsgAction.PRODUCE) and e.channel is not None and e.offset is not None):
+            continue
+        if e.process is None:
+            continue
+        g = (e.process, e.channel, e.partition)
+        prev = previous.get(g)
+        previous[g] = e
+        if prev is None or e.offset >= prev.offset:
+            continue
+        out.append(
+            Anomaly(
+                checker=CHECKER,
+                kind="nonmonotonic-send",
+                store=None,
+                key=e.key,
+                consumer=None,
+                time=e.time,
+                detail=(
+                    f"{e.process} sent to {e.channel}[{e.partition}] at offset {e.offset} "
+                    f"after offset {prev.offset}"
+                ),
                 evidence=evidence_json([prev, e]),
             )
         )
@@ -158,3 +220,113 @@ def _inconsistent_offsets(ordered: Iterable[Event]) -> list[Anomaly]:
             )
         )
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class RealtimeLag:
+    """A poll's realtime lag: how long before the poll the log was known to hold an
+    offset beyond the highest one its consumer instance had read (Jepsen's realtime
+    lag, a lower bound on how far behind the log's end the consumer read)."""
+
+    channel: str
+    partition: int | None
+    consumer: str
+    process: str | None
+    time: int
+    """The poll's time: its deliveries' (one instance, one partition, one time)."""
+    lag_ns: int
+
+    def rank(self) -> tuple[int, int, str, bool, int, str, bool, str]:
+        """The worst first: the largest lag, then the earliest, then by name."""
+        return (
+            -self.lag_ns,
+            self.time,
+            self.channel,
+            self.partition is not None,
+            self.partition or 0,
+            self.consumer,
+            self.process is not None,
+            self.process or "",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sample as series.json and analysis.json give it."""
+        return {
+            "channel": self.channel,
+            "partition": self.partition,
+            "consumer": self.consumer,
+            "process": self.process,
+            "time_ns": self.time,
+            "lag_ns": self.lag_ns,
+        }
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> RealtimeLag:
+        """The sample to_dict gave."""
+        return cls(
+            row["channel"],
+            row["partition"],
+            row["consumer"],
+            row["process"],
+            row["time_ns"],
+            row["lag_ns"],
+        )
+
+
+def realtime_lags(events: Sequence[Event]) -> list[RealtimeLag]:
+    """Every poll's realtime lag.
+
+    A poll is the deliveries of one channel partition to one consumer instance
+    (consumer, process; not the log audit) at one time. After it the instance has read
+    up to h, the highest offset it was delivered there so far; the log was known to
+    hold an offset above h from the earliest observation (a produce or a deliver, the
+    log audit's included) of any offset above h. The lag is the poll's time minus that
+    earliest time, or 0 when no such offset was ever observed or it was observed after
+    the poll.
+    """
+    ordered = sorted(events, key=order_key)
+    first_seen: dict[tuple[str, int | None], dict[int, int]] = defaultdict(dict)
+    polls: dict[tuple[str, int | None, str, str | None], list[Event]] = defaultdict(list)
+    for e in ordered:
+        if not _observes_offset(e):
+            continue
+        seen = first_seen[(e.channel, e.partition)]
+        seen.setdefault(e.offset, e.time)
+        if is_consumer_delivery(e):
+            polls[(e.channel, e.partition, e.consumer, e.process)].append(e)
+    known: dict[tuple[str, int | None], tuple[list[int], list[int]]] = {}
+    for where, seen in first_seen.items():
+        offsets = sorted(seen)
+        # since[i]: the earliest time any offset >= offsets[i] was observed
+        since = [seen[o] for o in offsets]
+        for i in range(len(since) - 2, -1, -1):
+            since[i] = min(since[i], since[i + 1])
+        known[where] = (offsets, since)
+    out: list[RealtimeLag] = []
+    for (channel, partition, consumer, process), delivered in polls.items():
+        offsets, since = known[(channel, partition)]
+        top: int | None = None
+        for i, e in enumerate(delivered):
+            top = e.offset if top is None else max(top, e.offset)
+            if i + 1 < len(delivered) and delivered[i + 1].time == e.time:
+                continue  # the same poll goes on
+            j = bisect_left(offsets, top + 1)
+            lag = max(0, e.time - since[j]) if j < len(offsets) else 0
+            out.append(RealtimeLag(channel, partition, consumer, process, e.time, lag))
+    return out
+
+
+def worst_realtime_lags(events: Sequence[Event]) -> list[RealtimeLag]:
+    """Per channel partition, its worst poll (RealtimeLag.rank): what the keyed pass
+    gives of each PARTITION group."""
+    worst: dict[tuple[str, int | None], RealtimeLag] = {}
+    for lag in realtime_lags(events):
+        where = (lag.channel, lag.partition)
+        if where not in worst or lag.rank() < worst[where].rank():
+            worst[where] = lag
+    return list(worst.values())
+
+
+def worst_realtime_lag(lags: Iterable[RealtimeLag]) -> RealtimeLag | None:
+    """The worst of `lags` (Jepsen's `:worst-realtime-lag`), None without a poll."""
+    return min(lags, key=RealtimeLag.rank, default=None)

@@ -42,12 +42,22 @@ JEPSEN_NAMES: dict[str, str] = {
     "poll-skip": ":poll-skip, :int-poll-skip",
     "nonmonotonic-poll": ":nonmonotonic-poll, :int-nonmonotonic-poll",
     "inconsistent-offset": ":inconsistent-offsets",
+    "duplicate-offset": ":duplicate",
+    "nonmonotonic-send": ":nonmonotonic-send, :int-nonmonotonic-send",
     "duplicate-delivery": "(none: redelivery is allowed)",
+    "realtime-lag": ":worst-realtime-lag",
 }
 """Beside each driftlab kind an imported history can show, Jepsen's names for the same
-anomaly (docs/jepsen.md says where they differ)."""
+anomaly, and for the realtime lag figure (docs/jepsen.md says where they differ)."""
 
-FORBIDDEN = ("lost-message", "inconsistent-offset", "nonmonotonic-poll", "poll-skip")
+FORBIDDEN = (
+    "lost-message",
+    "inconsistent-offset",
+    "nonmonotonic-poll",
+    "poll-skip",
+    "duplicate-offset",
+    "nonmonotonic-send",
+)
 """Kinds whose Jepsen counterparts make Jepsen's checker fail. With `:subscribe` ops the
 consumer may be rebalanced, and Jepsen allows poll skips and nonmonotonic polls."""
 REBALANCE_ALLOWED = ("nonmonotonic-poll", "poll-skip")
@@ -215,6 +225,7 @@ class _Process:
     sends: _Sends | None = None
     epochs: dict[str, int] = field(default_factory=dict)  # per key: assignments lost
     read: set[str] = field(default_factory=set)  # keys polled since their last reset
+    sent: set[str] = field(default_factory=set)  # keys sent to since their last reset
 
 
 class _Converter:
@@ -305,11 +316,13 @@ class _Converter:
             self._unwatch(sends)
 
     def _reassign(self, p: _Process, keys: set[str]) -> None:
-        """An assign or subscribe that drops a key ends the consumer's position on it:
-        its next poll of that key starts a new instance (Jepsen forgets its last read)."""
-        for k in p.read - keys:
+        """An assign or subscribe that drops a key ends the consumer's position on it
+        and the producer's last send to it: its next poll of that key, or send, starts
+        a new instance (Jepsen forgets its last read and its last send)."""
+        for k in (p.read | p.sent) - keys:
             p.epochs[k] = p.epochs.get(k, 0) + 1
         p.read &= keys
+        p.sent &= keys
 
     def _mops(
         self, proc: str, p: _Process, op: dict[str, Any], typ: str, t: int, sends: _Sends | None
@@ -326,7 +339,14 @@ class _Converter:
                 k, v, offset = _send(mop)
                 if typ == "ok" or (typ == "info" and offset is not None):
                     produced.append(
-                        {"key": k, "value": v, "offset": offset, "time": t, "extra": extra}
+                        {
+                            "key": k,
+                            "value": v,
+                            "offset": offset,
+                            "process": self._producer(proc, p, k),
+                            "time": t,
+                            "extra": extra,
+                        }
                     )
             elif name == "poll" and len(mop) >= 2 and isinstance(mop[1], dict):
                 for raw_key, pairs in mop[1].items():
@@ -366,6 +386,13 @@ class _Converter:
             # An aborted or crashed poll does not move the consumer: judged on its own.
             return f"{proc}/aborted-{index}"
         p.read.add(k)
+        epoch = p.epochs.get(k, 0)
+        return proc if not epoch else f"{proc}/{epoch}"
+
+    def _producer(self, proc: str, p: _Process, k: str) -> str:
+        """The producer instance (driftlab `process` of a produce) of a send to key k:
+        its sends are compared with its earlier ones until a reassignment drops k."""
+        p.sent.add(k)
         epoch = p.epochs.get(k, 0)
         return proc if not epoch else f"{proc}/{epoch}"
 
@@ -409,7 +436,13 @@ class _Converter:
         )
 
     def _produce(
-        self, key: str, value: str, offset: int | None, time: int, extra: dict[str, Any] | None
+        self,
+        key: str,
+        value: str,
+        offset: int | None,
+        process: str,
+        time: int,
+        extra: dict[str, Any] | None,
     ) -> None:
         self.channels.add(key)
         self.sends += 1
@@ -421,6 +454,7 @@ class _Converter:
             msg_id=f"{key}/{value}",
             key=key,
             value=value,
+            process=process,
             time=time,
             extra=extra,
         )

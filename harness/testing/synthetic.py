@@ -356,7 +356,7 @@ def _build(
     end_work = max(int(done_t.max()), cdc_end) + 5 * MS
     tail = _tail_plants(b, rng, w, plant, taken, end_work)
     _audit(b, rng, w, plant["lost-message"], end_work)
-    _mirror(b, rng, w, plant["inconsistent-offset"])
+    _mirror(b, rng, w, plant)
     _faults(b, windows)
     t = tail + 2 * MS
     for kind in ("workload-done", "healed"):
@@ -964,9 +964,13 @@ def _audit(b: _Blocks, rng: np.random.Generator, w: _Writes, lost: int, end: int
     )
 
 
-def _mirror(b: _Blocks, rng: np.random.Generator, w: _Writes, conflicts: int) -> None:
-    """A produce-only mirror of one change in 50; inconsistent-offset plants produce a
-    second message at an offset already held (an unclean leader election)."""
+def _mirror(b: _Blocks, rng: np.random.Generator, w: _Writes, plant: dict[str, int]) -> None:
+    """A produce-only mirror of one change in 50 on partition 0. inconsistent-offset
+    plants: a second producer writes another message at an offset already held (an
+    unclean leader election). duplicate-offset plants: a message written again after
+    the mirror's last one (a retry without idempotence). nonmonotonic-send plants: a
+    producer of its own on partition 1 whose second acknowledged offset is below its
+    first."""
     sel = np.flatnonzero(np.arange(len(w.i)) % 50 == 0)
     t = w.ok_t[sel] + 500 * US
     b.add(
@@ -981,8 +985,11 @@ def _mirror(b: _Blocks, rng: np.random.Generator, w: _Writes, conflicts: int) ->
         offset=np.arange(len(sel)),
         msg_id=_tag("mi", sel),
     )
-    if conflicts > len(sel):
-        raise ValueError(f"history too small to plant {conflicts} inconsistent offsets")
+    conflicts, dups = plant["inconsistent-offset"], plant["duplicate-offset"]
+    if max(conflicts, dups) > len(sel):
+        raise ValueError(
+            f"history too small to plant {conflicts} inconsistent and {dups} duplicate offsets"
+        )
     at = np.sort(rng.choice(len(sel), conflicts, replace=False))
     b.add(
         conflicts,
@@ -990,12 +997,41 @@ def _mirror(b: _Blocks, rng: np.random.Generator, w: _Writes, conflicts: int) ->
         type="msg",
         time=t[at] + 1,
         action="produce",
-        process="mirror",
+        process="mirror-b",
         channel=MIRROR,
         partition=0,
         offset=at,
         msg_id=_tag("mx", at),
     )
+    again = np.sort(rng.choice(len(sel), dups, replace=False))
+    n = np.arange(dups)
+    b.add(
+        dups,
+        "mirror",
+        type="msg",
+        time=t[-1] + (n + 1) * US,
+        action="produce",
+        process="mirror",
+        channel=MIRROR,
+        partition=0,
+        offset=len(sel) + n,
+        msg_id=_tag("mi", sel[again]),
+    )
+    sends = plant["nonmonotonic-send"]
+    n = np.arange(sends)
+    for step, offset in ((0, 2 * n + 1), (1, 2 * n)):  # offset 2n + 1 acknowledged, then 2n
+        b.add(
+            sends,
+            "mirror",
+            type="msg",
+            time=t[0] + (2 * n + step) * US,
+            action="produce",
+            process=_tag("mirror-r", n),
+            channel=MIRROR,
+            partition=1,
+            offset=offset,
+            msg_id=_tag(f"mr{step}-", n),
+        )
 
 
 @dataclass(frozen=True, slots=True)
