@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, settings
 from keyed_support import any_history, run_pass
+from strategies_states import apply, write
 
 from checkers.anomaly import Anomaly
 from checkers.keyed.facts import facts_of
@@ -24,6 +25,7 @@ from checkers.reference import (
     staleness,
 )
 from checkers.reference.reorder import RealtimeLag
+from checkers.series import bucket_seconds
 from harness.history.schema import Event
 
 REFERENCE = (lost, duplicates, reorder, divergence, staleness, eventsourcing, graph)
@@ -82,3 +84,22 @@ def test_spark_gives_the_reference_rows_with_their_evidence(spark, events: list[
     realtime = out.figures.history_series[REALTIME_SERIES]
     got_lags = Counter(RealtimeLag.from_dict(r) for r in realtime)
     assert got_lags == Counter(reorder.worst_realtime_lags(events))
+
+
+@pytest.mark.spark
+def test_a_run_of_an_hour_is_bucketed_by_three_seconds(spark) -> None:
+    # Over 2400 s the bucket is 3 s or more: 3 s in ns once overflowed a 32-bit product.
+    s = 1_000_000_000
+    events = [
+        write(0, "a", "a1", 1, phase="invoke", op_id="o1"),
+        write(1_000_000, "a", "a1", 1, op_id="o1"),
+        apply(5_000_000, "cache", "a", "a1", 1),
+        write(3_597 * s, "b", "b1", 1, phase="invoke", op_id="o2"),
+        write(3_597 * s + 2_000_000, "b", "b1", 1, op_id="o2"),
+        apply(3_598 * s, "cache", "b", "b1", 1),
+    ]
+    out = run_pass(spark, events)
+    assert bucket_seconds(*out.span) == 3
+    ops = out.figures.history_series["ops"]
+    assert [(r["t"], r["ok"]) for r in ops] == [(0, 1), (3597, 1)]
+    assert [(r["t"], r["count"]) for r in out.figures.lag_series] == [(0, 1), (3597, 1)]

@@ -44,7 +44,7 @@ ORDER BY _b
 """A slice's rows that feed the series, narrowed, with their bucket (`_b`); the map
 side runs it over the slice `t`."""
 
-_BUCKET = f'CAST(floor(("time" - $t0) / ($bucket_s * {NS})) * $bucket_s AS BIGINT)'
+_BUCKET = f'CAST(floor(("time" - $t0) / ($bucket_s::BIGINT * {NS})) * $bucket_s AS BIGINT)'
 _START = f"$t0 + {_BUCKET} * {NS}"
 """The start of an event's time bucket, in ns: the summary buckets it back to `t`."""
 
