@@ -314,18 +314,41 @@ def _import_the_pass(_: object) -> None:
 def _spark(master: str | None, log_path: Path) -> SparkSession:
     """The process's session; a new JVM gets `log_path` as its stderr, so Spark's own
     log lines land in the run's log instead of the terminal."""
-    if SparkSession.getActiveSession() is not None:
+    # The process's session, whichever thread started it (the active session is the
+    # starting thread's only).
+    if SparkSession._instantiatedSession is not None:
         return get_spark(master)
     saved = os.dup(2)
     try:
         with open(log_path, "ab") as f:
             os.dup2(f.fileno(), 2)
             try:
-                return get_spark(master)
+                return _started_aside(master)
             finally:
                 os.dup2(saved, 2)
     finally:
         os.close(saved)
+
+
+def _started_aside(master: str | None) -> SparkSession:
+    """get_spark on a thread of its own. Started on the main thread, PySpark puts its
+    own SIGINT handler in place while the JVM starts, and a Ctrl-C then came out as a
+    Py4J error ("the analysis failed") instead of the interrupt; the main thread only
+    waits here, under the caller's handler (checkers.session.interruptible)."""
+    found: dict[str, Any] = {}
+
+    def start() -> None:
+        try:
+            found["spark"] = get_spark(master)
+        except BaseException as e:
+            found["error"] = e
+
+    thread = threading.Thread(target=start, name="driftlab-spark-start", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in found:
+        raise found["error"]
+    return found["spark"]
 
 
 def _checker_runs(figures: PassFigures, seconds: float) -> list[CheckerRun]:

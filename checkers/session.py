@@ -120,13 +120,24 @@ def interruptible() -> Iterator[None]:
         yield
         return
 
+    interrupted = False
+
     def handle(_signum: int, _frame: object) -> None:
+        nonlocal interrupted
+        interrupted = True
         stop_spark()
         raise KeyboardInterrupt
 
     old = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
+    except Exception as exc:
+        # Raised inside a Spark call, the KeyboardInterrupt meets a context already
+        # stopped, and PySpark's cleanup raises over it (`_jsc` is None): still the
+        # interrupt, not a failed analysis.
+        if interrupted:
+            raise KeyboardInterrupt from exc
+        raise
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)

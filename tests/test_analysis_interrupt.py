@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,26 @@ def _digests(run: Path) -> dict[str, str]:
     }
 
 
+def _spark_starting(run: Path) -> bool:
+    # The log's first line is written before the JVM starts, which takes seconds.
+    log = run / "logs" / "analyze.log"
+    return log.exists() and "analysing" in log.read_text()
+
+
 @pytest.mark.spark
-def test_sigint_during_analysis_exits_130_with_the_history_intact(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "when",
+    [
+        # Its scratch folder appears once Spark is up, just before the pass's one job.
+        lambda run: (run / SCRATCH).exists(),
+        # While the JVM starts, PySpark once had its own SIGINT handler in place.
+        _spark_starting,
+    ],
+    ids=["in the pass", "while Spark starts"],
+)
+def test_sigint_during_analysis_exits_130_with_the_history_intact(
+    tmp_path: Path, when: Callable[[Path], bool]
+) -> None:
     run = tmp_path / "run"
     generate_history(run, events=100_000, seed=4, jsonl=True)
     before = _digests(run)
@@ -38,8 +57,7 @@ def test_sigint_during_analysis_exits_130_with_the_history_intact(tmp_path: Path
         text=True,
     )
     try:
-        # Its scratch folder appears once Spark is up, just before the checkers' jobs.
-        while not (run / SCRATCH).exists():
+        while not when(run):
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
@@ -114,3 +132,31 @@ def test_sigint_during_the_analysis_of_a_run_exits_130(tmp_path: Path) -> None:
     assert not (run / "analysis.json").exists()
     history = "".join(p.read_text() for p in (run / "history").glob("*.jsonl"))
     assert '"kind":"end"' in history  # the run itself had finished and closed its history
+
+
+def test_an_error_raised_over_the_interrupt_is_still_the_interrupt() -> None:
+    # PySpark's cleanup of a call the interrupt cut short raises over it (its context is
+    # stopped by then); the analysis must still end as interrupted, not as failed.
+    code = textwrap.dedent(
+        """
+        import signal
+        from checkers.session import interruptible
+        try:
+            with interruptible():
+                try:
+                    signal.raise_signal(signal.SIGINT)
+                except KeyboardInterrupt:
+                    raise AttributeError("'NoneType' object has no attribute 'setCallSite'")
+        except KeyboardInterrupt as e:
+            print("interrupted", type(e.__cause__).__name__)
+        try:
+            with interruptible():
+                raise AttributeError("no interrupt")
+        except AttributeError:
+            print("failed")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.stdout.split("\n")[:2] == ["interrupted AttributeError", "failed"], done.stderr
