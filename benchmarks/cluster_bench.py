@@ -65,7 +65,7 @@ def measure(run: Path, workers: int, expected: dict[str, int], console: Console)
     # Exit 1 is a verdict (planted anomalies are unexpected); 2 and 3 are failures.
     if done.returncode not in (0, 1):
         raise SystemExit(f"analyze on {workers} worker(s) failed:\n{done.stdout}{done.stderr}")
-    analysis = json.loads((run / "analysis.json").read_text())
+    analysis = json.loads(RunDir(run).analysis.read_text())
     found = {k: analysis["counts"].get(k, 0) for k in expected}
     console.print(f"  {workers} worker(s): {process_s:.1f}s, logs in {base}")
     return ClusterFigures(
