@@ -23,6 +23,7 @@ from harness.replay.drivers import DRIVERS, Driver
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.rundir import RunDir
 from harness.runner.lifecycle import RunPlan, execute, run_log
+from harness.services.stack_protocol import ServiceStack
 from harness.setups.base import SetupContext
 
 log = logging.getLogger("driftlab.replay")
@@ -90,7 +91,7 @@ def replay(
     runs_dir: Path,
     seed: int = 0,
     source: Path | None = None,
-    stack: Any = None,
+    stack: ServiceStack | None = None,
     step_timeout: float = 60.0,
 ) -> Path:
     """Run `schedule` on the real services and return its run directory (not analysed).
