@@ -34,9 +34,9 @@ from harness.setups.connect import (
     pg_conninfo,
     redis_client,
 )
-from harness.setups.dual_write import _classify_pg
 from harness.setups.event_sourced import LIVE, PROJECTOR, EventSourced
 from harness.setups.projector import Projector
+from harness.setups.stores import classify_pg
 from harness.setups.work_queue import amqp_parameters
 
 pytestmark = pytest.mark.services
@@ -74,7 +74,7 @@ def test_a_statement_through_a_cut_link_times_out_before_the_heal(stack: Stack) 
     with cut_with_guard(stack, link) as healed, pytest.raises(StatementTimeout) as caught:
         conn.execute("SELECT pg_sleep(0)")
     assert not healed.is_set(), "the statement waited for the heal"
-    assert _classify_pg(caught.value).phase == "info"  # it may have been applied
+    assert classify_pg(caught.value).phase == "info"  # it may have been applied
     assert conn.closed
     with app_pg_connect(pg_conninfo(stack.link("timeout-test", "postgres"))) as again:
         assert again.execute("SELECT 1").fetchone() == (1,)

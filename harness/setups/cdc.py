@@ -87,7 +87,7 @@ from harness.setups.connect import (
     pg_conninfo,
     redis_client,
 )
-from harness.setups.dual_write import _UPSERT, Outcome, _classify_pg
+from harness.setups.stores import UPSERT, Outcome, classify_pg
 
 log = logging.getLogger("driftlab.setups.cdc")
 
@@ -506,14 +506,14 @@ class CdcClient(Client):
             self._source(op, (key,), _INCREMENT)
         else:
             op = self.rec.invoke(self.process, "write", key=key, value=value, store=SOURCE_STORE)
-            self._source(op, (key, value), _UPSERT)
+            self._source(op, (key, value), UPSERT)
 
     def delete(self, key: str) -> None:
         """A tombstone row: value NULL, version bumped (captured as an update)."""
         if self.setup.effect == COUNTER:
             raise ValueError("the counter effect has no delete; use a write-only mix")
         op = self.rec.invoke(self.process, "delete", key=key, store=SOURCE_STORE)
-        self._source(op, (key, None), _UPSERT)
+        self._source(op, (key, None), UPSERT)
 
     def read(self, key: str, store: str) -> None:
         """Read `key` from the source or the derived store."""
@@ -553,7 +553,7 @@ class CdcClient(Client):
             except psycopg.Error as exc:
                 with contextlib.suppress(Exception):
                     conn.close()
-                raise _classify_pg(exc) from exc
+                raise classify_pg(exc) from exc
         except Outcome as o:
             self.rec.complete(op, o.phase, error=str(o))
             return
@@ -577,7 +577,7 @@ class CdcClient(Client):
                     .fetchone()
                 )
             except psycopg.Error as exc:
-                raise _classify_pg(exc) from exc
+                raise classify_pg(exc) from exc
             if row is None or row[0] is None:
                 return ReadResult(None, row[1] if row else None)
             return ReadResult(row[0], int(row[1]))

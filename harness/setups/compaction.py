@@ -68,7 +68,7 @@ from harness.setups.connect import (
     pg_conninfo,
     redis_client,
 )
-from harness.setups.dual_write import Outcome, _classify_pg
+from harness.setups.stores import Outcome, classify_pg
 
 REBUILT = "rebuilt"
 REBUILD = "rebuild"
@@ -416,7 +416,7 @@ class CompactedClient(Client):
             except psycopg.Error as exc:
                 with contextlib.suppress(Exception):
                     self._pg.close()
-                raise _classify_pg(exc) from exc
+                raise classify_pg(exc) from exc
         except Outcome as o:
             self.rec.complete(op, o.phase, error=str(o))
             return

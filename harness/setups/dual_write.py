@@ -38,197 +38,29 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
-import os
 import queue
 import random
-import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-import psycopg
 import redis
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
+from harness.setups.app_process import AFTER_SOURCE_WRITE, AppDied, AppInstances, AppProcess
 from harness.setups.base import AppCrash, Client, ReadResult, Setup, SetupContext
 from harness.setups.connect import direct_pg_connect, endpoint, pg_conninfo, redis_client
-from harness.setups.search_index import SearchIndex
+from harness.setups.stores import Outcome, SearchIndex
 
 log = logging.getLogger("driftlab.setups.dual_write")
 
 CACHE = "cache"
 SEARCH = "search"
 INDEXER_CHANNEL = "indexer"
-AFTER_SOURCE_WRITE = "after-source-write"
-"""Step point between the source write and the first derived write."""
 APP_MODULE = "harness.setups.dual_write_app"
-APP_CONFIG_ENV = "DRIFTLAB_APP"
-READY_LINE = b'{"ready": true}\n'
-"""What an application instance writes once it is connected, before its first answer."""
-"""The environment variable holding an application instance's configuration (JSON)."""
-
-_UPSERT = """
-INSERT INTO {table} AS t (key, value, version) VALUES (%s, %s, 1)
-ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = t.version + 1
-RETURNING version
-"""
-
-
-class Outcome(Exception):
-    """A failed store call with its Jepsen completion: `fail` (did not happen) or `info`."""
-
-    def __init__(self, phase: str, error: str) -> None:
-        super().__init__(error)
-        self.phase = phase
-
-
-class AppDied(Outcome):
-    """The application process died during a call: the call's outcome is unknown."""
-
-    def __init__(self, process: str) -> None:
-        super().__init__("info", f"the application process {process} died")
-
-
-class AppProcess:
-    """The harness's end of one application instance: a `python -m module` process that
-    answers one JSON request per line (harness.setups.dual_write_app.serve)."""
-
-    def __init__(
-        self, process: str, config: dict[str, Any], log_path: Path, module: str = APP_MODULE
-    ) -> None:
-        self.process = process
-        self._ready = False
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("ab") as log_file:
-            self.popen = subprocess.Popen(
-                [sys.executable, "-m", module],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log_file,
-                env={**os.environ, APP_CONFIG_ENV: json.dumps(config)},
-            )
-
-    @property
-    def pid(self) -> int:
-        """The instance's process id."""
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        """Whether the instance still runs."""
-        return self.popen.poll() is None
-
-    def wait_ready(self) -> None:
-        """Block until the instance is connected and listening; AppDied if it died
-        first."""
-        if self._ready:
-            return
-        assert self.popen.stdout is not None
-        try:
-            line = self.popen.stdout.readline()
-        except OSError:
-            line = b""
-        if line != READY_LINE:
-            raise AppDied(self.process)
-        self._ready = True
-
-    def call(self, **request: Any) -> dict[str, Any]:
-        """One request and its answer; raises the call's Outcome when it failed, and
-        AppDied when the process died before answering."""
-        self.wait_ready()
-        assert self.popen.stdin is not None and self.popen.stdout is not None
-        try:
-            self.popen.stdin.write(json.dumps(request).encode() + b"\n")
-            self.popen.stdin.flush()
-            line = self.popen.stdout.readline()
-        except OSError:
-            line = b""
-        if not line:
-            raise AppDied(self.process)
-        reply: dict[str, Any] = json.loads(line)
-        if "error" in reply:
-            raise Outcome(reply["phase"], reply["error"])
-        return reply
-
-    def kill(self) -> None:
-        """SIGKILL the instance and reap it: a crash, nothing runs after it."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.popen.pid, signal.SIGKILL)
-        self.popen.wait()
-
-    def close(self) -> None:
-        """End the instance: it exits when its stdin closes (SIGKILL if it does not)."""
-        with contextlib.suppress(OSError):
-            assert self.popen.stdin is not None
-            self.popen.stdin.close()
-        try:
-            self.popen.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        if self.popen.stdout is not None:
-            self.popen.stdout.close()
-
-
-class AppInstances:
-    """The application instances a setup runs as OS processes, by process name: what
-    `Setup.kill_app` SIGKILLs."""
-
-    def __init__(self, module: str = APP_MODULE) -> None:
-        self.module = module
-        self._apps: dict[str, AppProcess] = {}
-        self._lock = threading.Lock()
-
-    def spawn(self, process: str, config: dict[str, Any], log_path: Path) -> AppProcess:
-        """Start the instance `process`."""
-        app = AppProcess(process, config, log_path, self.module)
-        with self._lock:
-            self._apps[process] = app
-        return app
-
-    def kill(self, process: str) -> int | None:
-        """SIGKILL the instance `process` and return its pid (None: no such instance)."""
-        with self._lock:
-            app = self._apps.pop(process, None)
-        if app is None:
-            return None
-        app.kill()
-        return app.pid
-
-    def close(self, process: str) -> None:
-        """End the instance `process` normally (its client is done)."""
-        with self._lock:
-            app = self._apps.pop(process, None)
-        if app is not None:
-            app.close()
-
-    def close_all(self) -> None:
-        """End every instance still running (teardown)."""
-        with self._lock:
-            processes = list(self._apps)
-        for process in processes:
-            self.close(process)
-
-
-def _classify_pg(exc: Exception) -> Outcome:
-    # A lost connection after the statement was sent leaves the commit unknown.
-    if isinstance(exc, psycopg.OperationalError) and "connect" not in str(exc).lower():
-        return Outcome("info", str(exc).strip()[:300])
-    return Outcome("fail", str(exc).strip()[:300])
-
-
-def _classify_redis(exc: Exception) -> Outcome:
-    text = str(exc)[:300]
-    if isinstance(exc, redis.TimeoutError):
-        return Outcome("info", text)
-    return Outcome(
-        "fail" if "refused" in text.lower() or "connect" in text.lower() else "info", text
-    )
 
 
 class DualWrite(Setup):
@@ -260,7 +92,7 @@ class DualWrite(Setup):
         self.pg_app = self.pg_direct = ""
         self._redis_app: Endpoint | None = None
         self._redis_direct: Endpoint | None = None
-        self.apps = AppInstances()
+        self.apps = AppInstances(APP_MODULE)
 
     # -- lifecycle -----------------------------------------------------------------
 

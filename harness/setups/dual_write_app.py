@@ -22,9 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -33,16 +31,10 @@ from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
+from harness.setups.app_process import APP_CONFIG_ENV, serve
 from harness.setups.connect import app_pg_connect, redis_client
-from harness.setups.dual_write import (
-    _UPSERT,
-    APP_CONFIG_ENV,
-    CACHE,
-    READY_LINE,
-    Outcome,
-    _classify_pg,
-    _classify_redis,
-)
+from harness.setups.dual_write import CACHE
+from harness.setups.stores import UPSERT, Outcome, classify_pg, classify_redis
 
 
 class App:
@@ -71,7 +63,7 @@ class App:
 
     def source_write(self, key: str, value: str | None) -> int:
         """Upsert (or tombstone) `key`, returning the source's new version."""
-        row = self._pg_execute(sql.SQL(_UPSERT).format(table=self.table), (key, value))
+        row = self._pg_execute(sql.SQL(UPSERT).format(table=self.table), (key, value))
         assert row is not None
         return int(row[0])
 
@@ -85,7 +77,7 @@ class App:
             else:
                 self.redis.hset(name, mapping={"value": value, "version": version or 0})
         except redis.RedisError as exc:
-            raise _classify_redis(exc) from exc
+            raise classify_redis(exc) from exc
 
     def read(self, store: str, key: str) -> tuple[str | None, int | None]:
         """The key's value and version in the source or the cache (None: absent)."""
@@ -101,7 +93,7 @@ class App:
             try:
                 h = self.redis.hgetall(self.prefix + key)
             except redis.RedisError as exc:
-                raise _classify_redis(exc) from exc
+                raise classify_redis(exc) from exc
             return (h["value"], int(h["version"])) if h else (None, None)
         raise Outcome("fail", f"the application instance does not read {store!r}")
 
@@ -116,23 +108,7 @@ class App:
         except psycopg.Error as exc:
             with contextlib.suppress(Exception):
                 self._pg.close()
-            raise _classify_pg(exc) from exc
-
-
-def serve(handle: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
-    """Answer requests from stdin, one JSON line each, with `handle` until stdin closes:
-    the loop of an application instance (harness.setups.dual_write.AppProcess)."""
-    # Ctrl-C reaches the whole process group; the harness ends the instance itself
-    # (stdin closed) once it has stopped its workload, healed and closed the history.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    out = sys.stdout.buffer
-    # Connected and listening: the harness starts its workload clock after this line.
-    out.write(READY_LINE)
-    out.flush()
-    for line in sys.stdin.buffer:
-        out.write(json.dumps(handle(json.loads(line))).encode() + b"\n")
-        out.flush()
-    return 0
+            raise classify_pg(exc) from exc
 
 
 def main() -> int:

@@ -29,11 +29,12 @@ import contextlib
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
+from harness.setups.app_process import AFTER_SOURCE_WRITE, AppDied, AppInstances, AppProcess
 from harness.setups.base import AppCrash, SetupContext
 from harness.setups.cdc import Cdc, CdcClient
 from harness.setups.cdc_consumer import VERSIONED
 from harness.setups.connect import direct_pg_connect
-from harness.setups.dual_write import AFTER_SOURCE_WRITE, AppDied, AppInstances, AppProcess, Outcome
+from harness.setups.stores import Outcome
 
 OUTBOX_APP_MODULE = "harness.setups.outbox_app"
 

@@ -29,9 +29,9 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from harness.setups.app_process import APP_CONFIG_ENV, serve
 from harness.setups.connect import TimedConnection, app_pg_connect
-from harness.setups.dual_write import _UPSERT, APP_CONFIG_ENV, Outcome, _classify_pg
-from harness.setups.dual_write_app import serve
+from harness.setups.stores import UPSERT, Outcome, classify_pg
 
 OUTBOX_INSERT = "INSERT INTO {outbox} (key, value, version) VALUES (%s, %s, %s)"
 
@@ -66,7 +66,7 @@ class OutboxApp:
                 raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
         with self._dropped_on_failure() as conn:
             conn.execute("BEGIN")
-            row = conn.execute(sql.SQL(_UPSERT).format(table=self.items), (key, value)).fetchone()
+            row = conn.execute(sql.SQL(UPSERT).format(table=self.items), (key, value)).fetchone()
         assert row is not None
         return int(row[0])
 
@@ -88,7 +88,7 @@ class OutboxApp:
         except psycopg.Error as exc:
             with contextlib.suppress(Exception):
                 self._pg.close()
-            raise _classify_pg(exc) from exc
+            raise classify_pg(exc) from exc
 
 
 def main() -> int:

@@ -7,8 +7,9 @@ from typing import Any
 from harness.explore.schedule import Action, Step, describe
 from harness.replay.drivers.base import Driver, refuse
 from harness.replay.turnstile import IDLE, ReplayError, Turnstile
+from harness.setups.app_process import AFTER_SOURCE_WRITE
 from harness.setups.base import AppCrash, Client
-from harness.setups.dual_write import AFTER_SOURCE_WRITE, CACHE, DualWrite
+from harness.setups.dual_write import CACHE, DualWrite
 
 
 class DualWriteDriver(Driver):

@@ -1,15 +1,16 @@
-"""The derived search index: an embedded tantivy index, one per run namespace.
+"""The store plumbing every architecture shares: the source table's upsert, how a
+failed PostgreSQL or Redis call maps to its Jepsen completion, and the search index.
 
-tantivy (a Rust search library with Python bindings on PyPI) is real search software with
-the property the experiments need: a write becomes visible to readers only after the
-index writer commits and the reader reloads, exactly like the refresh interval of
-Elasticsearch or Solr. It runs in-process, so it needs no JVM or server on a two-core
-machine, and its on-disk index sits in the run directory for inspection.
+A setup's source is `<namespace>.<table>(key, value, version)`: every write (and delete,
+a tombstone with `value` NULL) increments the key's `version` in the same statement
+(`UPSERT`), so `ok` ops carry the source's commit order per key.
 
-Documents are `(key, value, version)`; a key holds at most one document. Updates are a
-delete of the key's term followed by an add, applied in call order, so the index's final
-state reflects the order in which the application reached it (which is what the
-dual-write race is about).
+The search index is an embedded tantivy index, one per run namespace: a write becomes
+visible to readers only after the index writer commits and the reader reloads, exactly
+like the refresh interval of Elasticsearch or Solr, and it needs no JVM or server.
+Documents are `(key, value, version)`; updates are a delete of the key's term followed by
+an add, applied in call order, so the final state reflects the order in which the
+application reached the index (which is what the dual-write race is about).
 """
 
 from __future__ import annotations
@@ -17,7 +18,42 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import psycopg
+import redis
 import tantivy
+
+UPSERT = """
+INSERT INTO {table} AS t (key, value, version) VALUES (%s, %s, 1)
+ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = t.version + 1
+RETURNING version
+"""
+"""Write (or tombstone, value None) a key of a source table, bumping its version."""
+
+
+class Outcome(Exception):
+    """A failed store call with its Jepsen completion: `fail` (did not happen) or `info`."""
+
+    def __init__(self, phase: str, error: str) -> None:
+        super().__init__(error)
+        self.phase = phase
+
+
+def classify_pg(exc: Exception) -> Outcome:
+    """The Outcome of a failed PostgreSQL call."""
+    # A lost connection after the statement was sent leaves the commit unknown.
+    if isinstance(exc, psycopg.OperationalError) and "connect" not in str(exc).lower():
+        return Outcome("info", str(exc).strip()[:300])
+    return Outcome("fail", str(exc).strip()[:300])
+
+
+def classify_redis(exc: Exception) -> Outcome:
+    """The Outcome of a failed Redis call."""
+    text = str(exc)[:300]
+    if isinstance(exc, redis.TimeoutError):
+        return Outcome("info", text)
+    return Outcome(
+        "fail" if "refused" in text.lower() or "connect" in text.lower() else "info", text
+    )
 
 
 class SearchIndex:
