@@ -19,9 +19,12 @@ from confluent_kafka import Consumer, TopicPartition
 from psycopg import sql
 from setup_fixtures import events, make_context
 
+from harness.architectures.cdc.consumer import BEFORE_APPLY, CdcConsumer, ConsumerConfig
+from harness.architectures.event_sourced.projector import Projector
+from harness.architectures.event_sourced.setup import LIVE, PROJECTOR, EventSourced
+from harness.architectures.work_queue.setup import amqp_parameters
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.services.stack import Stack
-from harness.setups.cdc_consumer import BEFORE_APPLY, CdcConsumer, ConsumerConfig
 from harness.setups.connect import (
     AMQP_HEARTBEAT_S,
     KAFKA_CLIENT_TIMEOUTS,
@@ -34,10 +37,7 @@ from harness.setups.connect import (
     pg_conninfo,
     redis_client,
 )
-from harness.setups.event_sourced import LIVE, PROJECTOR, EventSourced
-from harness.setups.projector import Projector
 from harness.setups.stores import classify_pg
-from harness.setups.work_queue import amqp_parameters
 
 pytestmark = pytest.mark.services
 

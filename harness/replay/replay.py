@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.architectures.registry import DRIVERS
 from harness.explore.schedule import Action, Schedule, describe
 from harness.explore.setups import SETUPS
-from harness.replay.drivers import DRIVERS, Driver
+from harness.replay.driver import Driver
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.rundir import RunDir
 from harness.runner.lifecycle import RunPlan, execute, run_log

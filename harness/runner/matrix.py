@@ -32,11 +32,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.architectures.registry import SETUPS
 from harness.nemesis.schedule import FaultSpec, Schedule
 from harness.runner.outcome import Outcome, outcome_of
 from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
 from harness.services.stack_protocol import ServiceStack
-from harness.setups import SETUPS
 from scenarios.model import Scenario
 
 SCHEDULES = ("own", "none", "latency")

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from harness import exitcodes
+from harness.architectures.registry import SETUPS
 from harness.rundir import RunDir
 from harness.runner import inconclusive
 from harness.runner.lifecycle import RunPlan, execute, run_log
 from harness.runner.workload_driver import Tick, WorkloadDriver
 from harness.services.stack_protocol import ServiceStack
-from harness.setups import SETUPS
 from harness.workload import WorkloadStats
 from scenarios.model import Scenario
 
