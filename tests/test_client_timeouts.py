@@ -19,7 +19,8 @@ from confluent_kafka import Consumer, TopicPartition
 from psycopg import sql
 from setup_fixtures import events, make_context
 
-from harness.architectures.cdc.consumer import BEFORE_APPLY, CdcConsumer, ConsumerConfig
+from harness.architectures.cdc.consumer import CdcConsumer
+from harness.architectures.cdc.protocol import BEFORE_APPLY, ConsumerConfig
 from harness.architectures.event_sourced.projector import Projector
 from harness.architectures.event_sourced.setup import LIVE, PROJECTOR, EventSourced
 from harness.architectures.work_queue.setup import amqp_parameters

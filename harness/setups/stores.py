@@ -22,6 +22,11 @@ import psycopg
 import redis
 import tantivy
 
+CACHE = "cache"
+"""The derived key-value store (Redis) of the architectures that keep one."""
+SEARCH = "search"
+"""The derived search index."""
+
 UPSERT = """
 INSERT INTO {table} AS t (key, value, version) VALUES (%s, %s, 1)
 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = t.version + 1

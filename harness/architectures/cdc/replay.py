@@ -9,8 +9,9 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from harness.architectures.cdc.consumer import AFTER_APPLY, VERSIONED, parse_change
-from harness.architectures.cdc.setup import CONSUMER, Cdc
+from harness.architectures.cdc.processes import CONSUMER
+from harness.architectures.cdc.protocol import AFTER_APPLY, VERSIONED, parse_change
+from harness.architectures.cdc.setup import Cdc
 from harness.explore.schedule import Action, Step, describe
 from harness.replay.driver import Driver, Stepped, kill, refuse
 from harness.replay.turnstile import ReplayError, Turnstile

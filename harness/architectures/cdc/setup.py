@@ -50,25 +50,19 @@ and records `consumer-done` for the group.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import os
-import sys
 import time
 import uuid
-from pathlib import Path
-from typing import Any
 
-import psycopg
-import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from psycopg import sql
 
-from harness.architectures.cdc import consumer as cdc_consumer
-from harness.architectures.cdc.consumer import (
+from harness.architectures.cdc.capture import Capture
+from harness.architectures.cdc.client import CdcClient
+from harness.architectures.cdc.processes import CONSUMER, ConsumerGroup, ConsumerProcess
+from harness.architectures.cdc.protocol import (
     AFTER_APPLY,
     BEFORE_APPLY,
-    CONFIG_ENV,
     COUNTER,
     VERSIONED,
     ConsumerConfig,
@@ -76,134 +70,21 @@ from harness.architectures.cdc.consumer import (
 )
 from harness.history.schema import LOG_AUDIT, SOURCE_STORE
 from harness.services.base import Endpoint, Service, ServiceError
-from harness.services.connect import DebeziumPostgres, wait_slot_streaming
-from harness.services.kafka_admin import TopicSpec, create_topics
-from harness.services.process import SupervisedProcess, SupervisedService
-from harness.setups.base import Client, ReadResult, Setup, SetupContext
+from harness.services.connect import wait_slot_streaming
+from harness.services.kafka_admin import TopicSpec
+from harness.setups.base import Setup, SetupContext
 from harness.setups.connect import (
-    app_pg_connect,
     direct_pg_connect,
     endpoint,
     pg_conninfo,
     redis_client,
 )
-from harness.setups.stores import UPSERT, Outcome, classify_pg
+from harness.setups.stores import CACHE
 
 log = logging.getLogger("driftlab.setups.cdc")
 
-CACHE, COUNTER_STORE = "cache", "counter"
+COUNTER_STORE = "counter"
 GROUP = "cdc-sync"
-CONSUMER = "consumer"
-TOPIC_PREFIX = "dbz"
-
-_INCREMENT = """
-INSERT INTO {table} AS t (key, value, version) VALUES (%s, '1', 1)
-ON CONFLICT (key) DO UPDATE SET value = (t.value::bigint + 1)::text, version = t.version + 1
-RETURNING value, version
-"""
-
-
-class ConsumerProcess(SupervisedService):
-    """One consumer OS process, which the nemesis can SIGKILL, pause and restart.
-
-    Each start is a new instance `<name>#<n>` (the history `process`); `wait_healthy`
-    waits until that instance has taken its partitions.
-    """
-
-    def __init__(self, name: str, config: ConsumerConfig, log_dir: Path) -> None:
-        self.name = name
-        self.config = config
-        self.log_path = log_dir / f"{name}.log"
-        self.status_path = Path(config.status_path)
-        self.starts = 0
-        self.instance = ""
-
-    def start(self) -> None:
-        """Launch a new instance (it resumes from its group's committed offsets)."""
-        if self.is_running():
-            raise ServiceError(f"{self.name}: already running")
-        self.starts += 1
-        self.instance = f"{self.name}#{self.starts}"
-        cfg = dict(self.config.__dict__, instance=self.instance)
-        env = {**os.environ, CONFIG_ENV: json.dumps(cfg)}
-        self.process = SupervisedProcess(
-            self.name,
-            # Run as a script (-P: its folder stays off sys.path) rather than with -m,
-            # which would import the whole harness.setups package first.
-            [sys.executable, "-P", cdc_consumer.__file__],
-            self.log_path,
-            env=env,
-            cwd=Path(self.config.run_dir),
-            die_with_parent=True,
-            stop_timeout=10.0,
-        )
-        self.process.start()
-
-    def status(self) -> dict[str, Any]:
-        """The instance's last published status ({} before it published any)."""
-        try:
-            status = json.loads(self.status_path.read_text())
-        except (OSError, ValueError):
-            return {}
-        return status if status.get("instance") == self.instance else {}
-
-    def wait_healthy(self, timeout: float = 60.0) -> None:
-        """Block until this instance has its partitions assigned."""
-        proc = self._require()
-        proc.wait_until(lambda: self.status().get("ready"), timeout, "its partitions")
-
-    def busy(self) -> bool:
-        """Whether this instance is applying a batch it has received (and, with
-        commit before apply, already committed)."""
-        return bool(self.status().get("in_flight"))
-
-    def endpoint(self) -> Endpoint:
-        """Where it reads from: its Kafka link."""
-        host, port = self.config.bootstrap.split(",")[0].rsplit(":", 1)
-        return Endpoint(host, int(port), {"instance": self.instance})
-
-
-class _Group(Service):
-    """Every consumer process at once, as the fault target `consumer`."""
-
-    def __init__(self, members: list[ConsumerProcess]) -> None:
-        self.name = CONSUMER
-        self.members = members
-        self.log_path = members[0].log_path
-
-    def start(self) -> None:
-        for m in self.members:
-            if not m.is_running():
-                m.start()
-
-    def wait_healthy(self, timeout: float = 60.0) -> None:
-        for m in self.members:
-            m.wait_healthy(timeout)
-
-    def stop(self) -> None:
-        for m in self.members:
-            m.stop()
-
-    def kill(self) -> None:
-        for m in self.members:
-            m.kill()
-
-    def pause(self) -> None:
-        for m in self.members:
-            m.pause()
-
-    def resume(self) -> None:
-        for m in self.members:
-            m.resume()
-
-    def is_running(self) -> bool:
-        return any(m.is_running() for m in self.members)
-
-    def busy(self) -> bool:
-        return any(m.busy() for m in self.members)
-
-    def endpoint(self) -> Endpoint:
-        return self.members[0].endpoint()
 
 
 class Cdc(Setup):
@@ -224,7 +105,7 @@ class Cdc(Setup):
         self.prefix = ""
         self.pg_app = self.pg_direct = ""
         self.bootstrap_direct = ""
-        self.connector: DebeziumPostgres | None = None
+        self.capture: Capture | None = None
         self.consumers: list[ConsumerProcess] = []
         self._redis_app: Endpoint | None = None
         self._redis_direct: Endpoint | None = None
@@ -261,23 +142,14 @@ class Cdc(Setup):
         self._redis_direct = endpoint(stack, "redis", direct=True)
         self.bootstrap_direct = stack["kafka"].bootstrap_servers
         self.create_tables()
-        self.connector = DebeziumPostgres(
-            name=ns,
-            postgres=stack.link("connect", "postgres"),
-            topic_prefix=f"{TOPIC_PREFIX}_{ns}",
-            tables=(f"{ns}.{self.table_name}",),
-            snapshot_mode="no_data",
-            topic_partitions=partitions,
+        self.capture = Capture(
+            ctx, self.table_name, self.pg_direct, snapshot_mode="no_data", partitions=partitions
         )
-        self.topic = self.connector.topic(f"{ns}.{self.table_name}")
-        try:
-            create_topics(self.bootstrap_direct, [TopicSpec(self.topic, partitions)])
-            stack["connect"].put_connector(self.connector)
-            # A loaded machine can take a minute to start the task and its slot.
-            wait_slot_streaming(self.connector, timeout=120)
-        except BaseException:
-            self._drop_capture()
-            raise
+        self.topic = self.capture.topic
+        # A loaded machine can take a minute to start the task and its slot.
+        self.capture.open(
+            TopicSpec(self.topic, partitions), lambda c: wait_slot_streaming(c, timeout=120)
+        )
         bootstrap = stack["kafka"].link(stack.links, CONSUMER)
         redis_link = stack.link(CONSUMER, "redis")
         log_dir = ctx.logs
@@ -332,7 +204,7 @@ class Cdc(Setup):
     def process(self, name: str) -> Service | None:
         """`consumer-<i>` or `consumer` (all of them), for crash/pause/restart faults."""
         if name == CONSUMER and self.consumers:
-            return _Group(self.consumers)
+            return ConsumerGroup(self.consumers)
         return next((c for c in self.consumers if c.name == name), None)
 
     def client(self, process: str) -> CdcClient:
@@ -384,7 +256,8 @@ class Cdc(Setup):
         for c in self.consumers:
             with contextlib.suppress(ServiceError):
                 c.stop()
-        self._drop_capture()
+        if self.capture is not None:
+            self.capture.drop()
 
     # --- internals -------------------------------------------------------------------
 
@@ -458,141 +331,3 @@ class Cdc(Setup):
             if end > 0 and (done < end or committed.get(str(p), -1) < end):
                 return False
         return True
-
-    def _drop_capture(self) -> None:
-        """Remove the run's connector, replication slot and publication."""
-        if self.connector is None or self.ctx is None:
-            return
-        connector, self.connector = self.connector, None
-        with contextlib.suppress(ServiceError):
-            self.context.stack["connect"].delete_connector(connector.name)
-        deadline = time.monotonic() + 30
-        with direct_pg_connect(self.pg_direct) as conn:
-            while True:
-                try:
-                    conn.execute(
-                        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                        "WHERE slot_name = %s",
-                        (connector.slot,),
-                    )
-                    break
-                except psycopg.errors.ObjectInUse:
-                    # The task lets go of the slot a moment after the connector is deleted.
-                    if time.monotonic() >= deadline:
-                        log.warning("slot %s still in use: drop it by hand", connector.slot)
-                        break
-                    time.sleep(0.3)
-            conn.execute(
-                sql.SQL("DROP PUBLICATION IF EXISTS {}").format(
-                    sql.Identifier(connector.publication)
-                )
-            )
-
-
-class CdcClient(Client):
-    """One application instance: a PostgreSQL connection (writes) and a Redis one (reads)."""
-
-    def __init__(self, setup: Cdc, process: str) -> None:
-        self.setup = setup
-        self.process = process
-        self.rec = setup.context.recorder
-        self._pg: psycopg.Connection | None = None
-        self._redis: redis.Redis | None = None
-
-    def write(self, key: str, value: str) -> None:
-        """Write the source (an increment of it with the counter effect)."""
-        if self.setup.effect == COUNTER:
-            op = self.rec.invoke(self.process, "increment", key=key, store=SOURCE_STORE)
-            self._source(op, (key,), _INCREMENT)
-        else:
-            op = self.rec.invoke(self.process, "write", key=key, value=value, store=SOURCE_STORE)
-            self._source(op, (key, value), UPSERT)
-
-    def delete(self, key: str) -> None:
-        """A tombstone row: value NULL, version bumped (captured as an update)."""
-        if self.setup.effect == COUNTER:
-            raise ValueError("the counter effect has no delete; use a write-only mix")
-        op = self.rec.invoke(self.process, "delete", key=key, store=SOURCE_STORE)
-        self._source(op, (key, None), UPSERT)
-
-    def read(self, key: str, store: str) -> None:
-        """Read `key` from the source or the derived store."""
-        op = self.rec.invoke(self.process, "read", key=key, store=store)
-        try:
-            result = self._read(key, store)
-        except Outcome as o:
-            self.rec.complete(op, "fail", error=str(o))
-            return
-        self.rec.complete(op, "ok", value=result.value, version=result.version)
-
-    def close(self) -> None:
-        """Close the connections, ignoring errors."""
-        for conn in (self._pg, self._redis):
-            if conn is not None:
-                with contextlib.suppress(Exception):
-                    conn.close()
-
-    # --- internals -------------------------------------------------------------------
-
-    def conn(self) -> psycopg.Connection:
-        """The client's PostgreSQL connection through `app->postgres` (reconnecting)."""
-        if self._pg is None or self._pg.closed:
-            try:
-                self._pg = app_pg_connect(self.setup.pg_app)
-            except psycopg.Error as exc:
-                raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
-        return self._pg
-
-    def _source(self, op: str, args: tuple[str | None, ...], statement: str) -> None:
-        try:
-            conn = self.conn()
-            try:
-                row = conn.execute(
-                    sql.SQL(statement).format(table=self.setup.table), args
-                ).fetchone()
-            except psycopg.Error as exc:
-                with contextlib.suppress(Exception):
-                    conn.close()
-                raise classify_pg(exc) from exc
-        except Outcome as o:
-            self.rec.complete(op, o.phase, error=str(o))
-            return
-        assert row is not None
-        if self.setup.effect == COUNTER:
-            self.rec.complete(op, "ok", value=row[0], version=int(row[1]))
-        else:
-            self.rec.complete(op, "ok", version=int(row[0]))
-
-    def _read(self, key: str, store: str) -> ReadResult:
-        if store == SOURCE_STORE:
-            try:
-                row = (
-                    self.conn()
-                    .execute(
-                        sql.SQL("SELECT value, version FROM {} WHERE key = %s").format(
-                            self.setup.source_table()
-                        ),
-                        (key,),
-                    )
-                    .fetchone()
-                )
-            except psycopg.Error as exc:
-                raise classify_pg(exc) from exc
-            if row is None or row[0] is None:
-                return ReadResult(None, row[1] if row else None)
-            return ReadResult(row[0], int(row[1]))
-        if store != self.setup.store:
-            raise ValueError(
-                f"{self.setup.name} has no store {store!r}; use source or {self.setup.store}"
-            )
-        if self._redis is None:
-            self._redis = redis_client(self.setup._redis_app)
-        name = self.setup.prefix + key
-        try:
-            if self.setup.effect == COUNTER:
-                total = self._redis.get(name)
-                return ReadResult(total)
-            h = self._redis.hgetall(name)
-        except redis.RedisError as exc:
-            raise Outcome("fail", str(exc)[:300]) from exc
-        return ReadResult(h["value"], int(h["version"])) if "value" in h else ReadResult(None)

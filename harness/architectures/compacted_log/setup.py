@@ -52,37 +52,27 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import psycopg
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 from psycopg import sql
 
-from harness.architectures.cdc.setup import TOPIC_PREFIX, Cdc
-from harness.history.schema import LOG_AUDIT, SOURCE_STORE
-from harness.services.connect import DebeziumPostgres, wait_slot_streaming
-from harness.services.kafka_admin import TopicSpec, create_topics
+from harness.architectures.cdc.capture import Capture
+from harness.architectures.cdc.setup import Cdc
+from harness.architectures.compacted_log.client import CompactedClient
+from harness.history.schema import LOG_AUDIT
+from harness.services.connect import wait_slot_streaming
+from harness.services.kafka_admin import TopicSpec
 from harness.setups.base import Client, SetupContext
 from harness.setups.connect import (
-    app_pg_connect,
     direct_pg_connect,
     endpoint,
     pg_conninfo,
     redis_client,
 )
-from harness.setups.stores import Outcome, classify_pg
 
 REBUILT = "rebuilt"
 REBUILD = "rebuild"
 
 log = logging.getLogger("driftlab.setups.compaction")
-
-_BUMP = """
-INSERT INTO {versions} AS v (key, version) VALUES (%s, 1)
-ON CONFLICT (key) DO UPDATE SET version = v.version + 1 RETURNING version
-"""
-_WRITE = """
-INSERT INTO {table} AS t (key, value, version) VALUES (%s, %s, %s)
-ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,16 +170,8 @@ class CompactedLog(Cdc):
         self._redis_direct = endpoint(stack, "redis", direct=True)
         self.bootstrap_direct = stack["kafka"].bootstrap_servers
         self.create_tables()
-        self.connector = DebeziumPostgres(
-            name=ns,
-            postgres=stack.link("connect", "postgres"),
-            # Debezium names its metrics MBeans after the prefix: a prefix of the run's
-            # own keeps a connector another run left behind from blocking this one.
-            topic_prefix=f"{TOPIC_PREFIX}_{ns}",
-            tables=(f"{ns}.{self.table_name}",),
-            snapshot_mode="no_data",
-        )
-        self.topic = self.connector.topic(f"{ns}.{self.table_name}")
+        self.capture = Capture(ctx, self.table_name, self.pg_direct, snapshot_mode="no_data")
+        self.topic = self.capture.topic
         spec = TopicSpec(
             self.topic,
             1,
@@ -200,13 +182,7 @@ class CompactedLog(Cdc):
                 "min.compaction.lag.ms": str(lag_ms),
             },
         )
-        try:
-            create_topics(self.bootstrap_direct, [spec])
-            stack["connect"].put_connector(self.connector)
-            wait_slot_streaming(self.connector)
-        except BaseException:
-            self._drop_capture()
-            raise
+        self.capture.open(spec, wait_slot_streaming)
 
     def create_tables(self) -> None:
         """The items table (full row images in delete events) and the key versions."""
@@ -354,70 +330,3 @@ class CompactedLog(Cdc):
                     elif msg.error() is None:
                         last = end
         return out
-
-
-class CompactedClient(Client):
-    """One application instance writing and deleting rows of the source table."""
-
-    def __init__(self, setup: CompactedLog, process: str) -> None:
-        self.setup = setup
-        self.process = process
-        self.rec = setup.context.recorder
-        self._pg: psycopg.Connection | None = None
-
-    def write(self, key: str, value: str) -> None:
-        """Upsert the row with the key's next version."""
-        op = self.rec.invoke(self.process, "write", key=key, value=value, store=SOURCE_STORE)
-        self._change(op, key, value)
-
-    def delete(self, key: str) -> None:
-        """Delete the row (a delete event and a tombstone); absent: nothing to do."""
-        op = self.rec.invoke(self.process, "delete", key=key, store=SOURCE_STORE)
-        self._change(op, key, None)
-
-    def read(self, key: str, store: str) -> None:
-        """Not offered: the rebuilt store exists only after the workload."""
-        raise ValueError("compacted-log has no reads; use a write and delete mix")
-
-    def close(self) -> None:
-        """Close the connection, ignoring errors."""
-        if self._pg is not None:
-            with contextlib.suppress(Exception):
-                self._pg.close()
-
-    def _change(self, op: str, key: str, value: str | None) -> None:
-        s = self.setup
-        version: int | None = None
-        try:
-            if self._pg is None or self._pg.closed:
-                try:
-                    self._pg = app_pg_connect(s.pg_app)
-                except psycopg.Error as exc:
-                    raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
-            try:
-                with self._pg.transaction():
-                    # The key's version row first: it orders one key's operations.
-                    row = self._pg.execute(
-                        sql.SQL(_BUMP).format(versions=s.versions), (key,)
-                    ).fetchone()
-                    assert row is not None
-                    version = int(row[0])
-                    if value is not None:
-                        self._pg.execute(
-                            sql.SQL(_WRITE).format(table=s.table), (key, value, version)
-                        )
-                    else:
-                        gone = self._pg.execute(
-                            sql.SQL("DELETE FROM {} WHERE key = %s").format(s.table), (key,)
-                        )
-                        if gone.rowcount == 0:
-                            version = None  # nothing deleted: keep the version unused
-                            raise psycopg.Rollback()
-            except psycopg.Error as exc:
-                with contextlib.suppress(Exception):
-                    self._pg.close()
-                raise classify_pg(exc) from exc
-        except Outcome as o:
-            self.rec.complete(op, o.phase, error=str(o))
-            return
-        self.rec.complete(op, "ok", version=version)

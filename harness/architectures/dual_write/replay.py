@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.architectures.dual_write.setup import CACHE, DualWrite
+from harness.architectures.dual_write.setup import DualWrite
 from harness.explore.schedule import Action, Step, describe
 from harness.replay.driver import Driver, refuse
 from harness.replay.turnstile import IDLE, ReplayError, Turnstile
 from harness.setups.app_process import AFTER_SOURCE_WRITE
 from harness.setups.base import AppCrash, Client
+from harness.setups.stores import CACHE
 
 
 class DualWriteDriver(Driver):

@@ -28,8 +28,9 @@ import contextlib
 
 from psycopg import sql
 
-from harness.architectures.cdc.consumer import VERSIONED
-from harness.architectures.cdc.setup import Cdc, CdcClient
+from harness.architectures.cdc.client import CdcClient
+from harness.architectures.cdc.protocol import VERSIONED
+from harness.architectures.cdc.setup import Cdc
 from harness.history.schema import SOURCE_STORE
 from harness.setups.app_process import AFTER_SOURCE_WRITE, AppDied, AppInstances, AppProcess
 from harness.setups.base import AppCrash, SetupContext

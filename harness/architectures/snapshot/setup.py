@@ -46,12 +46,13 @@ import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 from psycopg import sql
 
-from harness.architectures.cdc.consumer import parse_change
-from harness.architectures.cdc.setup import TOPIC_PREFIX, Cdc, CdcClient
+from harness.architectures.cdc.capture import Capture
+from harness.architectures.cdc.client import CdcClient
+from harness.architectures.cdc.protocol import parse_change
+from harness.architectures.cdc.setup import Cdc
 from harness.history.events import MsgFields
 from harness.services.base import Endpoint
-from harness.services.connect import DebeziumPostgres
-from harness.services.kafka_admin import TopicSpec, create_topics
+from harness.services.kafka_admin import TopicSpec
 from harness.setups.base import SetupContext
 from harness.setups.connect import (
     KAFKA_CLIENT_TIMEOUTS,
@@ -186,23 +187,11 @@ class SnapshotStream(Cdc):
         for i in range(preload):
             loader.write(f"k{i}", f"{LOADER}-{i}")
         loader.close()
-        self.connector = DebeziumPostgres(
-            name=ns,
-            postgres=stack.link("connect", "postgres"),
-            # Debezium names its metrics MBeans after the prefix: a prefix of the run's
-            # own keeps a connector another run left behind from blocking this one.
-            topic_prefix=f"{TOPIC_PREFIX}_{ns}",
-            tables=(f"{ns}.{self.table_name}",),
-            snapshot_mode="initial",
+        self.capture = Capture(ctx, self.table_name, self.pg_direct, snapshot_mode="initial")
+        self.topic = self.capture.topic
+        self.capture.open(
+            TopicSpec(self.topic, 1), lambda c: self._wait_slot_consistent(c.slot, 60)
         )
-        self.topic = self.connector.topic(f"{ns}.{self.table_name}")
-        try:
-            create_topics(self.bootstrap_direct, [TopicSpec(self.topic, 1)])
-            stack["connect"].put_connector(self.connector)
-            self._wait_slot_consistent(self.connector.slot, 60)
-        except BaseException:
-            self._drop_capture()
-            raise
         self.view = ViewConsumer(self, join_s)
 
     def _wait_slot_consistent(self, slot: str, timeout: float) -> None:
@@ -256,4 +245,5 @@ class SnapshotStream(Cdc):
             self.view.stopping.set()
             with contextlib.suppress(RuntimeError):
                 self.view.join(10)
-        self._drop_capture()
+        if self.capture is not None:
+            self.capture.drop()

@@ -36,9 +36,9 @@ from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
 from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import AMQP_HEARTBEAT_S, endpoint, redis_client
+from harness.setups.stores import CACHE
 from harness.setups.worker_process import WorkerProcess
 
-CACHE = "cache"
 GROUP = "workers"
 WORKER_LINK = "worker"
 """The client name of the workers' links: `worker->rabbitmq`, `worker->redis`."""
