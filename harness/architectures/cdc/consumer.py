@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -66,6 +65,7 @@ from harness.setups.connect import (
     CommitTimeout,
 )
 from harness.setups.stepping import RUN, read_command
+from harness.setups.worker_process import run_until_sigterm, worker_logging
 
 # Writes only a newer version; a delete keeps its version so an older change that
 # arrives later is still refused.
@@ -366,29 +366,19 @@ class CdcConsumer:
 
 def main() -> int:
     """Run one consumer instance from $DRIFTLAB_CONSUMER until SIGTERM."""
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    worker_logging()
     raw = os.environ.get(CONFIG_ENV)
     if not raw:
         print(
             f"cdc_consumer: ${CONFIG_ENV} is not set; this module is started by "
-            "harness.architectures.cdc.setup.ConsumerProcess, not by hand",
+            "harness.architectures.cdc.processes.ConsumerProcess, not by hand",
             file=sys.stderr,
         )
         return 2
     cfg = ConsumerConfig(**json.loads(raw))
     consumer = CdcConsumer(cfg)
-
-    def stop(_signum: int, _frame: object) -> None:
-        consumer.stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
     log.info("instance %s: %s partitions %s", cfg.instance, cfg.topic, cfg.partitions)
-    consumer.run()
-    return 0
+    return run_until_sigterm(consumer)
 
 
 if __name__ == "__main__":

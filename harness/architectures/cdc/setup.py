@@ -72,6 +72,7 @@ from harness.history.schema import LOG_AUDIT, SOURCE_STORE
 from harness.services.base import Endpoint, Service, ServiceError
 from harness.services.connect import wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec
+from harness.services.stack_protocol import ServiceStack
 from harness.setups.base import Setup, SetupContext
 from harness.setups.connect import (
     direct_pg_connect,
@@ -136,11 +137,7 @@ class Cdc(Setup):
         ns = ctx.namespace
         self.table = sql.Identifier(ns, self.table_name)
         self.prefix = f"{ns}:{self.store}:"
-        self.pg_app = pg_conninfo(endpoint(stack, "postgres"))
-        self.pg_direct = pg_conninfo(endpoint(stack, "postgres", direct=True))
-        self._redis_app = endpoint(stack, "redis")
-        self._redis_direct = endpoint(stack, "redis", direct=True)
-        self.bootstrap_direct = stack["kafka"].bootstrap_servers
+        self.wire_stores(stack)
         self.create_tables()
         self.capture = Capture(
             ctx, self.table_name, self.pg_direct, snapshot_mode="no_data", partitions=partitions
@@ -179,6 +176,15 @@ class Cdc(Setup):
                 id_field=self.id_field,
             )
             self.consumers.append(ConsumerProcess(name, cfg, log_dir))
+
+    def wire_stores(self, stack: ServiceStack) -> None:
+        """The addresses of PostgreSQL, Redis and Kafka: the application's through its
+        links, the harness's own (setup, final reads) direct."""
+        self.pg_app = pg_conninfo(endpoint(stack, "postgres"))
+        self.pg_direct = pg_conninfo(endpoint(stack, "postgres", direct=True))
+        self._redis_app = endpoint(stack, "redis")
+        self._redis_direct = endpoint(stack, "redis", direct=True)
+        self.bootstrap_direct = stack["kafka"].bootstrap_servers
 
     def create_tables(self) -> None:
         """The source table: a per-key `version` bumped by every write."""

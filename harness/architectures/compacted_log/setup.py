@@ -64,8 +64,6 @@ from harness.services.kafka_admin import TopicSpec
 from harness.setups.base import Client, SetupContext
 from harness.setups.connect import (
     direct_pg_connect,
-    endpoint,
-    pg_conninfo,
     redis_client,
 )
 
@@ -164,11 +162,7 @@ class CompactedLog(Cdc):
         self.table = sql.Identifier(ns, self.table_name)
         self.versions = sql.Identifier(ns, "key_versions")
         self.prefix = f"{ns}:{REBUILT}:"
-        self.pg_app = pg_conninfo(endpoint(stack, "postgres"))
-        self.pg_direct = pg_conninfo(endpoint(stack, "postgres", direct=True))
-        self._redis_app = endpoint(stack, "redis")
-        self._redis_direct = endpoint(stack, "redis", direct=True)
-        self.bootstrap_direct = stack["kafka"].bootstrap_servers
+        self.wire_stores(stack)
         self.create_tables()
         self.capture = Capture(ctx, self.table_name, self.pg_direct, snapshot_mode="no_data")
         self.topic = self.capture.topic

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from harness.history.recorder import Recorder
-from harness.setups.worker_process import publish_status, worker_config
+from harness.setups.worker_process import publish_status, worker_config, worker_logging
 
 log = logging.getLogger("driftlab.direct_receiver")
 
@@ -73,11 +73,7 @@ def serve(cfg: dict[str, Any]) -> None:
 
 def main() -> int:
     """Run one receiver instance until SIGTERM."""
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    worker_logging()
     serve(worker_config())
     return 0
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
 import sys
 import time
 from typing import Any
@@ -37,7 +36,12 @@ from psycopg import sql
 
 from harness.history.recorder import Recorder
 from harness.setups.connect import TimedConnection, app_pg_connect
-from harness.setups.worker_process import publish_status, worker_config
+from harness.setups.worker_process import (
+    publish_status,
+    run_until_sigterm,
+    worker_config,
+    worker_logging,
+)
 
 log = logging.getLogger("driftlab.projector")
 
@@ -168,23 +172,13 @@ class Projector:
 
 def main() -> int:
     """Run one projector instance until SIGTERM."""
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    worker_logging()
     cfg = worker_config()
     projector = Projector(cfg)
-
-    def stop(_signum: int, _frame: object) -> None:
-        projector.stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
     log.info(
         "instance %s folding into %s from pos %d", cfg["instance"], cfg["table"], projector.pos
     )
-    projector.run()
-    return 0
+    return run_until_sigterm(projector)
 
 
 if __name__ == "__main__":

@@ -57,8 +57,6 @@ from harness.setups.base import SetupContext
 from harness.setups.connect import (
     KAFKA_CLIENT_TIMEOUTS,
     direct_pg_connect,
-    endpoint,
-    pg_conninfo,
     redis_client,
 )
 
@@ -175,12 +173,8 @@ class SnapshotStream(Cdc):
         stack, ns = ctx.stack, ctx.namespace
         self.table = sql.Identifier(ns, self.table_name)
         self.prefix = f"{ns}:{VIEW}:"
-        self.pg_app = pg_conninfo(endpoint(stack, "postgres"))
-        self.pg_direct = pg_conninfo(endpoint(stack, "postgres", direct=True))
-        self._redis_app = endpoint(stack, "redis")
-        self._redis_direct = endpoint(stack, "redis", direct=True)
+        self.wire_stores(stack)
         self._redis_view = stack.link("consumer", "redis")
-        self.bootstrap_direct = stack["kafka"].bootstrap_servers
         self.bootstrap_view = stack["kafka"].link(stack.links, "consumer")
         self.create_tables()
         loader = CdcClient(self, LOADER)

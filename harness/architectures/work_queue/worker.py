@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import logging
 import random
-import signal
 import sys
 import time
 from pathlib import Path
@@ -36,7 +35,12 @@ import redis
 from harness.history.recorder import Recorder
 from harness.setups.connect import NO_RETRY
 from harness.setups.stepping import RUN, read_command
-from harness.setups.worker_process import publish_status, worker_config
+from harness.setups.worker_process import (
+    publish_status,
+    run_until_sigterm,
+    worker_config,
+    worker_logging,
+)
 
 log = logging.getLogger("driftlab.work_queue_worker")
 
@@ -222,21 +226,11 @@ class Worker:
 
 def main() -> int:
     """Run one worker instance until SIGTERM."""
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    worker_logging()
     cfg = worker_config()
     worker = Worker(cfg)
-
-    def stop(_signum: int, _frame: object) -> None:
-        worker.stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
     log.info("instance %s consuming %s", cfg["instance"], cfg["queue"])
-    worker.run()
-    return 0
+    return run_until_sigterm(worker)
 
 
 if __name__ == "__main__":
