@@ -29,7 +29,7 @@ from harness.services import jvm
 from harness.services.base import Endpoint, ServiceError
 from harness.services.kafka import KafkaCluster
 from harness.services.ports import LOOPBACK, port_accepts
-from harness.services.process import ProcessService, ServiceSpec
+from harness.services.supervised import ProcessService, ServiceSpec
 from harness.services.toxiproxy import ToxiproxyService
 
 POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"

@@ -49,17 +49,12 @@ from harness.services.kafka import cluster_from_spec
 from harness.services.nats import NatsService
 from harness.services.ports import LOOPBACK, port_holder, port_is_free
 from harness.services.postgres import PostgresService
-from harness.services.process import (
-    LocalRuntime,
-    ProcessRecord,
-    ProcessService,
-    Runtime,
-    ServiceSpec,
-    read_start_time,
-)
+from harness.services.process import ProcessRecord, read_start_time
 from harness.services.rabbitmq import RabbitMQService
 from harness.services.reaper import spawn as spawn_reaper
 from harness.services.redis import RedisService
+from harness.services.runtime import LocalRuntime, Runtime
+from harness.services.supervised import ProcessService, ServiceSpec
 from harness.services.toxiproxy import Links, ToxiproxyService, link_name
 
 STATE_VERSION = 1

@@ -24,7 +24,8 @@ from typing import Any, Protocol
 
 from harness.rundir import RunDir
 from harness.services.base import Endpoint, ServiceError
-from harness.services.process import SupervisedProcess, SupervisedService
+from harness.services.process import SupervisedProcess
+from harness.services.supervised import SupervisedService
 
 CONFIG_ENV = "DRIFTLAB_WORKER"
 

@@ -15,7 +15,8 @@ from harness.architectures.cdc.protocol import (
     ConsumerConfig,
 )
 from harness.services.base import Endpoint, Service, ServiceError
-from harness.services.process import SupervisedProcess, SupervisedService
+from harness.services.process import SupervisedProcess
+from harness.services.supervised import SupervisedService
 
 CONSUMER = "consumer"
 """The fault target naming every consumer process at once."""
