@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql
 
 from harness.services.base import ServiceError
-from harness.services.connect import DebeziumPostgres
+from harness.services.debezium import DebeziumPostgres
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import SetupContext
 from harness.setups.connect import direct_pg_connect

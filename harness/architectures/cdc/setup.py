@@ -70,7 +70,7 @@ from harness.architectures.cdc.protocol import (
 )
 from harness.history.schema import LOG_AUDIT, SOURCE_STORE
 from harness.services.base import Endpoint, Service, ServiceError
-from harness.services.connect import wait_slot_streaming
+from harness.services.debezium import wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec
 from harness.services.stack_protocol import ServiceStack
 from harness.setups.base import Setup, SetupContext

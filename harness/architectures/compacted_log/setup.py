@@ -59,7 +59,7 @@ from harness.architectures.cdc.capture import Capture
 from harness.architectures.cdc.setup import Cdc
 from harness.architectures.compacted_log.client import CompactedClient
 from harness.history.schema import LOG_AUDIT
-from harness.services.connect import wait_slot_streaming
+from harness.services.debezium import wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec
 from harness.setups.base import Client, SetupContext
 from harness.setups.connect import (
