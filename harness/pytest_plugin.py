@@ -174,7 +174,7 @@ def driftlab_scenario() -> Callable[..., Scenario]:
     """Build a Scenario from a user's own Setup class: `driftlab_scenario(MySetup,
     name=..., workload=WorkloadSpec(...), expectations={...}, faults=..., ...)`.
     The setup is registered (as `register_setup` does) so the runner finds it."""
-    from harness.setups import register_setup
+    from harness.architectures.registry import register_setup
     from scenarios.model import Scenario
 
     def build(

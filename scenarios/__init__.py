@@ -1,1 +1,2 @@
-"""The scenario catalogue: one entry per claim of CLAIMS.md, and more."""
+"""The claims catalogue: the scenario model and the registry that gathers every
+architecture's scenarios (harness/architectures/<arch>/scenarios.py)."""

@@ -20,8 +20,8 @@ class Scenario:
     """One experiment.
 
     `name` names the run folder; `claim` is the id in CLAIMS.md (or None);
-    `setup` a key of `harness.setups.SETUPS` with `setup_params`; `faults` windows in
-    seconds from the workload's start (scaled with `--duration` when
+    `setup` a key of `harness.architectures.registry.SETUPS` with `setup_params`;
+    `faults` windows in seconds from the workload's start (scaled with `--duration` when
     `scale_faults`); `expectations` maps anomaly kinds (docs/checkers.md) to
     `present` (the claim's prediction: the lab must see it) or `absent` (forbidden).
     """
@@ -40,7 +40,7 @@ class Scenario:
     def validate(self) -> None:
         """Raise ValueError naming what is wrong and how to fix it."""
         from checkers.anomaly import ALL_KINDS
-        from harness.setups import SETUPS
+        from harness.architectures.registry import SETUPS
 
         if self.setup not in SETUPS:
             raise ValueError(

@@ -1,34 +1,26 @@
-"""The scenario registry: every `SCENARIOS` list of the modules of this package.
+"""The claims catalogue: every scenario of every architecture of the registry.
 
-A new catalogue module only has to define `SCENARIOS: list[Scenario]`; it is found by
-name, with no central list to edit.
+Each architecture package defines its scenarios (harness/architectures/<arch>/scenarios.py)
+and its registry entry carries them; this module only gathers, orders and looks them up.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 from functools import cache
 
-import scenarios
+from harness.architectures.registry import ARCHITECTURES
 from scenarios.model import Scenario
-
-_NOT_CATALOGUES = {"model", "registry"}
 
 
 @cache
 def all_scenarios() -> dict[str, Scenario]:
     """Every registered scenario by name, in claim order then name."""
     found: dict[str, Scenario] = {}
-    for mod in pkgutil.iter_modules(scenarios.__path__):
-        if mod.name in _NOT_CATALOGUES or mod.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"scenarios.{mod.name}")
-        for sc in getattr(module, "SCENARIOS", ()):
-            if sc.name in found:
-                raise ValueError(f"scenario name {sc.name!r} is registered twice")
-            found[sc.name] = sc
+    for sc in (sc for arch in ARCHITECTURES for sc in arch.scenarios):
+        if sc.name in found:
+            raise ValueError(f"scenario name {sc.name!r} is registered twice")
+        found[sc.name] = sc
     return dict(sorted(found.items(), key=lambda kv: (_claim_order(kv[1].claim), kv[0])))
 
 

@@ -19,9 +19,13 @@ from confluent_kafka import Consumer, TopicPartition
 from psycopg import sql
 from setup_fixtures import events, make_context
 
+from harness.architectures.cdc.consumer import CdcConsumer
+from harness.architectures.cdc.protocol import BEFORE_APPLY, ConsumerConfig
+from harness.architectures.event_sourced.projector import Projector
+from harness.architectures.event_sourced.setup import LIVE, PROJECTOR, EventSourced
+from harness.architectures.work_queue.setup import amqp_parameters
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.services.stack import Stack
-from harness.setups.cdc_consumer import BEFORE_APPLY, CdcConsumer, ConsumerConfig
 from harness.setups.connect import (
     AMQP_HEARTBEAT_S,
     KAFKA_CLIENT_TIMEOUTS,
@@ -34,10 +38,7 @@ from harness.setups.connect import (
     pg_conninfo,
     redis_client,
 )
-from harness.setups.dual_write import _classify_pg
-from harness.setups.event_sourced import LIVE, PROJECTOR, EventSourced
-from harness.setups.projector import Projector
-from harness.setups.work_queue import amqp_parameters
+from harness.setups.stores import classify_pg
 
 pytestmark = pytest.mark.services
 
@@ -74,7 +75,7 @@ def test_a_statement_through_a_cut_link_times_out_before_the_heal(stack: Stack) 
     with cut_with_guard(stack, link) as healed, pytest.raises(StatementTimeout) as caught:
         conn.execute("SELECT pg_sleep(0)")
     assert not healed.is_set(), "the statement waited for the heal"
-    assert _classify_pg(caught.value).phase == "info"  # it may have been applied
+    assert classify_pg(caught.value).phase == "info"  # it may have been applied
     assert conn.closed
     with app_pg_connect(pg_conninfo(stack.link("timeout-test", "postgres"))) as again:
         assert again.execute("SELECT 1").fetchone() == (1,)

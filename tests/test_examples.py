@@ -13,10 +13,10 @@ import pytest
 from reference_counts import reference_counts
 
 from checkers.verdict import REPRODUCED, judge
+from harness.architectures.dual_write.setup import DualWrite
+from harness.architectures.registry import SETUPS, register_setup
 from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
-from harness.setups import SETUPS, register_setup
-from harness.setups.dual_write import DualWrite
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cache_aside"
 
@@ -60,6 +60,8 @@ def test_a_taken_setup_name_is_refused() -> None:
     class Impostor(DualWrite):
         name = DualWrite.name
 
-    with pytest.raises(ValueError, match=r"is taken by harness\.setups\.dual_write\.DualWrite"):
+    with pytest.raises(
+        ValueError, match=r"is taken by harness\.architectures\.dual_write\.setup\.DualWrite"
+    ):
         register_setup(Impostor)
     assert SETUPS[DualWrite.name] is DualWrite

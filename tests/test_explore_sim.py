@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from checkers.anomaly import KINDS, Anomaly
 from harness.explore.properties import PROPERTIES, available_checkers, reference_anomalies
 from harness.explore.schedule import Step
-from harness.explore.setups import SETUPS, SetupSpec
+from harness.explore.setups import SETUPS
 from harness.explore.sim.recorder import to_jsonl
 from harness.explore.sim.tally import Finding
+from harness.explore.spec import SetupSpec
 from harness.explore.strategies import schedules
 from harness.history.reader import read_history
 from harness.history.schema import COLUMNS, SOURCE_STORE, Event

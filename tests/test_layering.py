@@ -46,3 +46,36 @@ def test_the_runtime_does_not_load_the_reports() -> None:
         if module.split(".")[0] == "reports"
     }
     assert found == set()
+
+
+def test_the_shared_setup_plumbing_imports_no_architecture() -> None:
+    found = {
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in (ROOT / "harness" / "setups").rglob("*.py")
+        for module in _imports(path, nested=True)
+        if module.startswith("harness.architectures")
+    }
+    assert found == set()
+
+
+def test_an_architecture_imports_another_only_where_it_builds_on_it() -> None:
+    # The CDC variants hold cdc's Capture and setup; the bounded log produces as the
+    # direct producer does. Anything else shared belongs in harness/setups/.
+    builds_on = {
+        "outbox": {"cdc"},
+        "snapshot": {"cdc"},
+        "compacted_log": {"cdc"},
+        "bounded_log": {"direct_producer"},
+    }
+    root = ROOT / "harness" / "architectures"
+    found = set()
+    for package in (p for p in root.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        for path in package.rglob("*.py"):
+            for module in _imports(path, nested=True):
+                parts = module.split(".")
+                if parts[:2] != ["harness", "architectures"] or len(parts) < 3:
+                    continue
+                other = parts[2]
+                if other != package.name and other not in builds_on.get(package.name, set()):
+                    found.add(f"{path.relative_to(ROOT)}: {module}")
+    assert found == set()

@@ -9,11 +9,11 @@ import pytest
 import redis
 from setup_fixtures import events, make_context
 
+from harness.architectures.dual_write.setup import DualWrite
 from harness.nemesis import FaultSpec, Nemesis, Schedule
 from harness.services.stack import Stack
 from harness.setups.base import AppCrash
 from harness.setups.connect import endpoint, redis_client
-from harness.setups.dual_write import DualWrite
 
 pytestmark = pytest.mark.services
 

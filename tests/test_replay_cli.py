@@ -6,10 +6,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from harness.architectures.registry import DRIVERS
 from harness.cli import app
 from harness.explore.schedule import Schedule, Step
 from harness.explore.setups import SETUPS
-from harness.replay.drivers import DRIVERS
 
 
 def test_replay_refuses_a_file_that_is_not_a_schedule(tmp_path: Path) -> None:

@@ -20,12 +20,12 @@ import pytest
 from checkers.anomaly import KINDS
 from checkers.reference import lost as lost_checker
 from checkers.verdict import REPRODUCED, judge
+from harness.architectures.cdc.scenarios import CONVERGES
 from harness.history.reader import read_history
 from harness.history.schema import LOG_AUDIT, Event
 from harness.rundir import RunDir
 from harness.runner.runner import RunResult, run_scenario
 from harness.services.stack import Stack
-from scenarios.cdc import CONVERGES
 from scenarios.model import faults
 from scenarios.registry import get_scenario
 

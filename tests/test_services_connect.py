@@ -16,12 +16,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from harness.services.base import Endpoint, ServiceError
-from harness.services.connect import (
-    ConnectService,
-    DebeziumPostgres,
-    RestError,
-    wait_slot_streaming,
-)
+from harness.services.connect import ConnectService, RestError
+from harness.services.debezium import DebeziumPostgres, wait_slot_streaming
 from harness.services.kafka_admin import list_topic_names
 from harness.services.postgres import PostgresService
 

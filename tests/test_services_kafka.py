@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from harness.services.base import ServiceError
 from harness.services.kafka import KafkaCluster, KafkaSettings, new_cluster_id
 from harness.services.kafka_admin import TopicSpec, admin_client, create_topics, topic_configs
-from harness.services.process import ServiceSpec
+from harness.services.supervised import ServiceSpec
 
 
 def test_topic_spec_names_kafka_configs() -> None:

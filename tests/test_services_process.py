@@ -17,12 +17,7 @@ import pytest
 
 from harness.services.base import ServiceError
 from harness.services.ports import free_port, port_is_free, wait_port_free
-from harness.services.process import (
-    ProcessRecord,
-    SupervisedProcess,
-    group_alive,
-    read_start_time,
-)
+from harness.services.process import ProcessRecord, SupervisedProcess, group_alive, read_start_time
 
 # A leader that forks a helper into its own group, like a server with workers.
 LEADER_WITH_HELPER = ["sh", "-c", "sleep 300 & echo helper=$!; echo leader' 'up; wait"]

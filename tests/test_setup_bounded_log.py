@@ -16,12 +16,18 @@ from setup_fixtures import make_context
 
 from checkers.reference.lost import IN_LOG, NOT_IN_LOG
 from checkers.verdict import PRESENT, judge
+from harness.architectures.bounded_log.setup import (
+    CONSUMER_LINK,
+    FAST,
+    SLOW,
+    BoundedLog,
+    LogConsumer,
+)
+from harness.architectures.registry import register_setup
 from harness.history.schema import LOG_AUDIT
 from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
-from harness.setups import register_setup
 from harness.setups.base import SetupContext
-from harness.setups.bounded_log import CONSUMER_LINK, FAST, SLOW, BoundedLog, LogConsumer
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario
 from scenarios.registry import get_scenario

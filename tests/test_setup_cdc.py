@@ -10,10 +10,10 @@ import psycopg
 import pytest
 from setup_fixtures import events, make_context
 
+from harness.architectures.cdc.setup import Cdc
 from harness.history.schema import LOG_AUDIT, SOURCE_STORE
 from harness.services.stack import Stack
 from harness.setups.base import SetupContext
-from harness.setups.cdc import Cdc
 
 
 def test_bad_parameters_are_named(stack: Stack, tmp_path: Path) -> None:
@@ -118,8 +118,8 @@ def test_a_killed_consumer_resumes_from_its_commit_as_a_new_instance(
 @pytest.mark.services
 def test_teardown_drops_the_replication_slot(stack: Stack, wired: tuple[Cdc, SetupContext]) -> None:
     setup, _ = wired
-    assert setup.connector is not None
-    slot = setup.connector.slot
+    assert setup.capture is not None
+    slot = setup.capture.slot
     setup.teardown()  # the fixture's teardown after this one finds nothing left to do
     assert not any(c.is_running() for c in setup.consumers)
     with psycopg.connect(stack["postgres"].conninfo(), autocommit=True) as conn:

@@ -11,10 +11,10 @@ from reference_counts import reference_anomalies, run_events
 
 from checkers.reference.lost import NOT_IN_LOG, where_lost
 from checkers.verdict import judge
+from harness.architectures.compacted_log.setup import REBUILT
 from harness.history.schema import SOURCE_STORE
 from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
-from harness.setups.compaction import REBUILT
 from scenarios.registry import get_scenario
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]

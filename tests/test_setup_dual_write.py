@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 from setup_fixtures import children, cmdline, events, make_context
 
+from harness.architectures.dual_write.setup import APP_MODULE, DualWrite
 from harness.history.schema import SOURCE_STORE
 from harness.nemesis import Nemesis
 from harness.nemesis.schedule import FaultSpec, Schedule
 from harness.services.stack import Stack
 from harness.services.toxiproxy import link_name
+from harness.setups.app_process import AFTER_SOURCE_WRITE
 from harness.setups.base import AppCrash, SetupContext
 from harness.setups.connect import APP
-from harness.setups.dual_write import AFTER_SOURCE_WRITE, APP_MODULE, DualWrite
 
 pytestmark = pytest.mark.services
 

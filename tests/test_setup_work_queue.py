@@ -12,10 +12,10 @@ import pytest
 from reference_counts import reference_counts, run_events
 
 from checkers.verdict import REPRODUCED, judge
+from harness.architectures.work_queue.setup import WorkQueue
 from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
 from harness.setups.base import SetupContext
-from harness.setups.work_queue import WorkQueue
 from scenarios.registry import get_scenario
 
 

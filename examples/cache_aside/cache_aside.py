@@ -19,8 +19,8 @@ import time
 import psycopg
 from psycopg import sql
 
+from harness.architectures.registry import register_setup
 from harness.history.schema import SOURCE_STORE
-from harness.setups import register_setup
 from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import endpoint, pg_conninfo, redis_client
 

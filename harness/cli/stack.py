@@ -17,13 +17,8 @@ from harness.cli.run import BACKEND_OPTION
 from harness.runner.clean_stack import find_leftovers, live_namespaces
 from harness.services.analysis import ANALYSIS
 from harness.services.base import ServiceError
-from harness.services.stack import (
-    DEFAULT_STACK_DIR,
-    REGISTRY,
-    STATE_FILE,
-    Stack,
-    default_services,
-)
+from harness.services.kinds import REGISTRY, default_services
+from harness.services.stack import DEFAULT_STACK_DIR, STATE_FILE, Stack
 
 StackDir = Annotated[
     Path,

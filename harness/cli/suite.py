@@ -98,9 +98,9 @@ def run_suite(
     backend: str = "local",
 ) -> int:
     """Run `chosen` scenarios on one stack; write the index; return the exit status."""
+    from harness.architectures.registry import SETUPS
     from harness.runner.runner import EXIT_INTERRUPTED
     from harness.services.base import ServiceError
-    from harness.setups import SETUPS
 
     services = sorted({s for sc in chosen for s in SETUPS[sc.setup].services})
     results: list[RunResult] = []

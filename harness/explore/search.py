@@ -18,8 +18,9 @@ from hypothesis.errors import NoSuchExample
 from checkers.anomaly import Anomaly
 from harness.explore.properties import Property, reference_anomalies
 from harness.explore.schedule import Action, Schedule, Step
-from harness.explore.setups import SetupSpec, get_setup
+from harness.explore.setups import get_setup
 from harness.explore.sim.machine import SimResult
+from harness.explore.spec import SetupSpec
 from harness.explore.strategies import schedules
 
 

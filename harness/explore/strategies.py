@@ -13,7 +13,7 @@ from itertools import product
 from hypothesis import strategies as st
 
 from harness.explore.schedule import Step
-from harness.explore.setups import Move, SetupSpec
+from harness.explore.spec import Move, SetupSpec
 
 CHUNK = 12
 CHUNKS = 4

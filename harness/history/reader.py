@@ -17,7 +17,6 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,11 +29,17 @@ from harness.history.layout import HISTORY_DIR, PARQUET_NAME, SEGMENT_SUFFIX
 from harness.history.schema import (
     COLUMNS,
     INT_COLUMNS,
-    REQUIRED_COLUMNS,
     SCHEMA_VERSION,
     EventType,
     Mark,
     RunHeader,
+)
+from harness.history.segment import (
+    RERUN,
+    check_header,
+    drop_partial_tail,
+    scan,
+    valid_table,
 )
 
 log = logging.getLogger("driftlab.history")
@@ -46,10 +51,6 @@ SORT_KEYS = [("time", "ascending"), ("writer", "ascending"), ("seq", "ascending"
 ROW_GROUP_SIZE = 128 * 1024
 # Blocks of the JSON reader, parsed in parallel; a longer line needs a second attempt.
 BLOCK_SIZE = 4 << 20
-
-EVENT_TYPES = frozenset(t.value for t in EventType)
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_RERUN = "re-run the scenario to record a new history"
 
 
 def arrow_schema() -> pa.Schema:
@@ -130,7 +131,7 @@ def read_history(path: str | os.PathLike[str]) -> History:
             return read_parquet(parquet)
         raise HistoryError(
             f"{p}: no history here (neither {HISTORY_DIR}/ nor {PARQUET_NAME}); pass a run "
-            f"directory such as runs/latest, or {_RERUN}"
+            f"directory such as runs/latest, or {RERUN}"
         )
     return _read_segments(hist_dir, _segments(hist_dir))
 
@@ -150,7 +151,7 @@ def convert_to_parquet(run_dir: str | os.PathLike[str], *, force: bool = False) 
     if hist_dir is None:
         if dest.is_file():
             return parquet_info(dest)
-        raise HistoryError(f"{run}: no {HISTORY_DIR}/ directory with segments; {_RERUN}")
+        raise HistoryError(f"{run}: no {HISTORY_DIR}/ directory with segments; {RERUN}")
     segments = _segments(hist_dir)
     fingerprint = _fingerprint(segments)
     if not force and dest.is_file():
@@ -194,7 +195,7 @@ def read_parquet(path: str | os.PathLike[str]) -> History:
                 f"delete {p.name} to reconvert it from the segments"
             ) from None
     table = pa.concat_tables(tables) if tables else _SCHEMA.empty_table()
-    if not _valid(table):
+    if not valid_table(table):
         raise HistoryError(
             f"{p}: events without type or time, or of an unknown type; delete {p.name} to "
             "reconvert it from the segments"
@@ -234,7 +235,7 @@ def _fingerprint(segments: list[Path]) -> str:
 
 def _read_segments(where: Path, segments: list[Path]) -> History:
     if not segments:
-        raise HistoryError(f"{where}: no *{SEGMENT_SUFFIX} segments; {_RERUN}")
+        raise HistoryError(f"{where}: no *{SEGMENT_SUFFIX} segments; {RERUN}")
     info = HistoryInfo()
     tables = []
     for seg in segments:
@@ -243,7 +244,7 @@ def _read_segments(where: Path, segments: list[Path]) -> History:
             tables.append(table)
             info.segments += 1
     if not tables:
-        raise HistoryError(f"{where}: every segment is empty, no events; {_RERUN}")
+        raise HistoryError(f"{where}: every segment is empty, no events; {RERUN}")
     table = pa.concat_tables(tables).sort_by(SORT_KEYS)
     info.events = table.num_rows
     info.complete = _has_end_mark(table)
@@ -258,7 +259,7 @@ def _read_segment(seg: Path, info: HistoryInfo) -> pa.Table | None:
         info.empty_segments += 1
         info.warnings.append(f"{seg}: empty segment skipped (its writer died before writing)")
         return None
-    data, dropped = _drop_partial_tail(data)
+    data, dropped = drop_partial_tail(data)
     if dropped:
         info.dropped_partial_lines += 1
         line_no = data.count(b"\n") + 1
@@ -268,7 +269,7 @@ def _read_segment(seg: Path, info: HistoryInfo) -> pa.Table | None:
         if data.isspace() or not data:  # killed while writing its header
             info.empty_segments += 1
             return None
-    header = _check_header(seg, data)
+    header = check_header(seg, data)
     if info.header is None:
         info.header = header
     elif header.run_id != info.header.run_id:
@@ -279,14 +280,14 @@ def _read_segment(seg: Path, info: HistoryInfo) -> pa.Table | None:
     try:
         table = _parse(data, BLOCK_SIZE)
     except (pa.ArrowException, OSError) as e:
-        _scan(seg, data)  # raises the precise error
+        scan(seg, data)  # raises the precise error
         try:  # every line is fine: one is longer than a block, so read in one block
             table = _parse(data, len(data) + 1)
         except (pa.ArrowException, OSError):
-            raise HistoryError(f"{seg}: unreadable ({_first_line(e)}); {_RERUN}") from None
-    if not _valid(table):
-        _scan(seg, data)
-        raise HistoryError(f"{seg}: events break the schema rules; {_RERUN}")
+            raise HistoryError(f"{seg}: unreadable ({_first_line(e)}); {RERUN}") from None
+    if not valid_table(table):
+        scan(seg, data)
+        raise HistoryError(f"{seg}: events break the schema rules; {RERUN}")
     return _fill_identity(table.select(list(COLUMNS)), seg)
 
 
@@ -297,62 +298,6 @@ def _parse(data: bytes, block_size: int) -> pa.Table:
         parse_options=pa_json.ParseOptions(
             explicit_schema=_PARSE_SCHEMA, unexpected_field_behavior="error"
         ),
-    )
-
-
-def _drop_partial_tail(data: bytes) -> tuple[bytes, bool]:
-    """Drop a last line cut short by a kill; a complete object without newline stays."""
-    if data.endswith(b"\n"):
-        return data, False
-    cut = data.rfind(b"\n") + 1
-    tail = data[cut:]
-    try:
-        json.loads(tail)
-    except ValueError:
-        return data[:cut], True
-    return data + b"\n", False
-
-
-def _check_header(seg: Path, data: bytes) -> RunHeader:
-    """The segment's run header; rejects a missing header or a newer schema version."""
-    start = len(data) - len(data.lstrip(b"\n"))
-    line = data[start:].split(b"\n", 1)[0]
-    where = f"{seg}: line {start + 1}"  # only empty lines precede it
-    try:
-        first = json.loads(line)
-    except ValueError as e:
-        raise HistoryError(f"{where}: not valid JSON ({e}); {_RERUN}") from None
-    if not isinstance(first, dict) or first.get("type") != EventType.HEADER:
-        raise HistoryError(
-            f"{where}: a segment must start with a 'header' event, found "
-            f"{first.get('type') if isinstance(first, dict) else first!r}; segments are "
-            "written by harness.history.recorder.Recorder"
-        )
-    try:
-        raw = json.loads(first["extra"])
-        schema = raw.get("schema", SCHEMA_VERSION)
-        if isinstance(schema, int) and schema > SCHEMA_VERSION:
-            raise HistoryError(
-                f"{where}: written with history schema {schema}, this driftlab reads "
-                f"schema {SCHEMA_VERSION} and older; upgrade driftlab to read it"
-            )
-        return RunHeader(**raw)
-    except HistoryError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise HistoryError(
-            f"{where}: the header's extra is not a run header "
-            f"(run_id, scenario, seed, schema, params): {e}; {_RERUN}"
-        ) from None
-
-
-def _valid(table: pa.Table) -> bool:
-    """The rules a parsed table must meet (the scan below explains any breach)."""
-    types = table.column("type")
-    return (
-        types.null_count == 0
-        and table.column("time").null_count == 0
-        and set(pc.unique(types).to_pylist()) <= EVENT_TYPES
     )
 
 
@@ -373,51 +318,6 @@ def _has_end_mark(table: pa.Table) -> bool:
         pc.equal(table.column("kind"), Mark.END.value),
     )
     return bool(pc.any(is_end).as_py())
-
-
-def _scan(seg: Path, data: bytes) -> None:
-    """Check every line in Python; raise a HistoryError for the first bad one."""
-    for n, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{seg}: line {n}"
-        try:
-            obj = json.loads(line)
-        except ValueError as e:
-            raise HistoryError(
-                f"{where}: not valid JSON ({e}); the segment is damaged, {_RERUN}"
-            ) from None
-        if not isinstance(obj, dict):
-            raise HistoryError(f"{where}: expected a JSON object, found {type(obj).__name__}")
-        _check_event(where, obj)
-
-
-def _check_event(where: str, obj: dict[str, Any]) -> None:
-    unknown = sorted(set(obj) - set(COLUMNS))
-    if unknown:
-        raise HistoryError(
-            f"{where}: unknown column(s) {', '.join(unknown)}; the columns of history "
-            f"schema {SCHEMA_VERSION} are listed in docs/history.md"
-        )
-    for col in sorted(REQUIRED_COLUMNS):
-        if obj.get(col) is None:
-            raise HistoryError(f"{where}: missing '{col}', which every event must have")
-    if obj["type"] not in EVENT_TYPES:
-        raise HistoryError(
-            f"{where}: unknown event type {obj['type']!r}; expected one of "
-            f"{', '.join(sorted(EVENT_TYPES))}"
-        )
-    for col, value in obj.items():
-        if value is None:
-            continue
-        if col in INT_COLUMNS:
-            ok = type(value) is int and _INT64_MIN <= value <= _INT64_MAX
-            expected = "a 64-bit integer"
-        else:
-            ok = isinstance(value, str)
-            expected = "a string"
-        if not ok:
-            raise HistoryError(f"{where}: column '{col}' must be {expected}, found {value!r}")
 
 
 # --- parquet ----------------------------------------------------------------------------

@@ -42,12 +42,11 @@ from harness.history.schema import (
     OpPhase,
     RunHeader,
 )
+from harness.history.segment import EVENT_TYPES, INT64_MAX, INT64_MIN
 
-_EVENT_TYPES = frozenset(t.value for t in EventType)
 _ROLE = re.compile(r"[A-Za-z0-9_.]+")
 _INT_COLUMNS = frozenset(INT_COLUMNS)
 _STR_COLUMNS = frozenset(COLUMNS) - _INT_COLUMNS
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 # Every open recorder, so that fork handlers and exit can reach them.
 _live: weakref.WeakSet[Recorder] = weakref.WeakSet()
@@ -180,7 +179,7 @@ class Recorder:
 
     def record(self, event: Event) -> None:
         """Append an event; `writer` and `seq` are assigned, `time` if it is 0."""
-        if event.type not in _EVENT_TYPES:
+        if event.type not in EVENT_TYPES:
             raise ValueError(f"unknown event type {event.type!r}; use harness.history.EventType")
         fields = {c: v for c in COLUMNS if (v := getattr(event, c)) is not None}
         if not fields.get("time"):
@@ -434,7 +433,7 @@ def _check_columns(event: dict[str, Any]) -> None:
             if not isinstance(value, str):
                 raise TypeError(f"event column {col!r} must be a str, got {value!r}")
         elif col in _INT_COLUMNS:
-            if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
+            if type(value) is not int or not INT64_MIN <= value <= INT64_MAX:
                 raise TypeError(f"event column {col!r} must be a 64-bit int, got {value!r}")
         else:
             raise ValueError(f"unknown event column {col!r}; the columns are in docs/history.md")

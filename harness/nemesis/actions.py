@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from harness.services.base import Service
+from harness.services.stack_protocol import ServiceStack
 from harness.services.toxiproxy import link_name
 from harness.setups.base import Setup
 from harness.setups.connect import APP
@@ -12,12 +14,12 @@ from harness.setups.connect import APP
 Undo = Callable[[], None]
 
 
-def _service(stack: Any, name: str) -> Any:
+def _service(stack: ServiceStack, name: str) -> Service:
     # Stack.__getitem__ raises a ServiceError naming the running services.
     return stack[name]
 
 
-def crash(stack: Any, name: str) -> Undo:
+def crash(stack: ServiceStack, name: str) -> Undo:
     """SIGKILL the service's process group; healing starts it again, data intact."""
     svc = _service(stack, name)
     svc.kill()
@@ -29,20 +31,20 @@ def crash(stack: Any, name: str) -> Undo:
     return undo
 
 
-def pause(stack: Any, name: str) -> Undo:
+def pause(stack: ServiceStack, name: str) -> Undo:
     """SIGSTOP the service; healing sends SIGCONT."""
     svc = _service(stack, name)
     svc.pause()
     return svc.resume
 
 
-def restart(stack: Any, name: str) -> Undo:
+def restart(stack: ServiceStack, name: str) -> Undo:
     """A graceful restart, done at once; nothing to heal."""
     _service(stack, name).restart()
     return lambda: None
 
 
-def link_fault(stack: Any, name: str, kind: str, params: dict[str, Any]) -> Undo:
+def link_fault(stack: ServiceStack, name: str, kind: str, params: dict[str, Any]) -> Undo:
     """One Toxiproxy fault on the link from the application to service `name`.
 
     `cut` is a partition (bytes stop, connections hang until the client times out);

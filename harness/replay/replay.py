@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.architectures.registry import DRIVERS
 from harness.explore.schedule import Action, Schedule, describe
 from harness.explore.setups import SETUPS
-from harness.replay.drivers import DRIVERS, Driver
+from harness.replay.driver import Driver
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.rundir import RunDir
 from harness.runner.lifecycle import RunPlan, execute, run_log
+from harness.services.stack_protocol import ServiceStack
 from harness.setups.base import SetupContext
 
 log = logging.getLogger("driftlab.replay")
@@ -90,7 +92,7 @@ def replay(
     runs_dir: Path,
     seed: int = 0,
     source: Path | None = None,
-    stack: Any = None,
+    stack: ServiceStack | None = None,
     step_timeout: float = 60.0,
 ) -> Path:
     """Run `schedule` on the real services and return its run directory (not analysed).

@@ -31,6 +31,7 @@ from psycopg import sql
 from harness.exitcodes import LabFailure
 from harness.services.base import ServiceError
 from harness.services.process import read_start_time
+from harness.services.stack_protocol import ServiceStack
 from harness.setups.base import NAMESPACE_PREFIX
 
 log = logging.getLogger("driftlab.runner")
@@ -62,11 +63,11 @@ class Leftovers:
         return out
 
 
-def _lease_dir(stack: Any) -> Path:
+def _lease_dir(stack: ServiceStack) -> Path:
     return Path(stack.root) / LEASES
 
 
-def live_namespaces(stack: Any) -> set[str]:
+def live_namespaces(stack: ServiceStack) -> set[str]:
     """The namespaces of runs alive on this stack (their lease's process still runs)."""
     alive = set()
     for path in _lease_dir(stack).glob("*.json"):
@@ -80,7 +81,7 @@ def live_namespaces(stack: Any) -> set[str]:
 
 
 @contextlib.contextmanager
-def run_lease(stack: Any, namespace: str) -> Iterator[None]:
+def run_lease(stack: ServiceStack, namespace: str) -> Iterator[None]:
     """Mark `namespace` as a live run on `stack` for the block."""
     folder = _lease_dir(stack)
     folder.mkdir(parents=True, exist_ok=True)
@@ -101,11 +102,11 @@ def _dead(name: str, prefix: str, alive: set[str]) -> bool:
     return not any(rest == ns or rest.startswith(ns + "_") for ns in alive)
 
 
-def _running(stack: Any, name: str) -> bool:
+def _running(stack: ServiceStack, name: str) -> bool:
     return name in stack.services and stack.services[name].is_running()
 
 
-def find_leftovers(stack: Any) -> Leftovers:
+def find_leftovers(stack: ServiceStack) -> Leftovers:
     """Toxics, disabled links and the resources of dead runs on a local stack."""
     found = Leftovers()
     if _running(stack, "toxiproxy"):
@@ -128,7 +129,7 @@ def find_leftovers(stack: Any) -> Leftovers:
     return found
 
 
-def clean(stack: Any) -> Leftovers:
+def clean(stack: ServiceStack) -> Leftovers:
     """Heal every link, remove what dead runs left, and prove the stack clean.
 
     Returns what was found (and removed). Raises LabFailure when another run is in

@@ -30,6 +30,7 @@ from harness.rundir import RunDir
 from harness.runner.clean_stack import clean, run_lease
 from harness.runner.stack_use import acquire_stack, service_logs
 from harness.services.stack import Stack
+from harness.services.stack_protocol import ServiceStack
 from harness.services.versions import component_versions
 from harness.setups.base import Setup, SetupContext, namespace_for
 
@@ -81,7 +82,7 @@ def execute(
     driver: Driver,
     plan: RunPlan,
     *,
-    stack: Any = None,
+    stack: ServiceStack | None = None,
     stop: threading.Event | None = None,
     on_phase: Phase | None = None,
 ) -> Execution:
@@ -134,7 +135,7 @@ def _run(
     driver: Driver,
     plan: RunPlan,
     rec: Recorder,
-    stack: Any,
+    stack: ServiceStack | None,
     stop: threading.Event,
     on_phase: Phase,
     ex: Execution,

@@ -31,12 +31,12 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from harness.architectures.registry import SETUPS
 from harness.nemesis.schedule import FaultSpec, Schedule
 from harness.runner.outcome import Outcome, outcome_of
 from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
-from harness.setups import SETUPS
+from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
 
 SCHEDULES = ("own", "none", "latency")
@@ -148,7 +148,7 @@ def run_matrix(
     cells: list[Cell],
     budget_s: float,
     runs_dir: Path,
-    stack: Any,
+    stack: ServiceStack,
     spark_master: str | None = None,
     on_result: Callable[[Cell, Outcome], None] | None = None,
     stop: threading.Event | None = None,

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from harness import exitcodes
+from harness.architectures.registry import SETUPS
 from harness.rundir import RunDir
 from harness.runner import inconclusive
 from harness.runner.lifecycle import RunPlan, execute, run_log
 from harness.runner.workload_driver import Tick, WorkloadDriver
-from harness.setups import SETUPS
+from harness.services.stack_protocol import ServiceStack
 from harness.workload import WorkloadStats
 from scenarios.model import Scenario
 
@@ -97,7 +98,7 @@ def run_scenario(
     seed: int,
     runs_dir: Path,
     spark_master: str | None = None,
-    stack: Any = None,
+    stack: ServiceStack | None = None,
     analyze: bool = True,
     tick: Tick | None = None,
     stop: threading.Event | None = None,

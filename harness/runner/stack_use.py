@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.exitcodes import BadInput, LabFailure
 from harness.services.stack import DEFAULT_STACK_DIR, STATE_FILE, Stack
+from harness.services.stack_protocol import ServiceStack
 
 log = logging.getLogger("driftlab.runner")
 
@@ -88,8 +89,8 @@ def running_stack(root: Path = DEFAULT_STACK_DIR) -> Stack | None:
 
 @contextlib.contextmanager
 def acquire_stack(
-    services: Iterable[str], stack: Stack | None = None, backend: str = "local"
-) -> Iterator[Stack]:
+    services: Iterable[str], stack: ServiceStack | None = None, backend: str = "local"
+) -> Iterator[ServiceStack]:
     """Yield a stack running `services`.
 
     A `stack` given by the caller is used (the suite shares one). Otherwise, with the
@@ -123,7 +124,7 @@ def acquire_stack(
 
 
 @contextlib.contextmanager
-def service_logs(stack: Stack, services: Iterable[str], log_dir: Path) -> Iterator[None]:
+def service_logs(stack: ServiceStack, services: Iterable[str], log_dir: Path) -> Iterator[None]:
     """Copy what `services` (and Toxiproxy) log during the block into `log_dir`."""
     offsets = {name: _size(stack[name].log_path) for name in (*services, "toxiproxy")}
     try:

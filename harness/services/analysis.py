@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from harness.services.base import Endpoint
 from harness.services.ports import LOOPBACK
-from harness.services.process import ProcessService
+from harness.services.supervised import ProcessService
 
 ANALYSIS = "analysis"
 

@@ -32,8 +32,9 @@ from harness.services.containers import (
     stack_containers,
     stack_id,
 )
-from harness.services.process import Runtime
-from harness.services.stack import STATE_FILE, Progress, Stack, default_services
+from harness.services.kinds import default_services
+from harness.services.runtime import Runtime
+from harness.services.stack import STATE_FILE, Progress, Stack
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 

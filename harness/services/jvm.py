@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from harness.services.base import ServiceError
 
 if TYPE_CHECKING:  # process.py imports this module
-    from harness.services.process import Runtime
+    from harness.services.runtime import Runtime
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VENDOR_ENV = "DRIFTLAB_KAFKA_VENDOR"

@@ -23,7 +23,8 @@ from harness.services import jvm
 from harness.services.base import Endpoint, Service, ServiceError
 from harness.services.kafka_admin import admin_client
 from harness.services.ports import LOOPBACK, port_accepts
-from harness.services.process import ProcessRecord, ProcessService, ServiceSpec
+from harness.services.process import ProcessRecord
+from harness.services.supervised import ProcessService, ServiceSpec
 from harness.services.toxiproxy import Links, link_name
 
 FORMAT_TIMEOUT_S = 60.0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.services.base import Endpoint, ServiceError
 from harness.services.ports import LOOPBACK
-from harness.services.process import ProcessService
+from harness.services.supervised import ProcessService
 
 USER = "driftlab"
 

@@ -13,7 +13,7 @@ import psycopg
 
 from harness.services.base import Endpoint, ServiceError
 from harness.services.ports import LOOPBACK
-from harness.services.process import ProcessService, ServiceSpec
+from harness.services.supervised import ProcessService, ServiceSpec
 
 SUPERUSER = "driftlab"
 DATABASE = "driftlab"

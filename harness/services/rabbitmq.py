@@ -10,12 +10,8 @@ import pika
 
 from harness.services.base import Endpoint
 from harness.services.ports import LOOPBACK
-from harness.services.process import (
-    ProcessRecord,
-    ProcessService,
-    ServiceSpec,
-    SupervisedProcess,
-)
+from harness.services.process import ProcessRecord, SupervisedProcess
+from harness.services.supervised import ProcessService, ServiceSpec
 
 USER = "driftlab"
 

@@ -9,7 +9,7 @@ import redis
 
 from harness.services.base import Endpoint
 from harness.services.ports import LOOPBACK
-from harness.services.process import ProcessService
+from harness.services.supervised import ProcessService
 
 
 class RedisService(ProcessService):

@@ -6,8 +6,8 @@ running stack: `driftlab up` starts one that outlives the command, `driftlab run
 `status` and `down` attach to it. A stack owned by a test or a run instead dies with
 its owner (PR_SET_PDEATHSIG on every leader plus a reaper process for the groups).
 
-Services register in `REGISTRY` (name -> ServiceKind), each with a factory from its
-own module.
+Services register in `harness.services.kinds.REGISTRY` (name -> ServiceKind), each with
+a factory from its own module.
 
 `stack.json` (version 1, mode 600, rewritten atomically after every launch and link):
 
@@ -36,83 +36,26 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.services.analysis import ANALYSIS, AnalysisService
 from harness.services.base import Endpoint, ServiceError
-from harness.services.connect import connect_from_deps
-from harness.services.kafka import cluster_from_spec
-from harness.services.nats import NatsService
+from harness.services.kinds import REGISTRY, TOXIPROXY, default_services
 from harness.services.ports import LOOPBACK, port_holder, port_is_free
-from harness.services.postgres import PostgresService
-from harness.services.process import (
-    LocalRuntime,
-    ProcessRecord,
-    ProcessService,
-    Runtime,
-    ServiceSpec,
-    read_start_time,
-)
-from harness.services.rabbitmq import RabbitMQService
+from harness.services.process import ProcessRecord, read_start_time
 from harness.services.reaper import spawn as spawn_reaper
-from harness.services.redis import RedisService
+from harness.services.runtime import LocalRuntime, Runtime
+from harness.services.supervised import ProcessService, ServiceSpec
 from harness.services.toxiproxy import Links, ToxiproxyService, link_name
 
 STATE_VERSION = 1
 STATE_FILE = "stack.json"
 DEFAULT_STACK_DIR = Path(".driftlab/stack")
-TOXIPROXY = "toxiproxy"
-
-ServiceFactory = Callable[[ServiceSpec, Mapping[str, ProcessService]], ProcessService]
 Progress = Callable[[str, str], None]  # (service, event) for the terminal
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceKind:
-    """How to build one service: a factory given its spec and its started dependencies."""
-
-    factory: ServiceFactory
-    depends_on: tuple[str, ...] = ()
-    default: bool = True  # part of a plain `driftlab up`
-    start_timeout: float = 90.0
-
-
-REGISTRY: dict[str, ServiceKind] = {}
-
-
-def register(
-    name: str,
-    factory: ServiceFactory,
-    depends_on: Iterable[str] = (),
-    default: bool = True,
-    start_timeout: float = 90.0,
-) -> None:
-    """Make a service kind available to stacks under `name`."""
-    REGISTRY[name] = ServiceKind(factory, tuple(depends_on), default, start_timeout)
-
-
-# RabbitMQ first: it is the slowest to boot, so the others start while it does.
-register("rabbitmq", lambda spec, deps: RabbitMQService(spec))
-register("postgres", lambda spec, deps: PostgresService(spec))
-register("redis", lambda spec, deps: RedisService(spec))
-register("nats", lambda spec, deps: NatsService(spec))
-register(TOXIPROXY, lambda spec, deps: ToxiproxyService(spec), start_timeout=30.0)
-# JVMs on a shared 2-core machine: a cold start can take a minute.
-register("kafka", lambda spec, deps: cluster_from_spec(spec), start_timeout=120.0)
-register("connect", connect_from_deps, depends_on=("kafka", TOXIPROXY), start_timeout=120.0)
-# Not a default: runs never need it, and the docker backend has no image for it; a
-# plain local `driftlab up` adds it (harness.cli.stack).
-register(ANALYSIS, lambda spec, deps: AnalysisService(spec), default=False, start_timeout=180.0)
-
-
-def default_services() -> list[str]:
-    """The services a plain `driftlab up` starts."""
-    return [name for name, kind in REGISTRY.items() if kind.default]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from toxiproxy.server import Toxiproxy
 
 from harness.services.base import Endpoint, ServiceError
 from harness.services.ports import LOOPBACK, free_port, port_is_free
-from harness.services.process import ProcessService
+from harness.services.supervised import ProcessService
 
 # toxiproxy-python keeps the server's address in class attributes of APIConsumer, one
 # per Python process; a test process may hold two stacks, so every call points it at

@@ -15,14 +15,17 @@ atomically replacing its status file.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harness.rundir import RunDir
 from harness.services.base import Endpoint, ServiceError
-from harness.services.process import SupervisedProcess, SupervisedService
+from harness.services.process import SupervisedProcess
+from harness.services.supervised import SupervisedService
 
 CONFIG_ENV = "DRIFTLAB_WORKER"
 
@@ -99,6 +102,36 @@ def worker_config() -> dict[str, Any]:
         )
         raise SystemExit(2)
     return json.loads(raw)
+
+
+class Stoppable(Protocol):
+    """A worker's main loop: `run` returns once `stopping` is set."""
+
+    stopping: bool
+
+    def run(self) -> None:
+        """Work until `stopping` is set."""
+        ...
+
+
+def worker_logging() -> None:
+    """In the worker: log to stderr, which its parent writes to the service's log."""
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def run_until_sigterm(worker: Stoppable) -> int:
+    """In the worker: run `worker` until SIGTERM (a graceful stop) sets its `stopping`."""
+
+    def stop(_signum: int, _frame: object) -> None:
+        worker.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    worker.run()
+    return 0
 
 
 def publish_status(path: str, status: dict[str, Any]) -> None:

@@ -1,0 +1,115 @@
+"""The one registry of architectures; the lookups by name are derived from it.
+
+A new architecture is a package of its own and one entry here. A setup defined
+outside the package (a user's own, see examples/) joins `SETUPS` with `register_setup`.
+"""
+
+from __future__ import annotations
+
+from harness.architectures.architecture import Architecture
+from harness.architectures.bounded_log import scenarios as bounded_log_scenarios
+from harness.architectures.bounded_log import sim as bounded_log_sim
+from harness.architectures.bounded_log.replay import BoundedLogDriver
+from harness.architectures.bounded_log.setup import BoundedLog
+from harness.architectures.cdc import scenarios as cdc_scenarios
+from harness.architectures.cdc import sim as cdc_sim
+from harness.architectures.cdc.replay import CdcDriver
+from harness.architectures.cdc.setup import Cdc
+from harness.architectures.compacted_log import scenarios as compacted_log_scenarios
+from harness.architectures.compacted_log import sim as compacted_log_sim
+from harness.architectures.compacted_log.replay import CompactedLogDriver
+from harness.architectures.compacted_log.setup import CompactedLog
+from harness.architectures.direct_messaging import scenarios as direct_messaging_scenarios
+from harness.architectures.direct_messaging.setup import DirectMessaging
+from harness.architectures.direct_producer import scenarios as direct_producer_scenarios
+from harness.architectures.direct_producer.setup import DirectProducer
+from harness.architectures.dual_write import scenarios as dual_write_scenarios
+from harness.architectures.dual_write import sim as dual_write_sim
+from harness.architectures.dual_write.replay import DualWriteDriver
+from harness.architectures.dual_write.setup import DualWrite
+from harness.architectures.event_sourced import scenarios as event_sourced_scenarios
+from harness.architectures.event_sourced import sim as event_sourced_sim
+from harness.architectures.event_sourced.replay import EventSourcedDriver
+from harness.architectures.event_sourced.setup import EventSourced
+from harness.architectures.outbox import scenarios as outbox_scenarios
+from harness.architectures.outbox import sim as outbox_sim
+from harness.architectures.outbox.replay import OutboxDriver
+from harness.architectures.outbox.setup import Outbox
+from harness.architectures.snapshot import scenarios as snapshot_scenarios
+from harness.architectures.snapshot.setup import SnapshotStream
+from harness.architectures.work_queue import scenarios as work_queue_scenarios
+from harness.architectures.work_queue import sim as work_queue_sim
+from harness.architectures.work_queue.replay import WorkQueueDriver
+from harness.architectures.work_queue.setup import WorkQueue
+from harness.replay.driver import Driver
+from harness.setups.base import Setup
+
+ARCHITECTURES: tuple[Architecture, ...] = (
+    Architecture(
+        "dual-write",
+        (DualWrite,),
+        tuple(dual_write_scenarios.SCENARIOS),
+        dual_write_sim.SIMS,
+        DualWriteDriver,
+    ),
+    Architecture("cdc", (Cdc,), tuple(cdc_scenarios.SCENARIOS), cdc_sim.SIMS, CdcDriver),
+    Architecture(
+        "outbox", (Outbox,), tuple(outbox_scenarios.SCENARIOS), outbox_sim.SIMS, OutboxDriver
+    ),
+    Architecture(
+        "work-queue",
+        (WorkQueue,),
+        tuple(work_queue_scenarios.SCENARIOS),
+        work_queue_sim.SIMS,
+        WorkQueueDriver,
+    ),
+    Architecture(
+        "bounded-log",
+        (BoundedLog,),
+        tuple(bounded_log_scenarios.SCENARIOS),
+        bounded_log_sim.SIMS,
+        BoundedLogDriver,
+    ),
+    Architecture(
+        "compacted-log",
+        (CompactedLog,),
+        tuple(compacted_log_scenarios.SCENARIOS),
+        compacted_log_sim.SIMS,
+        CompactedLogDriver,
+    ),
+    Architecture(
+        "event-sourced",
+        (EventSourced,),
+        tuple(event_sourced_scenarios.SCENARIOS),
+        event_sourced_sim.SIMS,
+        EventSourcedDriver,
+    ),
+    Architecture("snapshot-stream", (SnapshotStream,), tuple(snapshot_scenarios.SCENARIOS)),
+    Architecture("direct-producer", (DirectProducer,), tuple(direct_producer_scenarios.SCENARIOS)),
+    Architecture(
+        "direct-messaging", (DirectMessaging,), tuple(direct_messaging_scenarios.SCENARIOS)
+    ),
+)
+
+SETUPS: dict[str, type[Setup]] = {s.name: s for a in ARCHITECTURES for s in a.setups}
+"""A scenario's `setup` name -> its class."""
+
+DRIVERS: dict[str, type[Driver]] = {
+    spec.name: a.driver for a in ARCHITECTURES if a.driver is not None for spec in a.sims
+}
+"""Simulated setup -> the driver that replays its schedules."""
+
+
+def register_setup(setup: type[Setup]) -> type[Setup]:
+    """Make a setup class defined outside this package known to scenarios by its
+    `name` (usable as a class decorator); a name taken by another class is refused."""
+    if not setup.name:
+        raise ValueError(f"{setup.__qualname__} has no `name`; set the class attribute name")
+    known = SETUPS.get(setup.name)
+    if known is not None and known is not setup:
+        raise ValueError(
+            f"setup name {setup.name!r} is taken by {known.__module__}.{known.__qualname__}; "
+            "choose another name"
+        )
+    SETUPS[setup.name] = setup
+    return setup

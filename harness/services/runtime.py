@@ -1,0 +1,163 @@
+"""Where a service's programs run: the `Runtime` protocol and `LocalRuntime`, programs
+installed on this machine run as supervised local processes (the docker backend's
+runtime is harness.services.containers)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from harness.services import jvm
+from harness.services.base import ServiceError
+from harness.services.binaries import find_binary
+from harness.services.process import (
+    ProcessRecord,
+    SupervisedProcess,
+)
+
+
+class Runtime(Protocol):
+    """Where a service's programs run: as processes of this machine (`LocalRuntime`) or
+    in containers (harness.services.containers). Services build the same command lines
+    and files for both; only the programs' paths and the launching differ."""
+
+    def binary(self, key: str) -> str:
+        """The absolute path of a program named in binaries.BINARIES."""
+        ...
+
+    def java(self) -> str:
+        """The java executable."""
+        ...
+
+    def kafka_libs(self) -> Path:
+        """The Kafka broker and Connect classpath folder."""
+        ...
+
+    def kafka_plugins(self) -> Path:
+        """Connect's plugin.path (the Debezium connector)."""
+        ...
+
+    def process(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        user: str | None = None,
+        die_with_parent: bool = False,
+        stop_signal: int = signal.SIGTERM,
+        stop_timeout: float = 15.0,
+    ) -> SupervisedProcess:
+        """A handle on `argv`, not started yet (SupervisedProcess's arguments)."""
+        ...
+
+    def adopt(
+        self,
+        name: str,
+        record: ProcessRecord,
+        *,
+        stop_signal: int = signal.SIGTERM,
+        stop_timeout: float = 15.0,
+    ) -> SupervisedProcess:
+        """A handle on a process another harness process started (from a state file)."""
+        ...
+
+    def run(
+        self,
+        argv: Sequence[str],
+        log_path: Path,
+        *,
+        cwd: Path | None = None,
+        user: str | None = None,
+        timeout: float | None = None,
+    ) -> int:
+        """Run a one-off command to its end (initdb, Kafka's storage format), output
+        appended to `log_path`; its exit status, or ServiceError past `timeout`."""
+        ...
+
+
+class LocalRuntime:
+    """Programs installed on this machine (scripts/bootstrap), run as local processes."""
+
+    def binary(self, key: str) -> str:
+        return str(find_binary(key))
+
+    def java(self) -> str:
+        return jvm.java_binary()
+
+    def kafka_libs(self) -> Path:
+        return jvm.libs_dir()
+
+    def kafka_plugins(self) -> Path:
+        return jvm.plugins_dir()
+
+    def process(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        user: str | None = None,
+        die_with_parent: bool = False,
+        stop_signal: int = signal.SIGTERM,
+        stop_timeout: float = 15.0,
+    ) -> SupervisedProcess:
+        return SupervisedProcess(
+            name,
+            argv,
+            log_path,
+            env=env,
+            cwd=cwd,
+            user=user,
+            die_with_parent=die_with_parent,
+            stop_signal=stop_signal,
+            stop_timeout=stop_timeout,
+        )
+
+    def adopt(
+        self,
+        name: str,
+        record: ProcessRecord,
+        *,
+        stop_signal: int = signal.SIGTERM,
+        stop_timeout: float = 15.0,
+    ) -> SupervisedProcess:
+        return SupervisedProcess.adopt(
+            name, record, stop_signal=stop_signal, stop_timeout=stop_timeout
+        )
+
+    def run(
+        self,
+        argv: Sequence[str],
+        log_path: Path,
+        *,
+        cwd: Path | None = None,
+        user: str | None = None,
+        timeout: float | None = None,
+    ) -> int:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            try:
+                done = subprocess.run(
+                    list(argv),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    user=user,
+                    group=user,
+                    extra_groups=[] if user else None,
+                    cwd=cwd,
+                    timeout=timeout,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                raise ServiceError(
+                    f"{Path(argv[0]).name} did not finish in {timeout:.0f}s; see {log_path}"
+                ) from None
+        return done.returncode
