@@ -172,12 +172,15 @@ class CdcConsumer:
                     and not self.commit_positions({c.partition: c.offset + 1 for c in batch})
                 ):
                     raise StoreError("the batch's offset commit failed")
-                if batch:
-                    # Published so a `when: busy` crash can strike inside the batch.
-                    self.write_status(force=True, in_flight=len(batch))
-                for change in batch:
+                for i, change in enumerate(batch):
                     self.apply(change)
                     self.position[change.partition] = change.offset + 1
+                    if i == 0:
+                        # Published once a change of the batch is applied, so that a
+                        # `when: busy` crash strikes where it costs: applied but not
+                        # committed, or committed but not all applied. Published at
+                        # the batch's start, a kill could land before its first apply.
+                        self.write_status(force=True, in_flight=len(batch))
             except StoreError as exc:
                 log.warning("store error, retrying from the committed offsets: %s", exc)
                 self.rewind()
