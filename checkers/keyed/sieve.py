@@ -200,30 +200,39 @@ ANTI JOIN (SELECT DISTINCT _g, consumer FROM r
   ON d._g = p._g AND d.consumer = c.consumer
 GROUP BY p._g, c.consumer"""
 
-_PARTITION_SUSPECTS = {
-    "nonmonotonic-poll or poll-skip": f"""
-    WITH d AS (
-      SELECT _g, "offset",
-        lag("offset") OVER (PARTITION BY _g, consumer, process ORDER BY $ORDER) AS prev
-      FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'deliver'
-        AND consumer IS NOT NULL AND "offset" IS NOT NULL),
-      known AS (SELECT DISTINCT _g, "offset" FROM r WHERE _r = {PARTITION} AND type = 'msg'
-                AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL)
-    SELECT d._g FROM d ASOF LEFT JOIN known k ON k._g = d._g AND k."offset" > d.prev
-    WHERE d."offset" <= d.prev OR k."offset" < d."offset" """,
-    "nonmonotonic-send": f"""
-    SELECT _g FROM (
-      SELECT _g, "offset",
-        lag("offset") OVER (PARTITION BY _g, process ORDER BY $ORDER) AS prev
-      FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'produce'
-        AND process IS NOT NULL AND "offset" IS NOT NULL)
-    WHERE "offset" < prev""",
-    "inconsistent-offset": f"""
-    SELECT _g FROM r WHERE _r = {PARTITION} AND type = 'msg'
-      AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL AND msg_id IS NOT NULL
-    GROUP BY _g, "offset" HAVING count(DISTINCT msg_id) > 1""",
-}
+_POLL_PAIRS = f"""
+WITH d AS (
+    SELECT _g, _pos, "offset", lag("offset") OVER w AS prev, lag(_pos) OVER w AS prev_pos
+    FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'deliver'
+      AND consumer IS NOT NULL AND consumer <> '{LOG_AUDIT}' AND "offset" IS NOT NULL
+    WINDOW w AS (PARTITION BY _g, consumer, process ORDER BY $ORDER)),
+  known AS (SELECT DISTINCT _g, "offset" FROM r WHERE _r = {PARTITION} AND type = 'msg'
+            AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL)
+SELECT d.prev_pos AS prev, d._pos AS pos, k."offset" AS above
+FROM d ASOF LEFT JOIN known k ON k._g = d._g AND k."offset" > d.prev
+WHERE d."offset" <= d.prev OR k."offset" < d."offset" """
+"""Each delivery that may be a nonmonotonic-poll or a poll-skip (reorder.polls): its
+position, its consumer instance's previous delivery's, and the lowest offset known above
+that one (any observation's, reorder.polls's `known`)."""
 
+_SEND_PAIRS = f"""
+SELECT prev_pos AS prev, _pos AS pos FROM (
+  SELECT _pos, "offset", lag("offset") OVER w AS prev, lag(_pos) OVER w AS prev_pos
+  FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'produce'
+    AND process IS NOT NULL AND "offset" IS NOT NULL
+  WINDOW w AS (PARTITION BY _g, process ORDER BY $ORDER))
+WHERE "offset" < prev"""
+"""Each produce that is a nonmonotonic-send (reorder.sends) and its producer's previous
+one there."""
+
+_OFFSET_ROWS = f"""
+WITH o AS (
+    SELECT _g, _pos, "offset", msg_id FROM r WHERE _r = {PARTITION} AND type = 'msg'
+      AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL AND msg_id IS NOT NULL),
+  bad AS (SELECT _g, "offset" FROM o GROUP BY _g, "offset" HAVING count(DISTINCT msg_id) > 1)
+SELECT o._g || chr(0) || o."offset" AS at, o._pos AS pos FROM o JOIN bad USING (_g, "offset")"""
+"""The events at each offset that holds two messages (reorder.inconsistent_offsets), by
+where (`at`)."""
 
 _REALTIME = f"""
 WITH seen AS (
@@ -239,7 +248,6 @@ WITH seen AS (
       consumer, process, "time", max("offset") AS top
     FROM r WHERE _r = {PARTITION} AND type = 'msg' AND action = 'deliver'
       AND consumer IS NOT NULL AND consumer <> '{LOG_AUDIT}' AND "offset" IS NOT NULL
-      AND _g NOT IN (SELECT _g FROM suspects WHERE _r = {PARTITION})
     GROUP BY _g, consumer, process, "time"),
   reached AS (
     SELECT *, max(top) OVER (PARTITION BY _g, consumer, process ORDER BY "time"
@@ -253,9 +261,30 @@ SELECT channel, "partition", consumer, process, "time", lag_ns FROM (
                                process NULLS FIRST) AS n
   FROM lags)
 WHERE n = 1"""
-"""Each cleared channel partition's worst poll (reorder.worst_realtime_lags): the
-highest offset its instance had read after each poll, and the earliest observation of
-an offset above it."""
+"""Each channel partition's worst poll (reorder.worst_realtime_lags): the highest offset
+its instance had read after each poll, and the earliest observation of an offset above
+it."""
+
+
+@dataclass
+class Narrowed:
+    """The few events of the channel partitions that the partition checks must judge:
+    those checks look at pairs of events and at single offsets, so a suspect partition
+    needs only its suspect pairs and offsets judged, not its whole log."""
+
+    polls: list[tuple[int, int, int | None]]
+    """(previous, delivery, lowest offset known above the previous one) of each delivery
+    that may be a nonmonotonic-poll or a poll-skip, by position"""
+    sends: list[tuple[int, int]]
+    """(previous, produce) of each nonmonotonic-send, by position"""
+    offsets: list[tuple[str, int]]
+    """(where, position) of every event at an offset that holds two messages"""
+
+    def positions(self) -> set[int]:
+        """Every position the pairs and offsets name."""
+        return {p for pair in (*self.polls, *self.sends) for p in pair[:2]} | {
+            p for _, p in self.offsets
+        }
 
 
 @dataclass
@@ -263,14 +292,16 @@ class Sieved:
     """What the sieve made of one partition's routed rows."""
 
     suspects: pa.Table
-    """(_r, _g) of the groups the reference must judge"""
+    """(_r, _g) of the KEY and MESSAGE groups the reference must judge"""
+    narrowed: Narrowed
+    """what of the channel partitions the reference must judge"""
     lags: pa.Table
     """(store, time, n) of the cleared key groups' writes: staleness.lag_rows's
     (store, ok time, lag in ns)"""
     unseen: int
     """unseen-message count of the cleared message groups"""
     realtime: list[RealtimeLag]
-    """the worst realtime lag of each cleared channel partition with a poll"""
+    """the worst realtime lag of each channel partition with a poll"""
 
 
 def _consumers(facts: Facts) -> pa.Table:
@@ -328,9 +359,6 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
             divergence = _DIVERGENCE.replace("$derived", str(len(derived)))
             queries.append(f"SELECT {KEY} AS _r, _g FROM ({divergence})")
         queries += [f"SELECT {MESSAGE} AS _r, _g FROM ({q})" for q in _MESSAGE_SUSPECTS.values()]
-        queries += [
-            f"SELECT {PARTITION} AS _r, _g FROM ({q})" for q in _PARTITION_SUSPECTS.values()
-        ]
         con.execute(_expand("CREATE TEMP TABLE suspects AS " + " UNION ".join(queries)))
         suspects = con.sql(f"SELECT _r AS {ROUTE_COLUMN}, _g AS {GROUP_COLUMN} FROM suspects")
         suspects = suspects.to_arrow_table()
@@ -340,6 +368,11 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
             f"AND _g NOT IN (SELECT _g FROM suspects WHERE _r = {MESSAGE})"
         ).fetchall()[0]
         realtime = [RealtimeLag(*row) for row in con.sql(_REALTIME).fetchall()]
-        return Sieved(suspects, lags, unseen, realtime)
+        narrowed = Narrowed(
+            con.sql(_expand(_POLL_PAIRS)).fetchall(),
+            con.sql(_expand(_SEND_PAIRS)).fetchall(),
+            con.sql(_OFFSET_ROWS).fetchall(),
+        )
+        return Sieved(suspects, narrowed, lags, unseen, realtime)
     finally:
         con.close()

@@ -27,6 +27,8 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,8 +44,12 @@ from checkers.reference import (
     reorder,
     staleness,
 )
+from checkers.reference.common import order_key
 from checkers.reference.reorder import RealtimeLag
 from harness.history.schema import COLUMNS, Event, EventType, MsgAction
+
+if TYPE_CHECKING:
+    from checkers.keyed.sieve import Narrowed
 
 KEY, PARTITION, MESSAGE = 0, 1, 2
 REALTIME_SERIES = "realtime_lag"
@@ -165,13 +171,50 @@ CHECKS: dict[int, tuple[tuple[str, Check], ...]] = {
 def judge_group(route: int, events: Sequence[Event], facts: Facts, out: Judged) -> None:
     """Every check of one group; a failing checker is recorded and the others go on."""
     for checker, check in CHECKS[route]:
-        if checker in out.errors:
-            continue
-        try:
-            check(events, facts, out)
-        except Exception as e:  # a broken checker must not hide the others' results
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            out.errors[checker] = f"{type(e).__name__}: {first}\n{traceback.format_exc()}"
+        _guarded(checker, out, partial(check, events, facts, out))
+
+
+def _guarded(checker: str, out: Judged, run: Callable[[], None]) -> None:
+    """`run` one of `checker`'s checks, unless the checker failed already; its failure
+    is recorded in `out`."""
+    if checker in out.errors:
+        return
+    try:
+        run()
+    except Exception as e:  # a broken checker must not hide the others' results
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        out.errors[checker] = f"{type(e).__name__}: {first}\n{traceback.format_exc()}"
+
+
+def judge_narrowed(table: pa.Table, narrowed: Narrowed, out: Judged) -> None:
+    """The partition checks on the pairs and offsets the sieve left of the channel
+    partitions of `table` (a partition's routed rows): each pair or offset alone gives
+    what the checks of its whole channel partition give of it."""
+    positions = narrowed.positions()
+    if not positions:
+        return
+    rows = table.filter(
+        pc.and_(
+            pc.equal(table[ROUTE_COLUMN], PARTITION),
+            pc.is_in(table[POSITION_COLUMN], pa.array(sorted(positions), pa.int64())),
+        )
+    )
+    events = dict(zip(rows[POSITION_COLUMN].to_pylist(), _events(rows), strict=True))
+
+    def check() -> None:
+        for prev, pos, above in narrowed.polls:
+            e = events[pos]
+            known = {(e.channel, e.partition): [] if above is None else [above]}
+            out.anomalies += reorder.polls(known, [events[prev], e])
+        for prev, pos in narrowed.sends:
+            out.anomalies += reorder.sends([events[prev], events[pos]])
+        at: dict[str, list[Event]] = {}
+        for where, pos in sorted(narrowed.offsets, key=lambda o: o[1]):
+            at.setdefault(where, []).append(events[pos])
+        for group in at.values():
+            out.anomalies += reorder.inconsistent_offsets(sorted(group, key=order_key))
+
+    _guarded("reorder", out, check)
 
 
 def judge(groups: Iterable[tuple[int, Sequence[Event]]], facts: Facts) -> Judged:
@@ -201,10 +244,7 @@ def arrow_groups(table: pa.Table) -> Iterator[tuple[int, list[Event]]]:
         [(ROUTE_COLUMN, "ascending"), (GROUP_COLUMN, "ascending"), (POSITION_COLUMN, "ascending")],
     )
     table = table.take(order)
-    # Dictionary-coded columns (as the pass reads them) decode first: a dictionary
-    # array's to_pylist is some twenty times slower than a plain one's.
-    columns = [_plain(table.column(c)).to_pylist() for c in COLUMNS]
-    events = [Event(*values) for values in zip(*columns, strict=True)]
+    events = _events(table)
     route = table.column(ROUTE_COLUMN).to_pylist()
     group = table.column(GROUP_COLUMN).to_pylist()
     start = 0
@@ -212,6 +252,14 @@ def arrow_groups(table: pa.Table) -> Iterator[tuple[int, list[Event]]]:
         if i == len(events) or route[i] != route[start] or group[i] != group[start]:
             yield route[start], events[start:i]
             start = i
+
+
+def _events(table: pa.Table) -> list[Event]:
+    """The events of `table`'s rows."""
+    # Dictionary-coded columns (as the pass reads them) decode first: a dictionary
+    # array's to_pylist is some twenty times slower than a plain one's.
+    columns = [_plain(table.column(c)).to_pylist() for c in COLUMNS]
+    return [Event(*values) for values in zip(*columns, strict=True)]
 
 
 def _plain(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -282,7 +330,7 @@ def lag_rows(lags: pa.Table) -> pa.Table:
 def suspect_rows(table: pa.Table, suspects: pa.Table) -> pa.Table:
     """The rows of `table` that belong to a group of `suspects` (route, group)."""
     mask = pa.array([False] * table.num_rows)
-    for route in (KEY, PARTITION, MESSAGE):
+    for route in (KEY, MESSAGE):
         groups = suspects.filter(pc.equal(suspects[ROUTE_COLUMN], route))[GROUP_COLUMN]
         if len(groups):
             hit = pc.and_(
@@ -297,7 +345,8 @@ def partition_step(
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function mapInArrow runs on each partition of the routed history; it offers
     `per_kind` examples of each kind it found. The sieve (checkers.keyed.sieve) clears
-    the clean groups; the reference judges the rest."""
+    the clean groups; the reference judges the rest, and of the channel partitions only
+    their suspect pairs and offsets."""
     # The sieve imports this module's routes: imported here, not at the top, to break the cycle.
     from checkers.keyed.sieve import sieve
 
@@ -308,6 +357,7 @@ def partition_step(
         table = pa.Table.from_batches(chunks)
         sieved = sieve(table, facts)
         judged = judge(arrow_groups(suspect_rows(table, sieved.suspects)), facts)
+        judge_narrowed(table, sieved.narrowed, judged)
         judged.notes["unseen-message"] += sieved.unseen
         judged.realtime += sieved.realtime
         judged.notes["recovered-write"] += 0

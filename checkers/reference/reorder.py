@@ -50,9 +50,9 @@ def partition_checks(events: Sequence[Event]) -> list[Anomaly]:
     ordered = sorted(events, key=order_key)
     delivers = [e for e in ordered if is_consumer_delivery(e)]
     return [
-        *_polls(_known_offsets(ordered), delivers),
-        *_sends(ordered),
-        *_inconsistent_offsets(ordered),
+        *polls(_known_offsets(ordered), delivers),
+        *sends(ordered),
+        *inconsistent_offsets(ordered),
     ]
 
 
@@ -110,10 +110,12 @@ def _known_offsets(ordered: Iterable[Event]) -> dict[tuple[str, int | None], lis
     return {where: sorted(offsets) for where, offsets in known.items()}
 
 
-def _polls(
+def polls(
     known: dict[tuple[str, int | None], list[int]], delivers: Iterable[Event]
 ) -> list[Anomaly]:
-    """nonmonotonic-poll and poll-skip, per (consumer, process, channel, partition)."""
+    """nonmonotonic-poll and poll-skip, per (consumer, process, channel, partition), of
+    consumer deliveries in order; `known` holds each channel partition's offsets, sorted
+    (only those above a delivery's predecessor count)."""
     previous: dict[tuple, Event] = {}
     out: list[Anomaly] = []
     for e in delivers:
@@ -153,7 +155,7 @@ def _polls(
     return out
 
 
-def _sends(ordered: Iterable[Event]) -> list[Anomaly]:
+def sends(ordered: Iterable[Event]) -> list[Anomaly]:
     """nonmonotonic-send: per (process, channel, partition), in time order, a `produce`
     whose offset is below the same producer's previous one (Jepsen's
     `:nonmonotonic-send`). A produce without a process names no producer: not judged;
@@ -189,8 +191,9 @@ def _sends(ordered: Iterable[Event]) -> list[Anomaly]:
     return out
 
 
-def _inconsistent_offsets(ordered: Iterable[Event]) -> list[Anomaly]:
-    """Coordinates that produce and deliver events give two different msg_id."""
+def inconsistent_offsets(ordered: Iterable[Event]) -> list[Anomaly]:
+    """Coordinates that produce and deliver events give two different msg_id; the
+    events in order."""
     at: dict[Coords, list[Event]] = defaultdict(list)
     for e in ordered:
         if (
