@@ -12,8 +12,9 @@ reference computes it.
 The tests of clearance are exact or err towards suspicion, never the other way: a
 group is cleared only when the reference would find nothing in it. A key group is
 cleared only when its writes are simple (every `ok` source write has its own value and
-version, none is a delete, none is `info`): the reference's by-value lookups are then
-unambiguous, and the lag is a join. docs/analysis.md (The sieve) says more;
+version, none is a delete, no `info` write lacks a value): the reference's by-value
+lookups are then unambiguous, the lag is a join, and an `info` write counts only as
+recovered or not. docs/analysis.md (The sieve) says more;
 tests/test_keyed_sieve.py holds the sieve to the reference on random histories.
 """
 
@@ -60,7 +61,14 @@ CREATE TEMP VIEW eff AS SELECT * FROM k
   WHERE store IS NOT NULL AND store <> '{SOURCE_STORE}' AND (
     (type = 'msg' AND action = 'apply')
     OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})));
+CREATE TEMP VIEW reached AS SELECT DISTINCT _g, store, value FROM k
+  WHERE store IS NOT NULL AND store <> '{SOURCE_STORE}' AND value IS NOT NULL AND (
+    (type = 'msg' AND action IN ('apply', 'skip'))
+    OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})));
 """
+"""The rows of each route, and of the key route: the `ok` source writes, the effects,
+and (lost.writes's `reached`) the values that reached a derived store or were skipped
+there."""
 
 # Each query gives the groups (_g) of its route that the sieve cannot clear.
 _KEY_SUSPECTS = {
@@ -68,7 +76,7 @@ _KEY_SUSPECTS = {
     SELECT _g FROM k
     WHERE type = 'op' AND store = '{SOURCE_STORE}' AND f IN ({_WRITE_FS})
     GROUP BY _g
-    HAVING bool_or(phase = 'info')
+    HAVING bool_or(phase = 'info' AND value IS NULL)
       OR bool_or(phase = 'ok' AND (value IS NULL OR version IS NULL))
       OR count(*) FILTER (phase = 'ok') <> count(DISTINCT value) FILTER (phase = 'ok')
       OR count(*) FILTER (phase = 'ok') <> count(DISTINCT version) FILTER (phase = 'ok')""",
@@ -149,13 +157,17 @@ WHERE ($low IS NOT NULL AND total < $low AND delta < 0)
    OR ($high IS NOT NULL AND total > $high AND delta > 0)"""
 """Events that broke the invariant in version order (eventsourcing._violations)."""
 
-_LOST_WRITE = f"""
+_LOST_WRITE = """
 SELECT DISTINCT w._g FROM okw w CROSS JOIN effect_stores s
-ANTI JOIN (SELECT DISTINCT _g, store, value FROM k
-           WHERE store IS NOT NULL AND store <> '{SOURCE_STORE}' AND value IS NOT NULL AND (
-             (type = 'msg' AND action IN ('apply', 'skip'))
-             OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})))) AS reached
-  ON reached._g = w._g AND reached.store = s.store AND reached.value = w.value"""
+ANTI JOIN reached ON reached._g = w._g AND reached.store = s.store AND reached.value = w.value"""
+
+_RECOVERED = f"""
+SELECT count(*) FROM k w
+WHERE type = 'op' AND store = '{SOURCE_STORE}' AND f IN ({_WRITE_FS}) AND phase = 'info'
+  AND _g NOT IN (SELECT _g FROM suspects WHERE _r = {KEY})
+  AND EXISTS (SELECT 1 FROM reached WHERE reached._g = w._g AND reached.value = w.value)"""
+"""The cleared keys' recovered writes (lost.writes): `info` source writes whose value
+reached a derived store. A cleared key's `info` writes all carry a value."""
 
 _DIVERGENCE = f"""
 WITH src AS (SELECT _g, value FROM fin WHERE store = '{SOURCE_STORE}'),
@@ -300,6 +312,8 @@ class Sieved:
     (store, ok time, lag in ns)"""
     unseen: int
     """unseen-message count of the cleared message groups"""
+    recovered: int
+    """recovered-write count of the cleared key groups"""
     realtime: list[RealtimeLag]
     """the worst realtime lag of each channel partition with a poll"""
 
@@ -367,12 +381,13 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
             f"SELECT count(*) FROM unmet WHERE NOT done "
             f"AND _g NOT IN (SELECT _g FROM suspects WHERE _r = {MESSAGE})"
         ).fetchall()[0]
+        ((recovered,),) = con.sql(_RECOVERED).fetchall()
         realtime = [RealtimeLag(*row) for row in con.sql(_REALTIME).fetchall()]
         narrowed = Narrowed(
             con.sql(_expand(_POLL_PAIRS)).fetchall(),
             con.sql(_expand(_SEND_PAIRS)).fetchall(),
             con.sql(_OFFSET_ROWS).fetchall(),
         )
-        return Sieved(suspects, narrowed, lags, unseen, realtime)
+        return Sieved(suspects, narrowed, lags, unseen, recovered, realtime)
     finally:
         con.close()

@@ -360,7 +360,7 @@ def partition_step(
         judge_narrowed(table, sieved.narrowed, judged)
         judged.notes["unseen-message"] += sieved.unseen
         judged.realtime += sieved.realtime
-        judged.notes["recovered-write"] += 0
+        judged.notes["recovered-write"] += sieved.recovered
         yield output_batch(judged, per_kind)
         if sieved.lags.num_rows:
             yield from lag_rows(sieved.lags).to_batches()
