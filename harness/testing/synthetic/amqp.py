@@ -23,7 +23,7 @@ def amqp_queue(
     keys = key_str(w.key)
     vals = pa.array(w.total).cast(pa.string())
     common = dict(channel=AMQP, msg_id=msg, key=keys, value=vals, version=w.version)
-    b.add(m, "amqp", type="msg", time=produce_t, action="produce", process="amqp", **common)
+    b.msg(m, "amqp", "produce", time=produce_t, process="amqp", **common)
     nxt = next_same_key(w.key)
     swap = pick_rows(
         rng, w, plant["reorder-delivery"], taken, lambda r: True, np.flatnonzero(nxt >= 0)
@@ -32,34 +32,22 @@ def amqp_queue(
         deliver_t[r], deliver_t[nxt[r]] = deliver_t[nxt[r]], deliver_t[r]
     skipped = np.zeros(m, np.int64)
     skipped[swap] = 1
-    b.add(
+    b.msg(m, "q1", "deliver", time=deliver_t, consumer="q1", process="q1-0", attempt=1, **common)
+    b.msg(
         m,
         "q1",
-        type="msg",
-        time=deliver_t,
-        action="deliver",
-        consumer="q1",
-        process="q1-0",
-        attempt=1,
-        **common,
-    )
-    b.add(
-        m,
-        "q1",
-        type="msg",
+        choose(["apply", "skip"], skipped),
         time=deliver_t + 100 * US,
-        action=choose(["apply", "skip"], skipped),
         consumer="q1",
         process="q1-0",
         store="search",
         **common,
     )
-    b.add(
+    b.msg(
         m,
         "q1",
-        type="msg",
+        "ack",
         time=deliver_t + 150 * US,
-        action="ack",
         consumer="q1",
         process="q1-0",
         channel=AMQP,

@@ -52,9 +52,8 @@ def next_same_key(keys: np.ndarray) -> np.ndarray:
 
 def prev_same_key(keys: np.ndarray) -> np.ndarray:
     """Index of the previous row with the same key (rows in commit order), or -1."""
-    order = np.argsort(keys, kind="stable")
-    sk = keys[order]
+    nxt = next_same_key(keys)
     prev = np.full(len(keys), -1, np.int64)
-    same = sk[1:] == sk[:-1]
-    prev[order[1:][same]] = order[:-1][same]
+    has = nxt >= 0
+    prev[nxt[has]] = np.flatnonzero(has)
     return prev

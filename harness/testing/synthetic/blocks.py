@@ -36,6 +36,14 @@ class Blocks:
                 arrays.append(pa.array(v, field.type))
         self.tables.append(pa.Table.from_arrays(arrays, schema=self.schema))
 
+    def op(self, n: int, client: str | pa.Array, phase: str, f: str, **cols: object) -> None:
+        """`n` op events of `client`, which is both their writer and their process."""
+        self.add(n, client, type="op", process=client, phase=phase, f=f, **cols)
+
+    def msg(self, n: int, writer: str | pa.Array, action: str, **cols: object) -> None:
+        """`n` msg events of `writer`, each one step `action` of a message's life."""
+        self.add(n, writer, type="msg", action=action, **cols)
+
     def sorted_chunks(self, chunk: int) -> tuple[int, list[str], Iterator[pa.Table]]:
         """(events, writers, chunks of the history in time order with `seq` set).
 

@@ -21,7 +21,7 @@ from harness.testing.synthetic.writes import (
     T0,
     US,
     Writes,
-    ok3,
+    delay_past_next,
     pick_rows,
 )
 
@@ -63,7 +63,7 @@ def cdc_pipeline(
         value=vals,
         version=w.version,
     )
-    b.add(m, "cdc", type="msg", time=produce_t, action="produce", process="cdc", **common)
+    b.msg(m, "cdc", "produce", time=produce_t, process="cdc", **common)
 
     # Neighbours in the partition, to plant offset anomalies between clean deliveries.
     by_part = np.lexsort((offset, part))
@@ -93,12 +93,11 @@ def cdc_pipeline(
     repoll = pick_rows(rng, w, plant["nonmonotonic-poll"], taken, clear, np.arange(m))
     for r in repoll:
         mark(r)
-    b.add(
+    b.msg(
         m,
         "g1",
-        type="msg",
+        "deliver",
         time=deliver_t,
-        action="deliver",
         consumer="g1",
         process=choose(proc_names, proc_code),
         attempt=1,
@@ -108,23 +107,12 @@ def cdc_pipeline(
         rp = np.array(repoll)
         again = deliver_t[rp] + (deliver_t[nxt_p[rp]] - deliver_t[rp]) // 3
         sub = {k: take_rows(v, rp) for k, v in common.items()}
-        b.add(
+        b.msg(len(rp), "g1", "deliver", time=again, consumer="g1", process="g1-0", attempt=2, **sub)
+        b.msg(
             len(rp),
             "g1",
-            type="msg",
-            time=again,
-            action="deliver",
-            consumer="g1",
-            process="g1-0",
-            attempt=2,
-            **sub,
-        )
-        b.add(
-            len(rp),
-            "g1",
-            type="msg",
+            "skip",
             time=again + 1,
-            action="skip",
             consumer="g1",
             process="g1-0",
             store="cache",
@@ -136,26 +124,15 @@ def cdc_pipeline(
     nxt = next_same_key(w.key)
     has_next = w.is_ok & (nxt >= 0)
     lost = pick_rows(rng, w, plant["lost-write"], taken, lambda r: True, np.flatnonzero(has_next))
-    has2 = (nxt >= 0) & (np.where(nxt >= 0, nxt[np.maximum(nxt, 0)], -1) >= 0)
-    late = pick_rows(
-        rng,
-        w,
-        plant["stale-overwrite"],
-        taken,
-        lambda r: apply_t[nxt[nxt[r]]] - apply_t[nxt[r]] > 10 * US and ok3(w, nxt, r),
-        np.flatnonzero(has2),
-    )
-    for r in late:
-        apply_t[r] = (apply_t[nxt[r]] + apply_t[nxt[nxt[r]]]) // 2
+    delay_past_next(rng, w, plant["stale-overwrite"], taken, apply_t, nxt)
     applied = np.ones(m, bool)
     applied[lost] = False
     a = np.flatnonzero(applied)
-    b.add(
+    b.msg(
         len(a),
         "g1",
-        type="msg",
+        "apply",
         time=apply_t[a],
-        action="apply",
         consumer="g1",
         process=choose(proc_names, proc_code[a]),
         store="cache",
@@ -164,12 +141,11 @@ def cdc_pipeline(
 
     # Commits every 50 offsets of a partition, after the delivery.
     cm = np.flatnonzero(offset % 50 == 49)
-    b.add(
+    b.msg(
         len(cm),
         "g1",
-        type="msg",
+        "commit",
         time=deliver_t[cm] + 150 * US,
-        action="commit",
         consumer="g1",
         process="g1-0",
         channel=CDC,
@@ -203,20 +179,9 @@ def tail_plants(
             )
             if kind == "duplicate-delivery":
                 proc = f"g1-r{n}"
-                b.add(1, "g1", type="msg", time=t, action="deliver", process=proc, attempt=2, **ev)
-                b.add(
-                    1,
-                    "g1",
-                    type="msg",
-                    time=t + 10 * US,
-                    action="skip",
-                    process=proc,
-                    store="cache",
-                    **ev,
-                )
+                b.msg(1, "g1", "deliver", time=t, process=proc, attempt=2, **ev)
+                b.msg(1, "g1", "skip", time=t + 10 * US, process=proc, store="cache", **ev)
             else:
-                b.add(
-                    1, "g1", type="msg", time=t, action="apply", process="g1-0", store="cache", **ev
-                )
+                b.msg(1, "g1", "apply", time=t, process="g1-0", store="cache", **ev)
             t += 100 * US
     return t

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from harness.history.schema import SOURCE_STORE
 from harness.testing.synthetic.arrays import next_same_key, prev_same_key
 from harness.testing.synthetic.blocks import Blocks, choose, key_str, tag
-from harness.testing.synthetic.writes import US, Writes, ok3, pick_rows
+from harness.testing.synthetic.writes import US, Writes, delay_past_next, pick_rows
 
 
 def client_ops(
@@ -41,14 +41,12 @@ def client_ops(
     ver_arr = pa.array(ver, mask=ver < 0)
     keys = key_str(key)
     op_ids = tag("w", ids)
-    b.add(
+    b.op(
         n,
         clients,
-        type="op",
+        "invoke",
+        "write",
         time=invoke,
-        process=clients,
-        phase="invoke",
-        f="write",
         op_id=op_ids,
         key=keys,
         value=value_arr,
@@ -56,14 +54,12 @@ def client_ops(
     )
     outcome_code = np.where(fail, 1, np.where(info, 2, 0))
     phase = choose(["ok", "fail", "info"], outcome_code)
-    b.add(
+    b.op(
         n,
         clients,
-        type="op",
+        phase,
+        "write",
         time=done_t,
-        process=clients,
-        phase=phase,
-        f="write",
         op_id=op_ids,
         key=keys,
         value=value_arr,
@@ -75,51 +71,13 @@ def client_ops(
     # Dual write of every committed write to `dw`, in commit order; contradictory-order
     # plants let a write's dw effect land after the next version's (Figure 11-4).
     dw_t = w.ok_t + 100 * US
-    # Rows with a next and a next-but-one version whose dw effects are far enough apart.
     nxt = next_same_key(w.key)
-    has2 = (nxt >= 0) & (np.where(nxt >= 0, nxt[np.maximum(nxt, 0)], -1) >= 0)
-    co_rows = pick_rows(
-        rng,
-        w,
-        plant["contradictory-order"],
-        taken,
-        lambda r: dw_t[nxt[nxt[r]]] - dw_t[nxt[r]] > 10 * US and ok3(w, nxt, r),
-        np.flatnonzero(has2),
-    )
-    for r in co_rows:
-        n1, n2 = nxt[r], nxt[nxt[r]]
-        dw_t[r] = (dw_t[n1] + dw_t[n2]) // 2
+    co_rows = delay_past_next(rng, w, plant["contradictory-order"], taken, dw_t, nxt)
     wclients = tag("client-", w.proc)
     m = len(w.i)
-    vals = pa.array(w.total).cast(pa.string())
-    dkeys = key_str(w.key)
-    dids = tag("d", w.i)
-    b.add(
-        m,
-        wclients,
-        type="op",
-        time=w.ok_t + 20 * US,
-        process=wclients,
-        phase="invoke",
-        f="write",
-        op_id=dids,
-        key=dkeys,
-        value=vals,
-        store="dw",
-    )
-    b.add(
-        m,
-        wclients,
-        type="op",
-        time=dw_t,
-        process=wclients,
-        phase="ok",
-        f="write",
-        op_id=dids,
-        key=dkeys,
-        value=vals,
-        store="dw",
-    )
+    dw = dict(op_id=tag("d", w.i), key=key_str(w.key), value=pa.array(w.total).cast(pa.string()))
+    b.op(m, wclients, "invoke", "write", time=w.ok_t + 20 * US, store="dw", **dw)
+    b.op(m, wclients, "ok", "write", time=dw_t, store="dw", **dw)
 
     # Reads of `dw` right after a process's own ok write return that write (or, planted,
     # the key's previous balance: a read-your-writes violation).
@@ -139,32 +97,8 @@ def client_ops(
     r_val[planted] = w.total[prev[r_idx[planted]]]
     r_ver[planted] -= 1
     rclients = tag("client-", w.proc[r_idx])
-    rkeys = key_str(w.key[r_idx])
-    rids = tag("r", w.i[r_idx])
-    k = len(r_idx)
-    b.add(
-        k,
-        rclients,
-        type="op",
-        time=w.ok_t[r_idx] + 110 * US,
-        process=rclients,
-        phase="invoke",
-        f="read",
-        op_id=rids,
-        key=rkeys,
-        store="dw",
-    )
-    b.add(
-        k,
-        rclients,
-        type="op",
-        time=w.ok_t[r_idx] + 160 * US,
-        process=rclients,
-        phase="ok",
-        f="read",
-        op_id=rids,
-        key=rkeys,
-        value=pa.array(r_val).cast(pa.string()),
-        version=r_ver,
-        store="dw",
-    )
+    read = dict(op_id=tag("r", w.i[r_idx]), key=key_str(w.key[r_idx]), store="dw")
+    k, t = len(r_idx), w.ok_t[r_idx]
+    b.op(k, rclients, "invoke", "read", time=t + 110 * US, **read)
+    value = pa.array(r_val).cast(pa.string())
+    b.op(k, rclients, "ok", "read", time=t + 160 * US, value=value, version=r_ver, **read)

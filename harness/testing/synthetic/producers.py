@@ -15,12 +15,11 @@ from harness.testing.synthetic.writes import AUDIT, EVENTS, MIRROR, MS, US, Writ
 def outbox_events(b: Blocks, w: Writes) -> None:
     """Every committed change as an event of its account: the delta, its sequence."""
     m = len(w.i)
-    b.add(
+    b.msg(
         m,
         "outbox",
-        type="msg",
+        "produce",
         time=w.ok_t + 250 * US,
-        action="produce",
         process="outbox",
         channel=EVENTS,
         partition=0,
@@ -42,25 +41,23 @@ def audit_channel(b: Blocks, rng: np.random.Generator, w: Writes, lost: int, end
     common = dict(
         channel=AUDIT, partition=part, offset=off, msg_id=tag("au", sel), key=key_str(w.key[sel])
     )
-    b.add(len(sel), "audit", type="msg", time=t, action="produce", process="audit", **common)
-    b.add(
+    b.msg(len(sel), "audit", "produce", time=t, process="audit", **common)
+    b.msg(
         len(sel),
         "g-audit",
-        type="msg",
+        "deliver",
         time=t + 500 * US,
-        action="deliver",
         consumer="g-audit",
         process="g-audit-0",
         attempt=1,
         **common,
     )
     n = np.arange(lost)
-    b.add(
+    b.msg(
         lost,
         "audit",
-        type="msg",
+        "produce",
         time=end - 4 * MS + n * US,
-        action="produce",
         process="audit",
         channel=AUDIT,
         partition=2 + n,
@@ -79,12 +76,11 @@ def mirror_channel(b: Blocks, rng: np.random.Generator, w: Writes, plant: dict[s
     first."""
     sel = np.flatnonzero(np.arange(len(w.i)) % 50 == 0)
     t = w.ok_t[sel] + 500 * US
-    b.add(
+    b.msg(
         len(sel),
         "mirror",
-        type="msg",
+        "produce",
         time=t,
-        action="produce",
         process="mirror",
         channel=MIRROR,
         partition=0,
@@ -97,12 +93,11 @@ def mirror_channel(b: Blocks, rng: np.random.Generator, w: Writes, plant: dict[s
             f"history too small to plant {conflicts} inconsistent and {dups} duplicate offsets"
         )
     at = np.sort(rng.choice(len(sel), conflicts, replace=False))
-    b.add(
+    b.msg(
         conflicts,
         "mirror",
-        type="msg",
+        "produce",
         time=t[at] + 1,
-        action="produce",
         process="mirror-b",
         channel=MIRROR,
         partition=0,
@@ -111,12 +106,11 @@ def mirror_channel(b: Blocks, rng: np.random.Generator, w: Writes, plant: dict[s
     )
     again = np.sort(rng.choice(len(sel), dups, replace=False))
     n = np.arange(dups)
-    b.add(
+    b.msg(
         dups,
         "mirror",
-        type="msg",
+        "produce",
         time=t[-1] + (n + 1) * US,
-        action="produce",
         process="mirror",
         channel=MIRROR,
         partition=0,
@@ -126,12 +120,11 @@ def mirror_channel(b: Blocks, rng: np.random.Generator, w: Writes, plant: dict[s
     sends = plant["nonmonotonic-send"]
     n = np.arange(sends)
     for step, offset in ((0, 2 * n + 1), (1, 2 * n)):  # offset 2n + 1 acknowledged, then 2n
-        b.add(
+        b.msg(
             sends,
             "mirror",
-            type="msg",
+            "produce",
             time=t[0] + (2 * n + step) * US,
-            action="produce",
             process=tag("mirror-r", n),
             channel=MIRROR,
             partition=1,

@@ -74,3 +74,28 @@ def ok3(w: Writes, nxt: np.ndarray, r: int) -> bool:
     """Row r and the key's next two writes ended `ok`, so their versions are known at
     the source (an `info` write has none, and no order can be judged on it)."""
     return bool(w.is_ok[r] and w.is_ok[nxt[r]] and w.is_ok[nxt[nxt[r]]])
+
+
+def delay_past_next(
+    rng: np.random.Generator,
+    w: Writes,
+    n: int,
+    taken: set[int],
+    t: np.ndarray,
+    nxt: np.ndarray,
+) -> list[int]:
+    """Plant `n` effects out of order: each picked write's time in `t` moves between the
+    times of its key's next two writes (all three ended `ok`, and those two are far
+    enough apart to fit it). `nxt` is `next_same_key(w.key)`; returns the rows."""
+    has2 = (nxt >= 0) & (np.where(nxt >= 0, nxt[np.maximum(nxt, 0)], -1) >= 0)
+    rows = pick_rows(
+        rng,
+        w,
+        n,
+        taken,
+        lambda r: t[nxt[nxt[r]]] - t[nxt[r]] > 10 * US and ok3(w, nxt, r),
+        np.flatnonzero(has2),
+    )
+    for r in rows:
+        t[r] = (t[nxt[r]] + t[nxt[nxt[r]]]) // 2
+    return rows
