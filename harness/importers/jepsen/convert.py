@@ -27,6 +27,18 @@ class _Sends:
     proven: bool = False  # some ok poll read one of them
 
 
+@dataclass(frozen=True, slots=True)
+class _Message:
+    """One message of Jepsen key `key` as it is sent or polled."""
+
+    key: str
+    value: str
+    offset: int | None
+    process: str  # the producer or consumer instance
+    time: int
+    extra: dict[str, Any] | None
+
+
 @dataclass(slots=True)
 class _Process:
     """One Jepsen process: its op in flight and where its consumer stands per key."""
@@ -53,7 +65,7 @@ class Converter:
         self.procs: dict[str, _Process] = {}
         self.channels: set[str] = set()
         self.watch: dict[tuple[str, str], _Sends] = {}
-        self.deferred: list[tuple[_Sends, list[dict[str, Any]]]] = []
+        self.deferred: list[tuple[_Sends, list[_Message]]] = []
         self.nemesis = Nemesis(self._event)
 
     # --- ops -------------------------------------------------------------------------
@@ -137,7 +149,7 @@ class Converter:
     ) -> None:
         index = op.get("index")
         extra = index_extra(op)
-        produced: list[dict[str, Any]] = []
+        produced: list[_Message] = []
         committed: dict[str, int] = {}
         for mop in op.get("value") or ():
             if not isinstance(mop, list) or not mop:
@@ -146,16 +158,7 @@ class Converter:
             if name == "send" and len(mop) >= 3:
                 k, v, offset = send_parts(mop)
                 if typ == "ok" or (typ == "info" and offset is not None):
-                    produced.append(
-                        {
-                            "key": k,
-                            "value": v,
-                            "offset": offset,
-                            "process": self._producer(proc, p, k),
-                            "time": t,
-                            "extra": extra,
-                        }
-                    )
+                    produced.append(_Message(k, v, offset, self._producer(proc, p, k), t, extra))
             elif name == "poll" and len(mop) >= 2 and isinstance(mop[1], dict):
                 for raw_key, pairs in mop[1].items():
                     k = text(raw_key)
@@ -164,7 +167,7 @@ class Converter:
                         self._deliver(k, pair, instance, typ, t, extra, committed)
         if typ == "ok":
             for e in produced:
-                self._produce(**e)
+                self._produce(e)
             for k, top in committed.items():
                 self._msg(
                     "commit",
@@ -181,7 +184,7 @@ class Converter:
             # must-have-committed?); that may only show later in the history.
             if sends.proven:
                 for e in produced:
-                    self._produce(**e)
+                    self._produce(e)
             else:
                 self.deferred.append((sends, produced))
                 return
@@ -228,46 +231,28 @@ class Converter:
                 sends.proven = True
             if offset is not None and offset > committed.get(k, -1):
                 committed[k] = offset
-        self._message("deliver", k, v, offset, instance, t, extra, consumer=CONSUMER)
+        self._message("deliver", _Message(k, v, offset, instance, t, extra), consumer=CONSUMER)
 
-    def _produce(
-        self,
-        key: str,
-        value: str,
-        offset: int | None,
-        process: str,
-        time: int,
-        extra: dict[str, Any] | None,
-    ) -> None:
+    def _produce(self, m: _Message) -> None:
         self.sends += 1
-        self._message("produce", key, value, offset, process, time, extra)
+        self._message("produce", m)
 
-    def _message(
-        self,
-        action: str,
-        key: str,
-        value: str,
-        offset: int | None,
-        process: str,
-        time: int,
-        extra: dict[str, Any] | None,
-        consumer: str | None = None,
-    ) -> None:
-        """A message of Jepsen key `key`: its channel, one partition, its id `key/value`
+    def _message(self, action: str, m: _Message, consumer: str | None = None) -> None:
+        """The msg event: a channel per Jepsen key, one partition, the id `key/value`
         (Jepsen's values are unique per key)."""
-        self.channels.add(key)
+        self.channels.add(m.key)
         self._msg(
             action,
-            channel=key,
+            channel=m.key,
             partition=0,
-            offset=offset,
-            msg_id=f"{key}/{value}",
-            key=key,
-            value=value,
+            offset=m.offset,
+            msg_id=f"{m.key}/{m.value}",
+            key=m.key,
+            value=m.value,
             consumer=consumer,
-            process=process,
-            time=time,
-            extra=extra,
+            process=m.process,
+            time=m.time,
+            extra=m.extra,
         )
 
     def _unwatch(self, sends: _Sends) -> None:
@@ -283,7 +268,7 @@ class Converter:
         for sends, produced in self.deferred:
             if sends.proven:
                 for e in produced:
-                    self._produce(**e)
+                    self._produce(e)
         t = self.last_time
         for channel in sorted(self.channels):
             self._event(
