@@ -9,12 +9,10 @@ through the installed `driftlab` console script, as a user would.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from typing import Any
 import psycopg
 import pytest
 import redis
+from cli_support import DRIFTLAB, driftlab
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 from typer.testing import CliRunner
@@ -47,7 +46,6 @@ from harness.services.stack import Stack
 from harness.services.stack_protocol import ServiceStack
 from scenarios.registry import claims_scenarios
 
-DRIFTLAB = Path(sys.executable).parent / "driftlab"
 FIX = "start Docker (`bash scripts/docker-images` starts one and builds the images)"
 # One claim per family the issue names: dual-write, CDC, work queue.
 CLAIMS = ["C1", "C3", "C7"]
@@ -88,19 +86,6 @@ def stack(engine: Any, short_dir: Path) -> Iterator[DockerStack]:
     finally:
         docker_stack.down()
 
-
-def _driftlab(cwd: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTLAB_")}
-    env["COLUMNS"] = "120"
-    return subprocess.run(
-        [str(DRIFTLAB), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def _wait(predicate: Any, timeout: float, what: str) -> Any:
@@ -264,7 +249,7 @@ def test_dual_write_cdc_and_work_queue_claims_on_docker(engine: Any, tmp_path: P
     """`driftlab suite --backend docker` reproduces a dual-write, a CDC (Kafka Connect
     with Debezium) and a work-queue claim, and leaves no container behind."""
     before = {c.id for c in stack_containers(engine)}
-    proc = _driftlab(
+    proc = driftlab(
         tmp_path, "suite", "--only", ",".join(CLAIMS), "--backend", "docker", timeout=1100
     )
     index_path = tmp_path / "runs" / "index.json"
@@ -325,7 +310,7 @@ def test_down_leaves_no_container_network_or_volume(engine: Any, short_dir: Path
     root = short_dir / "stack"
     networks = {n.id for n in engine.networks.list()}
     volumes = {v.id for v in engine.volumes.list()}
-    up = _driftlab(
+    up = driftlab(
         tmp_path,
         "up",
         "--backend",
@@ -341,10 +326,10 @@ def test_down_leaves_no_container_network_or_volume(engine: Any, short_dir: Path
     assert len(stack_containers(engine, sid)) == 3  # toxiproxy, redis, postgres
     # `up` returned: the containers outlive the command, as a local `driftlab up`'s servers.
     # Without --backend too: the state file says the stack is docker's.
-    status = _driftlab(tmp_path, "status", "--dir", str(root), timeout=60)
+    status = driftlab(tmp_path, "status", "--dir", str(root), timeout=60)
     assert status.returncode == 0, status.stdout + status.stderr
     assert "healthy" in status.stdout
-    down = _driftlab(tmp_path, "down", "--backend", "docker", "--dir", str(root), timeout=120)
+    down = driftlab(tmp_path, "down", "--backend", "docker", "--dir", str(root), timeout=120)
     assert down.returncode == 0, down.stdout + down.stderr
     assert not stack_containers(engine, sid)
     assert {n.id for n in engine.networks.list()} == networks
