@@ -1,5 +1,5 @@
-"""The `driftlab` command run as a user runs it: this environment's entry point, in a
-subprocess."""
+"""The `driftlab` command run as a user runs it (this environment's entry point, in a
+subprocess), and what a user checks of a suite's index."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from scenarios.registry import claims_scenarios
 
 DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
 
@@ -25,3 +28,17 @@ def driftlab(cwd: Path, *args: str, timeout: float) -> subprocess.CompletedProce
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def assert_reproduced(index: dict[str, Any], claims: list[str], context: object = None) -> None:
+    """The suite `index` ran each of `claims` once, and each reproduced its prediction:
+    the kinds its scenario expects present found, those expected absent not."""
+    predicted = {sc.claim: sc for sc in claims_scenarios(claims)}
+    assert {r["claim"] for r in index["runs"]} == set(claims)
+    for r in index["runs"]:
+        sc = predicted[r["claim"]]
+        present = {k for k, v in sc.expectations.items() if v == "present"}
+        absent = {k for k, v in sc.expectations.items() if v == "absent"}
+        found = {k for k, n in r["counts"].items() if n}
+        assert r["verdict"] == "reproduced", (r, context)
+        assert present <= found and not (absent & found), (r["claim"], r["counts"])

@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 import pytest
 import redis
-from cli_support import DRIFTLAB, driftlab
+from cli_support import DRIFTLAB, assert_reproduced, driftlab
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 from typer.testing import CliRunner
@@ -44,7 +44,6 @@ from harness.services.docker_backend import (
 )
 from harness.services.stack import Stack
 from harness.services.stack_protocol import ServiceStack
-from scenarios.registry import claims_scenarios
 
 FIX = "start Docker (`bash scripts/docker-images` starts one and builds the images)"
 # One claim per family the issue names: dual-write, CDC, work queue.
@@ -85,7 +84,6 @@ def stack(engine: Any, short_dir: Path) -> Iterator[DockerStack]:
         yield docker_stack
     finally:
         docker_stack.down()
-
 
 
 def _wait(predicate: Any, timeout: float, what: str) -> Any:
@@ -255,15 +253,7 @@ def test_dual_write_cdc_and_work_queue_claims_on_docker(engine: Any, tmp_path: P
     index_path = tmp_path / "runs" / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
     assert proc.returncode == 0, (index, proc.stdout[-3000:], proc.stderr[-3000:])
-    predicted = {sc.claim: sc for sc in claims_scenarios(CLAIMS)}
-    assert {r["claim"] for r in index["runs"]} == set(CLAIMS)
-    for r in index["runs"]:
-        sc = predicted[r["claim"]]
-        present = {k for k, v in sc.expectations.items() if v == "present"}
-        absent = {k for k, v in sc.expectations.items() if v == "absent"}
-        found = {k for k, n in r["counts"].items() if n}
-        assert r["verdict"] == "reproduced", r
-        assert present <= found and not (absent & found), (r["claim"], r["counts"])
+    assert_reproduced(index, CLAIMS)
     assert {c.id for c in stack_containers(engine)} <= before
 
 
