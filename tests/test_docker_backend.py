@@ -25,6 +25,7 @@ import redis
 from cli_support import DRIFTLAB, assert_reproduced, driftlab
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+from service_checks import check_committed_rows_survive_a_kill
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -192,22 +193,7 @@ def test_services_run_in_labelled_containers_on_loopback(stack: DockerStack) -> 
 
 def test_kill_pause_restart_act_on_the_container(stack: DockerStack) -> None:
     stack.up("postgres", "redis")
-    link = stack.link("app", "postgres")
-    conninfo = psycopg.conninfo.make_conninfo(
-        host=link.host, port=link.port, connect_timeout=3, **link.extra
-    )
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute("CREATE TABLE kept (v int)")
-        conn.execute("INSERT INTO kept VALUES (7)")
-    pg = stack["postgres"]
-    pg.kill()
-    assert not pg.is_running()
-    with pytest.raises(psycopg.OperationalError):
-        psycopg.connect(conninfo, autocommit=True)
-    pg.start()
-    pg.wait_healthy()
-    with psycopg.connect(conninfo, autocommit=True) as conn:  # committed data survived
-        assert conn.execute("SELECT v FROM kept").fetchall() == [(7,)]
+    check_committed_rows_survive_a_kill(stack["postgres"], stack.link("app", "postgres"))
 
     cache = stack.endpoint("redis")
     client = _redis(cache)
