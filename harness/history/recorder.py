@@ -133,11 +133,14 @@ class Recorder(SegmentWriter):
         target: str | None = None,
         fault_id: str | None = None,
         error: str | None = None,
-        extra: dict[str, Any] | None = None,
+        extra: dict[str, Any] | str | None = None,
+        time: int | None = None,
     ) -> None:
         """Record a fault window opening (`start`) or closing (`stop`) as given."""
         self._emit_fields(
-            events.fault(phase, kind, target=target, fault_id=fault_id, error=error, extra=extra)
+            events.fault(
+                phase, kind, target=target, fault_id=fault_id, error=error, extra=extra, time=time
+            )
         )
 
     def fault_start(
@@ -187,12 +190,19 @@ class Recorder(SegmentWriter):
         channel: str | None = None,
         store: str | None = None,
         process: str | None = None,
-        extra: dict[str, Any] | None = None,
+        extra: dict[str, Any] | str | None = None,
+        time: int | None = None,
     ) -> None:
         """Record a named point of the run (a `harness.history.Mark` value, or another)."""
         self._emit_fields(
             events.mark(
-                kind, consumer=consumer, channel=channel, store=store, process=process, extra=extra
+                kind,
+                consumer=consumer,
+                channel=channel,
+                store=store,
+                process=process,
+                extra=extra,
+                time=time,
             )
         )
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history.recorder import Recorder
-from harness.history.schema import Event, EventType, Mark
+from harness.history.schema import Mark
 from harness.importers.jepsen.nemesis import Nemesis
 from harness.importers.jepsen.reading import JepsenImportError
-from harness.importers.jepsen.values import index_extra, json_text, op_f, send_parts, sends_in, text
+from harness.importers.jepsen.values import index_extra, op_f, send_parts, sends_in, text
 
 CONSUMER = "jepsen"
 """The one logical consumer every Jepsen process polls for: a message is lost when no
@@ -66,7 +66,7 @@ class Converter:
         self.channels: set[str] = set()
         self.watch: dict[tuple[str, str], _Sends] = {}
         self.deferred: list[tuple[_Sends, list[_Message]]] = []
-        self.nemesis = Nemesis(self._event)
+        self.nemesis = Nemesis(self._mark, self._fault)
 
     # --- ops -------------------------------------------------------------------------
 
@@ -271,10 +271,8 @@ class Converter:
                     self._produce(e)
         t = self.last_time
         for channel in sorted(self.channels):
-            self._event(
-                EventType.MARK, t, kind=Mark.CONSUMER_DONE, consumer=CONSUMER, channel=channel
-            )
-        self._event(EventType.MARK, t, kind=Mark.END)
+            self._mark(Mark.CONSUMER_DONE, t, consumer=CONSUMER, channel=channel)
+        self._mark(Mark.END, t)
 
     # --- recording -------------------------------------------------------------------
 
@@ -286,8 +284,10 @@ class Converter:
         self.events += 1
         self.rec.msg(action, **cols)
 
-    def _event(self, type_: str, t: int, extra: dict[str, Any] | None = None, **cols: Any) -> None:
+    def _mark(self, kind: str, t: int, **cols: Any) -> None:
         self.events += 1
-        self.rec.record(
-            Event(type=type_, time=t, extra=None if extra is None else json_text(extra), **cols)
-        )
+        self.rec.mark(kind, time=t, **cols)
+
+    def _fault(self, phase: str, kind: str, t: int, **cols: Any) -> None:
+        self.events += 1
+        self.rec.fault(phase, kind, time=t, **cols)

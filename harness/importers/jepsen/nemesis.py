@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.history.schema import EventType, FaultPhase
-from harness.importers.jepsen.values import index_extra, op_f, text
+from harness.history.schema import FaultPhase
+from harness.importers.jepsen.values import index_extra, json_text, op_f, text
 
 # Jepsen nemesis functions that open or close a fault window, besides start-X / stop-X.
 _NEMESIS_PAIRS = {
@@ -19,10 +19,11 @@ _NEMESIS_PAIRS = {
 
 class Nemesis:
     """The fault windows a history's nemesis ops open and close, recorded through
-    `event(type, time, extra=..., **columns)`."""
+    `mark(kind, time, **columns)` and `fault(phase, kind, time, **columns)`."""
 
-    def __init__(self, event: Callable[..., None]) -> None:
-        self.event = event
+    def __init__(self, mark: Callable[..., None], fault: Callable[..., None]) -> None:
+        self.mark = mark
+        self.fault = fault
         self.pending: set[str] = set()
         self.faults: dict[str, tuple[str, str]] = {}  # open windows: kind -> (id, target)
         self.fault_ids = 0
@@ -42,10 +43,11 @@ class Nemesis:
         elif f in _NEMESIS_PAIRS:
             phase, kind = _NEMESIS_PAIRS[f]
         else:
-            self.event(EventType.MARK, t, kind=f"nemesis:{f}", extra=index_extra(op))
+            index = index_extra(op)
+            self.mark(f"nemesis:{f}", t, extra=None if index is None else json_text(index))
             return
         value = text(op.get("value"))
-        extra = {"value": value, **(index_extra(op) or {})}
+        extra = json_text({"value": value, **(index_extra(op) or {})})
         if phase == FaultPhase.START:
             if kind in self.faults:
                 return  # already open: Jepsen may start a fault twice
@@ -57,12 +59,4 @@ class Nemesis:
             if kind not in self.faults:
                 return  # a stop with nothing open (Jepsen heals at the end regardless)
             fault_id, target = self.faults.pop(kind)
-        self.event(
-            EventType.FAULT,
-            t,
-            phase=phase,
-            kind=kind,
-            fault_id=fault_id,
-            target=target,
-            extra=extra,
-        )
+        self.fault(phase, kind, t, fault_id=fault_id, target=target, extra=extra)
