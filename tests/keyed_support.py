@@ -3,6 +3,7 @@ history in, one checker's anomaly rows, the notes or the lag figures out."""
 
 from __future__ import annotations
 
+import importlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ import pyarrow.parquet as pq
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 from strategies_messages import combined_histories
-from strategies_states import histories
+from strategies_states import histories, identities, spark_identities
 
 from checkers.anomaly import ANOMALY_COLUMNS, SPARK_DDL, Anomaly
 from checkers.figures import PassFigures
@@ -60,6 +61,14 @@ def spark_check(spark: Any, events: list[Event], checker: str) -> DataFrame:
     return spark.createDataFrame(
         [tuple(getattr(a, c) for c in ANOMALY_COLUMNS) for a in found], SPARK_DDL
     )
+
+
+def agreed(spark: Any, events: list[Event], checker: str) -> list[Anomaly]:
+    """The reference `checker`'s anomalies, after checking that the keyed pass finds the
+    same identities."""
+    found = importlib.import_module(f"checkers.reference.{checker}").check(events)
+    assert spark_identities(spark_check(spark, events, checker)) == identities(found)
+    return found
 
 
 def spark_notes(spark: Any, events: list[Event]) -> dict[str, int]:

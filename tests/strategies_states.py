@@ -12,7 +12,7 @@ import itertools
 import json
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from hypothesis import strategies as st
 
@@ -130,11 +130,9 @@ def histories(draw: st.DrawFn) -> list[Event]:
     writers = st.sampled_from([None, "w1", "w2"])
     seqs = itertools.count()
 
-    def ev(**fields: object) -> Event:
-        fields["writer"] = draw(writers)
+    def ev(e: Event) -> Event:
         # seq is unique, so (time, writer, seq) orders every event: ties are undefined.
-        fields["seq"] = next(seqs)
-        e = Event(**fields)  # type: ignore[arg-type]
+        e = replace(e, writer=draw(writers), seq=next(seqs))
         events.append(e)
         return e
 
@@ -149,31 +147,13 @@ def histories(draw: st.DrawFn) -> list[Event]:
             value = None if f == "delete" else f"{key}-{i}"
             process = draw(st.sampled_from(PROCESSES))
             t = draw(times)
-            op_id = f"w{key}{i}"
-            ev(
-                type="op",
-                time=t,
-                process=process,
-                phase="invoke",
-                f=f,
-                key=key,
-                value=value,
-                store=SOURCE_STORE,
-                op_id=op_id,
-            )
+            same = {"process": process, "f": f, "op_id": f"w{key}{i}"}
+            ev(write(t, key, value, phase="invoke", **same))
             if phase == "ok":
                 version += draw(st.integers(1, 3))
+            done_t = t + draw(st.integers(0, 5))
             done = ev(
-                type="op",
-                time=t + draw(st.integers(0, 5)),
-                process=process,
-                phase=phase,
-                f=f,
-                key=key,
-                value=value,
-                store=SOURCE_STORE,
-                op_id=op_id,
-                version=version if phase == "ok" else None,
+                write(done_t, key, value, version if phase == "ok" else None, phase=phase, **same)
             )
             if phase != "fail":
                 committed.append(done)
@@ -186,102 +166,59 @@ def histories(draw: st.DrawFn) -> list[Event]:
         for w in committed:
             for _ in range(draw(st.integers(0, 2))):
                 if draw(st.booleans()):
-                    ev(
-                        type="msg",
-                        time=draw(times),
-                        action="apply",
-                        store=store,
-                        key=w.key,
-                        value=w.value,
-                        version=w.version,
-                    )
+                    ev(apply(draw(times), store, w.key, w.value, w.version))
                 else:
-                    ev(
-                        type="op",
-                        time=draw(times),
-                        process="app",
-                        phase="ok",
-                        f=w.f,
-                        key=w.key,
-                        value=w.value,
-                        store=store,
-                    )
+                    ev(write(draw(times), w.key, w.value, process="app", f=w.f, store=store))
         if draw(st.booleans()):
-            ev(
-                type="msg",
-                time=draw(times),
-                action="apply",
-                store=store,
-                key=draw(st.sampled_from(KEYS)),
-                value="ghost",
-                version=draw(st.integers(0, 5)),
-            )
+            t = draw(times)
+            ev(apply(t, store, draw(st.sampled_from(KEYS)), "ghost", draw(st.integers(0, 5))))
 
     if draw(st.booleans()):
         for key, values in source_values.items():
             if values and values[-1] is not None and draw(st.integers(0, 4)):
-                ev(type="state", time=draw(times), store=SOURCE_STORE, key=key, value=values[-1])
-        ev(type="state", time=draw(times), store=SOURCE_STORE, key=None, value=None)
+                ev(state(draw(times), SOURCE_STORE, key, values[-1]))
+        ev(state(draw(times), SOURCE_STORE, None, None))
     for store in draw(st.lists(st.sampled_from(STORES), unique=True)):
         for key in KEYS:
             candidates = [None, "ghost", *(w.value for w in committed if w.key == key)]
             for _ in range(draw(st.integers(0, 2))):
-                ev(
-                    type="state",
-                    time=draw(times),
-                    store=store,
-                    key=key,
-                    value=draw(st.sampled_from(candidates)),
-                )
+                ev(state(draw(times), store, key, draw(st.sampled_from(candidates))))
         if draw(st.booleans()):
-            ev(type="state", time=draw(times), store=store, key=None, value=None)
+            ev(state(draw(times), store, None, None))
 
     for i in range(draw(st.integers(0, 6))):
         key = draw(st.sampled_from(KEYS))
         candidates = [None, "ghost", *(w.value for w in committed if w.key == key)]
         t = draw(times)
-        common = {
-            "type": "op",
-            "process": draw(st.sampled_from(PROCESSES)),
-            "f": "read",
-            "key": key,
-            "store": draw(st.sampled_from((SOURCE_STORE, *STORES))),
-            "op_id": f"r{i}",
-        }
+        process = draw(st.sampled_from(PROCESSES))
+        store = draw(st.sampled_from((SOURCE_STORE, *STORES)))
+        value = draw(st.sampled_from(candidates))
+        invoked, done = read(t, t + draw(st.integers(0, 5)), process, store, key, value, f"r{i}")
         if draw(st.integers(0, 5)):
-            ev(time=t, phase="invoke", **common)
-        ev(
-            time=t + draw(st.integers(0, 5)),
-            phase="ok",
-            value=draw(st.sampled_from(candidates)),
-            **common,
-        )
+            ev(invoked)
+        ev(done)
 
     invariant = draw(st.sampled_from([None, {"min": 0}, {"max": 3}, {"min": -1, "max": 2}]))
     if invariant is not None or draw(st.booleans()):
         params = {"invariant": invariant} if invariant is not None else {}
         ev(
-            type="header",
-            time=0,
-            extra=json.dumps({"run_id": "r", "scenario": "s", "seed": 1, "params": params}),
+            _event(
+                type="header",
+                time=0,
+                extra=json.dumps({"run_id": "r", "scenario": "s", "seed": 1, "params": params}),
+            )
         )
     folds: dict[str, int] = {}
     for agg in draw(st.lists(st.sampled_from(AGGREGATES), unique=True)):
         for i in range(draw(st.integers(0, 5))):
             delta = draw(st.sampled_from(["1", "2", "-1", "-2", "+3", "x"]))
-            ev(
-                type="msg",
-                time=draw(times),
-                action="produce",
-                channel=draw(st.sampled_from(["events", "events:acct", "other"])),
-                key=agg,
-                value=delta,
-                version=draw(st.one_of(st.none(), st.integers(0, 6))),
-                msg_id=f"e{agg}{i}",
-            )
+            t = draw(times)
+            channel = draw(st.sampled_from(["events", "events:acct", "other"]))
+            event_version = draw(st.one_of(st.none(), st.integers(0, 6)))
+            ev(replace(produce(t, agg, delta, event_version, channel), msg_id=f"e{agg}{i}"))
             folds[agg] = folds.get(agg, 0) + (int(delta) if delta != "x" else 0)
     if draw(st.booleans()):
         for agg in AGGREGATES:
             value = draw(st.sampled_from([None, "0", "1", "x", str(folds.get(agg, 0))]))
-            ev(type="state", time=draw(times), store="projection:balance", key=agg, value=value)
+            ev(state(draw(times), "projection:balance", agg, value))
     return events

@@ -13,11 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_support import DRIFTLAB
 
 from checkers.analyze import SCRATCH
 from harness.testing.synthetic import generate_history
-
-DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
 
 
 def _digests(run: Path) -> dict[str, str]:

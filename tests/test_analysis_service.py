@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from multiprocessing.connection import Client
 from pathlib import Path
 
 import pytest
+from cli_support import DRIFTLAB
 from rich.console import Console
 
 from checkers.analyze import analyze
@@ -19,7 +19,6 @@ from harness.services.base import Endpoint
 from harness.services.stack import DEFAULT_STACK_DIR, Stack, local_stack
 from harness.testing.synthetic import generate_history
 
-DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
 PLANT = {"duplicate-delivery": 2, "missing": 1, "poll-skip": 1}
 
 

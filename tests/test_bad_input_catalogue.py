@@ -12,20 +12,19 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cli_support import DRIFTLAB
 
 from harness.history.reader import convert_to_parquet
 from harness.history.recorder import Recorder
 from harness.history.schema import RunHeader
 from harness.testing.synthetic import generate_history
 
-DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
 UNREACHABLE = "spark://127.0.0.1:1"  # port 1: nothing listens there
 
 

@@ -7,18 +7,15 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from keyed_support import spark_check
+from keyed_support import agreed
 from strategies_states import (
     apply,
     histories,
-    identities,
     kinds,
-    spark_identities,
     state,
     write,
 )
 
-from checkers.reference import divergence as ref
 from harness.history.schema import Event
 
 FIGURE_11_4 = [
@@ -64,21 +61,14 @@ PLANTED = [
 ]
 
 
-def both(spark, events: list[Event]) -> list:
-    """The reference anomalies, after checking Spark finds the same identities."""
-    found = ref.check(events)
-    assert spark_identities(spark_check(spark, events, "divergence")) == identities(found)
-    return found
-
-
 @pytest.mark.spark
 def test_empty_history_has_no_divergence(spark) -> None:
-    assert both(spark, []) == []
+    assert agreed(spark, [], "divergence") == []
 
 
 @pytest.mark.spark
 def test_figure_11_4_race_leaves_the_cache_stale(spark) -> None:
-    found = both(spark, FIGURE_11_4)
+    found = agreed(spark, FIGURE_11_4, "divergence")
     assert kinds(found) == Counter({("stale", "cache", "x"): 1})
     (a,) = found
     assert a.time == 101
@@ -88,7 +78,7 @@ def test_figure_11_4_race_leaves_the_cache_stale(spark) -> None:
 
 @pytest.mark.spark
 def test_planted_divergences_are_found_with_exact_counts(spark) -> None:
-    found = both(spark, PLANTED)
+    found = agreed(spark, PLANTED, "divergence")
     assert kinds(found) == Counter(
         {
             ("missing", "cache", "a"): 1,
@@ -116,7 +106,7 @@ def test_a_store_read_empty_misses_every_source_key(spark) -> None:
         state(2, "source", "b", "2"),
         state(3, "search", None, None),
     ]
-    assert kinds(both(spark, events)) == Counter(
+    assert kinds(agreed(spark, events, "divergence")) == Counter(
         {("missing", "search", "a"): 1, ("missing", "search", "b"): 1}
     )
 
@@ -124,7 +114,7 @@ def test_a_store_read_empty_misses_every_source_key(spark) -> None:
 @pytest.mark.spark
 def test_without_the_source_state_nothing_is_judged(spark) -> None:
     events = [write(1, "a", "a1", 1), state(2, "cache", "a", "zzz")]
-    assert both(spark, events) == []
+    assert agreed(spark, events, "divergence") == []
 
 
 @pytest.mark.spark
@@ -139,11 +129,11 @@ def test_clean_history_has_no_divergence(spark) -> None:
         state(10, "source", "b", "b1"),
         state(11, "cache", "b", "b1"),
     ]
-    assert both(spark, events) == []
+    assert agreed(spark, events, "divergence") == []
 
 
 @pytest.mark.spark
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(events=histories())
 def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
-    both(spark, events)
+    agreed(spark, events, "divergence")

@@ -10,11 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from keyed_support import spark_check
 from strategies_messages import combined_histories
 
-from checkers.anomaly import KINDS
 from checkers.reference import duplicates as reference
-from harness.history.reader import read_parquet
-from harness.history.schema import COLUMNS, Event
-from harness.testing.synthetic import generate
+from harness.history.schema import Event
 
 
 def deliver(t: int, msg_id: str, consumer: str = "g", **kw: object) -> Event:
@@ -77,9 +74,7 @@ def test_redelivery_after_restart_is_a_duplicate_delivery() -> None:
 
 
 def placed(t: int, action: str, msg_id: str, offset: int, **kw: object) -> Event:
-    return Event(
-        type="msg", time=t, action=action, msg_id=msg_id, channel="c", offset=offset, **kw
-    )
+    return Event(type="msg", time=t, action=action, msg_id=msg_id, channel="c", offset=offset, **kw)
 
 
 def test_one_message_at_two_offsets_is_a_duplicate_offset() -> None:
@@ -130,17 +125,6 @@ def test_spark_finds_the_hand_made_duplicates(spark) -> None:
     apply_row = next(r for r in rows if r.kind == "duplicate-apply")
     assert apply_row.time == 6 and apply_row.detail == "m1 applied 3 times to cache"
     assert apply_row.evidence.count('"action":"apply"') == 3
-
-
-def test_finds_what_the_synthetic_generator_planted(tmp_path) -> None:
-    """harness.testing.synthetic plants each kind by its own reading of the spec."""
-    run = generate(tmp_path / "run", 2000, seed=11, plant={k: 2 for k in KINDS["duplicates"]})
-    rows = read_parquet(run.run_dir / "history.parquet").table.to_pylist()
-    events = [Event(**{c: r[c] for c in COLUMNS}) for r in rows]
-    found = Counter(a.kind for a in reference.check(events))
-    assert {k: found[k] for k in KINDS["duplicates"]} == {
-        k: run.expected[k] for k in KINDS["duplicates"]
-    }
 
 
 @pytest.mark.spark

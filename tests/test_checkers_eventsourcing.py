@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from keyed_support import spark_check
-from strategies_states import header, histories, identities, kinds, produce, spark_identities, state
+from keyed_support import agreed
+from strategies_states import header, histories, kinds, produce, state
 
 from checkers.reference import eventsourcing as ref
 from harness.history.schema import Event
@@ -49,21 +49,14 @@ OVERBOOKING = [
 ]
 
 
-def both(spark, events: list[Event]) -> list:
-    """The reference anomalies, after checking Spark finds the same identities."""
-    found = ref.check(events)
-    assert spark_identities(spark_check(spark, events, "eventsourcing")) == identities(found)
-    return found
-
-
 @pytest.mark.spark
 def test_empty_history(spark) -> None:
-    assert both(spark, []) == []
+    assert agreed(spark, [], "eventsourcing") == []
 
 
 @pytest.mark.spark
 def test_projection_against_the_fold(spark) -> None:
-    found = both(spark, PROJECTIONS)
+    found = agreed(spark, PROJECTIONS, "eventsourcing")
     assert kinds(found) == Counter(
         {
             ("projection-mismatch", "projection:balance", "b"): 1,
@@ -82,7 +75,7 @@ def test_projection_against_the_fold(spark) -> None:
 
 @pytest.mark.spark
 def test_overdraft_in_version_order(spark) -> None:
-    found = both(spark, OVERDRAFT)
+    found = agreed(spark, OVERDRAFT, "eventsourcing")
     assert kinds(found) == Counter(
         {("invariant-violation", None, "acct"): 2, ("invariant-violation", None, "other"): 1}
     )
@@ -91,13 +84,13 @@ def test_overdraft_in_version_order(spark) -> None:
 
 @pytest.mark.spark
 def test_overbooking_beyond_the_maximum(spark) -> None:
-    found = both(spark, OVERBOOKING)
+    found = agreed(spark, OVERBOOKING, "eventsourcing")
     assert sorted(a.time for a in found if a.kind == "invariant-violation") == [22, 23]
 
 
 @pytest.mark.spark
 def test_without_an_invariant_nothing_is_violated(spark) -> None:
-    assert both(spark, OVERDRAFT[1:]) == []
+    assert agreed(spark, OVERDRAFT[1:], "eventsourcing") == []
 
 
 def test_a_malformed_invariant_names_the_fix() -> None:
@@ -109,4 +102,4 @@ def test_a_malformed_invariant_names_the_fix() -> None:
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(events=histories())
 def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
-    both(spark, events)
+    agreed(spark, events, "eventsourcing")

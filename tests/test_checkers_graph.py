@@ -7,10 +7,9 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from keyed_support import spark_check
-from strategies_states import apply, histories, identities, kinds, spark_identities, write
+from keyed_support import agreed
+from strategies_states import apply, histories, kinds, write
 
-from checkers.reference import graph as ref
 from harness.history.schema import Event
 
 FIGURE_11_4 = [
@@ -23,21 +22,14 @@ FIGURE_11_4 = [
 SOURCE_1_TO_4 = [write(i, "k", f"v{i}", i) for i in range(1, 5)]
 
 
-def both(spark, events: list[Event]) -> list:
-    """The reference anomalies, after checking Spark finds the same identities."""
-    found = ref.check(events)
-    assert spark_identities(spark_check(spark, events, "graph")) == identities(found)
-    return found
-
-
 @pytest.mark.spark
 def test_empty_history(spark) -> None:
-    assert both(spark, []) == []
+    assert agreed(spark, [], "graph") == []
 
 
 @pytest.mark.spark
 def test_figure_11_4_race_is_a_two_cycle(spark) -> None:
-    (a,) = both(spark, FIGURE_11_4)
+    (a,) = agreed(spark, FIGURE_11_4, "graph")
     assert (a.kind, a.store, a.key, a.time) == ("contradictory-order", "cache", "x", 13)
     assert a.detail.startswith("2-cycle 'v1' -> 'v2' -> 'v1'")
     shown = [(e["store"], e["value"]) for e in json.loads(a.evidence)]
@@ -54,7 +46,7 @@ def test_orders_that_agree_have_no_cycle(spark) -> None:
         apply(13, "cache", "k", "ghost", 2),  # carries no source write: left out
         apply(14, "cache", "k", "v4", 4),
     ]
-    assert both(spark, events) == []
+    assert agreed(spark, events, "graph") == []
 
 
 @pytest.mark.spark
@@ -70,7 +62,7 @@ def test_the_smallest_cycle_is_reported(spark) -> None:
         apply(20, "search", "k", "v4", 4),
         apply(21, "search", "k", "v1", 1),  # back to v1: only a 4-cycle
     ]
-    found = both(spark, events)
+    found = agreed(spark, events, "graph")
     assert kinds(found) == Counter(
         {("contradictory-order", "cache", "k"): 1, ("contradictory-order", "search", "k"): 1}
     )
@@ -87,7 +79,7 @@ def test_a_delete_overtaken_by_an_older_write(spark) -> None:
         apply(5, "cache", "k", None, 2),
         apply(6, "cache", "k", "v1", 1),
     ]
-    (a,) = both(spark, events)
+    (a,) = agreed(spark, events, "graph")
     assert a.time == 6 and "delete@2" in a.detail
 
 
@@ -95,4 +87,4 @@ def test_a_delete_overtaken_by_an_older_write(spark) -> None:
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(events=histories())
 def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
-    both(spark, events)
+    agreed(spark, events, "graph")

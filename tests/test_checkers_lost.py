@@ -8,14 +8,13 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, settings
 from keyed_support import spark_check, spark_notes
+from reference_counts import run_events
 from strategies_messages import combined_histories
 
-from checkers.anomaly import KINDS
 from checkers.reference import duplicates as dup
 from checkers.reference import lost as reference
 from checkers.reference import reorder
-from harness.history.reader import read_parquet
-from harness.history.schema import COLUMNS, LOG_AUDIT, Event
+from harness.history.schema import LOG_AUDIT, Event
 from harness.testing.synthetic import generate
 
 
@@ -139,15 +138,12 @@ def test_spark_finds_the_hand_made_losses(spark) -> None:
     assert g.evidence.count('"msg_id":"m2"') == 2
 
 
-def test_finds_what_the_synthetic_generator_planted(tmp_path) -> None:
-    """harness.testing.synthetic plants each kind by its own reading of the spec."""
-    run = generate(tmp_path / "run", 2000, seed=11, plant={k: 2 for k in KINDS["lost"]})
-    rows = read_parquet(run.run_dir / "history.parquet").table.to_pylist()
-    events = [Event(**{c: r[c] for c in COLUMNS}) for r in rows]
-    found = Counter(a.kind for a in reference.check(events))
-    kinds = KINDS["lost"]
-    assert {k: found[k] for k in kinds} == {k: run.expected[k] for k in kinds}
-    assert reference.notes(events)["recovered-write"] == run.notes["recovered-write"]
+def test_notes_the_recovered_writes_of_a_synthetic_run(tmp_path) -> None:
+    """An `info` write that committed anyway is noted as recovered (what the reference
+    checkers find of the synthetic generator's plants is tests/test_synthetic.py's)."""
+    run = generate(tmp_path / "run", 2000, seed=11, plant={})
+    notes = reference.notes(run_events(run.run_dir))
+    assert notes["recovered-write"] == run.notes["recovered-write"] > 0
 
 
 @pytest.mark.spark

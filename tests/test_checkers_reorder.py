@@ -9,11 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from keyed_support import spark_check
 from strategies_messages import combined_histories
 
-from checkers.anomaly import KINDS
 from checkers.reference import reorder as reference
-from harness.history.reader import read_parquet
-from harness.history.schema import COLUMNS, LOG_AUDIT, Event
-from harness.testing.synthetic import generate
+from harness.history.schema import LOG_AUDIT, Event
 
 
 def msg(action: str, t: int, **kw: object) -> Event:
@@ -199,16 +196,6 @@ def test_spark_finds_the_planted_reorders(spark) -> None:
     got = spark_identities(spark, events)
     assert got == identities(reference.check(events))
     assert Counter((kind, t - 100) for _, kind, _, _, _, t in got.elements()) == EXPECTED
-
-
-def test_finds_what_the_synthetic_generator_planted(tmp_path) -> None:
-    """harness.testing.synthetic plants each kind by its own reading of the spec."""
-    run = generate(tmp_path / "run", 2000, seed=11, plant={k: 2 for k in KINDS["reorder"]})
-    rows = read_parquet(run.run_dir / "history.parquet").table.to_pylist()
-    events = [Event(**{c: r[c] for c in COLUMNS}) for r in rows]
-    found = Counter(a.kind for a in reference.check(events))
-    kinds = KINDS["reorder"]
-    assert {k: found[k] for k in kinds} == {k: run.expected[k] for k in kinds}
 
 
 @pytest.mark.spark

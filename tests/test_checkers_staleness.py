@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from keyed_support import spark_check, spark_lag
-from strategies_states import apply, histories, identities, kinds, read, spark_identities, write
+from keyed_support import agreed, spark_lag
+from strategies_states import apply, histories, kinds, read, write
 
 from checkers.reference import staleness as ref
 from harness.history.schema import Event
@@ -55,13 +55,6 @@ LAGS = [
 ]
 
 
-def both(spark, events: list[Event]) -> list:
-    """The reference anomalies, after checking Spark finds the same identities."""
-    found = ref.check(events)
-    assert spark_identities(spark_check(spark, events, "staleness")) == identities(found)
-    return found
-
-
 def agree_on_lag(spark, events: list[Event]) -> dict:
     """The reference lag, after checking Spark's is the same: counts, nearest-rank
     percentiles (observed values) and max, exactly."""
@@ -73,13 +66,13 @@ def agree_on_lag(spark, events: list[Event]) -> dict:
 
 @pytest.mark.spark
 def test_empty_history(spark) -> None:
-    assert both(spark, []) == []
+    assert agreed(spark, [], "staleness") == []
     assert agree_on_lag(spark, []) == {}
 
 
 @pytest.mark.spark
 def test_read_your_writes_violations_exact(spark) -> None:
-    found = both(spark, READS)
+    found = agreed(spark, READS, "staleness")
     assert kinds(found) == Counter(
         {
             ("ryw-violation", "cache", "k"): 2,
@@ -119,5 +112,5 @@ def test_lag_series_buckets_by_second(spark) -> None:
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(events=histories())
 def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
-    both(spark, events)
+    agreed(spark, events, "staleness")
     agree_on_lag(spark, events)

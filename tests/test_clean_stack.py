@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from cli_support import DRIFTLAB
 
 from harness.exitcodes import LabFailure
 from harness.runner.clean_stack import clean, find_leftovers, live_namespaces, run_lease
@@ -26,7 +26,6 @@ from harness.services.stack import Stack
 
 pytestmark = pytest.mark.services
 
-DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
 
 
 def _driftlab(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:

@@ -9,12 +9,10 @@ through the installed `driftlab` console script, as a user would.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,8 +22,10 @@ from typing import Any
 import psycopg
 import pytest
 import redis
+from cli_support import DRIFTLAB, assert_reproduced, driftlab
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+from service_checks import check_committed_rows_survive_a_kill
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -45,9 +45,7 @@ from harness.services.docker_backend import (
 )
 from harness.services.stack import Stack
 from harness.services.stack_protocol import ServiceStack
-from scenarios.registry import claims_scenarios
 
-DRIFTLAB = Path(sys.executable).parent / "driftlab"
 FIX = "start Docker (`bash scripts/docker-images` starts one and builds the images)"
 # One claim per family the issue names: dual-write, CDC, work queue.
 CLAIMS = ["C1", "C3", "C7"]
@@ -87,20 +85,6 @@ def stack(engine: Any, short_dir: Path) -> Iterator[DockerStack]:
         yield docker_stack
     finally:
         docker_stack.down()
-
-
-def _driftlab(cwd: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTLAB_")}
-    env["COLUMNS"] = "120"
-    return subprocess.run(
-        [str(DRIFTLAB), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def _wait(predicate: Any, timeout: float, what: str) -> Any:
@@ -209,22 +193,7 @@ def test_services_run_in_labelled_containers_on_loopback(stack: DockerStack) -> 
 
 def test_kill_pause_restart_act_on_the_container(stack: DockerStack) -> None:
     stack.up("postgres", "redis")
-    link = stack.link("app", "postgres")
-    conninfo = psycopg.conninfo.make_conninfo(
-        host=link.host, port=link.port, connect_timeout=3, **link.extra
-    )
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute("CREATE TABLE kept (v int)")
-        conn.execute("INSERT INTO kept VALUES (7)")
-    pg = stack["postgres"]
-    pg.kill()
-    assert not pg.is_running()
-    with pytest.raises(psycopg.OperationalError):
-        psycopg.connect(conninfo, autocommit=True)
-    pg.start()
-    pg.wait_healthy()
-    with psycopg.connect(conninfo, autocommit=True) as conn:  # committed data survived
-        assert conn.execute("SELECT v FROM kept").fetchall() == [(7,)]
+    check_committed_rows_survive_a_kill(stack["postgres"], stack.link("app", "postgres"))
 
     cache = stack.endpoint("redis")
     client = _redis(cache)
@@ -264,21 +233,13 @@ def test_dual_write_cdc_and_work_queue_claims_on_docker(engine: Any, tmp_path: P
     """`driftlab suite --backend docker` reproduces a dual-write, a CDC (Kafka Connect
     with Debezium) and a work-queue claim, and leaves no container behind."""
     before = {c.id for c in stack_containers(engine)}
-    proc = _driftlab(
+    proc = driftlab(
         tmp_path, "suite", "--only", ",".join(CLAIMS), "--backend", "docker", timeout=1100
     )
     index_path = tmp_path / "runs" / "index.json"
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
     assert proc.returncode == 0, (index, proc.stdout[-3000:], proc.stderr[-3000:])
-    predicted = {sc.claim: sc for sc in claims_scenarios(CLAIMS)}
-    assert {r["claim"] for r in index["runs"]} == set(CLAIMS)
-    for r in index["runs"]:
-        sc = predicted[r["claim"]]
-        present = {k for k, v in sc.expectations.items() if v == "present"}
-        absent = {k for k, v in sc.expectations.items() if v == "absent"}
-        found = {k for k, n in r["counts"].items() if n}
-        assert r["verdict"] == "reproduced", r
-        assert present <= found and not (absent & found), (r["claim"], r["counts"])
+    assert_reproduced(index, CLAIMS)
     assert {c.id for c in stack_containers(engine)} <= before
 
 
@@ -325,7 +286,7 @@ def test_down_leaves_no_container_network_or_volume(engine: Any, short_dir: Path
     root = short_dir / "stack"
     networks = {n.id for n in engine.networks.list()}
     volumes = {v.id for v in engine.volumes.list()}
-    up = _driftlab(
+    up = driftlab(
         tmp_path,
         "up",
         "--backend",
@@ -341,10 +302,10 @@ def test_down_leaves_no_container_network_or_volume(engine: Any, short_dir: Path
     assert len(stack_containers(engine, sid)) == 3  # toxiproxy, redis, postgres
     # `up` returned: the containers outlive the command, as a local `driftlab up`'s servers.
     # Without --backend too: the state file says the stack is docker's.
-    status = _driftlab(tmp_path, "status", "--dir", str(root), timeout=60)
+    status = driftlab(tmp_path, "status", "--dir", str(root), timeout=60)
     assert status.returncode == 0, status.stdout + status.stderr
     assert "healthy" in status.stdout
-    down = _driftlab(tmp_path, "down", "--backend", "docker", "--dir", str(root), timeout=120)
+    down = driftlab(tmp_path, "down", "--backend", "docker", "--dir", str(root), timeout=120)
     assert down.returncode == 0, down.stdout + down.stderr
     assert not stack_containers(engine, sid)
     assert {n.id for n in engine.networks.list()} == networks

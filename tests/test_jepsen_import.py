@@ -36,13 +36,18 @@ def o(index: int, process: int | str, type_: str, f: str, value: str) -> str:
     )
 
 
-def judge(tmp_path: Path, ops: list[str], name: str = "history.edn") -> Counter[str]:
-    """Import the ops into a fresh run folder and count the reference checkers' kinds."""
+def imported(tmp_path: Path, ops: list[str], name: str = "history.edn") -> Path:
+    """The ops written as a history file and imported into a fresh run folder."""
     source = tmp_path / name
     source.write_text("\n".join(ops) + "\n")
     run = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
     import_history(source, run)
-    return Counter(a.kind for a in reference_anomalies(run))
+    return run
+
+
+def judge(tmp_path: Path, ops: list[str], name: str = "history.edn") -> Counter[str]:
+    """Import the ops into a fresh run folder and count the reference checkers' kinds."""
+    return Counter(a.kind for a in reference_anomalies(imported(tmp_path, ops, name)))
 
 
 # --- lost-write-test ----------------------------------------------------------------
@@ -62,10 +67,7 @@ LOST_CONSISTENT = [
 def test_lost_write_consistent(tmp_path: Path) -> None:
     """Jepsen: :lost-write a and b (below c, the highest read), :unseen x 3 (a, b, d).
     driftlab: a lost-message for each acknowledged send no one polled: a, b and d."""
-    run = tmp_path / "run"
-    source = tmp_path / "history.edn"
-    source.write_text("\n".join(LOST_CONSISTENT) + "\n")
-    import_history(source, run)
+    run = imported(tmp_path, LOST_CONSISTENT)
     lost = [a for a in reference_anomalies(run) if a.kind == "lost-message"]
     assert sorted(json.loads(a.evidence)[0]["msg_id"] for a in lost) == ["x/a", "x/b", "x/d"]
     assert {a.kind for a in reference_anomalies(run)} == {"lost-message"}
@@ -436,10 +438,7 @@ def test_realtime_lag(tmp_path: Path) -> None:
     completing at 13 after d, at offset 2, was acknowledged at 9 lags 4 (Jepsen: 3 at
     its invocation, 12); the poll of a b c d at 25 reads the end, 0; an empty poll
     delivers nothing and is not measured (docs/jepsen.md)."""
-    source = tmp_path / "history.edn"
-    source.write_text("\n".join(REALTIME_LAG) + "\n")
-    import_history(source, tmp_path / "run")
-    events = run_events(tmp_path / "run")
+    events = run_events(imported(tmp_path, REALTIME_LAG))
     t0 = min(e.time for e in events if e.type == "op")
     lags = sorted((lag.time - t0, lag.process, lag.lag_ns) for lag in realtime_lags(events))
     assert lags == [(13, "0", 4), (25, "0/1", 0)]
@@ -560,31 +559,16 @@ def test_config_forbids_what_jepsen_forbids(tmp_path: Path) -> None:
     """Expectations: Jepsen's failing kinds are absent; with :subscribe ops, poll skips
     and nonmonotonic polls are allowed, as Jepsen allows them; the names travel to the
     report."""
-    (tmp_path / "a.edn").write_text("\n".join(NONMONOTONIC.values()) + "\n")
-    import_history(tmp_path / "a.edn", tmp_path / "a")
-    config = json.loads((tmp_path / "a" / "config.json").read_text())
-    assert config["expectations"] == dict.fromkeys(
-        [
-            "lost-message",
-            "inconsistent-offset",
-            "nonmonotonic-poll",
-            "poll-skip",
-            "duplicate-offset",
-            "nonmonotonic-send",
-        ],
-        "absent",
-    )
+    run = imported(tmp_path, list(NONMONOTONIC.values()))
+    config = json.loads((run / "config.json").read_text())
+    always = {"lost-message", "inconsistent-offset", "duplicate-offset", "nonmonotonic-send"}
+    unless_subscribed = {"nonmonotonic-poll", "poll-skip"}
+    assert config["expectations"] == dict.fromkeys(always | unless_subscribed, "absent")
     assert config["foreign_names"] == {"tool": "Jepsen", "kinds": JEPSEN_NAMES}
     sub = [o(4, 0, "invoke", "subscribe", "[:x]"), o(5, 0, "ok", "subscribe", "[:x]")]
-    (tmp_path / "b.edn").write_text("\n".join(_with(NONMONOTONIC, poll_234=sub)) + "\n")
-    import_history(tmp_path / "b.edn", tmp_path / "b")
-    config = json.loads((tmp_path / "b" / "config.json").read_text())
-    assert set(config["expectations"]) == {
-        "lost-message",
-        "inconsistent-offset",
-        "duplicate-offset",
-        "nonmonotonic-send",
-    }
+    run = imported(tmp_path, _with(NONMONOTONIC, poll_234=sub))
+    config = json.loads((run / "config.json").read_text())
+    assert set(config["expectations"]) == always
 
 
 @pytest.mark.parametrize(

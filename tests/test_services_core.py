@@ -18,23 +18,12 @@ import pika
 import psycopg
 import pytest
 import redis
+from service_checks import check_committed_rows_survive_a_kill, pg_connect
 
 from harness.services.base import Endpoint
 from harness.services.stack import Stack
 
 pytestmark = pytest.mark.services
-
-
-def _pg(endpoint: Endpoint, timeout: int = 3) -> psycopg.Connection:
-    return psycopg.connect(
-        host=endpoint.host,
-        port=endpoint.port,
-        user=endpoint.extra["user"],
-        password=endpoint.extra["password"],
-        dbname=endpoint.extra["dbname"],
-        connect_timeout=timeout,
-        autocommit=True,
-    )
 
 
 def _redis(endpoint: Endpoint, timeout: float = 3.0) -> redis.Redis:
@@ -67,7 +56,7 @@ def cache(stack: Stack) -> Endpoint:
 
 
 def test_postgres_is_ready_for_logical_decoding(stack: Stack, pg: Endpoint) -> None:
-    with _pg(pg) as conn:
+    with pg_connect(pg) as conn:
         settings = dict(
             conn.execute(
                 "SELECT name, setting FROM pg_settings WHERE name IN "
@@ -95,18 +84,7 @@ def test_postgres_is_ready_for_logical_decoding(stack: Stack, pg: Endpoint) -> N
 
 
 def test_postgres_keeps_committed_rows_after_kill_9(stack: Stack, pg: Endpoint) -> None:
-    with _pg(pg) as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS t_crash (id int PRIMARY KEY, v text)")
-        conn.execute("INSERT INTO t_crash VALUES (1, 'committed') ON CONFLICT DO NOTHING")
-    service = stack["postgres"]
-    service.kill()
-    assert not service.is_running()
-    with pytest.raises(psycopg.OperationalError):
-        _pg(pg, timeout=2).close()
-    service.start()
-    service.wait_healthy(60)
-    with _pg(pg) as conn:  # the same link: the port survived the restart
-        assert conn.execute("SELECT v FROM t_crash WHERE id = 1").fetchone() == ("committed",)
+    check_committed_rows_survive_a_kill(stack["postgres"], pg)
 
 
 def test_redis_keeps_appendonly_data_after_kill_9(stack: Stack, cache: Endpoint) -> None:
@@ -157,13 +135,13 @@ def test_cut_makes_a_client_time_out_and_heal_lets_it_through(stack: Stack, pg: 
     try:
         begun = time.monotonic()
         with pytest.raises(psycopg.OperationalError):
-            _pg(pg, timeout=2).close()
+            pg_connect(pg, timeout=2).close()
         waited = time.monotonic() - begun
     finally:
         stack.links.heal(link)
     print(f"connect through a cut link failed after {waited:.2f} s")
     assert waited >= 1.5  # a timeout, not a refusal
-    with _pg(pg) as conn:
+    with pg_connect(pg) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
     assert all(info.toxics == () for info in stack.links.list() if info.name == link)
 

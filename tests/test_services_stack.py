@@ -217,28 +217,29 @@ def test_missing_program_names_its_install_command(
         "toxiproxy-server",
         Binary("toxiproxy-server", "bash scripts/bootstrap", (stack_dir,), on_path=False),
     )
-    stack = Stack(stack_dir / "stack", owned=True)
+    message = _refused(stack_dir / "stack", "nats")
+    assert "toxiproxy-server not found" in message
+    assert "`bash scripts/bootstrap`" in message
+
+
+def _refused(root: Path, service: str) -> str:
+    """What a stack in `root` says when it cannot start `service`."""
+    stack = Stack(root, owned=True)
     try:
         with pytest.raises(ServiceError) as err:
-            stack.up("nats")
+            stack.up(service)
     finally:
         stack.down()
-    assert "toxiproxy-server not found" in str(err.value)
-    assert "`bash scripts/bootstrap`" in str(err.value)
+    return str(err.value)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root runs PostgreSQL as another user")
 def test_a_stack_folder_postgres_cannot_enter_is_refused_with_the_fix(stack_dir: Path) -> None:
     private = stack_dir / "private"
     private.mkdir(mode=0o700)
-    stack = Stack(private / "stack", owned=True)
-    try:
-        with pytest.raises(ServiceError) as err:
-            stack.up("postgres")
-    finally:
-        stack.down()
-    assert f"cannot enter {private}" in str(err.value)
-    assert f"chmod o+x {private}" in str(err.value)
+    message = _refused(private / "stack", "postgres")
+    assert f"cannot enter {private}" in message
+    assert f"chmod o+x {private}" in message
 
 
 def test_unknown_service_is_named(stack_dir: Path) -> None:

@@ -9,36 +9,17 @@ consumer process ran in the run folder and was handed the relative path `runs/..
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-from scenarios.registry import claims_scenarios
-
-DRIFTLAB = Path(sys.executable).parent / "driftlab"
+from cli_support import assert_reproduced, driftlab
 
 # One claim per setup family: dual-write, cdc, outbox, compaction, snapshot,
 # bounded-log, work-queue, event-sourced, direct messaging, acked produce.
 FAMILIES = ["C1", "C3", "C6", "C7", "C9", "C10", "C11", "C14", "C16", "C17"]
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
-
-
-def _driftlab(cwd: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTLAB_")}
-    env["COLUMNS"] = "120"
-    return subprocess.run(
-        [str(DRIFTLAB), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def _failure(proc: subprocess.CompletedProcess[str], index: dict | None = None) -> str:
@@ -56,21 +37,14 @@ def _failure(proc: subprocess.CompletedProcess[str], index: dict | None = None) 
 def test_suite_from_a_fresh_directory_reproduces_every_setup_family(tmp_path: Path) -> None:
     """`driftlab suite --only ...` with default options reproduces each claim's
     prediction and writes the suite page and every run's report under ./runs."""
-    proc = _driftlab(tmp_path, "suite", "--only", ",".join(FAMILIES), timeout=1700)
+    proc = driftlab(tmp_path, "suite", "--only", ",".join(FAMILIES), timeout=1700)
     index_json = tmp_path / "runs" / "index.json"
     index = json.loads(index_json.read_text()) if index_json.exists() else None
     assert proc.returncode == 0, _failure(proc, index)
     assert index is not None, _failure(proc)
     assert (tmp_path / "runs" / "index.html").is_file()
-    predicted = {sc.claim: sc for sc in claims_scenarios(FAMILIES)}
-    assert {r["claim"] for r in index["runs"]} == set(FAMILIES)
+    assert_reproduced(index, FAMILIES, _failure(proc, index))
     for r in index["runs"]:
-        sc = predicted[r["claim"]]
-        present = {k for k, v in sc.expectations.items() if v == "present"}
-        absent = {k for k, v in sc.expectations.items() if v == "absent"}
-        found = {k for k, n in r["counts"].items() if n}
-        assert r["verdict"] == "reproduced", _failure(proc, index)
-        assert present <= found and not (absent & found), (r["claim"], r["counts"])
         run_dir = tmp_path / "runs" / r["run_dir"]
         assert (run_dir / "report.html").is_file(), run_dir
     # The suite's own stack is gone with it: nothing left to reuse or leak.
@@ -82,7 +56,7 @@ def test_suite_from_a_fresh_directory_reproduces_every_setup_family(tmp_path: Pa
 def test_run_of_a_cdc_scenario_with_defaults(tmp_path: Path) -> None:
     """`driftlab run C4` from a fresh directory: the planted commit-before-apply bug is
     caught (exit 0, "reproduced"), and runs/latest holds its report."""
-    proc = _driftlab(tmp_path, "run", "C4", timeout=600)
+    proc = driftlab(tmp_path, "run", "C4", timeout=600)
     latest = tmp_path / "runs" / "latest"
     summary_path = latest / "logs" / "run.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from checkers.anomaly import Anomaly, evidence_json
 from harness.history.schema import LOG_AUDIT, SOURCE_STORE, Event, EventType, MsgAction, OpPhase
 
 WRITE_FS = frozenset({"write", "delete", "increment"})
@@ -107,3 +108,26 @@ class SourceWrites:
         if effect.version is None:
             return None
         return self.deletes.get((effect.key, effect.version))
+
+
+def found_at(
+    checker: str,
+    kind: str,
+    at: Event,
+    detail: str,
+    evidence: Iterable[Event],
+    *,
+    store: str | None = None,
+    consumer: str | None = None,
+) -> Anomaly:
+    """An anomaly shown by the event `at` (its key and time), with `evidence`."""
+    return Anomaly(
+        checker=checker,
+        kind=kind,
+        store=store,
+        key=at.key,
+        consumer=consumer,
+        time=at.time,
+        detail=detail,
+        evidence=evidence_json(evidence),
+    )

@@ -10,10 +10,10 @@ offset.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from checkers.anomaly import Anomaly, evidence_json
-from checkers.reference.common import is_consumer_delivery, order_key
+from checkers.anomaly import Anomaly
+from checkers.reference.common import found_at, is_consumer_delivery, order_key
 from harness.history.schema import Event, EventType, MsgAction
 
 CHECKER = "duplicates"
@@ -41,38 +41,25 @@ def check(events: Sequence[Event]) -> list[Anomaly]:
         ):
             placed[(e.msg_id, e.channel, e.partition)].append(e)
     out: list[Anomaly] = _offsets(placed)
-    for (consumer, msg_id), group in deliveries.items():
-        if len(group) > 1:
-            group.sort(key=order_key)
-            second = group[1]
-            out.append(
-                Anomaly(
-                    checker=CHECKER,
-                    kind="duplicate-delivery",
-                    store=None,
-                    key=second.key,
-                    consumer=consumer,
-                    time=second.time,
-                    detail=f"{msg_id} delivered {len(group)} times to {consumer}",
-                    evidence=evidence_json(group),
-                )
+    for (consumer, msg_id), group in _repeated(deliveries):
+        detail = f"{msg_id} delivered {len(group)} times to {consumer}"
+        out.append(
+            found_at(CHECKER, "duplicate-delivery", group[1], detail, group, consumer=consumer)
+        )
+    for (store, msg_id), group in _repeated(applies):
+        second = group[1]
+        detail = f"{msg_id} applied {len(group)} times to {store}"
+        out.append(
+            found_at(
+                CHECKER,
+                "duplicate-apply",
+                second,
+                detail,
+                group,
+                store=store,
+                consumer=second.consumer,
             )
-    for (store, msg_id), group in applies.items():
-        if len(group) > 1:
-            group.sort(key=order_key)
-            second = group[1]
-            out.append(
-                Anomaly(
-                    checker=CHECKER,
-                    kind="duplicate-apply",
-                    store=store,
-                    key=second.key,
-                    consumer=second.consumer,
-                    time=second.time,
-                    detail=f"{msg_id} applied {len(group)} times to {store}",
-                    evidence=evidence_json(group),
-                )
-            )
+        )
     return out
 
 
@@ -89,19 +76,20 @@ def _offsets(placed: dict[tuple[str, str, int | None], list[Event]]) -> list[Ano
         at: dict[int, Event] = {}
         for e in group:
             at.setdefault(e.offset, e)
+        offsets = ", ".join(str(o) for o in sorted(at))
+        detail = f"{msg_id} is at offsets {offsets} of {channel}[{partition}]"
         out.append(
-            Anomaly(
-                checker=CHECKER,
-                kind="duplicate-offset",
-                store=None,
-                key=other.key,
-                consumer=None,
-                time=other.time,
-                detail=(
-                    f"{msg_id} is at offsets {', '.join(str(o) for o in sorted(at))} "
-                    f"of {channel}[{partition}]"
-                ),
-                evidence=evidence_json(at[o] for o in sorted(at)),
-            )
+            found_at(CHECKER, "duplicate-offset", other, detail, (at[o] for o in sorted(at)))
         )
     return out
+
+
+def _repeated(
+    groups: dict[tuple[str, str], list[Event]],
+) -> Iterator[tuple[tuple[str, str], list[Event]]]:
+    """The groups of two events or more, each sorted in time order (its second event is
+    the duplicate)."""
+    for where, group in groups.items():
+        if len(group) > 1:
+            group.sort(key=order_key)
+            yield where, group

@@ -20,8 +20,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from checkers.anomaly import Anomaly, evidence_json
-from checkers.reference.common import is_effect, is_source_write, order_key
+from checkers.anomaly import Anomaly
+from checkers.reference.common import found_at, is_effect, is_source_write, order_key
 from harness.history.schema import (
     LOG_AUDIT,
     SOURCE_STORE,
@@ -146,17 +146,12 @@ def messages(events: Sequence[Event], facts: Consumers | None = None) -> Outcome
             if ends and consumer != LOG_AUDIT:
                 first = ends[0]
                 where, seen = _where(first.channel, in_log[msg_id], audited)
+                detail = (
+                    f"{msg_id} produced on {first.channel}, never delivered to {consumer}{where}"
+                )
                 out.lost.append(
-                    Anomaly(
-                        checker=CHECKER,
-                        kind="lost-message",
-                        store=None,
-                        key=first.key,
-                        consumer=consumer,
-                        time=first.time,
-                        detail=f"{msg_id} produced on {first.channel}, never delivered "
-                        f"to {consumer}{where}",
-                        evidence=evidence_json([*ends, *seen]),
+                    found_at(
+                        CHECKER, "lost-message", first, detail, [*ends, *seen], consumer=consumer
                     )
                 )
             elif not ends and any(p.channel in consumes for p in produces):
@@ -243,18 +238,8 @@ def writes(events: Sequence[Event], facts: WriteFacts | None = None) -> Outcome:
         for store in sorted(effect_stores):
             if (store, _carried(w)) not in reached:
                 where, seen = _write_where(logged.get(_carried(w), []), w.key in audited_keys)
-                out.lost.append(
-                    Anomaly(
-                        checker=CHECKER,
-                        kind="lost-write",
-                        store=store,
-                        key=w.key,
-                        consumer=None,
-                        time=w.time,
-                        detail=f"{w.f} of {w.key!r} = {w.value!r} never reached {store}{where}",
-                        evidence=evidence_json([w, *seen]),
-                    )
-                )
+                detail = f"{w.f} of {w.key!r} = {w.value!r} never reached {store}{where}"
+                out.lost.append(found_at(CHECKER, "lost-write", w, detail, [w, *seen], store=store))
     return out
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers.anomaly import Anomaly, evidence_json
-from checkers.reference.common import is_consumer_delivery, is_effect, order_key
+from checkers.reference.common import found_at, is_consumer_delivery, is_effect, order_key
 from harness.history.schema import Event, EventType, MsgAction
 
 CHECKER = "reorder"
@@ -72,17 +72,10 @@ def _regressions(
         g = group(e)
         top = highest.get(g)
         if top is not None and e.version < top.version:
+            detail = f"{e.key!r} version {e.version} {verb} after version {top.version}"
+            store = e.store if kind == "stale-overwrite" else None
             out.append(
-                Anomaly(
-                    checker=CHECKER,
-                    kind=kind,
-                    store=e.store if kind == "stale-overwrite" else None,
-                    key=e.key,
-                    consumer=e.consumer,
-                    time=e.time,
-                    detail=f"{e.key!r} version {e.version} {verb} after version {top.version}",
-                    evidence=evidence_json([top, e]),
-                )
+                found_at(CHECKER, kind, e, detail, [top, e], store=store, consumer=e.consumer)
             )
         if top is None or e.version > top.version:
             highest[g] = e
@@ -140,18 +133,7 @@ def polls(
                 f"{e.consumer} read {where} offset {e.offset} after {prev.offset}, "
                 f"skipping offset {offsets[i]}, which the log held"
             )
-        out.append(
-            Anomaly(
-                checker=CHECKER,
-                kind=kind,
-                store=None,
-                key=e.key,
-                consumer=e.consumer,
-                time=e.time,
-                detail=detail,
-                evidence=evidence_json([prev, e]),
-            )
-        )
+        out.append(found_at(CHECKER, kind, e, detail, [prev, e], consumer=e.consumer))
     return out
 
 
@@ -173,21 +155,11 @@ def sends(ordered: Iterable[Event]) -> list[Anomaly]:
         previous[g] = e
         if prev is None or e.offset >= prev.offset:
             continue
-        out.append(
-            Anomaly(
-                checker=CHECKER,
-                kind="nonmonotonic-send",
-                store=None,
-                key=e.key,
-                consumer=None,
-                time=e.time,
-                detail=(
-                    f"{e.process} sent to {e.channel}[{e.partition}] at offset {e.offset} "
-                    f"after offset {prev.offset}"
-                ),
-                evidence=evidence_json([prev, e]),
-            )
+        detail = (
+            f"{e.process} sent to {e.channel}[{e.partition}] at offset {e.offset} "
+            f"after offset {prev.offset}"
         )
+        out.append(found_at(CHECKER, "nonmonotonic-send", e, detail, [prev, e]))
     return out
 
 

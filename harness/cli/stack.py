@@ -18,7 +18,8 @@ from harness.runner.clean_stack import find_leftovers, live_namespaces
 from harness.services.analysis import ANALYSIS
 from harness.services.base import ServiceError
 from harness.services.kinds import REGISTRY, default_services
-from harness.services.stack import DEFAULT_STACK_DIR, STATE_FILE, Stack
+from harness.services.stack import DEFAULT_STACK_DIR, Stack
+from harness.services.stack_state import STATE_FILE
 
 StackDir = Annotated[
     Path,

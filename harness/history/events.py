@@ -1,10 +1,12 @@
 """Typed constructors of history events: the one place that spells each type's fields.
 
-The real recorder (harness.history.recorder) and the simulator's recorder
-(harness.explore.sim.recorder) build every event through these functions, so a real
-run's history and a simulated one cannot drift apart. Each returns the event's fields
+The real recorder (harness.history.recorder), the simulator's recorder
+(harness.explore.sim.recorder) and so the Jepsen importer build every event through
+these functions, so a real run's history, a simulated one and an imported one cannot
+drift apart. Each returns the event's fields
 (`type` set, absent fields left out) after checking what only one value may be: an op's
-phase, a message's action, a fault window's phase. `extra` is a dict, or its JSON text.
+phase, a message's action, a fault window's phase. `extra` is a dict, or its JSON text;
+`time` is left out for the recorder to stamp, or given (an imported history's own).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def fault(
     fault_id: str | None = None,
     error: str | None = None,
     extra: dict[str, Any] | str | None = None,
+    time: int | None = None,
 ) -> Fields:
     """A FAULT event: a fault window opening (`start`) or closing (`stop`)."""
     if phase not in (FaultPhase.START, FaultPhase.STOP):
@@ -94,6 +97,7 @@ def fault(
         fault_id=fault_id,
         error=error,
         extra=extra,
+        time=time,
     )
 
 
@@ -120,6 +124,7 @@ def mark(
     store: str | None = None,
     process: str | None = None,
     extra: dict[str, Any] | str | None = None,
+    time: int | None = None,
 ) -> Fields:
     """A MARK event: a named point of the run (a harness.history.schema.Mark or other)."""
     return _present(
@@ -130,4 +135,5 @@ def mark(
         store=store,
         process=process,
         extra=extra,
+        time=time,
     )

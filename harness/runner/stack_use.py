@@ -10,8 +10,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from harness.exitcodes import BadInput, LabFailure
-from harness.services.stack import DEFAULT_STACK_DIR, STATE_FILE, Stack
+from harness.services.stack import DEFAULT_STACK_DIR, Stack
 from harness.services.stack_protocol import ServiceStack
+from harness.services.stack_state import STATE_FILE
 
 log = logging.getLogger("driftlab.runner")
 

@@ -9,7 +9,6 @@ this 2-core machine that is most of a small run's verdict. The service pays it o
 
 from __future__ import annotations
 
-import os
 import sys
 from multiprocessing.connection import Client
 from pathlib import Path
@@ -20,7 +19,7 @@ from rich.markup import escape
 
 from harness.services.base import Endpoint
 from harness.services.ports import LOOPBACK
-from harness.services.supervised import ProcessService
+from harness.services.supervised import ProcessService, write_private
 
 ANALYSIS = "analysis"
 
@@ -35,8 +34,7 @@ class AnalysisService(ProcessService):
 
     def prepare(self) -> None:
         self.spec.data_dir.mkdir(parents=True, exist_ok=True)
-        self.secret_path.write_text(self.spec.secret())
-        os.chmod(self.secret_path, 0o600)
+        write_private(self.secret_path, self.spec.secret())
 
     def command(self) -> list[str]:
         return [

@@ -25,10 +25,16 @@ import signal
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from harness.services.base import ServiceError
-from harness.services.process import ProcessRecord, SupervisedProcess, read_start_time
+from harness.services.process import (
+    ProcessOptions,
+    ProcessRecord,
+    StopOptions,
+    SupervisedProcess,
+    read_start_time,
+)
 
 LABEL_STACK = "driftlab.stack"
 LABEL_ROOT = "driftlab.root"  # the stack folder, to tell a dead stack's leftovers
@@ -171,48 +177,17 @@ class ContainerRuntime:
             self.client.containers.get(self.container_name(process)).remove(force=True)
 
     def process(
-        self,
-        name: str,
-        argv: Sequence[str],
-        log_path: Path,
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
-        user: str | None = None,
-        die_with_parent: bool = False,
-        stop_signal: int = signal.SIGTERM,
-        stop_timeout: float = 15.0,
+        self, name: str, argv: Sequence[str], log_path: Path, **options: Unpack[ProcessOptions]
     ) -> SupervisedProcess:
         # die_with_parent has no meaning for a container: the stack's reaper removes
         # them by label when their harness dies.
-        return ContainerProcess(
-            self,
-            name,
-            argv,
-            log_path,
-            env=env,
-            cwd=cwd,
-            user=user,
-            stop_signal=stop_signal,
-            stop_timeout=stop_timeout,
-        )
+        options.pop("die_with_parent", None)
+        return ContainerProcess(self, name, argv, log_path, **options)
 
     def adopt(
-        self,
-        name: str,
-        record: ProcessRecord,
-        *,
-        stop_signal: int = signal.SIGTERM,
-        stop_timeout: float = 15.0,
+        self, name: str, record: ProcessRecord, **options: Unpack[StopOptions]
     ) -> SupervisedProcess:
-        proc = ContainerProcess(
-            self,
-            name,
-            [],
-            Path(record.log_path),
-            stop_signal=stop_signal,
-            stop_timeout=stop_timeout,
-        )
+        proc = ContainerProcess(self, name, [], Path(record.log_path), **options)
         proc.record = record
         return proc
 
@@ -255,23 +230,9 @@ class ContainerProcess(SupervisedProcess):
         name: str,
         argv: Sequence[str],
         log_path: Path,
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
-        user: str | None = None,
-        stop_signal: int = signal.SIGTERM,
-        stop_timeout: float = 15.0,
+        **options: Unpack[ProcessOptions],
     ) -> None:
-        super().__init__(
-            name,
-            argv,
-            log_path,
-            env=env,
-            cwd=cwd,
-            user=user,
-            stop_signal=stop_signal,
-            stop_timeout=stop_timeout,
-        )
+        super().__init__(name, argv, log_path, **options)
         self.runtime = runtime
         self._exit_code: int | None = None
 

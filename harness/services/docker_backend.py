@@ -32,9 +32,10 @@ from harness.services.containers import (
     stack_containers,
     stack_id,
 )
-from harness.services.kinds import default_services
+from harness.services.kinds import default_services, start_order
 from harness.services.runtime import Runtime
-from harness.services.stack import STATE_FILE, Progress, Stack
+from harness.services.stack import Progress, Stack
+from harness.services.stack_state import STATE_FILE
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 
@@ -82,7 +83,7 @@ class DockerStack(Stack):
 
     def up(self, *names: str, progress: Progress | None = None) -> DockerStack:
         """Start the services as Stack.up does, after checking their images exist."""
-        wanted = self._closure(names or default_services())
+        wanted = start_order(names or default_services())
         missing = missing_images(self.client, sorted({image_for(n) for n in wanted}))
         if missing:
             raise ServiceError(

@@ -3,10 +3,11 @@ depends on, whether a plain `driftlab up` starts it and how long it may take."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from harness.services.analysis import ANALYSIS, AnalysisService
+from harness.services.base import ServiceError
 from harness.services.connect import connect_from_deps
 from harness.services.kafka import cluster_from_spec
 from harness.services.nats import NatsService
@@ -62,3 +63,42 @@ register(ANALYSIS, lambda spec, deps: AnalysisService(spec), default=False, star
 def default_services() -> list[str]:
     """The services a plain `driftlab up` starts."""
     return [name for name, kind in REGISTRY.items() if kind.default]
+
+
+def start_order(names: Iterable[str]) -> list[str]:
+    """`names` with Toxiproxy and every dependency, each after what it depends on."""
+    ordered: list[str] = []
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name not in REGISTRY:
+            known = ", ".join(REGISTRY)
+            raise ServiceError(f"unknown service {name!r}; known services: {known}")
+        if name in path:
+            raise ServiceError(f"services depend on each other in a cycle: {path}")
+        for dep in REGISTRY[name].depends_on:
+            visit(dep, (*path, name))
+        if name not in ordered:
+            ordered.append(name)
+
+    for name in (TOXIPROXY, *names):
+        visit(name, ())
+    return ordered
+
+
+def stop_waves(names: list[str]) -> Iterator[list[str]]:
+    """`names` in waves that may stop together: a service waits for those among `names`
+    that depend on it (Connect commits its offsets to Kafka on the way down)."""
+    remaining = list(names)
+    while remaining:
+        wave = [
+            n
+            for n in remaining
+            if not any(n in _depends_on(other) for other in remaining if other != n)
+        ] or remaining
+        yield wave
+        remaining = [n for n in remaining if n not in wave]
+
+
+def _depends_on(name: str) -> tuple[str, ...]:
+    kind = REGISTRY.get(name)
+    return kind.depends_on if kind else ()

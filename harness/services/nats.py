@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 
 from harness.services.base import Endpoint, ServiceError
 from harness.services.ports import LOOPBACK
-from harness.services.supervised import ProcessService
+from harness.services.supervised import ProcessService, write_private
 
 USER = "driftlab"
 
@@ -42,8 +41,7 @@ class NatsService(ProcessService):
                 "",
             ]
         )
-        self.config_path.write_text(config)
-        os.chmod(self.config_path, 0o600)
+        write_private(self.config_path, config)
 
     def command(self) -> list[str]:
         return [self.spec.runtime.binary("nats-server"), "-c", str(self.config_path)]

@@ -23,11 +23,30 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from harness.services.base import ServiceError
 
 LOG_TAIL_LINES = 25
+
+
+class StopOptions(TypedDict, total=False):
+    """How a supervised process is stopped (SupervisedProcess's defaults otherwise)."""
+
+    stop_signal: int
+    stop_timeout: float
+
+
+class ProcessOptions(StopOptions, total=False):
+    """How a supervised process is launched and stopped: SupervisedProcess's keywords,
+    which a runtime passes on."""
+
+    env: Mapping[str, str] | None
+    cwd: Path | None
+    user: str | None
+    die_with_parent: bool
+
+
 _PR_SET_PDEATHSIG = 1
 # Resolved before any fork: the child may only make the bare prctl call.
 _libc = ctypes.CDLL(None, use_errno=True)

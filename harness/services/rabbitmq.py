@@ -11,7 +11,7 @@ import pika
 from harness.services.base import Endpoint
 from harness.services.ports import LOOPBACK
 from harness.services.process import ProcessRecord, SupervisedProcess
-from harness.services.supervised import ProcessService, ServiceSpec
+from harness.services.supervised import ProcessService, ServiceSpec, write_private
 
 USER = "driftlab"
 
@@ -59,8 +59,7 @@ class RabbitMQService(ProcessService):
             ]
         )
         conf = self.config_base.with_suffix(".conf")
-        conf.write_text(config)
-        os.chmod(conf, 0o600)
+        write_private(conf, config)
         (self.spec.data_dir / "enabled_plugins").write_text("[].\n")
 
     def environment(self) -> dict[str, str]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import redis
 
 from harness.services.base import Endpoint
 from harness.services.ports import LOOPBACK
-from harness.services.supervised import ProcessService
+from harness.services.supervised import ProcessService, write_private
 
 
 class RedisService(ProcessService):
@@ -41,8 +40,7 @@ class RedisService(ProcessService):
                 "",
             ]
         )
-        self.config_path.write_text(config)
-        os.chmod(self.config_path, 0o600)
+        write_private(self.config_path, config)
 
     def command(self) -> list[str]:
         return [self.spec.runtime.binary("redis-server"), str(self.config_path)]

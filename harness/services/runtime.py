@@ -4,17 +4,18 @@ runtime is harness.services.containers)."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Unpack
 
 from harness.services import jvm
 from harness.services.base import ServiceError
 from harness.services.binaries import find_binary
 from harness.services.process import (
+    ProcessOptions,
     ProcessRecord,
+    StopOptions,
     SupervisedProcess,
 )
 
@@ -41,28 +42,13 @@ class Runtime(Protocol):
         ...
 
     def process(
-        self,
-        name: str,
-        argv: Sequence[str],
-        log_path: Path,
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
-        user: str | None = None,
-        die_with_parent: bool = False,
-        stop_signal: int = signal.SIGTERM,
-        stop_timeout: float = 15.0,
+        self, name: str, argv: Sequence[str], log_path: Path, **options: Unpack[ProcessOptions]
     ) -> SupervisedProcess:
         """A handle on `argv`, not started yet (SupervisedProcess's arguments)."""
         ...
 
     def adopt(
-        self,
-        name: str,
-        record: ProcessRecord,
-        *,
-        stop_signal: int = signal.SIGTERM,
-        stop_timeout: float = 15.0,
+        self, name: str, record: ProcessRecord, **options: Unpack[StopOptions]
     ) -> SupervisedProcess:
         """A handle on a process another harness process started (from a state file)."""
         ...
@@ -97,41 +83,14 @@ class LocalRuntime:
         return jvm.plugins_dir()
 
     def process(
-        self,
-        name: str,
-        argv: Sequence[str],
-        log_path: Path,
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
-        user: str | None = None,
-        die_with_parent: bool = False,
-        stop_signal: int = signal.SIGTERM,
-        stop_timeout: float = 15.0,
+        self, name: str, argv: Sequence[str], log_path: Path, **options: Unpack[ProcessOptions]
     ) -> SupervisedProcess:
-        return SupervisedProcess(
-            name,
-            argv,
-            log_path,
-            env=env,
-            cwd=cwd,
-            user=user,
-            die_with_parent=die_with_parent,
-            stop_signal=stop_signal,
-            stop_timeout=stop_timeout,
-        )
+        return SupervisedProcess(name, argv, log_path, **options)
 
     def adopt(
-        self,
-        name: str,
-        record: ProcessRecord,
-        *,
-        stop_signal: int = signal.SIGTERM,
-        stop_timeout: float = 15.0,
+        self, name: str, record: ProcessRecord, **options: Unpack[StopOptions]
     ) -> SupervisedProcess:
-        return SupervisedProcess.adopt(
-            name, record, stop_signal=stop_signal, stop_timeout=stop_timeout
-        )
+        return SupervisedProcess.adopt(name, record, **options)
 
     def run(
         self,

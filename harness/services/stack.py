@@ -9,34 +9,17 @@ its owner (PR_SET_PDEATHSIG on every leader plus a reaper process for the groups
 Services register in `harness.services.kinds.REGISTRY` (name -> ServiceKind), each with
 a factory from its own module.
 
-`stack.json` (version 1, mode 600, rewritten atomically after every launch and link):
-
-    {"version": 1, "root": "/abs/stack", "owned": false, "owner_pid": 1234,
-     "services": {"postgres": {
-         "spec": {"ports": {"main": 24011}, "secrets": {"password": "..."},
-                  "die_with_parent": false},
-         "processes": {"main": {"pid": 99, "pgid": 99, "start_time": 5120,
-                                "log_path": "/abs/stack/logs/postgres.log"}},
-         "endpoint": {"host": "127.0.0.1", "port": 24011,
-                      "extra": {"user": "driftlab", "password": "...", "dbname": "driftlab"}}},
-         ...},
-     "links": {"app->postgres": {"client": "app", "service": "postgres",
-                                 "host": "127.0.0.1", "port": 27003}}}
-
-`processes` lists only live processes (start_time tells a recycled pid apart); after
-`down` it is empty while `spec` stays, so the next `up` reuses ports and passwords that
-the data folders depend on (PostgreSQL's password is set by initdb).
+The state file is `stack.json` (harness.services.stack_state).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
@@ -44,16 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.services.base import Endpoint, ServiceError
-from harness.services.kinds import REGISTRY, TOXIPROXY, default_services
+from harness.services.kinds import REGISTRY, TOXIPROXY, default_services, start_order, stop_waves
 from harness.services.ports import LOOPBACK, port_holder, port_is_free
-from harness.services.process import ProcessRecord, read_start_time
+from harness.services.process import ProcessRecord
 from harness.services.reaper import spawn as spawn_reaper
 from harness.services.runtime import LocalRuntime, Runtime
+from harness.services.stack_state import STATE_FILE, read_state, service_state, write_state
 from harness.services.supervised import ProcessService, ServiceSpec
 from harness.services.toxiproxy import Links, ToxiproxyService, link_name
 
-STATE_VERSION = 1
-STATE_FILE = "stack.json"
 DEFAULT_STACK_DIR = Path(".driftlab/stack")
 Progress = Callable[[str, str], None]  # (service, event) for the terminal
 
@@ -102,7 +84,7 @@ class Stack:
         (self.root / "data").mkdir(exist_ok=True)
         (self.root / "data").chmod(0o755)
         if not self._saved_specs and self.state_path.exists():
-            self._saved_specs = _read_state(self.state_path).get("services", {})
+            self._saved_specs = read_state(self.state_path).get("services", {})
 
     def runtime(self, name: str) -> Runtime:
         """Where the service `name` runs its programs: here, as local processes (the
@@ -126,24 +108,6 @@ class Stack:
         spec.ports = {k: p for k, p in spec.ports.items() if port_is_free(p, allow_time_wait=True)}
         return spec
 
-    def _closure(self, names: Iterable[str]) -> list[str]:
-        ordered: list[str] = []
-
-        def visit(name: str, path: tuple[str, ...]) -> None:
-            if name not in REGISTRY:
-                known = ", ".join(REGISTRY)
-                raise ServiceError(f"unknown service {name!r}; known services: {known}")
-            if name in path:
-                raise ServiceError(f"services depend on each other in a cycle: {path}")
-            for dep in REGISTRY[name].depends_on:
-                visit(dep, (*path, name))
-            if name not in ordered:
-                ordered.append(name)
-
-        for name in (TOXIPROXY, *names):
-            visit(name, ())
-        return ordered
-
     def up(self, *names: str, progress: Progress | None = None) -> Stack:
         """Start the named services (with Toxiproxy and dependencies) and wait healthy.
 
@@ -153,7 +117,7 @@ class Stack:
         to it); only the health probes run in threads. On failure or Ctrl-C everything
         this call started is killed and the error says which service and why.
         """
-        wanted = self._closure(names or default_services())
+        wanted = start_order(names or default_services())
         self._prepare_root()
         if self.owned and self._reaper is None:
             self._reaper = spawn_reaper(
@@ -229,16 +193,9 @@ class Stack:
         Services stop together, except that a service waits for those that depend on
         it (Connect commits its offsets to Kafka on the way down); Toxiproxy goes last.
         """
-        remaining = [n for n in self.services if n != TOXIPROXY]
-        while remaining:
-            wave = [
-                n
-                for n in remaining
-                if not any(n in _depends_on(other) for other in remaining if other != n)
-            ] or remaining
+        for wave in stop_waves([n for n in self.services if n != TOXIPROXY]):
             with ThreadPoolExecutor(max_workers=len(wave)) as pool:
                 list(pool.map(lambda name: self.services[name].stop(), wave))
-            remaining = [n for n in remaining if n not in wave]
         if TOXIPROXY in self.services:
             self.services[TOXIPROXY].stop()
         self.links_made.clear()
@@ -318,31 +275,15 @@ class Stack:
         """Write `stack.json` atomically (mode 600: it holds the passwords)."""
         with self._state_lock:
             state = {
-                "version": STATE_VERSION,
                 "root": str(self.root),
                 "owned": self.owned,
                 "owner_pid": os.getpid(),
-                "services": {
-                    name: {
-                        "spec": service.spec.to_json(),
-                        "processes": {
-                            role: record.to_json()
-                            for role, record in service.records().items()
-                            if read_start_time(record.pid) == record.start_time
-                        },
-                        "endpoint": _endpoint_json(service.endpoint()),
-                    }
-                    for name, service in self.services.items()
-                },
+                "services": {name: service_state(svc) for name, svc in self.services.items()},
                 "links": self.links_made,
                 **self.state_extra(),
             }
             self.root.mkdir(parents=True, exist_ok=True)
-            tmp = self.state_path.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as out:
-                json.dump(state, out, indent=2)
-            tmp.replace(self.state_path)
+            write_state(self.state_path, state)
 
     @classmethod
     def attach(cls, root: Path) -> Stack:
@@ -358,7 +299,7 @@ class Stack:
             raise ServiceError(
                 f"no stack in {root} (no {STATE_FILE}); start one with `driftlab up`"
             )
-        state = _read_state(path)
+        state = read_state(path)
         if state.get("docker") and cls is Stack:
             from harness.services.docker_backend import DockerStack
 
@@ -385,31 +326,6 @@ class Stack:
     def is_up(self) -> bool:
         """Whether every service of the stack is running."""
         return bool(self.services) and all(s.is_running() for s in self.services.values())
-
-
-def _depends_on(name: str) -> tuple[str, ...]:
-    kind = REGISTRY.get(name)
-    return kind.depends_on if kind else ()
-
-
-def _endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
-    return {"host": endpoint.host, "port": endpoint.port, "extra": dict(endpoint.extra)}
-
-
-def _read_state(path: Path) -> dict[str, Any]:
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ServiceError(
-            f"cannot read the stack state {path}: {exc}; stop any leftover services "
-            f"(see `ps -ef`) and delete the file"
-        ) from exc
-    if state.get("version") != STATE_VERSION:
-        raise ServiceError(
-            f"{path} has state version {state.get('version')}, this driftlab reads "
-            f"{STATE_VERSION}; stop it with the driftlab that started it"
-        )
-    return state
 
 
 @contextlib.contextmanager

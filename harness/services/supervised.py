@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import signal
 from abc import abstractmethod
@@ -15,6 +16,12 @@ from harness.services.base import Service, ServiceError
 from harness.services.ports import free_port
 from harness.services.process import ProcessRecord, SupervisedProcess
 from harness.services.runtime import LocalRuntime, Runtime
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner may read: a config that holds a password."""
+    path.write_text(text)
+    os.chmod(path, 0o600)
 
 
 @dataclass

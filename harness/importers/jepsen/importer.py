@@ -1,0 +1,104 @@
+"""`import_history`: a Jepsen history file recorded as a driftlab run folder, with the
+config.json whose expectations forbid what Jepsen's checker forbids."""
+
+from __future__ import annotations
+
+import os
+import time as _time
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.history.recorder import Recorder
+from harness.history.schema import RunHeader
+from harness.importers import edn
+from harness.importers.jepsen.convert import Converter
+from harness.importers.jepsen.kinds import FORBIDDEN, JEPSEN_NAMES, REBALANCE_ALLOWED
+from harness.importers.jepsen.reading import FORMATS, JepsenImportError, detect_format, read_ops
+from harness.rundir import RunDir
+
+SCENARIO = "jepsen"
+
+
+@dataclass(slots=True)
+class ImportSummary:
+    """What an import read and wrote."""
+
+    source: str
+    format: str
+    ops: int = 0
+    events: int = 0
+    sends: int = 0
+    polled: int = 0
+    keys: int = 0
+    processes: int = 0
+    subscribe: bool = False
+    started_ns: int = 0
+    seconds: float = 0.0
+    expectations: dict[str, str] = field(default_factory=dict)
+
+
+def import_history(
+    path: str | os.PathLike[str], run_dir: str | os.PathLike[str], fmt: str | None = None
+) -> ImportSummary:
+    """Record the Jepsen history at `path` as the history of `run_dir` (which gets
+    `history/` and `config.json`); `fmt` is `edn` or `json`, by default from the name."""
+    source = Path(path)
+    run = Path(run_dir)
+    fmt = fmt or detect_format(source)
+    if fmt not in FORMATS:
+        raise JepsenImportError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    started = _time.perf_counter()
+    summary = ImportSummary(source=str(source), format=fmt)
+    header = RunHeader(
+        run_id=f"{SCENARIO}-{source.stem}-{run.name}",
+        scenario=SCENARIO,
+        seed=0,
+        params={"source": str(source), "format": fmt},
+    )
+    try:
+        stream = source.open(encoding="utf-8")
+    except OSError as e:
+        raise JepsenImportError(f"{source}: {e.strerror}; pass a Jepsen history file") from None
+    with stream, Recorder(run, header, role="jepsen", batch_size=8192, flush_interval=1.0) as rec:
+        converter = Converter(rec)
+        try:
+            converter.convert(read_ops(stream, fmt))
+        except edn.EDNError as e:
+            raise JepsenImportError(f"{source}: {e}") from None
+        except UnicodeDecodeError as e:
+            raise JepsenImportError(f"{source}: not UTF-8 text ({e.reason})") from None
+        converter.finish()
+        summary.started_ns = converter.base
+        summary.ops = converter.ops
+        summary.events = converter.events
+        summary.sends = converter.sends
+        summary.polled = converter.polled
+        summary.keys = len(converter.channels)
+        summary.processes = len(converter.procs)
+        summary.subscribe = converter.subscribe
+    summary.expectations = {
+        kind: "absent"
+        for kind in FORBIDDEN
+        if not (summary.subscribe and kind in REBALANCE_ALLOWED)
+    }
+    summary.seconds = _time.perf_counter() - started
+    _write_config(run, source, summary)
+    return summary
+
+
+def _write_config(run: Path, source: Path, summary: ImportSummary) -> None:
+    started = datetime.fromtimestamp(summary.started_ns / 1e9, UTC)
+    config = {
+        "scenario": SCENARIO,
+        "seed": 0,
+        "started_utc": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "expectations": summary.expectations,
+        "params": {
+            "summary": f"Jepsen kafka history {source.name}, imported (docs/jepsen.md)",
+            "setup": "imported Jepsen kafka history",
+            "import": asdict(summary),
+        },
+        "foreign_names": {"tool": "Jepsen", "kinds": JEPSEN_NAMES},
+    }
+    RunDir(run).write_config(config)

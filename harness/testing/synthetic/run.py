@@ -1,0 +1,132 @@
+"""Writing a synthetic run folder: its config.json and its history, as Parquet with the
+reader's metadata or as JSON-lines segments."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from harness.history.reader import METADATA_KEY, ROW_GROUP_SIZE, HistoryInfo, arrow_schema
+from harness.history.schema import RunHeader
+from harness.rundir import RunDir
+from harness.testing.synthetic.blocks import Blocks
+from harness.testing.synthetic.history import build_history
+from harness.testing.synthetic.plants import check_plant, expected_counts
+
+SCENARIO = "synthetic"
+INVARIANT = {"min": 0}
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticRun:
+    """What generate_history wrote."""
+
+    run_dir: Path
+    events: int
+    expected: dict[str, int]  # every kind of ALL_KINDS: what a correct checker finds
+    notes: dict[str, int]  # expected notes (recovered-write)
+
+
+def generate_history(
+    run_dir: str | os.PathLike[str],
+    events: int = 50_000,
+    seed: int = 0,
+    plant: Mapping[str, int] | None = None,
+    *,
+    cut_short: bool = False,
+    jsonl: bool = False,
+    expectations: Mapping[str, str] | None = None,
+) -> dict[str, int]:
+    """Write a synthetic run (config.json and history) into `run_dir`; return the
+    anomaly counts a correct checker suite finds there (every kind, planted or implied).
+
+    `events` is approximate (the clean history's structure decides the exact number).
+    `plant` maps anomaly kinds to how many to plant. `cut_short` leaves out the END
+    mark. `jsonl` writes JSON-lines segments (small histories) instead of Parquet.
+    `expectations` goes into config.json as is.
+    """
+    return generate(
+        run_dir,
+        events,
+        seed,
+        plant or {},
+        cut_short=cut_short,
+        jsonl=jsonl,
+        expectations=expectations,
+    ).expected
+
+
+def generate(
+    run_dir: str | os.PathLike[str],
+    events: int,
+    seed: int,
+    plant: Mapping[str, int],
+    *,
+    cut_short: bool = False,
+    jsonl: bool = False,
+    expectations: Mapping[str, str] | None = None,
+) -> SyntheticRun:
+    """Like generate_history, returning the whole SyntheticRun."""
+    counts = check_plant(plant)
+    if events < 1000:
+        raise ValueError(f"events={events}: a synthetic history needs at least 1000 events")
+    folder = RunDir(run_dir)
+    run = folder.path
+    rng = np.random.default_rng(seed)
+    header = RunHeader(
+        run_id=f"synthetic-{seed}-{events}",
+        scenario=SCENARIO,
+        seed=seed,
+        params={"events": events, "plant": counts, "invariant": INVARIANT},
+    )
+    blocks = Blocks()
+    notes = build_history(blocks, rng, events, counts, header, cut_short)
+    run.mkdir(parents=True, exist_ok=True)
+    folder.logs.mkdir(exist_ok=True)
+    for stale in (folder.history, folder.parquet):
+        if stale.is_dir():
+            shutil.rmtree(stale)
+        else:
+            stale.unlink(missing_ok=True)
+    n_events, writers, chunks = blocks.sorted_chunks(ROW_GROUP_SIZE * 8)
+    info = HistoryInfo(
+        events=n_events, segments=len(writers), complete=not cut_short, header=header
+    )
+    if jsonl:
+        _write_segments(folder.history, pa.concat_tables(chunks), writers)
+    else:
+        schema = arrow_schema().with_metadata({METADATA_KEY: info.to_json()})
+        with pq.ParquetWriter(folder.parquet, schema, compression="zstd") as out:
+            for part in chunks:
+                # Row groups as the reader writes them: Spark splits a file at them.
+                out.write_table(
+                    part.replace_schema_metadata(schema.metadata), row_group_size=ROW_GROUP_SIZE
+                )
+    config = {
+        "scenario": SCENARIO,
+        "seed": seed,
+        "params": header.params,
+        "expectations": dict(expectations or {}),
+    }
+    folder.write_config(config)
+    return SyntheticRun(run, n_events, expected_counts(counts), notes)
+
+
+def _write_segments(hist: Path, table: pa.Table, writers: list[str]) -> None:
+    """One JSON-lines segment per writer, nulls left out as the recorder does."""
+    hist.mkdir(parents=True)
+    for w in writers:
+        rows = table.filter(pc.equal(table.column("writer"), w)).to_pylist()
+        with open(hist / f"{w}.jsonl", "w") as out:
+            for row in rows:
+                out.write(json.dumps({k: v for k, v in row.items() if v is not None}))
+                out.write("\n")

@@ -1,0 +1,44 @@
+"""The `driftlab` command run as a user runs it (this environment's entry point, in a
+subprocess), and what a user checks of a suite's index."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from scenarios.registry import claims_scenarios
+
+DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
+
+
+def driftlab(cwd: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """`driftlab *args` in `cwd`, its output captured as text; without this
+    environment's DRIFTLAB_* settings and with a terminal wide enough for its tables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTLAB_")}
+    env["COLUMNS"] = "120"
+    return subprocess.run(
+        [DRIFTLAB, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def assert_reproduced(index: dict[str, Any], claims: list[str], context: object = None) -> None:
+    """The suite `index` ran each of `claims` once, and each reproduced its prediction:
+    the kinds its scenario expects present found, those expected absent not."""
+    predicted = {sc.claim: sc for sc in claims_scenarios(claims)}
+    assert {r["claim"] for r in index["runs"]} == set(claims)
+    for r in index["runs"]:
+        sc = predicted[r["claim"]]
+        present = {k for k, v in sc.expectations.items() if v == "present"}
+        absent = {k for k, v in sc.expectations.items() if v == "absent"}
+        found = {k for k, n in r["counts"].items() if n}
+        assert r["verdict"] == "reproduced", (r, context)
+        assert present <= found and not (absent & found), (r["claim"], r["counts"])
