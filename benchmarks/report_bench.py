@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/report_bench.py [--events 5000000] [--dir DIR] [--reuse]
 
-Generates a synthetic run with every anomaly kind planted (harness/testing/synthetic.py),
+Generates a synthetic run with every anomaly kind planted (harness/testing/synthetic/),
 analyses it (Spark, several minutes at 5M events on two cores), renders report.html and
 prints the report's size, the render time and the time of the filtered history read of
 the sequence diagrams. `--reuse` renders an already analysed run in DIR again. Prints
