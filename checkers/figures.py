@@ -22,12 +22,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from checkers.anomaly import ANOMALY_COLUMNS, Anomaly, sample_rank
+from checkers.keyed.duck import cursor
 from checkers.keyed.step import (
     ANOMALY,
     ERROR,
@@ -72,17 +72,13 @@ class PassFigures:
 def with_buckets(rows: pa.Table, t0_ns: int, bucket_s: int) -> pa.Table:
     """`rows` (pass rows, checkers.keyed.step.OUTPUT_DDL) with the start of each timed
     row's time bucket in seconds since `t0_ns` (null for untimed rows)."""
-    con = duckdb.connect()
-    try:
-        con.execute("SET threads TO 1")
+    with cursor() as con:
         con.register("rows", rows)
         return con.sql(
             f"""SELECT *, CASE WHEN "out" IN ({_quoted(_TIMED)})
               THEN CAST(floor(("time" - {t0_ns}) / {bucket_s * NS}) * {bucket_s} AS BIGINT)
               END AS {BUCKET_COLUMN} FROM rows"""
         ).to_arrow_table()
-    finally:
-        con.close()
 
 
 def summary_parts(rows: pa.Table, parts: int) -> Iterator[tuple[int, pa.Table]]:
@@ -160,9 +156,7 @@ def merged(parts: list[PassFigures]) -> PassFigures:
 def _percentiles(samples: pa.Table, out: PassFigures) -> None:
     """Exact nearest-rank percentiles (an observed value, the reference's definition)
     of every group of samples this partition holds."""
-    con = duckdb.connect()
-    try:
-        con.execute("SET threads TO 1")
+    with cursor() as con:
         con.register("samples", samples)
         picks = ", ".join(
             f"ms[greatest(ceil({p}::DOUBLE * count), 1)::BIGINT]" for p in PERCENTILES.values()
@@ -174,8 +168,6 @@ def _percentiles(samples: pa.Table, out: PassFigures) -> None:
                   FROM samples
                   GROUP BY GROUPING SETS (("out", name, {BUCKET_COLUMN}), ("out", name)))"""
         ).fetchall()
-    finally:
-        con.close()
     latency = out.history_series.setdefault("latency", [])
     for what, name, t, whole, count, p50, p95, p99, max_ms in found:
         if what == OP_LATENCY and not whole:
@@ -198,9 +190,7 @@ def _add_up(rows: pa.Table, per_kind: int, out: PassFigures) -> None:
     """Everything but the percentiles, from partition 0's rows."""
     for r in rows.filter(pc.equal(rows["out"], ERROR)).to_pylist():
         out.errors.setdefault(r["checker"], r["detail"])
-    con = duckdb.connect()
-    try:
-        con.execute("SET threads TO 1")
+    with cursor() as con:
         con.register("rows", rows)
         grouped = con.sql(
             f"""SELECT "out", checker, kind, {BUCKET_COLUMN}, count(*) AS rows, sum(n) AS n
@@ -210,8 +200,6 @@ def _add_up(rows: pa.Table, per_kind: int, out: PassFigures) -> None:
         details = con.sql(
             f"""SELECT kind, detail FROM rows WHERE "out" = '{SERIES_ROW}'"""
         ).fetchall()
-    finally:
-        con.close()
     series: Counter[tuple[int, str]] = Counter()
     ops: dict[tuple[int, str], dict[str, Any]] = {}
     for what, checker, kind, t, count, n in grouped:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from checkers.keyed.duck import cursor
 from checkers.keyed.facts import (
     DELIVER,
     DONE,
@@ -145,10 +145,7 @@ def route(table: pa.Table, buckets: int) -> Routed:
     """Route a slice (history columns plus position) to its groups and cut the routed
     rows into `buckets` by group: a group's rows land in one bucket, whatever slice
     they come from."""
-    con = duckdb.connect()
-    try:
-        # Spark runs one Python worker per core: more DuckDB threads would only contend.
-        con.execute("SET threads TO 1")
+    with cursor() as con:
         con.register("t", table)
         first = table.column(POSITION_COLUMN)[0].as_py() if table.num_rows else 0
         routes = con.sql(
@@ -160,8 +157,6 @@ def route(table: pa.Table, buckets: int) -> Routed:
         headers = con.sql(
             f"SELECT {_COLS}, {POSITION_COLUMN} FROM t WHERE type = '{EventType.HEADER}'"
         ).fetchall()
-    finally:
-        con.close()
     share.headers = [(row[-1], Event(*row[:-1])) for row in headers]
     routed = (
         table.take(routes.column("_i"))

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import duckdb
 import pyarrow as pa
 
+from checkers.keyed.duck import cursor
 from checkers.keyed.facts import Facts
 from checkers.keyed.step import GROUP_COLUMN, KEY, MESSAGE, PARTITION, ROUTE_COLUMN
 from checkers.reference.common import WRITE_FS
@@ -341,10 +341,7 @@ def _consumers(facts: Facts) -> pa.Table:
 def sieve(table: pa.Table, facts: Facts) -> Sieved:
     """The suspects of a partition's routed rows (history columns plus route, group and
     position) and what its cleared groups contribute."""
-    con = duckdb.connect()
-    try:
-        # Spark runs one Python worker per core: more DuckDB threads would only contend.
-        con.execute("SET threads TO 1")
+    with cursor() as con:
         con.register("t", table)
         con.register("consumers", _consumers(facts))
         stores = sorted(facts.writes.effect_stores) if facts.writes.quiesced else []
@@ -389,5 +386,3 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
             con.sql(_OFFSET_ROWS).fetchall(),
         )
         return Sieved(suspects, narrowed, lags, unseen, recovered, realtime)
-    finally:
-        con.close()

@@ -18,9 +18,9 @@ The pass's summary stage adds them up (checkers.figures).
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 
+from checkers.keyed.duck import cursor
 from checkers.keyed.step import output_schema
 from checkers.series import COMPLETIONS, NS
 from harness.history.schema import EventType, FaultPhase, MsgAction, OpPhase
@@ -95,14 +95,10 @@ FROM s WHERE type = '{EventType.MARK}'
 def series_rows(share: pa.Table, t0_ns: int, bucket_s: int) -> pa.Table:
     """A reduce partition's share of the series (SERIES_ROWS, without the bucket) as
     pass rows, for a history starting at `t0_ns` bucketed by `bucket_s` seconds."""
-    con = duckdb.connect()
-    try:
-        con.execute("SET threads TO 1")
+    with cursor() as con:
         con.register("s", share)
         query = _ROWS.replace("$t0", str(t0_ns)).replace("$bucket_s", str(bucket_s))
         found = con.sql(query).to_arrow_table()
-    finally:
-        con.close()
     schema = output_schema()
     return pa.table(
         {
