@@ -45,6 +45,8 @@ def wired(
 @pytest.mark.services
 def test_changes_reach_the_cache_through_the_log(wired: tuple[Cdc, SetupContext]) -> None:
     setup, ctx = wired
+    pipeline = setup.pipeline
+    assert pipeline is not None
     client = setup.client("c0")
     for v in ("a-1", "a-2", "a-3"):
         client.write("k", v)
@@ -82,7 +84,7 @@ def test_changes_reach_the_cache_through_the_log(wired: tuple[Cdc, SetupContext]
     # The delete is a tombstone row: the consumer removed the key at version 2.
     assert ("j", None) in {(e["key"], e.get("value")) for e in evs if e.get("action") == "apply"}
     assert any(
-        e["type"] == "mark" and e["kind"] == "consumer-done" and e["channel"] == setup.topic
+        e["type"] == "mark" and e["kind"] == "consumer-done" and e["channel"] == pipeline.topic
         for e in evs
     )
 
@@ -118,10 +120,11 @@ def test_a_killed_consumer_resumes_from_its_commit_as_a_new_instance(
 @pytest.mark.services
 def test_teardown_drops_the_replication_slot(stack: Stack, wired: tuple[Cdc, SetupContext]) -> None:
     setup, _ = wired
-    assert setup.capture is not None
-    slot = setup.capture.slot
+    pipeline = setup.pipeline
+    assert pipeline is not None and pipeline.capture is not None
+    slot = pipeline.capture.slot
     setup.teardown()  # the fixture's teardown after this one finds nothing left to do
-    assert not any(c.is_running() for c in setup.consumers)
+    assert not any(c.is_running() for c in pipeline.consumers)
     with psycopg.connect(stack["postgres"].conninfo(), autocommit=True) as conn:
         left = conn.execute(
             "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s", (slot,)

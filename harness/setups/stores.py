@@ -21,6 +21,10 @@ from pathlib import Path
 import psycopg
 import redis
 import tantivy
+from psycopg import sql
+
+from harness.services.base import Endpoint
+from harness.setups.connect import direct_pg_connect, redis_client
 
 CACHE = "cache"
 """The derived key-value store (Redis) of the architectures that keep one."""
@@ -33,6 +37,47 @@ ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = t.version + 1
 RETURNING version
 """
 """Write (or tombstone, value None) a key of a source table, bumping its version."""
+
+
+State = dict[str, tuple[str, int | None]]
+"""One store's final contents: key -> (value, version)."""
+
+
+def create_source_table(pg_direct: str, namespace: str, name: str = "items") -> sql.Identifier:
+    """Create `<namespace>.<name>(key, value, version)`, the source table every setup
+    writes through `UPSERT` (and the schema, when it is the run's first table)."""
+    table = sql.Identifier(namespace, name)
+    with direct_pg_connect(pg_direct) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(namespace)))
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {} (key text PRIMARY KEY, value text, version bigint NOT NULL)"
+            ).format(table)
+        )
+    return table
+
+
+def source_rows(pg_direct: str, table: sql.Identifier) -> State:
+    """The live rows of a source table (tombstones, value NULL, left out)."""
+    with direct_pg_connect(pg_direct) as conn:
+        rows = conn.execute(
+            sql.SQL("SELECT key, value, version FROM {} WHERE value IS NOT NULL").format(table)
+        ).fetchall()
+    return {k: (v, ver) for k, v, ver in rows}
+
+
+def redis_hashes(ep: Endpoint | None, prefix: str) -> State:
+    """Every `(value, version)` hash under `prefix` in Redis, by key (prefix removed)."""
+    r = redis_client(ep, timeout=5.0)
+    try:
+        found: State = {}
+        for full in r.scan_iter(match=f"{prefix}*", count=500):
+            h = r.hgetall(full)
+            if "value" in h:
+                found[full[len(prefix) :]] = (h["value"], int(h["version"]))
+        return found
+    finally:
+        r.close()
 
 
 class Outcome(Exception):

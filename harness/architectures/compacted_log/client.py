@@ -64,7 +64,7 @@ class CompactedClient(Client):
         try:
             if self._pg is None or self._pg.closed:
                 try:
-                    self._pg = app_pg_connect(s.pg_app)
+                    self._pg = app_pg_connect(s.wiring.pg_app)
                 except psycopg.Error as exc:
                     raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
             try:
