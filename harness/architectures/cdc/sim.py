@@ -8,7 +8,7 @@ from harness.explore.schedule import Action, Step
 from harness.explore.sim.consumer import CommitPolicy, LogConsumer
 from harness.explore.sim.kv import KeyValueStore
 from harness.explore.sim.log import LogBroker
-from harness.explore.sim.machine import DbSim
+from harness.explore.sim.machine import DbSim, handling
 from harness.explore.spec import CLIENTS, KEYS, Move, SetupSpec, spec
 from harness.history.schema import FaultPhase, Mark, MsgAction
 
@@ -76,19 +76,8 @@ class CdcSim(DbSim):
         if not self.counter:
             return self.apply_newer(self.store, "g", self.consumer.process, partition, rec)
         value = self.store.increment(rec.key, rec.version)
-        self.rec.msg(
-            MsgAction.APPLY,
-            consumer="g",
-            process=self.consumer.process,
-            channel=self.channel,
-            partition=partition,
-            offset=rec.offset,
-            msg_id=rec.msg_id,
-            key=rec.key,
-            version=rec.version,
-            store=self.store.name,
-            value=value,
-        )
+        fields = handling("g", self.consumer.process, self.channel, rec, partition)
+        self.rec.msg(MsgAction.APPLY, **(fields | {"value": value}), store=self.store.name)
         self.tally.effect(self.store.name, rec.key, value, rec.version, rec.msg_id)
         return Step(Action.APPLY, "g", rec.key, rec.value, partition, rec.offset)
 
