@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from setup_fixtures import events, make_context
+from setup_fixtures import events, make_context, running, write_then_delete
 
 from harness.architectures.cdc.setup import Cdc
 from harness.history.schema import LOG_AUDIT, SOURCE_STORE
@@ -30,16 +30,10 @@ def test_bad_parameters_are_named(stack: Stack, tmp_path: Path) -> None:
 def wired(
     stack: Stack, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Cdc, SetupContext]]:
-    stack.up("postgres", "redis", "kafka", "connect")
-    ctx = make_context(stack, tmp_path_factory.mktemp("cdc"), "cdc-test", partitions=2, consumers=1)
     setup = Cdc()
-    setup.prepare(ctx)
-    setup.start()
-    try:
+    tmp_path = tmp_path_factory.mktemp("cdc")
+    with running(setup, stack, tmp_path, "cdc-test", partitions=2, consumers=1) as ctx:
         yield setup, ctx
-    finally:
-        setup.teardown()
-        ctx.recorder.close()  # type: ignore[attr-defined]
 
 
 @pytest.mark.services
@@ -47,14 +41,7 @@ def test_changes_reach_the_cache_through_the_log(wired: tuple[Cdc, SetupContext]
     setup, ctx = wired
     pipeline = setup.pipeline
     assert pipeline is not None
-    client = setup.client("c0")
-    for v in ("a-1", "a-2", "a-3"):
-        client.write("k", v)
-    client.write("j", "b-1")
-    client.delete("j")
-    client.close()
-    assert setup.quiesce(60)
-    states = setup.final_states()
+    states = write_then_delete(setup, 60)
     assert states[SOURCE_STORE] == {"k": ("a-3", 3)}
     assert states["cache"] == {"k": ("a-3", 3)}
 
