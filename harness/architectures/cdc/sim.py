@@ -128,33 +128,35 @@ def cdc_moves(partitions: int, store: str) -> tuple[Move, ...]:
     )
 
 
+def cdc_spec(
+    name: str, summary: str, claims: tuple[str, ...], *, partitions: int = 2, **params: Any
+) -> SetupSpec:
+    """A simulated CDC pipeline: `CdcSim` over a log of `partitions`, with its moves;
+    `params` as `CdcSim` takes them (`policy`, `effect`, `channel`)."""
+    store = "counter" if params.get("effect") == "counter" else "cache"
+    moves = cdc_moves(partitions, store)
+    return spec(name, summary, claims, CdcSim, moves, partitions=partitions, **params)
+
+
 SIMS: tuple[SetupSpec, ...] = (
-    spec(
+    cdc_spec(
         "cdc",
         "db change log -> 2-partition log -> consumer that commits after an "
         "idempotent, version-checked apply",
         ("C3", "C8", "C15"),
-        CdcSim,
-        cdc_moves(2, "cache"),
-        partitions=2,
         policy="after-apply",
     ),
-    spec(
+    cdc_spec(
         "cdc-commit-before",
         "cdc whose consumer commits offsets before applying (a planted bug)",
         ("C4",),
-        CdcSim,
-        cdc_moves(2, "cache"),
-        partitions=2,
         policy="before-apply",
     ),
-    spec(
+    cdc_spec(
         "cdc-counter",
         "cdc whose consumer adds one to a counter per message "
         "(not idempotent), committing after apply",
         ("C5",),
-        CdcSim,
-        cdc_moves(1, "counter"),
         partitions=1,
         policy="after-apply",
         effect="counter",
