@@ -15,7 +15,9 @@ application reached the index (which is what the dual-write race is about).
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -24,7 +26,7 @@ import tantivy
 from psycopg import sql
 
 from harness.services.base import Endpoint
-from harness.setups.connect import direct_pg_connect, redis_client
+from harness.setups.connect import TimedConnection, app_pg_connect, direct_pg_connect, redis_client
 
 CACHE = "cache"
 """The derived key-value store (Redis) of the architectures that keep one."""
@@ -94,6 +96,46 @@ def classify_pg(exc: Exception) -> Outcome:
     if isinstance(exc, psycopg.OperationalError) and "connect" not in str(exc).lower():
         return Outcome("info", str(exc).strip()[:300])
     return Outcome("fail", str(exc).strip()[:300])
+
+
+class AppConnection:
+    """An application's PostgreSQL connection on its link: opened on first use, and
+    again after a failure closed it. Its failures are Outcomes."""
+
+    def __init__(self, conninfo: str) -> None:
+        self.conninfo = conninfo
+        self._pg: TimedConnection | None = None
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a connection is open (a transaction may be in it)."""
+        return self._pg is not None and not self._pg.closed
+
+    def get(self) -> TimedConnection:
+        """The open connection, connecting first if there is none (refused: `fail`)."""
+        if self._pg is None or self._pg.closed:
+            try:
+                self._pg = app_pg_connect(self.conninfo)
+            except psycopg.Error as exc:
+                raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
+        return self._pg
+
+    @contextlib.contextmanager
+    def failing(self) -> Iterator[TimedConnection]:
+        """The connection for one exchange; a failed call closes it, with whatever
+        transaction it held, and raises its Outcome (a lost answer: `info`)."""
+        conn = self.get()
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            self.close()
+            raise classify_pg(exc) from exc
+
+    def close(self) -> None:
+        """Close the connection, ignoring errors."""
+        if self._pg is not None:
+            with contextlib.suppress(Exception):
+                self._pg.close()
 
 
 def classify_redis(exc: Exception) -> Outcome:

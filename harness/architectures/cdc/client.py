@@ -14,10 +14,9 @@ from harness.architectures.cdc.wiring import Wiring
 from harness.history.schema import SOURCE_STORE
 from harness.setups.base import Client, ReadResult, Recorder
 from harness.setups.connect import (
-    app_pg_connect,
     redis_client,
 )
-from harness.setups.stores import UPSERT, Outcome, classify_pg
+from harness.setups.stores import UPSERT, AppConnection, Outcome, classify_pg
 
 _INCREMENT = """
 INSERT INTO {table} AS t (key, value, version) VALUES (%s, '1', 1)
@@ -33,7 +32,7 @@ class CdcClient(Client):
         self.wiring = wiring
         self.process = process
         self.rec = rec
-        self._pg: psycopg.Connection | None = None
+        self.pg = AppConnection(wiring.pg_app)
         self._redis: redis.Redis | None = None
 
     def write(self, key: str, value: str) -> None:
@@ -64,33 +63,19 @@ class CdcClient(Client):
 
     def close(self) -> None:
         """Close the connections, ignoring errors."""
-        for conn in (self._pg, self._redis):
-            if conn is not None:
-                with contextlib.suppress(Exception):
-                    conn.close()
+        self.pg.close()
+        if self._redis is not None:
+            with contextlib.suppress(Exception):
+                self._redis.close()
 
     # --- internals -------------------------------------------------------------------
 
-    def conn(self) -> psycopg.Connection:
-        """The client's PostgreSQL connection through `app->postgres` (reconnecting)."""
-        if self._pg is None or self._pg.closed:
-            try:
-                self._pg = app_pg_connect(self.wiring.pg_app)
-            except psycopg.Error as exc:
-                raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
-        return self._pg
-
     def _source(self, op: str, args: tuple[str | None, ...], statement: str) -> None:
         try:
-            conn = self.conn()
-            try:
+            with self.pg.failing() as conn:
                 row = conn.execute(
                     sql.SQL(statement).format(table=self.wiring.source), args
                 ).fetchone()
-            except psycopg.Error as exc:
-                with contextlib.suppress(Exception):
-                    conn.close()
-                raise classify_pg(exc) from exc
         except Outcome as o:
             self.rec.complete(op, o.phase, error=str(o))
             return
@@ -104,7 +89,7 @@ class CdcClient(Client):
         if store == SOURCE_STORE:
             try:
                 row = (
-                    self.conn()
+                    self.pg.get()
                     .execute(
                         sql.SQL("SELECT value, version FROM {} WHERE key = %s").format(
                             self.wiring.source
