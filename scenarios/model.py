@@ -6,6 +6,7 @@ run (after command-line overrides), so a run can be explained and repeated.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -13,6 +14,24 @@ from harness.nemesis.schedule import FaultSpec, Schedule
 from harness.workload.spec import WorkloadSpec
 
 PRESENT, ABSENT = "present", "absent"
+
+CONVERGES = (
+    "missing",
+    "stale",
+    "phantom",
+    "extra",
+    "lost-write",
+    "lost-message",
+    "stale-overwrite",
+)
+"""What a derived store that converges to its source never shows: no key missing, stale
+or invented, no write or message lost, no newer value overwritten by an older one."""
+
+
+def expect(*, present: Iterable[str] = (), absent: Iterable[str] = ()) -> dict[str, str]:
+    """A scenario's `expectations`: the anomaly kinds its claim predicts (`present`) and
+    those it forbids (`absent`)."""
+    return {**dict.fromkeys(present, PRESENT), **dict.fromkeys(absent, ABSENT)}
 
 
 @dataclass(frozen=True)

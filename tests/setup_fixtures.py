@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness.history.recorder import Recorder
 from harness.history.schema import RunHeader
-from harness.setups.base import SetupContext, namespace_for
+from harness.services.stack import Stack
+from harness.setups.base import Setup, SetupContext, namespace_for
 
 
 def make_context(stack: object, tmp_path: Path, name: str, **params: object) -> SetupContext:
@@ -24,6 +26,36 @@ def make_context(stack: object, tmp_path: Path, name: str, **params: object) -> 
         work_dir=run_dir,
         params=dict(params),
     )
+
+
+@contextlib.contextmanager
+def running(
+    setup: Setup, stack: Stack, tmp_path: Path, name: str, **params: object
+) -> Iterator[SetupContext]:
+    """`setup` prepared on a fresh context (its services up) and started; torn down, and
+    its recorder closed, on the way out."""
+    stack.up(*setup.services)
+    ctx = make_context(stack, tmp_path, name, **params)
+    setup.prepare(ctx)
+    try:
+        setup.start()
+        yield ctx
+    finally:
+        setup.teardown()
+        ctx.recorder.close()  # type: ignore[attr-defined]
+
+
+def write_then_delete(setup: Setup, timeout: float) -> dict[str, dict[str, tuple[str, int | None]]]:
+    """Through one client `c0`: `k` written a-1, a-2, a-3; `j` written b-1 and deleted.
+    The final states once the setup has quiesced (within `timeout`)."""
+    client = setup.client("c0")
+    for v in ("a-1", "a-2", "a-3"):
+        client.write("k", v)
+    client.write("j", "b-1")
+    client.delete("j")
+    client.close()
+    assert setup.quiesce(timeout)
+    return setup.final_states()
 
 
 def events(ctx: SetupContext) -> list[dict[str, object]]:

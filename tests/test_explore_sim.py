@@ -160,14 +160,19 @@ def test_disabled_steps_are_skipped() -> None:
     assert [s.action for s in run.executed] == ["quiesce"]
 
 
-def test_cdc_crash_redelivers_and_the_idempotent_consumer_skips() -> None:
-    steps = [
+def _applied_then_crash(partition: int) -> list[Step]:
+    """c1 writes k1 (captured into `partition`); g receives and applies it, then crashes
+    before it commits."""
+    return [
         Step("db-write", "c1", "k1"),
-        Step("poll", "g", partition=1),
+        Step("poll", "g", partition=partition),
         Step("apply", "g"),
         Step("crash", "g"),
     ]
-    run = SETUPS["cdc"].run(steps)
+
+
+def test_cdc_crash_redelivers_and_the_idempotent_consumer_skips() -> None:
+    run = SETUPS["cdc"].run(_applied_then_crash(partition=1))
     delivers = [e for e in run.events if e.action == "deliver"]
     assert [(e.process, e.attempt) for e in delivers] == [("g#1", 1), ("g#2", 2)]
     assert [e.action for e in run.events if e.action in ("apply", "skip")] == ["apply", "skip"]
@@ -176,13 +181,7 @@ def test_cdc_crash_redelivers_and_the_idempotent_consumer_skips() -> None:
 
 
 def test_counter_consumer_counts_a_redelivered_message_twice() -> None:
-    steps = [
-        Step("db-write", "c1", "k1"),
-        Step("poll", "g", partition=0),
-        Step("apply", "g"),
-        Step("crash", "g"),
-    ]
-    run = SETUPS["cdc-counter"].run(steps)
+    run = SETUPS["cdc-counter"].run(_applied_then_crash(partition=0))
     assert _state(run.events, "source") == {"k1": "1"}
     assert _state(run.events, "counter") == {"k1": "2"}
 

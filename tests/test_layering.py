@@ -59,10 +59,12 @@ def test_the_shared_setup_plumbing_imports_no_architecture() -> None:
 
 
 def test_an_architecture_imports_another_only_where_it_builds_on_it() -> None:
-    # The CDC variants hold cdc's Capture and setup; the bounded log produces as the
-    # direct producer does. Anything else shared belongs in harness/setups/.
+    # The CDC variants hold cdc's public parts (wiring, capture, pipeline, client); the
+    # bounded log holds the direct producer's AckedLog; outbox's C14 is C2 in one
+    # transaction, so its scenario takes C2's workload and crash point from
+    # dual_write.scenarios. Anything else shared belongs in harness/setups/.
     builds_on = {
-        "outbox": {"cdc"},
+        "outbox": {"cdc", "dual_write"},
         "snapshot": {"cdc"},
         "compacted_log": {"cdc"},
         "bounded_log": {"direct_producer"},

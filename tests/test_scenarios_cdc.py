@@ -20,13 +20,12 @@ import pytest
 from checkers.anomaly import KINDS
 from checkers.reference import lost as lost_checker
 from checkers.verdict import REPRODUCED, judge
-from harness.architectures.cdc.scenarios import CONVERGES
 from harness.history.reader import read_history
 from harness.history.schema import LOG_AUDIT, Event
 from harness.rundir import RunDir
 from harness.runner.runner import RunResult, run_scenario
 from harness.services.stack import Stack
-from scenarios.model import faults
+from scenarios.model import CONVERGES, expect, faults
 from scenarios.registry import get_scenario
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -125,7 +124,7 @@ def test_a_cut_kafka_link_outlasting_the_commit_deadline_loses_nothing(
         },
         # Not scaled with the duration: the cut must outlast the 5 s commit deadline.
         faults=faults({"kind": "cut", "target": "consumer->kafka", "at": 1.5, "duration": 6}),
-        expectations=dict(CONVERGES),
+        expectations=expect(absent=CONVERGES),
     )
     result = run_scenario(scenario, seed=7, runs_dir=tmp_path, stack=stack, analyze=False)
     assert result.error is None, result.error

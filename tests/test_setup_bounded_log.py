@@ -7,7 +7,9 @@ Spark jobs agree with): the slow consumer, and only it, loses messages.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Message
@@ -47,9 +49,7 @@ def test_slow_consumer_loses_messages_fast_one_none(stack: Stack, tmp_path: Path
     result = run_scenario(sc, seed=1, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
     assert result.error is None and result.quiesced
     anomalies = reference_anomalies(result.run_dir)
-    counts: dict[str, int] = {}
-    for a in anomalies:
-        counts[a.kind] = counts.get(a.kind, 0) + 1
+    counts = Counter(a.kind for a in anomalies)
     verdict = judge(counts, sc.expectations)
     assert verdict.verdict == "reproduced", (counts, verdict)
     lost = [a for a in anomalies if a.kind == "lost-message"]
@@ -104,12 +104,10 @@ class SkippingLog(BoundedLog):
 @pytest.mark.services
 @pytest.mark.slow
 def test_a_message_the_consumer_skipped_is_still_in_the_log(stack: Stack, tmp_path: Path) -> None:
-    sc = Scenario(
-        name="bounded-log-skipping",
-        setup=SkippingLog.name,
-        summary="A consumer that drops every fifth record it reads, on a log that keeps all.",
-        setup_params={"retention_ms": 600_000, "segment_ms": 1000},
-        workload=WorkloadSpec(clients=2, keys=10, mix={"write": 1.0}, rate=40, duration=3),
+    sc = _keep_all(
+        SkippingLog,
+        "A consumer that drops every fifth record it reads, on a log that keeps all.",
+        duration=3,
         expectations={"lost-message": PRESENT},
     )
     result = run_scenario(sc, seed=2, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
@@ -148,12 +146,10 @@ class UnreadLog(BoundedLog):
 def test_a_run_whose_consumers_never_started_is_inconclusive(
     stack: Stack, tmp_path: Path, spark: object
 ) -> None:
-    sc = Scenario(
-        name="bounded-log-unread",
-        setup=UnreadLog.name,
-        summary="Acknowledged produces into a log whose consumers never start.",
-        setup_params={"retention_ms": 600_000, "segment_ms": 1000},
-        workload=WorkloadSpec(clients=2, keys=10, mix={"write": 1.0}, rate=40, duration=2),
+    sc = _keep_all(
+        UnreadLog,
+        "Acknowledged produces into a log whose consumers never start.",
+        duration=2,
         expectations={"poll-skip": PRESENT},
         quiesce_timeout=3.0,
     )
@@ -165,3 +161,16 @@ def test_a_run_whose_consumers_never_started_is_inconclusive(
     analysis = json.loads((result.run_dir / "analysis.json").read_text())
     assert analysis["inconclusive"] == result.inconclusive
     assert "nothing was delivered" in (result.run_dir / "report.html").read_text()
+
+
+def _keep_all(setup: type[BoundedLog], summary: str, duration: float, **fields: Any) -> Scenario:
+    """A short scenario of `setup` (named after it) on a log that keeps every record for
+    ten minutes: two clients writing 40/s."""
+    return Scenario(
+        name=setup.name,
+        setup=setup.name,
+        summary=summary,
+        setup_params={"retention_ms": 600_000, "segment_ms": 1000},
+        workload=WorkloadSpec(clients=2, keys=10, rate=40, duration=duration),
+        **fields,
+    )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from setup_fixtures import events, make_context
+from setup_fixtures import events, make_context, running, write_then_delete
 
 from harness.architectures.cdc.setup import Cdc
 from harness.history.schema import LOG_AUDIT, SOURCE_STORE
@@ -30,29 +30,18 @@ def test_bad_parameters_are_named(stack: Stack, tmp_path: Path) -> None:
 def wired(
     stack: Stack, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Cdc, SetupContext]]:
-    stack.up("postgres", "redis", "kafka", "connect")
-    ctx = make_context(stack, tmp_path_factory.mktemp("cdc"), "cdc-test", partitions=2, consumers=1)
     setup = Cdc()
-    setup.prepare(ctx)
-    setup.start()
-    try:
+    tmp_path = tmp_path_factory.mktemp("cdc")
+    with running(setup, stack, tmp_path, "cdc-test", partitions=2, consumers=1) as ctx:
         yield setup, ctx
-    finally:
-        setup.teardown()
-        ctx.recorder.close()  # type: ignore[attr-defined]
 
 
 @pytest.mark.services
 def test_changes_reach_the_cache_through_the_log(wired: tuple[Cdc, SetupContext]) -> None:
     setup, ctx = wired
-    client = setup.client("c0")
-    for v in ("a-1", "a-2", "a-3"):
-        client.write("k", v)
-    client.write("j", "b-1")
-    client.delete("j")
-    client.close()
-    assert setup.quiesce(60)
-    states = setup.final_states()
+    pipeline = setup.pipeline
+    assert pipeline is not None
+    states = write_then_delete(setup, 60)
     assert states[SOURCE_STORE] == {"k": ("a-3", 3)}
     assert states["cache"] == {"k": ("a-3", 3)}
 
@@ -82,7 +71,7 @@ def test_changes_reach_the_cache_through_the_log(wired: tuple[Cdc, SetupContext]
     # The delete is a tombstone row: the consumer removed the key at version 2.
     assert ("j", None) in {(e["key"], e.get("value")) for e in evs if e.get("action") == "apply"}
     assert any(
-        e["type"] == "mark" and e["kind"] == "consumer-done" and e["channel"] == setup.topic
+        e["type"] == "mark" and e["kind"] == "consumer-done" and e["channel"] == pipeline.topic
         for e in evs
     )
 
@@ -118,10 +107,11 @@ def test_a_killed_consumer_resumes_from_its_commit_as_a_new_instance(
 @pytest.mark.services
 def test_teardown_drops_the_replication_slot(stack: Stack, wired: tuple[Cdc, SetupContext]) -> None:
     setup, _ = wired
-    assert setup.capture is not None
-    slot = setup.capture.slot
+    pipeline = setup.pipeline
+    assert pipeline is not None and pipeline.capture is not None
+    slot = pipeline.capture.slot
     setup.teardown()  # the fixture's teardown after this one finds nothing left to do
-    assert not any(c.is_running() for c in setup.consumers)
+    assert not any(c.is_running() for c in pipeline.consumers)
     with psycopg.connect(stack["postgres"].conninfo(), autocommit=True) as conn:
         left = conn.execute(
             "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s", (slot,)

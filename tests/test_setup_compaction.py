@@ -4,6 +4,7 @@ compacted change topic equals the source, though compaction removed most records
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,7 @@ def test_rebuild_from_compacted_topic_equals_source(stack: Stack, tmp_path: Path
     result = run_scenario(sc, seed=1, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
     assert result.error is None and result.quiesced
     anomalies = reference_anomalies(result.run_dir)
-    counts: dict[str, int] = {}
-    for a in anomalies:
-        counts[a.kind] = counts.get(a.kind, 0) + 1
+    counts = Counter(a.kind for a in anomalies)
     assert judge(counts, sc.expectations).verdict == "reproduced", counts
     events = run_events(result.run_dir)
     (mark,) = [e for e in events if e.type == "mark" and e.kind == "compaction"]

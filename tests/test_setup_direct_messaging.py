@@ -6,6 +6,7 @@ restarted by the nemesis.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,7 @@ def _run(stack: Stack, tmp_path: Path, name: str) -> tuple[Path, dict[str, int]]
     result = run_scenario(sc, seed=2, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
     assert result.error is None and result.quiesced and not result.fault_errors
     anomalies = reference_anomalies(result.run_dir)
-    counts: dict[str, int] = {}
-    for a in anomalies:
-        counts[a.kind] = counts.get(a.kind, 0) + 1
+    counts = Counter(a.kind for a in anomalies)
     verdict = judge(counts, sc.expectations)
     assert verdict.verdict == REPRODUCED, (verdict, counts, str(result.run_dir))
     return result.run_dir, counts

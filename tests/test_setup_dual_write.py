@@ -9,7 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from setup_fixtures import children, cmdline, events, make_context
+from setup_fixtures import (
+    children,
+    cmdline,
+    events,
+    make_context,
+    running,
+    write_then_delete,
+)
 
 from harness.architectures.dual_write.setup import APP_MODULE, DualWrite
 from harness.history.schema import SOURCE_STORE
@@ -28,17 +35,11 @@ pytestmark = pytest.mark.services
 def wired(
     stack: Stack, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[tuple[DualWrite, SetupContext]]:
-    stack.up("postgres", "redis")
-    params = getattr(request, "param", {})
-    ctx = make_context(stack, tmp_path, "dw-test", **params)
     setup = DualWrite()
-    setup.prepare(ctx)
-    setup.start()
     try:
-        yield setup, ctx
+        with running(setup, stack, tmp_path, "dw-test", **getattr(request, "param", {})) as ctx:
+            yield setup, ctx
     finally:
-        setup.teardown()
-        ctx.recorder.close()  # type: ignore[attr-defined]
         stack.links.heal(link_name(APP, "redis"))
 
 
@@ -46,14 +47,7 @@ def test_writes_reach_every_store_with_source_versions(
     wired: tuple[DualWrite, SetupContext],
 ) -> None:
     setup, ctx = wired
-    client = setup.client("c0")
-    for v in ("a-1", "a-2", "a-3"):
-        client.write("k", v)
-    client.write("j", "b-1")
-    client.delete("j")
-    client.close()
-    assert setup.quiesce(10)
-    states = setup.final_states()
+    states = write_then_delete(setup, 10)
     assert states[SOURCE_STORE] == {"k": ("a-3", 3)}
     assert states["cache"] == {"k": ("a-3", 3)}
     assert states["search"] == {"k": ("a-3", 3)}

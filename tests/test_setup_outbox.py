@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
-from setup_fixtures import children, cmdline, events, make_context
+from setup_fixtures import children, cmdline, events, running
 
 from harness.architectures.outbox.setup import OUTBOX_APP_MODULE, Outbox
 from harness.history.schema import SOURCE_STORE
@@ -26,12 +26,8 @@ pytestmark = pytest.mark.services
 
 
 def test_a_crash_between_the_writes_leaves_neither(stack: Stack, tmp_path: Path) -> None:
-    stack.up("postgres", "redis", "kafka", "connect")
-    ctx = make_context(stack, tmp_path, "outbox-test")
     setup = Outbox()
-    setup.prepare(ctx)
-    setup.start()
-    try:
+    with running(setup, stack, tmp_path, "outbox-test") as ctx:
         client = setup.client("c0")
         client.write("k", "c0-1")
         (instance,) = _instances()
@@ -52,9 +48,6 @@ def test_a_crash_between_the_writes_leaves_neither(stack: Stack, tmp_path: Path)
         client.close()
         assert setup.quiesce(60)
         states = setup.final_states()
-    finally:
-        setup.teardown()
-        ctx.recorder.close()  # type: ignore[attr-defined]
 
     assert states[SOURCE_STORE] == {"k": ("c0r1-1", 2)}
     assert states["cache"] == {"k": ("c0r1-1", 2)}
@@ -79,12 +72,8 @@ def test_a_crash_between_the_writes_leaves_neither(stack: Stack, tmp_path: Path)
 def test_an_app_crash_fault_sigkills_the_instance_with_its_transaction_open(
     stack: Stack, tmp_path: Path
 ) -> None:
-    stack.up("postgres", "redis", "kafka", "connect")
-    ctx = make_context(stack, tmp_path, "outbox-kill")
     setup = Outbox()
-    setup.prepare(ctx)
-    setup.start()
-    try:
+    with running(setup, stack, tmp_path, "outbox-kill") as ctx:
         client = setup.client("c0")
         client.write("k", "c0-1")
         (instance,) = _instances()
@@ -103,9 +92,6 @@ def test_an_app_crash_fault_sigkills_the_instance_with_its_transaction_open(
         restarted.close()
         assert setup.quiesce(60)
         states = setup.final_states()
-    finally:
-        setup.teardown()
-        ctx.recorder.close()  # type: ignore[attr-defined]
 
     evs = events(ctx)
     (mark,) = [e for e in evs if e["type"] == "mark" and e["kind"] == "app-crash"]

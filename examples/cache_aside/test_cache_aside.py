@@ -2,7 +2,8 @@
 
     .venv/bin/pytest examples/cache_aside -p no:cacheprovider
 
-pytest puts this folder on sys.path, so the setup module imports as in scenario.py.
+pytest puts this folder on sys.path, so the setup module and the scenario's workload
+import as in scenario.py.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from cache_aside import CACHE, CacheAside
+from cache_aside import CacheAside
+from scenario import SCENARIO
 
 from harness.runner.outcome import Outcome
-from harness.workload.spec import WorkloadSpec
-from scenarios.model import ABSENT, PRESENT, Scenario
+from scenarios.model import Scenario
 
 
 @pytest.fixture(scope="module")
@@ -22,20 +23,10 @@ def cache_aside_race(driftlab_scenario: Callable[..., Scenario]) -> Scenario:
     """The race of scenario.py, built from the setup class by the plugin's fixture."""
     return driftlab_scenario(
         CacheAside,
-        name="cache-aside-race",
-        setup_params={"fill_delay_ms": 5},
-        workload=WorkloadSpec(
-            clients=6,
-            keys=3,
-            distribution="uniform",
-            mix={"write": 0.3, "read": 0.7},
-            read_own=False,
-            read_stores=[CACHE],
-            rate=400,
-            duration=8,
-            rotate_s=0.5,
-        ),
-        expectations={"stale": PRESENT, "phantom": ABSENT},
+        name=SCENARIO.name,
+        setup_params=SCENARIO.setup_params,
+        workload=SCENARIO.workload,
+        expectations=SCENARIO.expectations,
     )
 
 

@@ -70,48 +70,47 @@ class Step:
         return cls(**data)
 
 
+_SAYS: dict[str, str] = {
+    Action.DB_WRITE: "client {who} writes {kv} to the db",
+    Action.DB_DELETE: "client {who} deletes {key} from the db",
+    Action.CACHE_WRITE: "client {who} writes {kv} to the cache",
+    Action.DEPOSIT: "client {who} deposits 1 into {key}",
+    Action.VALIDATE: "client {who} reads {key} and validates a withdrawal of 1",
+    Action.APPEND: "client {who} appends the withdrawal from {key}",
+    Action.POLL: "consumer {who} receives the next message{from_partition}{at}{colon_kv}",
+    Action.APPLY: "consumer {who} applies its oldest received message{space_kv}{at}",
+    Action.COMMIT: "consumer {who} commits its offsets",
+    Action.CRASH: "consumer {who} crashes",
+    Action.RESTART: "consumer {who} restarts",
+    Action.COMPACT: "the broker compacts partition {partition}",
+    Action.PARTITION: "network link {target} is cut",
+    Action.HEAL: "every cut link heals",
+    Action.QUIESCE: "quiesce: heal, restart consumers, drain them, read final states",
+}
+"""Each action in words; a crash with a key is a client's (`_CLIENT_CRASH`)."""
+
+_CLIENT_CRASH = "client {who} crashes before writing {kv} to the cache"
+
+
 def describe(step: Step) -> str:
     """The step in words, as `driftlab explore` prints it."""
     a, who = step.action, step.actor
+    says = _CLIENT_CRASH if a == Action.CRASH and step.key is not None else _SAYS.get(a)
+    if says is None:
+        return f"{a} {who or ''}".strip()
     kv = f"{step.key}={step.value}" if step.value is not None else f"{step.key} (deleted)"
-    at = f" (offset {step.offset})" if step.offset is not None else ""
-    match a:
-        case Action.DB_WRITE:
-            return f"client {who} writes {kv} to the db"
-        case Action.DB_DELETE:
-            return f"client {who} deletes {step.key} from the db"
-        case Action.CACHE_WRITE:
-            return f"client {who} writes {kv} to the cache"
-        case Action.DEPOSIT:
-            return f"client {who} deposits 1 into {step.key}"
-        case Action.VALIDATE:
-            return f"client {who} reads {step.key} and validates a withdrawal of 1"
-        case Action.APPEND:
-            return f"client {who} appends the withdrawal from {step.key}"
-        case Action.POLL:
-            part = f" from partition {step.partition}" if step.partition is not None else ""
-            msg = f": {kv}" if step.key is not None else ""
-            return f"consumer {who} receives the next message{part}{at}{msg}"
-        case Action.APPLY:
-            msg = f" {kv}" if step.key is not None else ""
-            return f"consumer {who} applies its oldest received message{msg}{at}"
-        case Action.COMMIT:
-            return f"consumer {who} commits its offsets"
-        case Action.CRASH if step.key is not None:
-            return f"client {who} crashes before writing {kv} to the cache"
-        case Action.CRASH:
-            return f"consumer {who} crashes"
-        case Action.RESTART:
-            return f"consumer {who} restarts"
-        case Action.COMPACT:
-            return f"the broker compacts partition {step.partition}"
-        case Action.PARTITION:
-            return f"network link {step.target} is cut"
-        case Action.HEAL:
-            return "every cut link heals"
-        case Action.QUIESCE:
-            return "quiesce: heal, restart consumers, drain them, read final states"
-    return f"{a} {who or ''}".strip()
+    keyed = step.key is not None
+    return says.format(
+        who=who,
+        kv=kv,
+        key=step.key,
+        partition=step.partition,
+        target=step.target,
+        at=f" (offset {step.offset})" if step.offset is not None else "",
+        from_partition=f" from partition {step.partition}" if step.partition is not None else "",
+        colon_kv=f": {kv}" if keyed else "",
+        space_kv=f" {kv}" if keyed else "",
+    )
 
 
 @dataclass(slots=True)

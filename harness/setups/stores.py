@@ -15,12 +15,18 @@ application reached the index (which is what the dual-write race is about).
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import redis
 import tantivy
+from psycopg import sql
+
+from harness.services.base import Endpoint
+from harness.setups.connect import TimedConnection, app_pg_connect, direct_pg_connect, redis_client
 
 CACHE = "cache"
 """The derived key-value store (Redis) of the architectures that keep one."""
@@ -33,6 +39,47 @@ ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = t.version + 1
 RETURNING version
 """
 """Write (or tombstone, value None) a key of a source table, bumping its version."""
+
+
+State = dict[str, tuple[str, int | None]]
+"""One store's final contents: key -> (value, version)."""
+
+
+def create_source_table(pg_direct: str, namespace: str, name: str = "items") -> sql.Identifier:
+    """Create `<namespace>.<name>(key, value, version)`, the source table every setup
+    writes through `UPSERT` (and the schema, when it is the run's first table)."""
+    table = sql.Identifier(namespace, name)
+    with direct_pg_connect(pg_direct) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(namespace)))
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {} (key text PRIMARY KEY, value text, version bigint NOT NULL)"
+            ).format(table)
+        )
+    return table
+
+
+def source_rows(pg_direct: str, table: sql.Identifier) -> State:
+    """The live rows of a source table (tombstones, value NULL, left out)."""
+    with direct_pg_connect(pg_direct) as conn:
+        rows = conn.execute(
+            sql.SQL("SELECT key, value, version FROM {} WHERE value IS NOT NULL").format(table)
+        ).fetchall()
+    return {k: (v, ver) for k, v, ver in rows}
+
+
+def redis_hashes(ep: Endpoint | None, prefix: str) -> State:
+    """Every `(value, version)` hash under `prefix` in Redis, by key (prefix removed)."""
+    r = redis_client(ep, timeout=5.0)
+    try:
+        found: State = {}
+        for full in r.scan_iter(match=f"{prefix}*", count=500):
+            h = r.hgetall(full)
+            if "value" in h:
+                found[full[len(prefix) :]] = (h["value"], int(h["version"]))
+        return found
+    finally:
+        r.close()
 
 
 class Outcome(Exception):
@@ -49,6 +96,46 @@ def classify_pg(exc: Exception) -> Outcome:
     if isinstance(exc, psycopg.OperationalError) and "connect" not in str(exc).lower():
         return Outcome("info", str(exc).strip()[:300])
     return Outcome("fail", str(exc).strip()[:300])
+
+
+class AppConnection:
+    """An application's PostgreSQL connection on its link: opened on first use, and
+    again after a failure closed it. Its failures are Outcomes."""
+
+    def __init__(self, conninfo: str) -> None:
+        self.conninfo = conninfo
+        self._pg: TimedConnection | None = None
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a connection is open (a transaction may be in it)."""
+        return self._pg is not None and not self._pg.closed
+
+    def get(self) -> TimedConnection:
+        """The open connection, connecting first if there is none (refused: `fail`)."""
+        if self._pg is None or self._pg.closed:
+            try:
+                self._pg = app_pg_connect(self.conninfo)
+            except psycopg.Error as exc:
+                raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
+        return self._pg
+
+    @contextlib.contextmanager
+    def failing(self) -> Iterator[TimedConnection]:
+        """The connection for one exchange; a failed call closes it, with whatever
+        transaction it held, and raises its Outcome (a lost answer: `info`)."""
+        conn = self.get()
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            self.close()
+            raise classify_pg(exc) from exc
+
+    def close(self) -> None:
+        """Close the connection, ignoring errors."""
+        if self._pg is not None:
+            with contextlib.suppress(Exception):
+                self._pg.close()
 
 
 def classify_redis(exc: Exception) -> Outcome:

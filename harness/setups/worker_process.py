@@ -91,13 +91,16 @@ class WorkerProcess(SupervisedService):
         return Endpoint("127.0.0.1", int(self.config.get("port", 0)))
 
 
-def worker_config() -> dict[str, Any]:
-    """In the worker: its configuration, or exit with a message saying who starts it."""
-    raw = os.environ.get(CONFIG_ENV)
+def worker_config(
+    env: str = CONFIG_ENV, starter: str = "harness.setups.worker_process.WorkerProcess"
+) -> dict[str, Any]:
+    """In the worker: its configuration (JSON in `$env`), or exit with a message saying
+    who starts it (`starter`)."""
+    raw = os.environ.get(env)
     if not raw:
         print(
-            f"${CONFIG_ENV} is not set: this module is a worker that a driftlab setup "
-            "starts (harness.setups.worker_process.WorkerProcess), not a command",
+            f"${env} is not set: this module is a worker that a driftlab setup "
+            f"starts ({starter}), not a command",
             file=sys.stderr,
         )
         raise SystemExit(2)

@@ -4,7 +4,7 @@ whose old segments are deleted, and misses messages; a fast one misses nothing).
 from __future__ import annotations
 
 from harness.workload.spec import WorkloadSpec
-from scenarios.model import ABSENT, PRESENT, Scenario
+from scenarios.model import Scenario, expect
 
 SCENARIOS = [
     Scenario(
@@ -19,16 +19,15 @@ SCENARIOS = [
             "messages in between are lost to it, while `fast` receives every one."
         ),
         setup_params={"retention_ms": 2000, "segment_ms": 200, "slow_ms": 100},
-        workload=WorkloadSpec(
-            clients=4, keys=20, distribution="uniform", mix={"write": 1.0}, rate=150, duration=10
+        workload=WorkloadSpec(clients=4, keys=20, distribution="uniform", rate=150, duration=10),
+        expectations=expect(
+            present=["lost-message", "poll-skip"],
+            absent=[
+                "duplicate-delivery",
+                "nonmonotonic-poll",
+                "inconsistent-offset",
+                "reorder-delivery",
+            ],
         ),
-        expectations={
-            "lost-message": PRESENT,
-            "poll-skip": PRESENT,
-            "duplicate-delivery": ABSENT,
-            "nonmonotonic-poll": ABSENT,
-            "inconsistent-offset": ABSENT,
-            "reorder-delivery": ABSENT,
-        },
     ),
 ]

@@ -51,11 +51,11 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from harness.architectures.direct_producer.setup import DirectProducer, message_fields
+from harness.architectures.direct_producer.setup import AckedLog, ProducerClient, message_fields
 from harness.history.schema import LOG_AUDIT
 from harness.services.base import ServiceError
 from harness.services.kafka_admin import TopicSpec, admin_client, create_topics
-from harness.setups.base import Recorder, SetupContext
+from harness.setups.base import Recorder, Setup, SetupContext
 from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS
 
 FAST, SLOW = "fast", "slow"
@@ -200,14 +200,18 @@ class LogConsumer(threading.Thread):
         self.position = msg.offset() + 1
 
 
-class BoundedLog(DirectProducer):
+class BoundedLog(Setup):
     """Acknowledged produces into a topic with tiny retention; a fast and a slow reader."""
 
     name = "bounded-log"
     services = ("kafka",)
+    stores = ()
 
     def __init__(self) -> None:
         super().__init__()
+        self.topic = ""
+        self.bootstrap_direct = ""
+        self.acked_log: AckedLog | None = None
         self.consumers: dict[str, LogConsumer] = {}
 
     def prepare(self, ctx: SetupContext) -> None:
@@ -222,17 +226,10 @@ class BoundedLog(DirectProducer):
                 "deletes only closed segments, so use 0 < segment_ms < retention_ms"
             )
         slow_ms = float(p.get("slow_ms", 0))
-        self.timeout_s = float(p.get("timeout_s", 20))
-        kafka = ctx.stack["kafka"]
-        self.topic = f"{ctx.namespace}.log"
-        self.bootstrap_direct = kafka.bootstrap_servers
-        self.bootstrap_app = kafka.link(ctx.stack.links, "app")
-        create_topics(
-            self.bootstrap_direct,
-            [TopicSpec(self.topic, 1, retention_ms=retention_ms, segment_ms=segment_ms)],
-        )
+        self.acked_log = AckedLog.create(ctx, retention_ms=retention_ms, segment_ms=segment_ms)
+        self.topic, self.bootstrap_direct = self.acked_log.topic, self.acked_log.bootstrap_direct
         self.warm_up()
-        bootstrap = kafka.link(ctx.stack.links, CONSUMER_LINK)
+        bootstrap = ctx.stack["kafka"].link(ctx.stack.links, CONSUMER_LINK)
         self.consumers = {
             FAST: LogConsumer(FAST, self.topic, bootstrap, ctx.recorder, 0.0, prefetch=True),
             SLOW: LogConsumer(
@@ -247,8 +244,13 @@ class BoundedLog(DirectProducer):
         written that slowly never leaves the slow consumer behind."""
         topic = f"{self.context.namespace}.warm-up"
         create_topics(self.bootstrap_direct, [TopicSpec(topic, 1)])
+        assert self.acked_log is not None
         producer = Producer(
-            {"bootstrap.servers": self.bootstrap_app, "acks": "all", "enable.idempotence": True},
+            {
+                "bootstrap.servers": self.acked_log.bootstrap_app,
+                "acks": "all",
+                "enable.idempotence": True,
+            },
             logger=log,
         )
         producer.produce(topic, b"warm-up")
@@ -257,6 +259,15 @@ class BoundedLog(DirectProducer):
                 f"bounded-log: no acknowledgement from Kafka within {timeout:.0f}s; see the "
                 "kafka log"
             )
+
+    def read_stores(self) -> tuple[str, ...]:
+        """Nothing to read: the consumers' deliveries and the log audit are judged."""
+        return ()
+
+    def client(self, process: str) -> ProducerClient:
+        """A client with its own idempotent producer (as direct-producer's)."""
+        assert self.acked_log is not None
+        return self.acked_log.client(self.context.recorder, process)
 
     def start(self) -> None:
         """Start both consumers."""
@@ -342,6 +353,10 @@ class BoundedLog(DirectProducer):
             return False
         finally:
             reader.close()
+
+    def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
+        """None: the log's contents are recorded as the consumers' deliveries."""
+        return {}
 
     def teardown(self) -> None:
         """Stop the consumers (the topic stays for inspection)."""

@@ -1,27 +1,22 @@
-"""A CDC workload client: it writes the source table only, and reads either store."""
+"""A workload client of a captured source: it writes the source table only, and reads
+the source or the derived store (cdc's client, snapshot-stream's loader and client, and
+the reads of outbox's)."""
 
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
 
 import psycopg
 import redis
 from psycopg import sql
 
-from harness.architectures.cdc.protocol import (
-    COUNTER,
-)
+from harness.architectures.cdc.wiring import Wiring
 from harness.history.schema import SOURCE_STORE
-from harness.setups.base import Client, ReadResult
+from harness.setups.base import Client, ReadResult, Recorder
 from harness.setups.connect import (
-    app_pg_connect,
     redis_client,
 )
-from harness.setups.stores import UPSERT, Outcome, classify_pg
-
-if TYPE_CHECKING:
-    from harness.architectures.cdc.setup import Cdc
+from harness.setups.stores import UPSERT, AppConnection, Outcome, classify_pg
 
 _INCREMENT = """
 INSERT INTO {table} AS t (key, value, version) VALUES (%s, '1', 1)
@@ -33,16 +28,16 @@ RETURNING value, version
 class CdcClient(Client):
     """One application instance: a PostgreSQL connection (writes) and a Redis one (reads)."""
 
-    def __init__(self, setup: Cdc, process: str) -> None:
-        self.setup = setup
+    def __init__(self, wiring: Wiring, rec: Recorder, process: str) -> None:
+        self.wiring = wiring
         self.process = process
-        self.rec = setup.context.recorder
-        self._pg: psycopg.Connection | None = None
+        self.rec = rec
+        self.pg = AppConnection(wiring.pg_app)
         self._redis: redis.Redis | None = None
 
     def write(self, key: str, value: str) -> None:
         """Write the source (an increment of it with the counter effect)."""
-        if self.setup.effect == COUNTER:
+        if self.wiring.counter:
             op = self.rec.invoke(self.process, "increment", key=key, store=SOURCE_STORE)
             self._source(op, (key,), _INCREMENT)
         else:
@@ -51,7 +46,7 @@ class CdcClient(Client):
 
     def delete(self, key: str) -> None:
         """A tombstone row: value NULL, version bumped (captured as an update)."""
-        if self.setup.effect == COUNTER:
+        if self.wiring.counter:
             raise ValueError("the counter effect has no delete; use a write-only mix")
         op = self.rec.invoke(self.process, "delete", key=key, store=SOURCE_STORE)
         self._source(op, (key, None), UPSERT)
@@ -68,38 +63,24 @@ class CdcClient(Client):
 
     def close(self) -> None:
         """Close the connections, ignoring errors."""
-        for conn in (self._pg, self._redis):
-            if conn is not None:
-                with contextlib.suppress(Exception):
-                    conn.close()
+        self.pg.close()
+        if self._redis is not None:
+            with contextlib.suppress(Exception):
+                self._redis.close()
 
     # --- internals -------------------------------------------------------------------
 
-    def conn(self) -> psycopg.Connection:
-        """The client's PostgreSQL connection through `app->postgres` (reconnecting)."""
-        if self._pg is None or self._pg.closed:
-            try:
-                self._pg = app_pg_connect(self.setup.pg_app)
-            except psycopg.Error as exc:
-                raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
-        return self._pg
-
     def _source(self, op: str, args: tuple[str | None, ...], statement: str) -> None:
         try:
-            conn = self.conn()
-            try:
+            with self.pg.failing() as conn:
                 row = conn.execute(
-                    sql.SQL(statement).format(table=self.setup.table), args
+                    sql.SQL(statement).format(table=self.wiring.source), args
                 ).fetchone()
-            except psycopg.Error as exc:
-                with contextlib.suppress(Exception):
-                    conn.close()
-                raise classify_pg(exc) from exc
         except Outcome as o:
             self.rec.complete(op, o.phase, error=str(o))
             return
         assert row is not None
-        if self.setup.effect == COUNTER:
+        if self.wiring.counter:
             self.rec.complete(op, "ok", value=row[0], version=int(row[1]))
         else:
             self.rec.complete(op, "ok", version=int(row[0]))
@@ -108,10 +89,10 @@ class CdcClient(Client):
         if store == SOURCE_STORE:
             try:
                 row = (
-                    self.conn()
+                    self.pg.get()
                     .execute(
                         sql.SQL("SELECT value, version FROM {} WHERE key = %s").format(
-                            self.setup.source_table()
+                            self.wiring.source
                         ),
                         (key,),
                     )
@@ -122,15 +103,14 @@ class CdcClient(Client):
             if row is None or row[0] is None:
                 return ReadResult(None, row[1] if row else None)
             return ReadResult(row[0], int(row[1]))
-        if store != self.setup.store:
-            raise ValueError(
-                f"{self.setup.name} has no store {store!r}; use source or {self.setup.store}"
-            )
+        w = self.wiring
+        if store != w.store:
+            raise ValueError(f"{w.setup} has no store {store!r}; use source or {w.store}")
         if self._redis is None:
-            self._redis = redis_client(self.setup._redis_app)
-        name = self.setup.prefix + key
+            self._redis = redis_client(w.redis_app)
+        name = w.prefix + key
         try:
-            if self.setup.effect == COUNTER:
+            if self.wiring.counter:
                 total = self._redis.get(name)
                 return ReadResult(total)
             h = self._redis.hgetall(name)

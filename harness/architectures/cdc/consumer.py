@@ -37,9 +37,7 @@ instance runs and how far it has processed and committed (used by quiesce).
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -65,7 +63,12 @@ from harness.setups.connect import (
     CommitTimeout,
 )
 from harness.setups.stepping import RUN, read_command
-from harness.setups.worker_process import run_until_sigterm, worker_logging
+from harness.setups.worker_process import (
+    publish_status,
+    run_until_sigterm,
+    worker_config,
+    worker_logging,
+)
 
 # Writes only a newer version; a delete keeps its version so an older change that
 # arrives later is still refused.
@@ -361,24 +364,14 @@ class CdcConsumer:
             "in_flight": in_flight,
             "received": [[c.partition, c.offset, c.value] for c in self.received],
         }
-        path = Path(self.cfg.status_path)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(status))
-        os.replace(tmp, path)
+        publish_status(self.cfg.status_path, status)
 
 
 def main() -> int:
     """Run one consumer instance from $DRIFTLAB_CONSUMER until SIGTERM."""
     worker_logging()
-    raw = os.environ.get(CONFIG_ENV)
-    if not raw:
-        print(
-            f"cdc_consumer: ${CONFIG_ENV} is not set; this module is started by "
-            "harness.architectures.cdc.processes.ConsumerProcess, not by hand",
-            file=sys.stderr,
-        )
-        return 2
-    cfg = ConsumerConfig(**json.loads(raw))
+    starter = "harness.architectures.cdc.processes.ConsumerProcess"
+    cfg = ConsumerConfig(**worker_config(CONFIG_ENV, starter))
     consumer = CdcConsumer(cfg)
     log.info("instance %s: %s partitions %s", cfg.instance, cfg.topic, cfg.partitions)
     return run_until_sigterm(consumer)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,20 +101,20 @@ class ConsumerGroup(Service):
             m.wait_healthy(timeout)
 
     def stop(self) -> None:
-        for m in self.members:
-            m.stop()
+        self._each(ConsumerProcess.stop)
 
     def kill(self) -> None:
-        for m in self.members:
-            m.kill()
+        self._each(ConsumerProcess.kill)
 
     def pause(self) -> None:
-        for m in self.members:
-            m.pause()
+        self._each(ConsumerProcess.pause)
 
     def resume(self) -> None:
+        self._each(ConsumerProcess.resume)
+
+    def _each(self, act: Callable[[ConsumerProcess], None]) -> None:
         for m in self.members:
-            m.resume()
+            act(m)
 
     def is_running(self) -> bool:
         return any(m.is_running() for m in self.members)

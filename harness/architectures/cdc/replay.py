@@ -1,14 +1,18 @@
-"""Replay of `cdc`, `cdc-commit-before` and `cdc-counter` (and, through OutboxDriver,
-`outbox`): PostgreSQL -> Debezium -> Kafka -> the stepped consumer process -> Redis."""
+"""Replay of `cdc`, `cdc-commit-before` and `cdc-counter` (and, given the outbox setup,
+`outbox`): PostgreSQL -> Debezium -> Kafka -> the stepped consumer process -> Redis.
+
+The driver steps a setup's `CdcPipeline`; any setup that holds one (`PipelineSetup`)
+is replayed by it, given as `setup_class`."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+from typing import Any, Protocol, cast
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from harness.architectures.cdc.pipeline import CdcPipeline
 from harness.architectures.cdc.processes import CONSUMER
 from harness.architectures.cdc.protocol import AFTER_APPLY, VERSIONED, parse_change
 from harness.architectures.cdc.setup import Cdc
@@ -16,10 +20,17 @@ from harness.explore.schedule import Action, Step, describe
 from harness.replay.driver import Driver, Stepped, kill, refuse
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.services.toxiproxy import link_name
-from harness.setups.base import SetupContext
+from harness.setups.base import Setup, SetupContext
 from harness.setups.stepping import RUN
 
 REDIS_LINK = link_name(CONSUMER, "redis")
+
+
+class PipelineSetup(Protocol):
+    """What the driver needs of its setup beyond `Setup`: the `CdcPipeline` its changes
+    go through (None before prepare)."""
+
+    pipeline: CdcPipeline | None
 
 
 class CdcDriver(Driver):
@@ -35,7 +46,7 @@ class CdcDriver(Driver):
     never applies while it is cut) and `heal` restores it.
     """
 
-    setup_class: type[Cdc] = Cdc
+    setup_class: type[Setup] = Cdc
     """The real setup whose pipeline the driver steps."""
 
     def __init__(self, turnstile: Turnstile, params: dict[str, Any]) -> None:
@@ -56,24 +67,32 @@ class CdcDriver(Driver):
         """Start the prepared pipeline with its consumer in stepped mode, and a capture
         reader."""
         ctx.steps.add(self.turnstile.hook)
-        consumer = self.setup.consumers[0]
+        consumer = self.pipeline.consumers[0]
         self.stepped = Stepped(consumer, ctx.logs, self.turnstile.timeout)
         consumer.config.control_path = self.stepped.path
         self.setup.start()
         self.reader = Consumer(
             {
-                "bootstrap.servers": self.setup.bootstrap_direct,
+                "bootstrap.servers": self.pipeline.wiring.bootstrap_direct,
                 "group.id": f"replay-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
             }
         )
-        topic = self.setup.topic
+        topic = self.pipeline.topic
         self.reader.assign(
             [
                 TopicPartition(topic, p, OFFSET_BEGINNING)
                 for p in range(int(self.params["partitions"]))
             ]
         )
+
+    @property
+    def pipeline(self) -> CdcPipeline:
+        """The prepared setup's pipeline."""
+        pipeline = cast(PipelineSetup, self.setup).pipeline
+        if pipeline is None:
+            raise ReplayError(f"{self.setup.name}: the setup is not prepared")
+        return pipeline
 
     def step(self, index: int, step: Step) -> None:
         """db-write, db-delete, poll, apply, commit, crash or restart of `g`."""
@@ -103,10 +122,10 @@ class CdcDriver(Driver):
             case Action.COMMIT:
                 self.stepped.send(what, "commit")
             case Action.CRASH:
-                kill(self.setup.consumers[0], what)
+                kill(self.pipeline.consumers[0], what)
             case Action.RESTART:
-                self.setup.consumers[0].start()
-                self.setup.consumers[0].wait_healthy(60)
+                self.pipeline.consumers[0].start()
+                self.pipeline.consumers[0].wait_healthy(60)
             case Action.PARTITION if step.target and step.target not in self.cuts:
                 # The simulated `g->cache` (or `g->counter`) is the consumer's Redis link.
                 self.setup.context.stack.links.cut(REDIS_LINK)
@@ -125,7 +144,7 @@ class CdcDriver(Driver):
             if time.monotonic() > deadline:
                 raise ReplayError(f"{what}: Debezium did not capture it within 120 s")
             for msg in self.reader.consume(num_messages=10, timeout=0.2):
-                got = None if msg.error() else parse_change(msg, self.setup.id_field)
+                got = None if msg.error() else parse_change(msg, self.pipeline.id_field)
                 if got is not None:
                     self.captured[(got.key, got.value)] = (got.partition, got.offset)
 
@@ -140,7 +159,7 @@ class CdcDriver(Driver):
         """Heal, and let the consumer run freely (a crashed one restarts so at quiesce)."""
         super().finish()
         self._heal()
-        consumer = self.setup.consumers[0]
+        consumer = self.pipeline.consumers[0]
         if consumer.is_running() and self.stepped is not None:
             self.stepped.send("quiesce", RUN)
         consumer.config.control_path = None

@@ -6,24 +6,12 @@ consumer -> Redis link, idempotent and not)."""
 from __future__ import annotations
 
 from harness.workload.spec import WorkloadSpec
-from scenarios.model import ABSENT, PRESENT, Scenario, faults
-
-# The pipeline never invents a value, loses a captured change or reorders one key's
-# changes while it applies only newer versions.
-CONVERGES = {
-    "missing": ABSENT,
-    "stale": ABSENT,
-    "phantom": ABSENT,
-    "extra": ABSENT,
-    "lost-message": ABSENT,
-    "lost-write": ABSENT,
-    "stale-overwrite": ABSENT,
-}
+from scenarios.model import CONVERGES, Scenario, expect, faults
 
 # Writes spread over many keys, so every key's last write is one message among many.
-SPREAD = WorkloadSpec(
-    clients=4, keys=200, distribution="uniform", mix={"write": 1.0}, rate=150, duration=10
-)
+SPREAD = WorkloadSpec(clients=4, keys=200, distribution="uniform", rate=150, duration=10)
+# A counter per key of twenty: each counts many changes.
+COUNTED = WorkloadSpec(clients=4, keys=20, distribution="uniform", rate=150, duration=10)
 
 # Short windows far apart: a restart takes seconds on a loaded machine. Each kill waits
 # until the consumer is inside a batch (`when: busy`): at a fixed time it could find one
@@ -32,6 +20,13 @@ SPREAD = WorkloadSpec(
 CONSUMER_CRASHES = faults(
     {"kind": "crash", "target": "consumer", "at": 2.5, "duration": 0.5, "when": "busy"},
     {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 0.5, "when": "busy"},
+    recovery=2.0,
+)
+
+# The consumer's link to Redis cut twice, then healed.
+STORE_CUTS = faults(
+    {"kind": "cut", "target": "consumer->redis", "at": 2.5, "duration": 2.0},
+    {"kind": "cut", "target": "consumer->redis", "at": 6.0, "duration": 1.5},
     recovery=2.0,
 )
 
@@ -49,11 +44,9 @@ SCENARIOS = [
         setup_params={"effect": "versioned", "commit": "after-apply", "commit_ms": 1000},
         workload=SPREAD,
         faults=CONSUMER_CRASHES,
-        expectations={
-            "duplicate-delivery": PRESENT,
-            "reorder-delivery": ABSENT,
-            **CONVERGES,
-        },
+        expectations=expect(
+            present=["duplicate-delivery"], absent=["reorder-delivery", *CONVERGES]
+        ),
     ),
     Scenario(
         name="cdc-commit-before-apply",
@@ -67,16 +60,14 @@ SCENARIOS = [
         setup_params={"effect": "versioned", "commit": "before-apply", "apply_ms": 6},
         # Keys written about once each: a skipped write is the key's last, so the cache
         # misses it for good.
-        workload=WorkloadSpec(
-            clients=4, keys=5000, distribution="uniform", mix={"write": 1.0}, rate=150, duration=10
-        ),
+        workload=WorkloadSpec(clients=4, keys=5000, distribution="uniform", rate=150, duration=10),
         faults=faults(
             {"kind": "crash", "target": "consumer", "at": 2.0, "duration": 1.0, "when": "busy"},
             {"kind": "crash", "target": "consumer", "at": 4.5, "duration": 1.0, "when": "busy"},
             {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 1.0, "when": "busy"},
             recovery=2.0,
         ),
-        expectations={"lost-write": PRESENT, "missing": PRESENT, "phantom": ABSENT},
+        expectations=expect(present=["lost-write", "missing"], absent=["phantom"]),
     ),
     Scenario(
         name="cdc-counter-crash",
@@ -88,11 +79,9 @@ SCENARIOS = [
             "are applied again: the derived counters exceed the source's totals."
         ),
         setup_params={"effect": "counter", "commit": "after-apply", "commit_ms": 1000},
-        workload=WorkloadSpec(
-            clients=4, keys=20, distribution="uniform", mix={"write": 1.0}, rate=150, duration=10
-        ),
+        workload=COUNTED,
         faults=CONSUMER_CRASHES,
-        expectations={"duplicate-apply": PRESENT, "phantom": PRESENT, "lost-message": ABSENT},
+        expectations=expect(present=["duplicate-apply", "phantom"], absent=["lost-message"]),
     ),
     Scenario(
         name="cdc-partitioned-crash",
@@ -104,16 +93,14 @@ SCENARIOS = [
             "from its committed offset: no key's changes arrive out of order."
         ),
         setup_params={"partitions": 3, "consumers": 3, "commit_ms": 500},
-        workload=WorkloadSpec(
-            clients=4, keys=12, distribution="zipf", mix={"write": 1.0}, rate=150, duration=10
-        ),
+        workload=WorkloadSpec(clients=4, keys=12, distribution="zipf", rate=150, duration=10),
         faults=faults(
             {"kind": "crash", "target": "consumer-0", "at": 2.5, "duration": 1.5},
             {"kind": "crash", "target": "consumer-2", "at": 5.0, "duration": 1.5},
             {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 1.0},
             recovery=2.0,
         ),
-        expectations={"reorder-delivery": ABSENT, "nonmonotonic-poll": ABSENT, **CONVERGES},
+        expectations=expect(absent=["reorder-delivery", "nonmonotonic-poll", *CONVERGES]),
     ),
     Scenario(
         name="cdc-store-partition",
@@ -131,12 +118,8 @@ SCENARIOS = [
             "store_timeout_ms": 500,
         },
         workload=SPREAD,
-        faults=faults(
-            {"kind": "cut", "target": "consumer->redis", "at": 2.5, "duration": 2.0},
-            {"kind": "cut", "target": "consumer->redis", "at": 6.0, "duration": 1.5},
-            recovery=2.0,
-        ),
-        expectations={"duplicate-delivery": PRESENT, **CONVERGES},
+        faults=STORE_CUTS,
+        expectations=expect(present=["duplicate-delivery"], absent=CONVERGES),
     ),
     Scenario(
         name="cdc-store-partition-counter",
@@ -156,14 +139,8 @@ SCENARIOS = [
             "commit_ms": 2000,
             "store_timeout_ms": 500,
         },
-        workload=WorkloadSpec(
-            clients=4, keys=20, distribution="uniform", mix={"write": 1.0}, rate=150, duration=10
-        ),
-        faults=faults(
-            {"kind": "cut", "target": "consumer->redis", "at": 2.5, "duration": 2.0},
-            {"kind": "cut", "target": "consumer->redis", "at": 6.0, "duration": 1.5},
-            recovery=2.0,
-        ),
-        expectations={"duplicate-apply": PRESENT, "phantom": PRESENT, "lost-message": ABSENT},
+        workload=COUNTED,
+        faults=STORE_CUTS,
+        expectations=expect(present=["duplicate-apply", "phantom"], absent=["lost-message"]),
     ),
 ]

@@ -8,7 +8,7 @@ from harness.explore.schedule import Action, Step
 from harness.explore.sim.consumer import CommitPolicy, LogConsumer
 from harness.explore.sim.kv import KeyValueStore
 from harness.explore.sim.log import LogBroker
-from harness.explore.sim.machine import DbSim
+from harness.explore.sim.machine import DbSim, handling
 from harness.explore.spec import CLIENTS, KEYS, Move, SetupSpec, spec
 from harness.history.schema import FaultPhase, Mark, MsgAction
 
@@ -76,19 +76,8 @@ class CdcSim(DbSim):
         if not self.counter:
             return self.apply_newer(self.store, "g", self.consumer.process, partition, rec)
         value = self.store.increment(rec.key, rec.version)
-        self.rec.msg(
-            MsgAction.APPLY,
-            consumer="g",
-            process=self.consumer.process,
-            channel=self.channel,
-            partition=partition,
-            offset=rec.offset,
-            msg_id=rec.msg_id,
-            key=rec.key,
-            version=rec.version,
-            store=self.store.name,
-            value=value,
-        )
+        fields = handling("g", self.consumer.process, self.channel, rec, partition)
+        self.rec.msg(MsgAction.APPLY, **(fields | {"value": value}), store=self.store.name)
         self.tally.effect(self.store.name, rec.key, value, rec.version, rec.msg_id)
         return Step(Action.APPLY, "g", rec.key, rec.value, partition, rec.offset)
 
@@ -139,33 +128,35 @@ def cdc_moves(partitions: int, store: str) -> tuple[Move, ...]:
     )
 
 
+def cdc_spec(
+    name: str, summary: str, claims: tuple[str, ...], *, partitions: int = 2, **params: Any
+) -> SetupSpec:
+    """A simulated CDC pipeline: `CdcSim` over a log of `partitions`, with its moves;
+    `params` as `CdcSim` takes them (`policy`, `effect`, `channel`)."""
+    store = "counter" if params.get("effect") == "counter" else "cache"
+    moves = cdc_moves(partitions, store)
+    return spec(name, summary, claims, CdcSim, moves, partitions=partitions, **params)
+
+
 SIMS: tuple[SetupSpec, ...] = (
-    spec(
+    cdc_spec(
         "cdc",
         "db change log -> 2-partition log -> consumer that commits after an "
         "idempotent, version-checked apply",
         ("C3", "C8", "C15"),
-        CdcSim,
-        cdc_moves(2, "cache"),
-        partitions=2,
         policy="after-apply",
     ),
-    spec(
+    cdc_spec(
         "cdc-commit-before",
         "cdc whose consumer commits offsets before applying (a planted bug)",
         ("C4",),
-        CdcSim,
-        cdc_moves(2, "cache"),
-        partitions=2,
         policy="before-apply",
     ),
-    spec(
+    cdc_spec(
         "cdc-counter",
         "cdc whose consumer adds one to a counter per message "
         "(not idempotent), committing after apply",
         ("C5",),
-        CdcSim,
-        cdc_moves(1, "counter"),
         partitions=1,
         policy="after-apply",
         effect="counter",

@@ -3,7 +3,6 @@ version in the same transaction."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING
 
 import psycopg
@@ -11,10 +10,7 @@ from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
 from harness.setups.base import Client
-from harness.setups.connect import (
-    app_pg_connect,
-)
-from harness.setups.stores import Outcome, classify_pg
+from harness.setups.stores import AppConnection, Outcome
 
 if TYPE_CHECKING:
     from harness.architectures.compacted_log.setup import CompactedLog
@@ -36,7 +32,7 @@ class CompactedClient(Client):
         self.setup = setup
         self.process = process
         self.rec = setup.context.recorder
-        self._pg: psycopg.Connection | None = None
+        self.pg = AppConnection(setup.wiring.pg_app)
 
     def write(self, key: str, value: str) -> None:
         """Upsert the row with the key's next version."""
@@ -54,42 +50,26 @@ class CompactedClient(Client):
 
     def close(self) -> None:
         """Close the connection, ignoring errors."""
-        if self._pg is not None:
-            with contextlib.suppress(Exception):
-                self._pg.close()
+        self.pg.close()
 
     def _change(self, op: str, key: str, value: str | None) -> None:
         s = self.setup
         version: int | None = None
         try:
-            if self._pg is None or self._pg.closed:
-                try:
-                    self._pg = app_pg_connect(s.pg_app)
-                except psycopg.Error as exc:
-                    raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
-            try:
-                with self._pg.transaction():
-                    # The key's version row first: it orders one key's operations.
-                    row = self._pg.execute(
-                        sql.SQL(_BUMP).format(versions=s.versions), (key,)
-                    ).fetchone()
-                    assert row is not None
-                    version = int(row[0])
-                    if value is not None:
-                        self._pg.execute(
-                            sql.SQL(_WRITE).format(table=s.table), (key, value, version)
-                        )
-                    else:
-                        gone = self._pg.execute(
-                            sql.SQL("DELETE FROM {} WHERE key = %s").format(s.table), (key,)
-                        )
-                        if gone.rowcount == 0:
-                            version = None  # nothing deleted: keep the version unused
-                            raise psycopg.Rollback()
-            except psycopg.Error as exc:
-                with contextlib.suppress(Exception):
-                    self._pg.close()
-                raise classify_pg(exc) from exc
+            with self.pg.failing() as conn, conn.transaction():
+                # The key's version row first: it orders one key's operations.
+                row = conn.execute(sql.SQL(_BUMP).format(versions=s.versions), (key,)).fetchone()
+                assert row is not None
+                version = int(row[0])
+                if value is not None:
+                    conn.execute(sql.SQL(_WRITE).format(table=s.table), (key, value, version))
+                else:
+                    gone = conn.execute(
+                        sql.SQL("DELETE FROM {} WHERE key = %s").format(s.table), (key,)
+                    )
+                    if gone.rowcount == 0:
+                        version = None  # nothing deleted: keep the version unused
+                        raise psycopg.Rollback()
         except Outcome as o:
             self.rec.complete(op, o.phase, error=str(o))
             return

@@ -78,7 +78,7 @@ class CompactedLogDriver(Driver):
         """Let the cleaner compact the closed segments; wait until it has, exactly."""
         latest = {r.key: r.offset for r in self.records if r.offset not in self.last}
         expect = sorted({*latest.values(), *self.last})
-        topic, bootstrap = self.setup.topic, self.setup.bootstrap_direct
+        topic, bootstrap = self.setup.topic, self.setup.wiring.bootstrap_direct
         set_topic_configs(bootstrap, topic, {"min.compaction.lag.ms": "0"})
         try:
             wait_for(

@@ -4,7 +4,7 @@ compacted change topic equals the source)."""
 from __future__ import annotations
 
 from harness.workload.spec import WorkloadSpec
-from scenarios.model import ABSENT, Scenario
+from scenarios.model import Scenario, expect
 
 SCENARIOS = [
     Scenario(
@@ -27,13 +27,8 @@ SCENARIOS = [
             rate=100,
             duration=10,
         ),
-        expectations={
-            "missing": ABSENT,
-            "stale": ABSENT,
-            "phantom": ABSENT,
-            "extra": ABSENT,
-            "stale-overwrite": ABSENT,
-            "duplicate-apply": ABSENT,
-        },
+        expectations=expect(
+            absent=["missing", "stale", "phantom", "extra", "stale-overwrite", "duplicate-apply"]
+        ),
     ),
 ]

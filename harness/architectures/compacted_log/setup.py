@@ -56,16 +56,17 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 from psycopg import sql
 
 from harness.architectures.cdc.capture import Capture
-from harness.architectures.cdc.setup import Cdc
+from harness.architectures.cdc.wiring import Wiring
 from harness.architectures.compacted_log.client import CompactedClient
 from harness.history.schema import LOG_AUDIT
 from harness.services.debezium import wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec
-from harness.setups.base import Client, SetupContext
+from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import (
     direct_pg_connect,
     redis_client,
 )
+from harness.setups.stores import State
 
 REBUILT = "rebuilt"
 REBUILD = "rebuild"
@@ -131,17 +132,20 @@ class CaptureMonitor(threading.Thread):
             return {k: v for k, v in want.items() if self.seen.get(k, 0) < v}
 
 
-class CompactedLog(Cdc):
+class CompactedLog(Setup):
     """PostgreSQL -> Debezium -> compacted Kafka topic -> (later) a rebuilt Redis store."""
 
     name = "compacted-log"
     services = ("postgres", "redis", "kafka", "connect")
+    stores = (REBUILT,)
 
     def __init__(self) -> None:
         super().__init__()
-        self.store = REBUILT
-        self.stores = (REBUILT,)
+        self.topic = ""
+        self.table = sql.Identifier("items")
         self.versions = sql.Identifier("key_versions")
+        self.wiring: Wiring | None = None
+        self.capture: Capture | None = None
         self.monitor: CaptureMonitor | None = None
         self.await_compaction = True
 
@@ -158,13 +162,11 @@ class CompactedLog(Cdc):
                 f"compacted-log: segment_ms={segment_ms}, dirty_ratio={dirty_ratio}; use a "
                 "segment_ms above 0 and a dirty_ratio in (0, 1]"
             )
-        stack, ns = ctx.stack, ctx.namespace
-        self.table = sql.Identifier(ns, self.table_name)
-        self.versions = sql.Identifier(ns, "key_versions")
-        self.prefix = f"{ns}:{REBUILT}:"
-        self.wire_stores(stack)
+        self.wiring = wiring = Wiring.of(self.name, ctx, REBUILT)
+        self.table = wiring.source
+        self.versions = wiring.table("key_versions")
         self.create_tables()
-        self.capture = Capture(ctx, self.table_name, self.pg_direct, snapshot_mode="no_data")
+        self.capture = Capture(ctx, "items", wiring.pg_direct, snapshot_mode="no_data")
         self.topic = self.capture.topic
         spec = TopicSpec(
             self.topic,
@@ -180,8 +182,9 @@ class CompactedLog(Cdc):
 
     def create_tables(self) -> None:
         """The items table (full row images in delete events) and the key versions."""
-        super().create_tables()
-        with direct_pg_connect(self.pg_direct) as conn:
+        assert self.wiring is not None
+        self.wiring.create_source()
+        with direct_pg_connect(self.wiring.pg_direct) as conn:
             conn.execute(sql.SQL("ALTER TABLE {} REPLICA IDENTITY FULL").format(self.table))
             conn.execute(
                 sql.SQL("CREATE TABLE {} (key text PRIMARY KEY, version bigint NOT NULL)").format(
@@ -200,11 +203,8 @@ class CompactedLog(Cdc):
         if self.monitor is not None:
             self.monitor.stopping.set()
             self.monitor.join(10)
-        super().teardown()
-
-    def process(self, name: str) -> None:
-        """No processes of its own: faults target the stack's services."""
-        return None
+        if self.capture is not None:
+            self.capture.drop()
 
     def client(self, process: str) -> Client:
         """A client writing and deleting source rows."""
@@ -233,9 +233,15 @@ class CompactedLog(Cdc):
         self.rebuild(end)
         return True
 
+    def final_states(self) -> dict[str, State]:
+        """The source's live rows and the rebuilt store's keys."""
+        assert self.wiring is not None
+        return self.wiring.final_states()
+
     def final_versions(self) -> dict[str, int]:
         """Each key's last version (writes and deletes alike)."""
-        with direct_pg_connect(self.pg_direct) as conn:
+        assert self.wiring is not None
+        with direct_pg_connect(self.wiring.pg_direct) as conn:
             rows = conn.execute(sql.SQL("SELECT key, version FROM {}").format(self.versions))
             return {k: int(v) for k, v in rows.fetchall()}
 
@@ -262,8 +268,9 @@ class CompactedLog(Cdc):
 
     def rebuild(self, end: int) -> None:
         """A new consumer applies the topic from offset 0 to `end` to a fresh store."""
+        assert self.wiring is not None
         rec = self.context.recorder
-        r = redis_client(self._redis_direct, timeout=5.0)
+        r = redis_client(self.wiring.redis_direct, timeout=5.0)
         try:
             for msg in self.read_to(end):
                 record = read_record(msg)
@@ -282,7 +289,7 @@ class CompactedLog(Cdc):
                 # The rebuild reads the compacted log back whole: it is the log audit too,
                 # which tells a compacted-away write ("not in the log") from one skipped.
                 rec.msg("deliver", **(fields | {"consumer": LOG_AUDIT, "process": LOG_AUDIT}))
-                name = self.prefix + record.key
+                name = self.wiring.prefix + record.key
                 if record.value is None:
                     r.delete(name)
                 else:
@@ -296,9 +303,10 @@ class CompactedLog(Cdc):
     @contextlib.contextmanager
     def reader(self) -> Iterator[Consumer]:
         """A consumer of the topic from offset 0, without a group's offsets."""
+        assert self.wiring is not None
         reader = Consumer(
             {
-                "bootstrap.servers": self.bootstrap_direct,
+                "bootstrap.servers": self.wiring.bootstrap_direct,
                 "group.id": f"reader-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
             },

@@ -4,11 +4,9 @@ it), and its control (a producer that retries for longer than the outage)."""
 from __future__ import annotations
 
 from harness.workload.spec import WorkloadSpec
-from scenarios.model import ABSENT, PRESENT, Scenario, faults
+from scenarios.model import Scenario, expect, faults
 
-_WORKLOAD = WorkloadSpec(
-    clients=3, keys=20, distribution="uniform", mix={"write": 1.0}, rate=100, duration=8
-)
+_WORKLOAD = WorkloadSpec(clients=3, keys=20, distribution="uniform", rate=100, duration=8)
 _OUTAGE = faults({"kind": "crash", "target": "receiver", "at": 2, "duration": 2}, recovery=2.0)
 
 SCENARIOS = [
@@ -24,7 +22,7 @@ SCENARIOS = [
         setup_params={"retry_s": 0},
         workload=_WORKLOAD,
         faults=_OUTAGE,
-        expectations={"lost-message": PRESENT},
+        expectations=expect(present=["lost-message"]),
     ),
     Scenario(
         name="direct-messaging-retry",
@@ -37,6 +35,6 @@ SCENARIOS = [
         setup_params={"retry_s": 15},
         workload=_WORKLOAD,
         faults=_OUTAGE,
-        expectations={"lost-message": ABSENT},
+        expectations=expect(absent=["lost-message"]),
     ),
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.workload.spec import WorkloadSpec
-from scenarios.model import ABSENT, Scenario, faults
+from scenarios.model import Scenario, expect, faults
 
 SCENARIOS = [
     Scenario(
@@ -17,15 +17,9 @@ SCENARIOS = [
             "case where the lab must report no loss."
         ),
         setup_params={"partitions": 3},
-        workload=WorkloadSpec(
-            clients=4, keys=20, distribution="uniform", mix={"write": 1.0}, rate=200, duration=10
-        ),
+        workload=WorkloadSpec(clients=4, keys=20, distribution="uniform", rate=200, duration=10),
         faults=faults({"kind": "crash", "target": "kafka", "at": 5.0, "duration": 1.0}),
-        expectations={
-            "lost-message": ABSENT,
-            "inconsistent-offset": ABSENT,
-            "poll-skip": ABSENT,
-        },
+        expectations=expect(absent=["lost-message", "inconsistent-offset", "poll-skip"]),
         quiesce_timeout=60.0,
     ),
 ]

@@ -24,6 +24,7 @@ import contextlib
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import (
@@ -38,13 +39,43 @@ from confluent_kafka import (
 from harness.history.events import MsgFields
 from harness.history.schema import LOG_AUDIT
 from harness.services.kafka_admin import TopicSpec, create_topics
-from harness.setups.base import Client, Setup, SetupContext
+from harness.setups.base import Client, Recorder, Setup, SetupContext
 from harness.setups.connect import APP, KAFKA_CLIENT_TIMEOUTS
 
 LOG_STORE = "log"
 AUDITOR = "auditor"
 
 log = logging.getLogger("driftlab.setups.direct_producer")
+
+
+@dataclass(frozen=True, slots=True)
+class AckedLog:
+    """The run's topic `<namespace>.log`, which the application's clients produce to
+    on their link and wait for each acknowledgement (`timeout_s` at most); the
+    direct-producer and bounded-log setups hold one."""
+
+    topic: str
+    bootstrap_app: str
+    bootstrap_direct: str
+    timeout_s: float
+
+    @classmethod
+    def create(cls, ctx: SetupContext, partitions: int = 1, **settings: Any) -> AckedLog:
+        """Create the topic (`partitions`, and `TopicSpec` settings such as retention)
+        and the application's link to Kafka; `timeout_s` from the scenario (default 20)."""
+        kafka = ctx.stack["kafka"]
+        acked = cls(
+            topic=f"{ctx.namespace}.log",
+            bootstrap_app=kafka.link(ctx.stack.links, APP),
+            bootstrap_direct=kafka.bootstrap_servers,
+            timeout_s=float(ctx.params.get("timeout_s", 20)),
+        )
+        create_topics(acked.bootstrap_direct, [TopicSpec(acked.topic, partitions, **settings)])
+        return acked
+
+    def client(self, rec: Recorder, process: str) -> ProducerClient:
+        """A client with its own idempotent producer."""
+        return ProducerClient(self, rec, process)
 
 
 class DirectProducer(Setup):
@@ -56,10 +87,7 @@ class DirectProducer(Setup):
 
     def __init__(self) -> None:
         super().__init__()
-        self.topic = ""
-        self.bootstrap_app = ""
-        self.bootstrap_direct = ""
-        self.timeout_s = 20.0
+        self.acked_log: AckedLog | None = None
 
     def prepare(self, ctx: SetupContext) -> None:
         """Create the run's topic and the application's link to Kafka."""
@@ -67,12 +95,7 @@ class DirectProducer(Setup):
         partitions = int(ctx.params.get("partitions", 3))
         if partitions < 1:
             raise ValueError(f"direct-producer: partitions={partitions}; use 1 or more")
-        self.timeout_s = float(ctx.params.get("timeout_s", 20))
-        kafka = ctx.stack["kafka"]
-        self.topic = f"{ctx.namespace}.log"
-        self.bootstrap_direct = kafka.bootstrap_servers
-        self.bootstrap_app = kafka.link(ctx.stack.links, APP)
-        create_topics(self.bootstrap_direct, [TopicSpec(self.topic, partitions)])
+        self.acked_log = AckedLog.create(ctx, partitions)
 
     def read_stores(self) -> tuple[str, ...]:
         """Nothing to read: the log is judged by the auditor after quiescence."""
@@ -80,27 +103,28 @@ class DirectProducer(Setup):
 
     def client(self, process: str) -> ProducerClient:
         """A client with its own idempotent producer."""
-        return ProducerClient(self, process)
+        assert self.acked_log is not None
+        return self.acked_log.client(self.context.recorder, process)
 
     def quiesce(self, timeout: float) -> bool:
         """Read the whole topic back as the auditor (one `deliver` per record)."""
         deadline = time.monotonic() + timeout
         rec = self.context.recorder
+        assert self.acked_log is not None
+        topic = self.acked_log.topic
         reader = Consumer(
             {
-                "bootstrap.servers": self.bootstrap_direct,
+                "bootstrap.servers": self.acked_log.bootstrap_direct,
                 "group.id": f"auditor-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
             },
             logger=log,
         )
         try:
-            meta = reader.list_topics(self.topic, timeout=30).topics[self.topic]
+            meta = reader.list_topics(topic, timeout=30).topics[topic]
             parts = sorted(meta.partitions)
-            ends = {
-                p: reader.get_watermark_offsets(TopicPartition(self.topic, p), 30)[1] for p in parts
-            }
-            reader.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in parts])
+            ends = {p: reader.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in parts}
+            reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
             position = dict.fromkeys(parts, 0)
             while any(position[p] < ends[p] for p in parts):
                 if time.monotonic() >= deadline:
@@ -116,8 +140,8 @@ class DirectProducer(Setup):
                     rec.msg("deliver", consumer=LOG_AUDIT, process=LOG_AUDIT, **fields)
         finally:
             reader.close()
-        rec.mark("consumer-done", consumer=AUDITOR, channel=self.topic)
-        rec.mark("consumer-done", consumer=LOG_AUDIT, channel=self.topic)
+        rec.mark("consumer-done", consumer=AUDITOR, channel=topic)
+        rec.mark("consumer-done", consumer=LOG_AUDIT, channel=topic)
         return True
 
     def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
@@ -144,14 +168,14 @@ def message_fields(msg: Message) -> MsgFields:
 class ProducerClient(Client):
     """One application instance: an idempotent producer, one message in flight."""
 
-    def __init__(self, setup: DirectProducer, process: str) -> None:
-        self.setup = setup
+    def __init__(self, acked_log: AckedLog, rec: Recorder, process: str) -> None:
+        self.acked_log = acked_log
         self.process = process
-        self.rec = setup.context.recorder
-        timeout_ms = int(setup.timeout_s * 1000)
+        self.rec = rec
+        timeout_ms = int(acked_log.timeout_s * 1000)
         self.producer = Producer(
             {
-                "bootstrap.servers": setup.bootstrap_app,
+                "bootstrap.servers": acked_log.bootstrap_app,
                 "acks": "all",
                 "enable.idempotence": True,
                 "linger.ms": 0,
@@ -170,8 +194,8 @@ class ProducerClient(Client):
         def delivered(err: KafkaError | None, msg: Message) -> None:
             outcome["err"], outcome["msg"] = err, msg
 
-        self.producer.produce(self.setup.topic, key=key, value=value, on_delivery=delivered)
-        deadline = time.monotonic() + self.setup.timeout_s + 10
+        self.producer.produce(self.acked_log.topic, key=key, value=value, on_delivery=delivered)
+        deadline = time.monotonic() + self.acked_log.timeout_s + 10
         while "msg" not in outcome and time.monotonic() < deadline:
             self.producer.poll(0.1)
         err, msg = outcome.get("err"), outcome.get("msg")

@@ -19,13 +19,11 @@ dies, so no instance outlives its run.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
 from typing import Any
 
-import psycopg
 import redis
 from psycopg import sql
 
@@ -33,8 +31,8 @@ from harness.architectures.dual_write.setup import CACHE
 from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
 from harness.setups.app_process import APP_CONFIG_ENV, serve
-from harness.setups.connect import app_pg_connect, redis_client
-from harness.setups.stores import UPSERT, Outcome, classify_pg, classify_redis
+from harness.setups.connect import redis_client
+from harness.setups.stores import UPSERT, AppConnection, Outcome, classify_redis
 
 
 class App:
@@ -44,7 +42,7 @@ class App:
         self.conninfo: str = cfg["pg"]
         self.table = sql.Identifier(*cfg["table"])
         self.prefix: str = cfg["prefix"]
-        self._pg: psycopg.Connection[Any] | None = None
+        self.pg = AppConnection(self.conninfo)
         r = cfg.get("redis")
         self.redis = None if r is None else redis_client(Endpoint(r["host"], r["port"], r["extra"]))
 
@@ -98,17 +96,8 @@ class App:
         raise Outcome("fail", f"the application instance does not read {store!r}")
 
     def _pg_execute(self, query: sql.Composed, params: tuple[Any, ...]) -> Any:
-        if self._pg is None or self._pg.closed:
-            try:
-                self._pg = app_pg_connect(self.conninfo)
-            except psycopg.Error as exc:
-                raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
-        try:
-            return self._pg.execute(query, params).fetchone()
-        except psycopg.Error as exc:
-            with contextlib.suppress(Exception):
-                self._pg.close()
-            raise classify_pg(exc) from exc
+        with self.pg.failing() as conn:
+            return conn.execute(query, params).fetchone()
 
 
 def main() -> int:

@@ -44,7 +44,6 @@ import threading
 import time
 from typing import Any
 
-import redis
 from psycopg import sql
 
 from harness.architectures.dual_write.client import DualWriteClient
@@ -52,8 +51,16 @@ from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
 from harness.setups.app_process import AppInstances, AppProcess
 from harness.setups.base import Setup, SetupContext
-from harness.setups.connect import direct_pg_connect, endpoint, pg_conninfo, redis_client
-from harness.setups.stores import CACHE, SEARCH, SearchIndex
+from harness.setups.connect import endpoint, pg_conninfo
+from harness.setups.stores import (
+    CACHE,
+    SEARCH,
+    SearchIndex,
+    State,
+    create_source_table,
+    redis_hashes,
+    source_rows,
+)
 
 log = logging.getLogger("driftlab.setups.dual_write")
 
@@ -121,22 +128,13 @@ class DualWrite(Setup):
             raise ValueError(f"dual-write: search {self.search_mode!r}; use direct or indexer")
         self.refresh = float(p.get("refresh_ms", 200)) / 1000
 
-        self.table = sql.Identifier(ctx.namespace, "items")
         # Links are made once here: the application's clients all share them.
         self.pg_app = pg_conninfo(endpoint(ctx.stack, "postgres"))
         self.pg_direct = pg_conninfo(endpoint(ctx.stack, "postgres", direct=True))
         if CACHE in self.derived:
             self._redis_app = endpoint(ctx.stack, "redis")
             self._redis_direct = endpoint(ctx.stack, "redis", direct=True)
-        with direct_pg_connect(self.pg_direct) as conn:
-            conn.execute(
-                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ctx.namespace))
-            )
-            conn.execute(
-                sql.SQL(
-                    "CREATE TABLE {} (key text PRIMARY KEY, value text, version bigint NOT NULL)"
-                ).format(self.table)
-            )
+        self.table = create_source_table(self.pg_direct, ctx.namespace)
         self.prefix = f"{ctx.namespace}:"
         if SEARCH in self.derived:
             self.index = SearchIndex(ctx.work_dir / f"search-{ctx.namespace}")
@@ -203,27 +201,11 @@ class DualWrite(Setup):
                 )
         return True
 
-    def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
+    def final_states(self) -> dict[str, State]:
         """The source's live rows, the cache's hashes and the index's visible documents."""
-        states: dict[str, dict[str, tuple[str, int | None]]] = {}
-        with direct_pg_connect(self.pg_direct) as conn:
-            rows = conn.execute(
-                sql.SQL("SELECT key, value, version FROM {} WHERE value IS NOT NULL").format(
-                    self.table
-                )
-            ).fetchall()
-        states[SOURCE_STORE] = {k: (v, ver) for k, v, ver in rows}
+        states = {SOURCE_STORE: source_rows(self.pg_direct, self.table)}
         if CACHE in self.derived:
-            r = self._redis(direct=True)
-            try:
-                cache: dict[str, tuple[str, int | None]] = {}
-                for full in r.scan_iter(match=f"{self.prefix}*", count=500):
-                    h = r.hgetall(full)
-                    if h:
-                        cache[full[len(self.prefix) :]] = (h["value"], int(h["version"]))
-                states[CACHE] = cache
-            finally:
-                r.close()
+            states[CACHE] = redis_hashes(self._redis_direct, self.prefix)
         if self.index is not None:
             self.index.commit()
             states[SEARCH] = self.index.items()
@@ -239,9 +221,6 @@ class DualWrite(Setup):
             self.index.close()
 
     # -- internals -----------------------------------------------------------------
-
-    def _redis(self, *, direct: bool = False) -> redis.Redis:
-        return redis_client(self._redis_direct if direct else self._redis_app)
 
     def _refresher(self) -> None:
         assert self.index is not None

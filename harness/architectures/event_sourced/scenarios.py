@@ -5,21 +5,17 @@ concurrency: without it, concurrent commands break the invariant)."""
 from __future__ import annotations
 
 from harness.workload.spec import WorkloadSpec
-from scenarios.model import ABSENT, PRESENT, Scenario, faults
+from scenarios.model import Scenario, expect, faults
 
 NO_OVERDRAFT = {"min": 0}
 
 # Two hot accounts, six clients and a handler that takes a few milliseconds between
 # validating and appending: concurrent withdrawals from one balance are the rule.
-_CONTENDED = WorkloadSpec(
-    clients=6, keys=2, distribution="uniform", mix={"write": 1.0}, rate=250, duration=8
-)
+_CONTENDED = WorkloadSpec(clients=6, keys=2, distribution="uniform", rate=250, duration=8)
 _CONTENDED_PARAMS = {"invariant": NO_OVERDRAFT, "withdraw_p": 0.6, "max_amount": 5, "gap_ms": 5}
 
 # C11 and its planted bug: commands on ten Zipf-hot accounts, the projector killed twice.
-_COMMANDS = WorkloadSpec(
-    clients=4, keys=10, distribution="zipf", mix={"write": 1.0}, rate=150, duration=10
-)
+_COMMANDS = WorkloadSpec(clients=4, keys=10, distribution="zipf", rate=150, duration=10)
 _PROJECTOR_CRASHES = faults(
     {"kind": "crash", "target": "projector", "at": 3, "duration": 1},
     {"kind": "crash", "target": "projector", "at": 6, "duration": 1},
@@ -41,13 +37,15 @@ SCENARIOS = [
         setup_params={"occ": True, "invariant": NO_OVERDRAFT, "gap_ms": 1},
         workload=_COMMANDS,
         faults=_PROJECTOR_CRASHES,
-        expectations={
-            "projection-mismatch": ABSENT,
-            "invariant-violation": ABSENT,
-            "lost-message": ABSENT,
-            "duplicate-apply": ABSENT,
-            "stale-overwrite": ABSENT,
-        },
+        expectations=expect(
+            absent=[
+                "projection-mismatch",
+                "invariant-violation",
+                "lost-message",
+                "duplicate-apply",
+                "stale-overwrite",
+            ]
+        ),
     ),
     Scenario(
         name="event-sourced-checkpoint-apart",
@@ -69,12 +67,10 @@ SCENARIOS = [
         },
         workload=_COMMANDS,
         faults=_PROJECTOR_CRASHES,
-        expectations={
-            "projection-mismatch": PRESENT,
-            "duplicate-apply": PRESENT,
-            "invariant-violation": ABSENT,
-            "lost-message": ABSENT,
-        },
+        expectations=expect(
+            present=["projection-mismatch", "duplicate-apply"],
+            absent=["invariant-violation", "lost-message"],
+        ),
     ),
     Scenario(
         name="event-sourced-no-occ",
@@ -87,7 +83,7 @@ SCENARIOS = [
         ),
         setup_params={**_CONTENDED_PARAMS, "occ": False},
         workload=_CONTENDED,
-        expectations={"invariant-violation": PRESENT, "projection-mismatch": ABSENT},
+        expectations=expect(present=["invariant-violation"], absent=["projection-mismatch"]),
     ),
     Scenario(
         name="event-sourced-occ",
@@ -100,6 +96,6 @@ SCENARIOS = [
         ),
         setup_params={**_CONTENDED_PARAMS, "occ": True},
         workload=_CONTENDED,
-        expectations={"invariant-violation": ABSENT, "projection-mismatch": ABSENT},
+        expectations=expect(absent=["invariant-violation", "projection-mismatch"]),
     ),
 ]

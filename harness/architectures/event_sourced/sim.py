@@ -52,16 +52,7 @@ class EventSourcedSim(Sim):
         if a == Action.VALIDATE and client not in self.inflight and agg:
             op_id = self.op(client, "withdraw", agg, "-1", "events")
             if self.store.balance(agg) < 1:
-                self.done(
-                    op_id,
-                    client,
-                    "withdraw",
-                    agg,
-                    OpPhase.FAIL,
-                    value="-1",
-                    store="events",
-                    error="insufficient balance",
-                )
+                self.withdrawn(op_id, client, agg, OpPhase.FAIL, error="insufficient balance")
             else:
                 self.inflight[client] = (agg, self.store.version(agg), op_id)
             return Step(Action.VALIDATE, client, agg)
@@ -70,29 +61,16 @@ class EventSourcedSim(Sim):
             version = self.append(agg, -1, read if self.check else None)
             if version is None:
                 found = self.store.version(agg)
-                self.done(
-                    op_id,
-                    client,
-                    "withdraw",
-                    agg,
-                    OpPhase.FAIL,
-                    value="-1",
-                    store="events",
-                    error=f"expected version {read}, found {found}",
-                )
+                error = f"expected version {read}, found {found}"
+                self.withdrawn(op_id, client, agg, OpPhase.FAIL, error=error)
             else:
-                self.done(
-                    op_id,
-                    client,
-                    "withdraw",
-                    agg,
-                    OpPhase.OK,
-                    value="-1",
-                    version=version,
-                    store="events",
-                )
+                self.withdrawn(op_id, client, agg, OpPhase.OK, version=version)
             return Step(Action.APPEND, client, agg, "-1")
         return None
+
+    def withdrawn(self, op_id: str, client: str, agg: str, phase: str, **fields: Any) -> None:
+        """Record the completion of a withdrawal of one from `agg`."""
+        self.done(op_id, client, "withdraw", agg, phase, value="-1", store="events", **fields)
 
     def append(self, agg: str, delta: int, expected: int | None) -> int | None:
         version = self.store.append(agg, delta, expected)

@@ -19,19 +19,15 @@ closes, also when the harness dies, so no instance outlives its run.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 from psycopg import sql
 
 from harness.setups.app_process import APP_CONFIG_ENV, serve
-from harness.setups.connect import TimedConnection, app_pg_connect
-from harness.setups.stores import UPSERT, Outcome, classify_pg
+from harness.setups.stores import UPSERT, AppConnection, Outcome
 
 OUTBOX_INSERT = "INSERT INTO {outbox} (key, value, version) VALUES (%s, %s, %s)"
 
@@ -43,7 +39,7 @@ class OutboxApp:
         self.conninfo: str = cfg["pg"]
         self.items = sql.Identifier(*cfg["items"])
         self.outbox = sql.Identifier(*cfg["outbox"])
-        self._pg: TimedConnection | None = None
+        self.pg = AppConnection(self.conninfo)
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         """Answer one request; a failed store call is an answer too."""
@@ -59,12 +55,7 @@ class OutboxApp:
 
     def begin(self, key: str, value: str | None) -> int:
         """Open the transaction and upsert the business row; its new version."""
-        if self._pg is None or self._pg.closed:
-            try:
-                self._pg = app_pg_connect(self.conninfo)
-            except psycopg.Error as exc:
-                raise Outcome("fail", f"connect: {exc}".strip()[:300]) from exc
-        with self._dropped_on_failure() as conn:
+        with self.pg.failing() as conn:
             conn.execute("BEGIN")
             row = conn.execute(sql.SQL(UPSERT).format(table=self.items), (key, value)).fetchone()
         assert row is not None
@@ -72,23 +63,13 @@ class OutboxApp:
 
     def commit(self, key: str, value: str | None, version: int) -> None:
         """Append the outbox row of the open transaction and commit it."""
-        if self._pg is None or self._pg.closed:
+        if not self.pg.is_open:
             raise Outcome("fail", "no transaction is open: `begin` failed or was not sent")
-        with self._dropped_on_failure() as conn:
+        # A failed call drops the connection with its transaction (the outcome of a
+        # COMMIT that got no answer is unknown: `info`).
+        with self.pg.failing() as conn:
             conn.execute(sql.SQL(OUTBOX_INSERT).format(outbox=self.outbox), (key, value, version))
             conn.execute("COMMIT")
-
-    @contextlib.contextmanager
-    def _dropped_on_failure(self) -> Iterator[TimedConnection]:
-        """The connection; a failed call drops it with its transaction (the outcome
-        of a COMMIT that got no answer is unknown: `info`)."""
-        assert self._pg is not None
-        try:
-            yield self._pg
-        except psycopg.Error as exc:
-            with contextlib.suppress(Exception):
-                self._pg.close()
-            raise classify_pg(exc) from exc
 
 
 def main() -> int:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.workload.spec import WorkloadSpec
-from scenarios.model import ABSENT, Scenario, faults
+from harness.architectures.dual_write.scenarios import APP_CRASH, PARTIAL_FAILURE_WORKLOAD
+from scenarios.model import CONVERGES, Scenario, expect, faults
 
 SCENARIOS = [
     Scenario(
@@ -18,29 +18,13 @@ SCENARIOS = [
             "back whole, and the cache converges where the dual write diverges."
         ),
         setup_params={"commit": "after-apply", "commit_ms": 500, "store_timeout_ms": 500},
-        # C2's workload: keys cool down, so a divergence would stay visible.
-        workload=WorkloadSpec(
-            clients=4,
-            keys=10,
-            distribution="uniform",
-            mix={"write": 1.0},
-            rate=200,
-            duration=10,
-            rotate_s=0.5,
-        ),
+        # C2's workload and crash point: where the dual write diverges.
+        workload=PARTIAL_FAILURE_WORKLOAD,
         faults=faults(
-            {"kind": "app-crash", "target": "app", "at": 3, "duration": 2, "p": 0.3},
+            APP_CRASH,
             {"kind": "cut", "target": "consumer->redis", "at": 5.5, "duration": 1.5},
             recovery=2.0,
         ),
-        expectations={
-            "missing": ABSENT,
-            "stale": ABSENT,
-            "phantom": ABSENT,
-            "extra": ABSENT,
-            "lost-write": ABSENT,
-            "lost-message": ABSENT,
-            "stale-overwrite": ABSENT,
-        },
+        expectations=expect(absent=CONVERGES),
     ),
 ]

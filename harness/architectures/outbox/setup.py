@@ -8,9 +8,9 @@ The two writes commit or roll back together, so the crash point that splits a du
 write (`after-source-write`, claim C2) here kills the transaction: nothing of it reaches
 either table, and the derived store follows the one order the database committed
 (claim C14). Everything else (consumer processes, links, audit, quiesce, faults on
-`consumer` and `consumer->redis`) is the CDC setup's (harness.architectures.cdc.setup),
-with the same parameters; the effect is always `versioned`, and an event's `msg_id` is its outbox id
-(`event-<id>`).
+`consumer` and `consumer->redis`) is the CDC pipeline's (harness.architectures.cdc.pipeline),
+with the cdc setup's parameters; the effect is always `versioned`, and an event's
+`msg_id` is its outbox id (`event-<id>`).
 
 Each application instance (a workload client) is an OS process of its own
 (harness.architectures.outbox.app) holding its PostgreSQL connection; its client thread
@@ -19,7 +19,7 @@ fault SIGKILLs the instance at the step point, with its transaction open (`kill_
 PostgreSQL rolls it back when the connection drops, the application cannot know, and
 the write is recorded as `info`; then the workload starts a new instance. A hook that
 raises AppCrash there (a test's, a replay's) is made a SIGKILL too. Reads stay in the
-client thread, on its own connections (as the CDC setup's).
+client thread, on its own connections (a `CdcClient` of the cdc package).
 """
 
 from __future__ import annotations
@@ -29,54 +29,60 @@ import contextlib
 from psycopg import sql
 
 from harness.architectures.cdc.client import CdcClient
+from harness.architectures.cdc.pipeline import CdcPipeline, ConsumerOptions
 from harness.architectures.cdc.protocol import VERSIONED
-from harness.architectures.cdc.setup import Cdc
+from harness.architectures.cdc.wiring import Wiring
 from harness.history.schema import SOURCE_STORE
+from harness.services.base import Service
 from harness.setups.app_process import AFTER_SOURCE_WRITE, AppDied, AppInstances, AppProcess
-from harness.setups.base import AppCrash, SetupContext
+from harness.setups.base import AppCrash, Client, Setup, SetupContext
 from harness.setups.connect import direct_pg_connect
-from harness.setups.stores import Outcome
+from harness.setups.stores import CACHE, Outcome, State
 
 OUTBOX_APP_MODULE = "harness.architectures.outbox.app"
+OUTBOX = "outbox"
+"""The outbox table, the one Debezium captures."""
 
 
-class Outbox(Cdc):
+class Outbox(Setup):
     """Business table + outbox table in one transaction; CDC on the outbox only."""
 
     name = "outbox"
-    table_name = "outbox"
-    id_field = "id"
+    services = ("postgres", "redis", "kafka", "connect")
+    stores = (CACHE,)
 
     def __init__(self) -> None:
         super().__init__()
         self.apps = AppInstances(OUTBOX_APP_MODULE)
+        self.wiring: Wiring | None = None
+        self.pipeline: CdcPipeline | None = None
 
     def prepare(self, ctx: SetupContext) -> None:
-        """As the CDC setup, with the effect fixed to `versioned`."""
+        """The business and outbox tables, the outbox's capture and the consumer
+        processes (not started yet); the cdc setup's parameters, `effect` fixed."""
         if ctx.params.get("effect", VERSIONED) != VERSIONED:
             raise ValueError("outbox: the consumer's effect is versioned; drop `effect`")
-        super().prepare(ctx)
-
-    def create_tables(self) -> None:
-        """`items` (the business table, the source) and `outbox` (what Debezium reads)."""
-        ns = self.context.namespace
-        with direct_pg_connect(self.pg_direct) as conn:
-            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ns)))
-            conn.execute(
-                sql.SQL(
-                    "CREATE TABLE {} (key text PRIMARY KEY, value text, version bigint NOT NULL)"
-                ).format(self.source_table())
-            )
+        self.ctx = ctx
+        options = ConsumerOptions.from_params(self.name, ctx.params)
+        self.wiring = Wiring.of(self.name, ctx, CACHE)
+        self.wiring.create_source()
+        with direct_pg_connect(self.wiring.pg_direct) as conn:
             conn.execute(
                 sql.SQL(
                     "CREATE TABLE {} (id bigserial PRIMARY KEY, key text NOT NULL, value text, "
                     "version bigint NOT NULL)"
-                ).format(self.table)
+                ).format(self.wiring.table(OUTBOX))
             )
+        self.pipeline = CdcPipeline(ctx, self.wiring, OUTBOX, options, id_field="id")
+        self.pipeline.open()
 
-    def source_table(self) -> sql.Identifier:
-        """The business table."""
-        return sql.Identifier(self.context.namespace, "items")
+    def start(self) -> None:
+        """Start the consumer processes and wait until each has its partitions."""
+        self._pipeline().start()
+
+    def process(self, name: str) -> Service | None:
+        """`consumer-<i>` or `consumer` (all of them), for crash/pause/restart faults."""
+        return self._pipeline().process(name)
 
     def client(self, process: str) -> OutboxClient:
         """A client driving an application instance of its own (started on first write)."""
@@ -84,8 +90,9 @@ class Outbox(Cdc):
 
     def spawn_app(self, process: str) -> AppProcess:
         """Start the application instance `process`, on the app's link to PostgreSQL."""
+        assert self.wiring is not None
         ns = self.context.namespace
-        config = {"pg": self.pg_app, "items": [ns, "items"], "outbox": [ns, self.table_name]}
+        config = {"pg": self.wiring.pg_app, "items": [ns, "items"], "outbox": [ns, OUTBOX]}
         return self.apps.spawn(process, config, self.context.logs / "app.log")
 
     def kill_app(self, process: str) -> int | None:
@@ -93,19 +100,36 @@ class Outbox(Cdc):
         instance of that name runs)."""
         return self.apps.kill(process)
 
+    def quiesce(self, timeout: float) -> bool:
+        """Audit the outbox's topic, then wait for the consumers."""
+        return self._pipeline().quiesce(timeout)
+
+    def final_states(self) -> dict[str, State]:
+        """The business table's live rows and the cache's keys."""
+        assert self.wiring is not None
+        return self.wiring.final_states()
+
     def teardown(self) -> None:
-        """End leftover application instances, then the CDC setup's teardown."""
+        """End leftover application instances, stop the consumers, drop the capture."""
         self.apps.close_all()
-        super().teardown()
+        if self.pipeline is not None:
+            self.pipeline.close()
+
+    def _pipeline(self) -> CdcPipeline:
+        if self.pipeline is None:
+            raise RuntimeError(f"setup {self.name!r} used before prepare()")
+        return self.pipeline
 
 
-class OutboxClient(CdcClient):
-    """One application instance of the outbox setup."""
-
-    setup: Outbox
+class OutboxClient(Client):
+    """One application instance of the outbox setup; its reads are a `CdcClient`'s."""
 
     def __init__(self, setup: Outbox, process: str) -> None:
-        super().__init__(setup, process)
+        assert setup.wiring is not None
+        self.setup = setup
+        self.process = process
+        self.rec = setup.context.recorder
+        self.reads = CdcClient(setup.wiring, self.rec, process)
         self._app: AppProcess | None = None
 
     def ready(self) -> None:
@@ -126,11 +150,15 @@ class OutboxClient(CdcClient):
         op = self.rec.invoke(self.process, "delete", key=key, store=SOURCE_STORE)
         self._transaction(op, key, None)
 
+    def read(self, key: str, store: str) -> None:
+        """Read `key` from the business table or the cache."""
+        self.reads.read(key, store)
+
     def close(self) -> None:
         """End the application instance (a killed one is gone already) and the reads'
         connections."""
         self.setup.apps.close(self.process)
-        super().close()
+        self.reads.close()
 
     def _transaction(self, op: str, key: str, value: str | None) -> None:
         setup = self.setup

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from harness.architectures.cdc.sim import CdcSim, cdc_moves
-from harness.explore.spec import SetupSpec, spec
+from harness.architectures.cdc.sim import cdc_spec
+from harness.explore.spec import SetupSpec
 
 SIMS: tuple[SetupSpec, ...] = (
-    spec(
+    cdc_spec(
         "outbox",
         "the db row and an outbox row in one transaction, CDC on the outbox "
         "-> log -> idempotent consumer",
         ("C14",),
-        CdcSim,
-        cdc_moves(2, "cache"),
-        partitions=2,
         policy="after-apply",
         channel="outbox",
     ),
 )
-"""The simulated setups of this architecture."""
+"""The simulated setups of this architecture: the CDC pipeline fed by the outbox."""

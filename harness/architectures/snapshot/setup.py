@@ -44,21 +44,22 @@ import time
 
 import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
-from psycopg import sql
 
+from harness.architectures.cdc.audit import audit_topic
 from harness.architectures.cdc.capture import Capture
 from harness.architectures.cdc.client import CdcClient
 from harness.architectures.cdc.protocol import parse_change
-from harness.architectures.cdc.setup import Cdc
+from harness.architectures.cdc.wiring import Wiring
 from harness.history.events import MsgFields
 from harness.services.base import Endpoint
 from harness.services.kafka_admin import TopicSpec
-from harness.setups.base import SetupContext
+from harness.setups.base import Setup, SetupContext
 from harness.setups.connect import (
     KAFKA_CLIENT_TIMEOUTS,
     direct_pg_connect,
     redis_client,
 )
+from harness.setups.stores import State
 
 VIEW = "view"
 LOADER = "loader"
@@ -93,7 +94,7 @@ class ViewConsumer(threading.Thread):
             logger=log,
         )
         kafka.assign([TopicPartition(s.topic, 0, OFFSET_BEGINNING)])
-        r = redis_client(s._redis_view, timeout=5.0)
+        r = redis_client(s.redis_view, timeout=5.0)
         in_snapshot = True
         try:
             while not self.stopping.is_set():
@@ -144,19 +145,22 @@ class ViewConsumer(threading.Thread):
         self.position = change.offset + 1
 
 
-class SnapshotStream(Cdc):
+class SnapshotStream(Setup):
     """A preloaded table, Debezium's initial snapshot and stream, a late-joining view."""
 
     name = "snapshot-stream"
     services = ("postgres", "redis", "kafka", "connect")
+    stores = (VIEW,)
 
     def __init__(self) -> None:
         super().__init__()
-        self.store = VIEW
-        self.stores = (VIEW,)
         self.align = True
+        self.topic = ""
+        self.prefix = ""  # the view's Redis key prefix
         self.bootstrap_view = ""
-        self._redis_view: Endpoint | None = None
+        self.redis_view: Endpoint | None = None
+        self.wiring: Wiring | None = None
+        self.capture: Capture | None = None
         self.view: ViewConsumer | None = None
 
     def prepare(self, ctx: SetupContext) -> None:
@@ -170,18 +174,17 @@ class SnapshotStream(Cdc):
             raise ValueError(
                 f"snapshot-stream: preload={preload}, join_s={join_s}; use values >= 0"
             )
-        stack, ns = ctx.stack, ctx.namespace
-        self.table = sql.Identifier(ns, self.table_name)
-        self.prefix = f"{ns}:{VIEW}:"
-        self.wire_stores(stack)
-        self._redis_view = stack.link("consumer", "redis")
+        stack = ctx.stack
+        self.wiring = wiring = Wiring.of(self.name, ctx, VIEW)
+        self.prefix = wiring.prefix
+        self.redis_view = stack.link("consumer", "redis")
         self.bootstrap_view = stack["kafka"].link(stack.links, "consumer")
-        self.create_tables()
-        loader = CdcClient(self, LOADER)
+        wiring.create_source()
+        loader = CdcClient(wiring, ctx.recorder, LOADER)
         for i in range(preload):
             loader.write(f"k{i}", f"{LOADER}-{i}")
         loader.close()
-        self.capture = Capture(ctx, self.table_name, self.pg_direct, snapshot_mode="initial")
+        self.capture = Capture(ctx, "items", wiring.pg_direct, snapshot_mode="initial")
         self.topic = self.capture.topic
         self.capture.open(
             TopicSpec(self.topic, 1), lambda c: self._wait_slot_consistent(c.slot, 60)
@@ -191,7 +194,8 @@ class SnapshotStream(Cdc):
     def _wait_slot_consistent(self, slot: str, timeout: float) -> None:
         """Until the connector's slot has its consistent point (the snapshot's position)."""
         deadline = time.monotonic() + timeout
-        with direct_pg_connect(self.pg_direct) as conn:
+        assert self.wiring is not None
+        with direct_pg_connect(self.wiring.pg_direct) as conn:
             while True:
                 row = conn.execute(
                     "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = %s",
@@ -211,14 +215,19 @@ class SnapshotStream(Cdc):
         assert self.view is not None
         self.view.start()
 
-    def process(self, name: str) -> None:
-        """No processes of its own: faults target the stack's services."""
-        return None
+    def client(self, process: str) -> CdcClient:
+        """A client writing the source only, reading it or the view."""
+        assert self.wiring is not None
+        return CdcClient(self.wiring, self.context.recorder, process)
 
     def quiesce(self, timeout: float) -> bool:
         """Audit the topic (`produce` events), wait for the view to read to the end."""
         deadline = time.monotonic() + timeout
-        ends = self.audit(deadline)
+        assert self.wiring is not None
+        want = self.wiring.final_versions()
+        ends = audit_topic(
+            self.context.recorder, self.wiring.bootstrap_direct, self.topic, want, deadline
+        )
         if ends is None or self.view is None:
             return False
         end = ends.get(0, 0)
@@ -232,6 +241,11 @@ class SnapshotStream(Cdc):
             extra["jumped_from"], extra["jumped_to"] = self.view.jumped
         self.context.recorder.mark("consumer-done", consumer=VIEW, channel=self.topic, extra=extra)
         return True
+
+    def final_states(self) -> dict[str, State]:
+        """The source's live rows and the view's keys."""
+        assert self.wiring is not None
+        return self.wiring.final_states()
 
     def teardown(self) -> None:
         """Stop the view; drop the connector, its slot and its publication."""

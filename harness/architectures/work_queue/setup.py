@@ -36,7 +36,7 @@ from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
 from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import AMQP_HEARTBEAT_S, endpoint, redis_client
-from harness.setups.stores import CACHE
+from harness.setups.stores import CACHE, redis_hashes
 from harness.setups.worker_process import WorkerProcess
 
 GROUP = "workers"
@@ -185,16 +185,7 @@ class WorkQueue(Setup):
         """The producer's latest confirmed write per key, and Redis's hashes."""
         with self._lock:
             source: dict[str, tuple[str, int | None]] = dict(self._latest)
-        r = redis_client(self._redis_direct)
-        try:
-            cache: dict[str, tuple[str, int | None]] = {}
-            for full in r.scan_iter(match=f"{self.prefix}*", count=500):
-                h = r.hgetall(full)
-                if h:
-                    cache[full[len(self.prefix) :]] = (h["value"], int(h["version"]))
-        finally:
-            r.close()
-        return {SOURCE_STORE: source, CACHE: cache}
+        return {SOURCE_STORE: source, CACHE: redis_hashes(self._redis_direct, self.prefix)}
 
     def teardown(self) -> None:
         """Stop the workers (gracefully: they finish the message in hand)."""

@@ -6,7 +6,7 @@ from typing import Any
 
 from harness.explore.schedule import Action, Step
 from harness.explore.sim.kv import KeyValueStore
-from harness.explore.sim.machine import DbSim
+from harness.explore.sim.machine import DbSim, handling
 from harness.explore.sim.queue import Message, Queue
 from harness.explore.spec import CLIENTS, KEYS, Move, SetupSpec, spec
 from harness.history.schema import FaultPhase, Mark, MsgAction
@@ -65,13 +65,7 @@ class AmqpSim(DbSim):
         self.holding[w] = (msg, attempt)
         self.rec.msg(
             MsgAction.DELIVER,
-            consumer=self.group,
-            process=self.process(w),
-            channel=self.channel,
-            msg_id=msg.msg_id,
-            key=msg.key,
-            value=msg.value,
-            version=msg.version,
+            **handling(self.group, self.process(w), self.channel, msg),
             attempt=attempt,
         )
         self.tally.deliver(self.group, self.process(w), msg.msg_id, msg.key, msg.version)
@@ -79,15 +73,7 @@ class AmqpSim(DbSim):
 
     def apply(self, w: str) -> Step:
         msg, attempt = self.holding.pop(w)
-        common = dict(
-            consumer=self.group,
-            process=self.process(w),
-            channel=self.channel,
-            msg_id=msg.msg_id,
-            key=msg.key,
-            value=msg.value,
-            version=msg.version,
-        )
+        common = handling(self.group, self.process(w), self.channel, msg)
         # A plain worker overwrites: updates of one key do not commute.
         self.cache.put(msg.key, msg.value, msg.version)
         self.rec.msg(MsgAction.APPLY, store="cache", **common)

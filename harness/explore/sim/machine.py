@@ -11,8 +11,10 @@ from harness.explore.schedule import Action, Step
 from harness.explore.sim.database import Database
 from harness.explore.sim.kv import KeyValueStore
 from harness.explore.sim.log import LogBroker, Record
+from harness.explore.sim.queue import Message
 from harness.explore.sim.recorder import Recorder
 from harness.explore.sim.tally import Finding, Tally
+from harness.history.events import MsgFields
 from harness.history.schema import (
     SOURCE_STORE,
     Event,
@@ -21,6 +23,23 @@ from harness.history.schema import (
     MsgAction,
     OpPhase,
 )
+
+
+def handling(
+    consumer: str, process: str, channel: str, m: Record | Message, partition: int | None = None
+) -> MsgFields:
+    """The history fields of `process` (of group `consumer`) handling message `m`."""
+    return {
+        "consumer": consumer,
+        "process": process,
+        "channel": channel,
+        "partition": partition,
+        "offset": m.offset if isinstance(m, Record) else None,
+        "msg_id": m.msg_id,
+        "key": m.key,
+        "value": m.value,
+        "version": m.version,
+    }
 
 
 @dataclass(slots=True)
@@ -249,19 +268,8 @@ class DbSim(Sim):
         self, group: str, process: str, partition: int, rec: Record, attempt: int
     ) -> Step:
         """Record a log record reaching a consumer process; return the poll step."""
-        self.rec.msg(
-            MsgAction.DELIVER,
-            consumer=group,
-            process=process,
-            channel=self.channel,
-            partition=partition,
-            offset=rec.offset,
-            msg_id=rec.msg_id,
-            key=rec.key,
-            value=rec.value,
-            version=rec.version,
-            attempt=attempt,
-        )
+        fields = handling(group, process, self.channel, rec, partition)
+        self.rec.msg(MsgAction.DELIVER, **fields, attempt=attempt)
         self.tally.deliver(group, process, rec.msg_id, rec.key, rec.version)
         return Step(Action.POLL, group, rec.key, rec.value, partition, rec.offset)
 
@@ -270,19 +278,8 @@ class DbSim(Sim):
     ) -> Step:
         """Idempotent, version-checked apply: a newer version is applied, else skipped."""
         applied = store.put_if_newer(rec.key, rec.value, rec.version)
-        self.rec.msg(
-            MsgAction.APPLY if applied else MsgAction.SKIP,
-            consumer=group,
-            process=process,
-            channel=self.channel,
-            partition=partition,
-            offset=rec.offset,
-            msg_id=rec.msg_id,
-            key=rec.key,
-            version=rec.version,
-            store=store.name,
-            value=rec.value,
-        )
+        fields = handling(group, process, self.channel, rec, partition)
+        self.rec.msg(MsgAction.APPLY if applied else MsgAction.SKIP, **fields, store=store.name)
         if applied:
             self.tally.effect(store.name, rec.key, rec.value, rec.version, rec.msg_id)
         else:

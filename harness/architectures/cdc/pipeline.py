@@ -1,0 +1,199 @@
+"""The CDC pipeline a setup holds: its captured table's changes through Kafka to
+consumer processes that apply them to Redis.
+
+    captured table --(Debezium, Capture)--> Kafka topic (key-partitioned)
+        --> consumer process(es) `consumer-<i>`, group `cdc-sync` --> Redis
+
+The cdc and outbox setups each hold one; they differ in the table captured and in how
+a change event names its message (`id_field`). The pipeline owns the capture, the
+consumer processes and the drain at quiesce: audit the topic, then wait until every
+consumer has processed and committed up to the topic's end offsets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from harness.architectures.cdc.audit import audit_topic
+from harness.architectures.cdc.capture import Capture
+from harness.architectures.cdc.processes import CONSUMER, ConsumerGroup, ConsumerProcess
+from harness.architectures.cdc.protocol import (
+    AFTER_APPLY,
+    BEFORE_APPLY,
+    COUNTER,
+    VERSIONED,
+    ConsumerConfig,
+)
+from harness.architectures.cdc.wiring import Wiring
+from harness.services.base import Service, ServiceError
+from harness.services.debezium import wait_slot_streaming
+from harness.services.kafka_admin import TopicSpec
+from harness.setups.base import SetupContext
+
+GROUP = "cdc-sync"
+"""The consumers' Kafka group, the history `consumer` of what they record."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerOptions:
+    """The consumers' scenario parameters (see the cdc setup's docstring)."""
+
+    effect: str = VERSIONED
+    commit: str = AFTER_APPLY
+    partitions: int = 1
+    consumers: int = 1
+    commit_ms: int = 500
+    batch: int = 100
+    apply_ms: float = 0.0
+    redis_timeout: float = 2.0
+
+    @classmethod
+    def from_params(cls, setup: str, p: dict[str, Any]) -> ConsumerOptions:
+        """The options in a scenario's `setup_params`; a bad one is named."""
+        options = cls(
+            effect=p.get("effect", VERSIONED),
+            commit=p.get("commit", AFTER_APPLY),
+            partitions=int(p.get("partitions", 1)),
+            consumers=int(p.get("consumers", 1)),
+            commit_ms=int(p.get("commit_ms", 500)),
+            batch=int(p.get("batch", 100)),
+            apply_ms=float(p.get("apply_ms", 0)),
+            redis_timeout=float(p.get("store_timeout_ms", 2000)) / 1000,
+        )
+        if options.effect not in (VERSIONED, COUNTER):
+            raise ValueError(f"{setup}: effect {options.effect!r}; use versioned or counter")
+        if options.commit not in (AFTER_APPLY, BEFORE_APPLY):
+            raise ValueError(f"{setup}: commit {options.commit!r}; use after-apply or before-apply")
+        if options.partitions < 1 or not 1 <= options.consumers <= options.partitions:
+            raise ValueError(
+                f"{setup}: partitions={options.partitions}, consumers={options.consumers}; "
+                "use 1 or more partitions and between 1 and that many consumers"
+            )
+        return options
+
+
+class CdcPipeline:
+    """The capture of one table and the consumer processes that apply its changes to
+    the wiring's derived store."""
+
+    def __init__(
+        self,
+        ctx: SetupContext,
+        wiring: Wiring,
+        table_name: str,
+        options: ConsumerOptions,
+        id_field: str | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.wiring = wiring
+        self.id_field = id_field
+        self.partitions = options.partitions
+        self.capture: Capture | None = Capture(
+            ctx,
+            table_name,
+            wiring.pg_direct,
+            snapshot_mode="no_data",
+            partitions=options.partitions,
+        )
+        self.topic = self.capture.topic
+        self.consumers = self._consumers(options)
+
+    def _consumers(self, o: ConsumerOptions) -> list[ConsumerProcess]:
+        """One process per consumer, partitions dealt round-robin (not started)."""
+        stack, w = self.ctx.stack, self.wiring
+        bootstrap = stack["kafka"].link(stack.links, CONSUMER)
+        redis_link = stack.link(CONSUMER, "redis")
+        log_dir = self.ctx.logs
+        log_dir.mkdir(parents=True, exist_ok=True)
+        consumers = []
+        for i in range(o.consumers):
+            name = f"{CONSUMER}-{i}"
+            cfg = ConsumerConfig(
+                instance="",
+                group=GROUP,
+                topic=self.topic,
+                partitions=list(range(i, o.partitions, o.consumers)),
+                bootstrap=bootstrap,
+                redis_host=redis_link.host,
+                redis_port=redis_link.port,
+                redis_password=redis_link.extra.get("password", ""),
+                prefix=w.prefix,
+                store=w.store,
+                run_dir=str(self.ctx.work_dir),
+                status_path=str(log_dir / f"{name}.status.json"),
+                effect=o.effect,
+                commit=o.commit,
+                commit_ms=o.commit_ms,
+                batch=o.batch,
+                apply_ms=o.apply_ms,
+                redis_timeout=o.redis_timeout,
+                id_field=self.id_field,
+            )
+            consumers.append(ConsumerProcess(name, cfg, log_dir))
+        return consumers
+
+    def open(self) -> None:
+        """Create the topic and register the connector; return once it streams."""
+        assert self.capture is not None
+        # A loaded machine can take a minute to start the task and its slot.
+        self.capture.open(
+            TopicSpec(self.topic, self.partitions), lambda c: wait_slot_streaming(c, timeout=120)
+        )
+
+    def start(self) -> None:
+        """Start the consumer processes and wait until each has its partitions."""
+        for c in self.consumers:
+            c.start()
+        for c in self.consumers:
+            c.wait_healthy(60)
+
+    def process(self, name: str) -> Service | None:
+        """`consumer-<i>` or `consumer` (all of them), for crash/pause/restart faults."""
+        if name == CONSUMER and self.consumers:
+            return ConsumerGroup(self.consumers)
+        return next((c for c in self.consumers if c.name == name), None)
+
+    def quiesce(self, timeout: float) -> bool:
+        """Audit the topic (recording `produce` events), then wait for the consumers."""
+        deadline = time.monotonic() + timeout
+        for c in self.consumers:  # a consumer the nemesis left down cannot drain
+            if not c.is_running():
+                c.start()
+                c.wait_healthy(max(1.0, deadline - time.monotonic()))
+        rec, w = self.ctx.recorder, self.wiring
+        ends = audit_topic(
+            rec, w.bootstrap_direct, self.topic, w.final_versions(), deadline, self.id_field
+        )
+        if ends is None:
+            return False
+        while time.monotonic() < deadline:
+            if all(_caught_up(c, ends) for c in self.consumers):
+                rec.mark("consumer-done", consumer=GROUP, channel=self.topic)
+                return True
+            time.sleep(0.1)
+        return False
+
+    def close(self) -> None:
+        """Stop the consumers; drop the connector, its slot and its publication."""
+        for c in self.consumers:
+            with contextlib.suppress(ServiceError):
+                c.stop()
+        if self.capture is not None:
+            self.capture.drop()
+
+
+def _caught_up(consumer: ConsumerProcess, ends: dict[int, int]) -> bool:
+    """Whether `consumer` has processed and committed its partitions up to `ends`."""
+    status = consumer.status()
+    if not status:
+        return False
+    position, committed = status["position"], status["committed"]
+    for p in consumer.config.partitions:
+        end = ends.get(p, 0)
+        done = position.get(str(p), committed.get(str(p), -1))
+        if end > 0 and (done < end or committed.get(str(p), -1) < end):
+            return False
+    return True
