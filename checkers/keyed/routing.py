@@ -30,7 +30,7 @@ from checkers.keyed.facts import (
 from checkers.keyed.step import GROUP_COLUMN, KEY, MESSAGE, PARTITION, POSITION_COLUMN, ROUTE_COLUMN
 from checkers.keyed.timeline import SERIES_ROWS
 from checkers.reference.common import WRITE_FS
-from harness.history.schema import COLUMNS, SOURCE_STORE, Event, EventType, Mark, MsgAction
+from harness.history.schema import COLUMNS, SOURCE_STORE, Event, EventType, Mark, MsgAction, OpPhase
 
 DICTIONARY_COLUMNS = (
     "type",
@@ -56,8 +56,14 @@ _COLS = ", ".join(f'"{c}"' for c in COLUMNS)
 _ROUTED = f"""
 SELECT _i, _r, _g, (hash(_r, _g) % $buckets)::INTEGER AS _b FROM (
   SELECT {POSITION_COLUMN} - $first AS _i, {KEY}::INTEGER AS _r, key AS _g
-  FROM t WHERE key IS NOT NULL
-    AND type IN ('{EventType.OP}', '{EventType.MSG}', '{EventType.STATE}')
+  FROM t WHERE key IS NOT NULL AND (
+    type = '{EventType.STATE}'
+    OR (type = '{EventType.OP}'
+        AND NOT coalesce(phase = '{OpPhase.INVOKE}' AND f IN ({_WRITE_FS}), false))
+    OR (type = '{EventType.MSG}' AND (
+      action IN ('{MsgAction.DELIVER}', '{MsgAction.APPLY}', '{MsgAction.SKIP}')
+      OR (action = '{MsgAction.PRODUCE}'
+          AND (channel = 'events' OR starts_with(channel, 'events:'))))))
   UNION ALL
   SELECT {POSITION_COLUMN} - $first, {PARTITION}::INTEGER,
     channel || chr(0) || coalesce(CAST("partition" AS VARCHAR), '')

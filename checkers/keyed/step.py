@@ -44,9 +44,10 @@ from checkers.reference import (
     reorder,
     staleness,
 )
-from checkers.reference.common import order_key
+from checkers.reference.common import WRITE_FS, order_key
+from checkers.reference.eventsourcing import is_log_event
 from checkers.reference.reorder import RealtimeLag
-from harness.history.schema import COLUMNS, Event, EventType, MsgAction
+from harness.history.schema import COLUMNS, Event, EventType, MsgAction, OpPhase
 
 if TYPE_CHECKING:
     from checkers.keyed.sieve import Narrowed
@@ -71,7 +72,7 @@ checkers.reference.lost.where_lost's answer or UNKNOWN_PLACE, `n` the count), or
 channel partition's worst realtime lag as a row of the REALTIME_SERIES series
 (checkers.keyed.timeline.SERIES_ROW, the lag's JSON in `detail`)."""
 
-_KEY_TYPES = frozenset({EventType.OP, EventType.MSG, EventType.STATE})
+_KEY_ACTIONS = frozenset({MsgAction.DELIVER, MsgAction.APPLY, MsgAction.SKIP})
 _POLL_ACTIONS = frozenset({MsgAction.PRODUCE, MsgAction.DELIVER})
 _MESSAGE_ACTIONS = frozenset({MsgAction.PRODUCE, MsgAction.DELIVER, MsgAction.APPLY})
 
@@ -81,10 +82,22 @@ def partition_group(channel: str, partition: int | None) -> str:
     return f"{channel}\x00{'' if partition is None else partition}"
 
 
+def judged_by_key(e: Event) -> bool:
+    """Whether a key's checks look at `e`, an event with a key: its states, its
+    operations but the invocations of writes, and of its messages the deliveries,
+    applies, skips and event-log appends. A send to any other channel and a write's
+    invocation are a third of a key's events, and no key check reads them."""
+    if e.type == EventType.STATE:
+        return True
+    if e.type == EventType.OP:
+        return not (e.phase == OpPhase.INVOKE and e.f in WRITE_FS)
+    return e.type == EventType.MSG and (e.action in _KEY_ACTIONS or is_log_event(e))
+
+
 def routes(e: Event) -> list[tuple[int, str]]:
     """The groups (route, group) that judge `e`; the Spark pass routes alike."""
     out: list[tuple[int, str]] = []
-    if e.key is not None and e.type in _KEY_TYPES:
+    if e.key is not None and judged_by_key(e):
         out.append((KEY, e.key))
     if e.type == EventType.MSG:
         if e.action in _POLL_ACTIONS and e.channel is not None:
