@@ -1,4 +1,4 @@
-"""The suite starts Spark ahead of its first analysis (checkers.analyze.warm_up)."""
+"""The suite starts Spark ahead of its first analysis (checkers.spark_start.warm_up)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ def test_warm_up_leaves_a_session_with_python_workers_for_the_analysis(tmp_path:
         f"""
         from pathlib import Path
         from pyspark.sql import SparkSession
-        from checkers.analyze import analyze, warm_up
+        from checkers.analyze import analyze
+        from checkers.spark_start import warm_up
         from harness.testing.synthetic import generate_history
 
         log = Path({str(tmp_path / "logs" / "spark.log")!r})

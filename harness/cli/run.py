@@ -182,7 +182,7 @@ def run(
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
-    from checkers.analyze import warm_up
+    from checkers.spark_start import warm_up
     from harness.rundir import RunsDir
     from harness.runner.runner import run_scenario
     from scenarios.registry import get_scenario

@@ -141,7 +141,7 @@ def _run_all(
     backend: str = "local",
 ) -> None:
     """Run the scenarios in order on one stack, appending to `results`."""
-    from checkers.analyze import warm_up
+    from checkers.spark_start import warm_up
     from harness.rundir import RunsDir
     from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
     from harness.runner.stack_use import acquire_stack

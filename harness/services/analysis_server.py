@@ -103,8 +103,8 @@ def _send_error(conn: Connection, exc: Exception) -> None:
 
 def serve(port: int, secret: bytes, master: str | None = None) -> None:
     """Start Spark and its Python workers, then answer requests until killed."""
-    from checkers.analyze import start_workers
     from checkers.session import get_spark
+    from checkers.spark_start import start_workers
 
     log.info("starting Spark (%s)", master or "local[*]")
     # Spark's own log lines go to this process's stderr: the service's log.
