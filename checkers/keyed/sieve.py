@@ -55,9 +55,9 @@ def _expand(query: str) -> str:
 _PREPARE = f"""
 CREATE TEMP VIEW r AS SELECT * FROM t;
 CREATE TEMP VIEW k AS SELECT * FROM r WHERE _r = {KEY};
-CREATE TEMP VIEW okw AS SELECT * FROM k
+CREATE TEMP TABLE okw AS SELECT _g, _pos, time, writer, seq, version, value, process FROM k
   WHERE type = 'op' AND store = '{SOURCE_STORE}' AND f IN ({_WRITE_FS}) AND phase = 'ok';
-CREATE TEMP VIEW eff AS SELECT * FROM k
+CREATE TEMP TABLE eff AS SELECT _g, _pos, time, writer, seq, version, value, store FROM k
   WHERE store IS NOT NULL AND store <> '{SOURCE_STORE}' AND (
     (type = 'msg' AND action = 'apply')
     OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})));
@@ -66,9 +66,9 @@ CREATE TEMP VIEW reached AS SELECT DISTINCT _g, store, value FROM k
     (type = 'msg' AND action IN ('apply', 'skip'))
     OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})));
 """
-"""The rows of each route, and of the key route: the `ok` source writes, the effects,
-and (lost.writes's `reached`) the values that reached a derived store or were skipped
-there."""
+"""The rows of each route, and of the key route: the `ok` source writes, the effects
+(both narrowed and materialized: five queries join or scan them), and (lost.writes's
+`reached`) the values that reached a derived store or were skipped there."""
 
 # Each query gives the groups (_g) of its route that the sieve cannot clear.
 _KEY_SUSPECTS = {
