@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 
 from benchmarks import latency_bench
 from benchmarks.checkers_bench import main
+
+T = TypeVar("T")
 
 
 def _size(text: str) -> int:
@@ -21,6 +25,22 @@ def _size(text: str) -> int:
         return int(float(t.rstrip("km")) * scale)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 1M or 500k") from None
+
+
+def comma_list(item: Callable[[str], T]) -> Callable[[str], list[T]]:
+    """An argparse type for a comma-separated list whose items `item` parses."""
+    return lambda text: [item(x) for x in text.split(",")]
+
+
+def add_dir_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--dir`, the scratch folder of the benchmarks' synthetic histories; `what`
+    completes its help text ("histories go")."""
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "driftlab-bench",
+        help=f"where the {what} (default: $TMPDIR/driftlab-bench; about 1 GB at 20M)",
+    )
 
 
 def cli(argv: list[str] | None = None) -> None:
@@ -34,15 +54,10 @@ def cli(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--sizes",
         default="1M,5M,20M",
-        type=lambda s: [_size(x) for x in s.split(",")],
+        type=comma_list(_size),
         help="history sizes in events (default: 1M,5M,20M)",
     )
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "driftlab-bench",
-        help="where the histories go (default: $TMPDIR/driftlab-bench; about 1 GB at 20M)",
-    )
+    add_dir_option(parser, "histories go")
     parser.add_argument("--spark-master", default=None, help="Spark master URL")
     parser.add_argument(
         "--no-latency",

@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.__main__ import _size
+from benchmarks.__main__ import _size, add_dir_option, comma_list
 from benchmarks.checkers_bench import PLANT_EACH
 from benchmarks.duckdb_reference import run_checks
 from checkers.anomaly import ALL_KINDS
@@ -88,15 +87,10 @@ def main(argv: list[str] | None = None) -> list[ClusterFigures]:
     parser.add_argument(
         "--workers",
         default="1,2",
-        type=lambda s: [int(x) for x in s.split(",")],
+        type=comma_list(int),
         help="worker counts to run, one cluster each (default 1,2)",
     )
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "driftlab-bench",
-        help="where the history goes (default: $TMPDIR/driftlab-bench; about 1 GB at 20M)",
-    )
+    add_dir_option(parser, "history goes")
     args = parser.parse_args(argv)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     console.print(f"[dim]{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}[/]")
