@@ -32,22 +32,25 @@ def comma_list(item: Callable[[str], T]) -> Callable[[str], list[T]]:
     return lambda text: [item(x) for x in text.split(",")]
 
 
-def add_dir_option(parser: argparse.ArgumentParser, what: str) -> None:
-    """`--dir`, the scratch folder of the benchmarks' synthetic histories; `what`
-    completes its help text ("histories go")."""
+def bench_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """An argument parser with the options every benchmark of synthetic histories takes:
+    `--dir`, their scratch folder."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument(
         "--dir",
         type=Path,
         default=Path(tempfile.gettempdir()) / "driftlab-bench",
-        help=f"where the {what} (default: $TMPDIR/driftlab-bench; about 1 GB at 20M)",
+        help="where the synthetic histories go (default: $TMPDIR/driftlab-bench; "
+        "about 1 GB at 20M)",
     )
+    return parser
 
 
 def cli(argv: list[str] | None = None) -> None:
     """Parse the arguments and run the checker benchmark."""
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks",
-        description="Time the analysis of a small run (10k events, warm and cold), then "
+    parser = bench_parser(
+        "python -m benchmarks",
+        "Time the analysis of a small run (10k events, warm and cold), then "
         "the checker suite in Spark beside a DuckDB SQL reference on synthetic histories "
         "with planted anomalies.",
     )
@@ -57,7 +60,6 @@ def cli(argv: list[str] | None = None) -> None:
         type=comma_list(_size),
         help="history sizes in events (default: 1M,5M,20M)",
     )
-    add_dir_option(parser, "histories go")
     parser.add_argument("--spark-master", default=None, help="Spark master URL")
     parser.add_argument(
         "--no-latency",

@@ -14,7 +14,6 @@ are: the drop from 1 to 2 is the figure; more workers only share them.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -26,7 +25,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.__main__ import _size, add_dir_option, comma_list
+from benchmarks.__main__ import _size, bench_parser, comma_list
 from benchmarks.checkers_bench import PLANT_EACH
 from benchmarks.duckdb_reference import run_checks
 from checkers.anomaly import ALL_KINDS
@@ -78,9 +77,9 @@ def measure(run: Path, workers: int, expected: dict[str, int], console: Console)
 
 def main(argv: list[str] | None = None) -> list[ClusterFigures]:
     """Parse the arguments, run each worker count, print the table."""
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.cluster_bench",
-        description="Time the analysis of one synthetic history on a Spark standalone "
+    parser = bench_parser(
+        "python -m benchmarks.cluster_bench",
+        "Time the analysis of one synthetic history on a Spark standalone "
         "cluster of 1, 2, ... one-core workers, beside the DuckDB reference.",
     )
     parser.add_argument("--events", type=_size, default=_size("20M"), help="default 20M")
@@ -90,7 +89,6 @@ def main(argv: list[str] | None = None) -> list[ClusterFigures]:
         type=comma_list(int),
         help="worker counts to run, one cluster each (default 1,2)",
     )
-    add_dir_option(parser, "history goes")
     args = parser.parse_args(argv)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     console.print(f"[dim]{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}[/]")
