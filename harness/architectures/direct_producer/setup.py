@@ -169,9 +169,8 @@ class ProducerClient(Client):
     """One application instance: an idempotent producer, one message in flight."""
 
     def __init__(self, acked_log: AckedLog, rec: Recorder, process: str) -> None:
+        super().__init__(rec, process)
         self.acked_log = acked_log
-        self.process = process
-        self.rec = rec
         timeout_ms = int(acked_log.timeout_s * 1000)
         self.producer = Producer(
             {

@@ -126,9 +126,8 @@ class OutboxClient(Client):
 
     def __init__(self, setup: Outbox, process: str) -> None:
         assert setup.wiring is not None
+        super().__init__(setup.context.recorder, process)
         self.setup = setup
-        self.process = process
-        self.rec = setup.context.recorder
         self.reads = CdcClient(setup.wiring, self.rec, process)
         self._app: AppProcess | None = None
 
