@@ -27,7 +27,7 @@ from harness.architectures.cdc.protocol import (
     VERSIONED,
     ConsumerConfig,
 )
-from harness.architectures.cdc.wiring import Wiring
+from harness.architectures.cdc.wiring import CDC_SERVICES, Wiring
 from harness.services.base import Service, ServiceError
 from harness.services.debezium import wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec
@@ -203,6 +203,8 @@ def _caught_up(consumer: ConsumerProcess, ends: dict[int, int]) -> bool:
 class PipelineSetup(Setup):
     """The half of the Setup contract that a setup whose derived store a CdcPipeline
     feeds (cdc, outbox) hands to its pipeline; `prepare` sets `wiring` and `pipeline`."""
+
+    services = CDC_SERVICES
 
     def __init__(self) -> None:
         super().__init__()

@@ -63,7 +63,6 @@ class Cdc(PipelineSetup):
     """PostgreSQL -> Debezium -> Kafka -> consumer processes -> Redis."""
 
     name = "cdc"
-    services = ("postgres", "redis", "kafka", "connect")
 
     def __init__(self) -> None:
         super().__init__()

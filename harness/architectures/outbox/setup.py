@@ -47,7 +47,6 @@ class Outbox(PipelineSetup):
     """Business table + outbox table in one transaction; CDC on the outbox only."""
 
     name = "outbox"
-    services = ("postgres", "redis", "kafka", "connect")
     stores = (CACHE,)
 
     def __init__(self) -> None:
