@@ -195,7 +195,8 @@ class KafkaCluster(ServiceGroup[KafkaNode]):
     The cluster's spec keeps every node's ports ("main"/"controller" for node 1,
     "main-N"/"controller-N" for node N) and the cluster id (in `secrets`), so a
     restarted or adopted stack finds the same addresses. Whole-cluster faults go through
-    this object; one node's through `nodes[i]`.
+    this object (a kill is a crash, though not a power loss: the page cache survives);
+    one node's through `nodes[i]`.
     """
 
     def __init__(self, spec: ServiceSpec, settings: KafkaSettings | None = None) -> None:
