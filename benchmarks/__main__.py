@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 
 from benchmarks import latency_bench
 from benchmarks.checkers_bench import main
+
+T = TypeVar("T")
 
 
 def _size(text: str) -> int:
@@ -23,25 +27,38 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 1M or 500k") from None
 
 
+def comma_list(item: Callable[[str], T]) -> Callable[[str], list[T]]:
+    """An argparse type for a comma-separated list whose items `item` parses."""
+    return lambda text: [item(x) for x in text.split(",")]
+
+
+def bench_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """An argument parser with the options every benchmark of synthetic histories takes:
+    `--dir`, their scratch folder."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "driftlab-bench",
+        help="where the synthetic histories go (default: $TMPDIR/driftlab-bench; "
+        "about 1 GB at 20M)",
+    )
+    return parser
+
+
 def cli(argv: list[str] | None = None) -> None:
     """Parse the arguments and run the checker benchmark."""
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks",
-        description="Time the analysis of a small run (10k events, warm and cold), then "
+    parser = bench_parser(
+        "python -m benchmarks",
+        "Time the analysis of a small run (10k events, warm and cold), then "
         "the checker suite in Spark beside a DuckDB SQL reference on synthetic histories "
         "with planted anomalies.",
     )
     parser.add_argument(
         "--sizes",
         default="1M,5M,20M",
-        type=lambda s: [_size(x) for x in s.split(",")],
+        type=comma_list(_size),
         help="history sizes in events (default: 1M,5M,20M)",
-    )
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "driftlab-bench",
-        help="where the histories go (default: $TMPDIR/driftlab-bench; about 1 GB at 20M)",
     )
     parser.add_argument("--spark-master", default=None, help="Spark master URL")
     parser.add_argument(

@@ -14,12 +14,10 @@ are: the drop from 1 to 2 is the figure; more workers only share them.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +25,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.__main__ import _size
+from benchmarks.__main__ import _size, bench_parser, comma_list
 from benchmarks.checkers_bench import PLANT_EACH
 from benchmarks.duckdb_reference import run_checks
 from checkers.anomaly import ALL_KINDS
@@ -79,23 +77,17 @@ def measure(run: Path, workers: int, expected: dict[str, int], console: Console)
 
 def main(argv: list[str] | None = None) -> list[ClusterFigures]:
     """Parse the arguments, run each worker count, print the table."""
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.cluster_bench",
-        description="Time the analysis of one synthetic history on a Spark standalone "
+    parser = bench_parser(
+        "python -m benchmarks.cluster_bench",
+        "Time the analysis of one synthetic history on a Spark standalone "
         "cluster of 1, 2, ... one-core workers, beside the DuckDB reference.",
     )
     parser.add_argument("--events", type=_size, default=_size("20M"), help="default 20M")
     parser.add_argument(
         "--workers",
         default="1,2",
-        type=lambda s: [int(x) for x in s.split(",")],
+        type=comma_list(int),
         help="worker counts to run, one cluster each (default 1,2)",
-    )
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "driftlab-bench",
-        help="where the history goes (default: $TMPDIR/driftlab-bench; about 1 GB at 20M)",
     )
     args = parser.parse_args(argv)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)

@@ -30,6 +30,19 @@ CREATE OR REPLACE VIEW finals AS
   WHERE rn = 1 AND value IS NOT NULL;
 """
 
+
+def _below_seen(kind: str, columns: str, per: str, rows: str) -> str:
+    """The reorder `kind`: a row of the view `rows` whose version is below the highest
+    one `per` (a consumer, a store) had already seen for its key; `columns` are the
+    identity's store, key and consumer."""
+    return f"""
+    SELECT 'reorder', '{kind}', {columns}, time FROM (
+      SELECT *, max(version) OVER (PARTITION BY {per}, key ORDER BY time, writer, seq
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS seen
+      FROM {rows} WHERE version IS NOT NULL AND key IS NOT NULL)
+    WHERE version < seen"""
+
+
 _CHECKS: dict[str, str] = {
     "lost-message": """
     WITH prod AS (SELECT channel, msg_id, min(time) AS time FROM h
@@ -61,18 +74,10 @@ _CHECKS: dict[str, str] = {
     FROM h WHERE type = 'msg' AND action = 'apply' AND msg_id IS NOT NULL
       AND store IS NOT NULL
     GROUP BY store, msg_id HAVING count(*) > 1""",
-    "reorder-delivery": """
-    SELECT 'reorder', 'reorder-delivery', NULL, key, consumer, time FROM (
-      SELECT *, max(version) OVER (PARTITION BY consumer, key ORDER BY time, writer, seq
-        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS seen
-      FROM delivers WHERE version IS NOT NULL AND key IS NOT NULL)
-    WHERE version < seen""",
-    "stale-overwrite": """
-    SELECT 'reorder', 'stale-overwrite', store, key, NULL, time FROM (
-      SELECT *, max(version) OVER (PARTITION BY store, key ORDER BY time, writer, seq
-        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS seen
-      FROM effects WHERE version IS NOT NULL AND key IS NOT NULL)
-    WHERE version < seen""",
+    "reorder-delivery": _below_seen(
+        "reorder-delivery", "NULL, key, consumer", "consumer", "delivers"
+    ),
+    "stale-overwrite": _below_seen("stale-overwrite", "store, key, NULL", "store", "effects"),
     "nonmonotonic-poll": """
     SELECT 'reorder', 'nonmonotonic-poll', NULL, key, consumer, time FROM (
       SELECT *, lag("offset") OVER (PARTITION BY consumer, process, channel, "partition"

@@ -68,6 +68,16 @@ def write_json_atomically(path: Path, data: Any, *, sort_keys: bool = False) -> 
     return path
 
 
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`, or {} when the file is missing, unreadable or holds
+    something else: summaries of runs that died half-way must still list them."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 @dataclass(frozen=True)
 class _Folder:
     """A folder held by its absolute path, whatever the working directory was."""

@@ -8,14 +8,13 @@ to the latest suite; without it the newest run of each scenario is shown.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.rundir import REPORT_HTML, RunDir, RunsDir
+from harness.rundir import REPORT_HTML, RunDir, RunsDir, read_json_object
 from reports.claims import CLAIMS
 from reports.render import ReportError, write_html
 
@@ -67,19 +66,11 @@ def scan_runs(runs: Path) -> list[RunInfo]:
     return sorted(found, key=lambda r: (r.started, r.path))
 
 
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _run_info(runs: Path, run: Path) -> RunInfo:
     folder = RunDir(run)
-    config = _read(folder.config)
-    analysis = _read(folder.analysis)
-    summary = _read(folder.summary)
+    config = read_json_object(folder.config)
+    analysis = read_json_object(folder.analysis)
+    summary = read_json_object(folder.summary)
     params = config.get("params") or {}
     started = config.get("started_utc") or _stamp(run.name, run)
     verdict = analysis.get("verdict") or ("error" if summary.get("error") else "not judged")
@@ -158,7 +149,7 @@ def build_suite_context(runs: Path) -> dict[str, Any]:
     by_scenario: dict[str, list[RunInfo]] = {}
     for r in all_runs:
         by_scenario.setdefault(r.scenario, []).append(r)
-    index = _read(RunsDir(runs).index_json)
+    index = read_json_object(RunsDir(runs).index_json)
     in_suite = {e.get("run_dir") for e in index.get("runs", [])}
 
     def latest(scenario: str) -> RunInfo | None:

@@ -22,6 +22,9 @@ from harness.testing.synthetic import generate_history
 PLANT = {"duplicate-delivery": 2, "missing": 1, "poll-skip": 1}
 
 
+pytestmark = [pytest.mark.services, pytest.mark.spark]
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Stack]]:
     """A folder whose `.driftlab/stack` runs the analysis service, as `driftlab up`
@@ -37,8 +40,6 @@ def _ping(endpoint: Endpoint) -> str:
         return c.recv()
 
 
-@pytest.mark.services
-@pytest.mark.spark
 def test_the_server_gives_what_an_analysis_in_process_gives(
     spark: object, served: tuple[Path, Stack], tmp_path: Path
 ) -> None:
@@ -55,8 +56,6 @@ def test_the_server_gives_what_an_analysis_in_process_gives(
     assert (there / "series.json").read_text() == (here / "series.json").read_text()
 
 
-@pytest.mark.services
-@pytest.mark.spark
 def test_a_client_that_goes_away_leaves_the_server_serving(
     served: tuple[Path, Stack], tmp_path: Path
 ) -> None:
@@ -72,8 +71,6 @@ def test_a_client_that_goes_away_leaves_the_server_serving(
     assert done.analysis["counts"]["duplicate-delivery"] == 2
 
 
-@pytest.mark.services
-@pytest.mark.spark
 def test_driftlab_analyze_uses_the_warm_server_of_the_stack_here(
     served: tuple[Path, Stack], tmp_path: Path
 ) -> None:

@@ -18,6 +18,7 @@ from setup_fixtures import (
     write_then_delete,
 )
 
+from harness.architectures.dual_write.client import DualWriteClient
 from harness.architectures.dual_write.setup import APP_MODULE, DualWrite
 from harness.history.schema import SOURCE_STORE
 from harness.nemesis import Nemesis
@@ -43,6 +44,15 @@ def wired(
         stack.links.heal(link_name(APP, "redis"))
 
 
+@pytest.fixture
+def c0(wired: tuple[DualWrite, SetupContext]) -> DualWriteClient:
+    """Client c0 of the wired setup, after its first write: k = c0-1 (version 1)."""
+    setup, _ = wired
+    client = setup.client("c0")
+    client.write("k", "c0-1")
+    return client
+
+
 def test_writes_reach_every_store_with_source_versions(
     wired: tuple[DualWrite, SetupContext],
 ) -> None:
@@ -65,11 +75,9 @@ def test_writes_reach_every_store_with_source_versions(
 
 
 def test_a_crash_between_the_writes_leaves_the_derived_stores_stale(
-    wired: tuple[DualWrite, SetupContext],
+    wired: tuple[DualWrite, SetupContext], c0: DualWriteClient
 ) -> None:
     setup, ctx = wired
-    client = setup.client("c0")
-    client.write("k", "c0-1")
 
     def crash(point: str, process: str, key: str) -> None:
         if point == AFTER_SOURCE_WRITE:
@@ -77,9 +85,9 @@ def test_a_crash_between_the_writes_leaves_the_derived_stores_stale(
 
     ctx.steps.add(crash)
     with pytest.raises(AppCrash):
-        client.write("k", "c0-2")
+        c0.write("k", "c0-2")
     ctx.steps.remove(crash)
-    client.close()
+    c0.close()
     states = setup.final_states()
     assert states[SOURCE_STORE]["k"] == ("c0-2", 2)
     assert states["cache"]["k"] == ("c0-1", 1)
@@ -90,13 +98,11 @@ def test_a_crash_between_the_writes_leaves_the_derived_stores_stale(
     "wired", [{"derived": ["cache"], "on_failure": "invalidate"}], indirect=True
 )
 def test_invalidate_removes_the_key_once_the_cache_answers_again(
-    stack: Stack, wired: tuple[DualWrite, SetupContext]
+    stack: Stack, wired: tuple[DualWrite, SetupContext], c0: DualWriteClient
 ) -> None:
     setup, ctx = wired
-    client = setup.client("c0")
-    client.write("k", "c0-1")
     stack.links.disable(link_name(APP, "redis"))
-    client.write("k", "c0-2")
+    c0.write("k", "c0-2")
     failed = [
         e
         for e in events(ctx)
@@ -105,7 +111,7 @@ def test_invalidate_removes_the_key_once_the_cache_answers_again(
     assert len(failed) == 1 and failed[0]["value"] == "c0-2"
     assert setup.final_states()["cache"]["k"] == ("c0-1", 1)  # stale while unreachable
     stack.links.heal(link_name(APP, "redis"))
-    client.close()
+    c0.close()
     assert setup.quiesce(10)
     states = setup.final_states()
     assert states[SOURCE_STORE]["k"] == ("c0-2", 2)
@@ -119,13 +125,11 @@ def test_invalidate_removes_the_key_once_the_cache_answers_again(
     "wired", [{"derived": ["search"], "search": "indexer", "refresh_ms": 300}], indirect=True
 )
 def test_the_indexer_view_lags_and_records_its_messages(
-    wired: tuple[DualWrite, SetupContext],
+    wired: tuple[DualWrite, SetupContext], c0: DualWriteClient
 ) -> None:
     setup, ctx = wired
-    client = setup.client("c0")
-    client.write("k", "c0-1")
-    client.read("k", "search")  # right after the write: the view has not caught up
-    client.close()
+    c0.read("k", "search")  # right after the write: the view has not caught up
+    c0.close()
     assert setup.quiesce(10)
     assert setup.final_states()["search"] == {"k": ("c0-1", 1)}
     evs = events(ctx)
@@ -145,24 +149,22 @@ def test_bad_parameters_are_named(stack: Stack, tmp_path: Path) -> None:
 
 
 def test_an_app_crash_fault_sigkills_the_application_process_between_the_writes(
-    wired: tuple[DualWrite, SetupContext],
+    wired: tuple[DualWrite, SetupContext], c0: DualWriteClient
 ) -> None:
     setup, ctx = wired
-    client = setup.client("c0")
-    client.write("k", "c0-1")
     (instance,) = [p for p in children() if cmdline(p).endswith(APP_MODULE)]
     nemesis = Nemesis(Schedule((FaultSpec("app-crash", "app", 0.0, 30.0, {"p": 1.0}),)), setup, ctx)
     nemesis.start()
     time.sleep(0.2)
     with pytest.raises(AppCrash):
-        client.write("k", "c0-2")
+        c0.write("k", "c0-2")
     nemesis.heal_all()
     (mark,) = [e for e in events(ctx) if e["type"] == "mark" and e["kind"] == "app-crash"]
     assert json.loads(mark["extra"])["pid"] == instance
     assert instance not in children(), "the killed instance is still a child"
     with pytest.raises(ProcessLookupError):
         os.kill(instance, 0)
-    client.close()
+    c0.close()
     states = setup.final_states()
     assert states[SOURCE_STORE]["k"] == ("c0-2", 2)
     assert states["cache"]["k"] == ("c0-1", 1)  # the cache write died with the process

@@ -13,7 +13,6 @@ recorder every operation writes to, and the stack's links (so faults can cut the
 from __future__ import annotations
 
 import contextlib
-import random
 import time
 
 import psycopg
@@ -76,10 +75,9 @@ class CacheAsideClient(Client):
     """Writes go to PostgreSQL then invalidate; reads go through the cache."""
 
     def __init__(self, setup: CacheAside, process: str) -> None:
+        super().__init__(setup.context.recorder, process)
         self.setup = setup
-        self.process = process
-        self.rec = setup.context.recorder
-        self.rng = random.Random(f"{setup.context.seed}/{process}")
+        self.rng = setup.context.client_rng(process)
         self.db = psycopg.connect(setup.pg, autocommit=True)
         self.cache = redis_client(setup.redis_app)
 

@@ -11,6 +11,7 @@ phase, a message's action, a fault window's phase. `extra` is a dict, or its JSO
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict, Unpack
 
 from harness.history.schema import EventType, FaultPhase, MsgAction, OpPhase
@@ -24,6 +25,15 @@ Fields = dict[str, Any]
 
 def _present(type: EventType, **fields: Any) -> Fields:
     return {"type": type.value, **{k: v for k, v in fields.items() if v is not None}}
+
+
+def _in_order(declared: type, fields: Mapping[str, Any]) -> dict[str, Any]:
+    # The declared order, not the caller's: a history's JSON lines then spell every
+    # fault and mark alike, whoever recorded them.
+    names = declared.__annotations__
+    if unknown := fields.keys() - names.keys():
+        raise TypeError(f"{declared.__name__} has no field {', '.join(sorted(unknown))}")
+    return {name: fields.get(name) for name in names}
 
 
 class OpFields(TypedDict, total=False):
@@ -76,29 +86,21 @@ def msg(action: str, **fields: Unpack[MsgFields]) -> Fields:
     return _present(EventType.MSG, action=action, **fields)
 
 
-def fault(
-    phase: str,
-    kind: str,
-    *,
-    target: str | None = None,
-    fault_id: str | None = None,
-    error: str | None = None,
-    extra: dict[str, Any] | str | None = None,
-    time: int | None = None,
-) -> Fields:
+class FaultFields(TypedDict, total=False):
+    """The optional fields of a FAULT event."""
+
+    target: str | None
+    fault_id: str | None
+    error: str | None
+    extra: dict[str, Any] | str | None
+    time: int | None
+
+
+def fault(phase: str, kind: str, **fields: Unpack[FaultFields]) -> Fields:
     """A FAULT event: a fault window opening (`start`) or closing (`stop`)."""
     if phase not in (FaultPhase.START, FaultPhase.STOP):
         raise ValueError(f"fault phase {phase!r} is not 'start' or 'stop'")
-    return _present(
-        EventType.FAULT,
-        phase=phase,
-        kind=kind,
-        target=target,
-        fault_id=fault_id,
-        error=error,
-        extra=extra,
-        time=time,
-    )
+    return _present(EventType.FAULT, phase=phase, kind=kind, **_in_order(FaultFields, fields))
 
 
 def state(
@@ -116,24 +118,17 @@ def state(
     )
 
 
-def mark(
-    kind: str,
-    *,
-    consumer: str | None = None,
-    channel: str | None = None,
-    store: str | None = None,
-    process: str | None = None,
-    extra: dict[str, Any] | str | None = None,
-    time: int | None = None,
-) -> Fields:
+class MarkFields(TypedDict, total=False):
+    """The optional fields of a MARK event."""
+
+    consumer: str | None
+    channel: str | None
+    store: str | None
+    process: str | None
+    extra: dict[str, Any] | str | None
+    time: int | None
+
+
+def mark(kind: str, **fields: Unpack[MarkFields]) -> Fields:
     """A MARK event: a named point of the run (a harness.history.schema.Mark or other)."""
-    return _present(
-        EventType.MARK,
-        kind=kind,
-        consumer=consumer,
-        channel=channel,
-        store=store,
-        process=process,
-        extra=extra,
-        time=time,
-    )
+    return _present(EventType.MARK, kind=kind, **_in_order(MarkFields, fields))

@@ -125,23 +125,9 @@ class Recorder(SegmentWriter):
         """Record one step of a message's life (produce, deliver, apply, skip, ack, commit)."""
         self._emit_fields(events.msg(action, **fields))
 
-    def fault(
-        self,
-        phase: str,
-        kind: str,
-        *,
-        target: str | None = None,
-        fault_id: str | None = None,
-        error: str | None = None,
-        extra: dict[str, Any] | str | None = None,
-        time: int | None = None,
-    ) -> None:
+    def fault(self, phase: str, kind: str, **fields: Unpack[events.FaultFields]) -> None:
         """Record a fault window opening (`start`) or closing (`stop`) as given."""
-        self._emit_fields(
-            events.fault(
-                phase, kind, target=target, fault_id=fault_id, error=error, extra=extra, time=time
-            )
-        )
+        self._emit_fields(events.fault(phase, kind, **fields))
 
     def fault_start(
         self, kind: str, target: str | None = None, *, extra: dict[str, Any] | None = None
@@ -182,29 +168,9 @@ class Recorder(SegmentWriter):
         None records a store read empty."""
         self._emit_fields(events.state(store, key, value, version=version, extra=extra))
 
-    def mark(
-        self,
-        kind: str,
-        *,
-        consumer: str | None = None,
-        channel: str | None = None,
-        store: str | None = None,
-        process: str | None = None,
-        extra: dict[str, Any] | str | None = None,
-        time: int | None = None,
-    ) -> None:
+    def mark(self, kind: str, **fields: Unpack[events.MarkFields]) -> None:
         """Record a named point of the run (a `harness.history.Mark` value, or another)."""
-        self._emit_fields(
-            events.mark(
-                kind,
-                consumer=consumer,
-                channel=channel,
-                store=store,
-                process=process,
-                extra=extra,
-                time=time,
-            )
-        )
+        self._emit_fields(events.mark(kind, **fields))
 
     def _emit_fields(self, event: events.Fields) -> None:
         extra = event.get("extra")

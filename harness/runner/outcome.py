@@ -7,12 +7,11 @@ folder's analysis outputs (analysis.json, examples.json) and the runner's result
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.rundir import RunDir
+from harness.rundir import RunDir, read_json_object
 from harness.runner.runner import EXIT_INTERRUPTED, EXIT_OK, RunResult
 from scenarios.model import Scenario
 from scenarios.registry import all_scenarios
@@ -105,12 +104,12 @@ def outcome_of(result: RunResult, scenario: Scenario, duration: float | None = N
     """The outcome of a finished run, read from its analysis outputs (absent outputs
     give an outcome with the runner's error or verdict only)."""
     run_dir = RunDir(result.run_dir)
-    analysis = _read_json(run_dir.analysis)
+    analysis = read_json_object(run_dir.analysis)
     counts = {k: int(v) for k, v in (analysis.get("counts") or result.counts).items() if v}
     forbidden = {k: counts[k] for k in analysis.get("forbidden_found", []) if k in counts}
     missing = list(analysis.get("expected_missing", []))
     found = {k: n for k, n in counts.items() if k not in forbidden}
-    kinds = _read_json(run_dir.examples).get("kinds") or {}
+    kinds = read_json_object(run_dir.examples).get("kinds") or {}
     examples = {k: _example_line(kinds.get(k) or {}) for k in counts}
     return Outcome(
         result,
@@ -133,11 +132,3 @@ def _example_line(entry: dict[str, Any]) -> str:
     )
     at = f" at t={row['t']:.2f}s" if isinstance(row.get("t"), int | float) else ""
     return f"{where}{at}: {row.get('detail') or '(no detail)'}".strip()
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

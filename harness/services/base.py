@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,63 @@ class Service(ABC):
             self.stop()
         self.start()
         self.wait_healthy()
+
+
+S = TypeVar("S", bound=Service)
+
+
+class ServiceGroup(Service, Generic[S]):
+    """Several services that faults act on as one (a Kafka cluster's nodes, a setup's
+    consumer processes): each action goes to every member in turn; the group logs
+    where its first member does and answers at its address."""
+
+    def __init__(self, name: str, members: Sequence[S]) -> None:
+        self.name = name
+        self.members = list(members)
+        self.log_path = self.members[0].log_path
+
+    def start(self) -> None:
+        """Launch every member that is not running."""
+        for m in self.members:
+            if not m.is_running():
+                m.start()
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        """Block until every member is healthy (`timeout` for each)."""
+        for m in self.members:
+            m.wait_healthy(timeout)
+
+    def stop(self) -> None:
+        """Stop every member."""
+        for m in self.members:
+            m.stop()
+
+    def kill(self) -> None:
+        """SIGKILL every member."""
+        for m in self.members:
+            m.kill()
+
+    def pause(self) -> None:
+        """SIGSTOP every member."""
+        for m in self.members:
+            m.pause()
+
+    def resume(self) -> None:
+        """SIGCONT every member."""
+        for m in self.members:
+            m.resume()
+
+    def is_running(self) -> bool:
+        """Whether any member is alive."""
+        return any(m.is_running() for m in self.members)
+
+    def busy(self) -> bool:
+        """Whether any member is busy."""
+        return any(m.busy() for m in self.members)
+
+    def endpoint(self) -> Endpoint:
+        """The first member's address."""
+        return self.members[0].endpoint()
 
 
 class ServiceError(RuntimeError):

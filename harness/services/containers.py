@@ -31,6 +31,7 @@ from harness.services.base import ServiceError
 from harness.services.process import (
     ProcessOptions,
     ProcessRecord,
+    RunOptions,
     StopOptions,
     SupervisedProcess,
     read_start_time,
@@ -191,23 +192,17 @@ class ContainerRuntime:
         proc.record = record
         return proc
 
-    def run(
-        self,
-        argv: Sequence[str],
-        log_path: Path,
-        *,
-        cwd: Path | None = None,
-        user: str | None = None,
-        timeout: float | None = None,
-    ) -> int:
+    def run(self, argv: Sequence[str], log_path: Path, **options: Unpack[RunOptions]) -> int:
         import requests
 
         log_path.parent.mkdir(parents=True, exist_ok=True)
         process = f"{self.image}-once-{secrets.token_hex(3)}"
-        container = self.create(process, argv, log_path, env=None, cwd=cwd, user=user)
+        container = self.create(
+            process, argv, log_path, env=None, cwd=options.get("cwd"), user=options.get("user")
+        )
         try:
             # None: the client's own read timeout (docker_client's 60 s).
-            return int(container.wait(timeout=timeout)["StatusCode"])
+            return int(container.wait(timeout=options.get("timeout"))["StatusCode"])
         except requests.exceptions.RequestException as exc:
             raise ServiceError(
                 f"{Path(argv[0]).name} did not finish in time ({exc}); see {log_path}"

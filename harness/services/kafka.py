@@ -20,7 +20,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient
 
 from harness.services import jvm
-from harness.services.base import Endpoint, Service, ServiceError
+from harness.services.base import Endpoint, ServiceError, ServiceGroup
 from harness.services.kafka_admin import admin_client
 from harness.services.ports import LOOPBACK, port_accepts
 from harness.services.process import ProcessRecord
@@ -186,7 +186,7 @@ class KafkaNode(ProcessService):
         return self.spec.port(f"link{slot}"), self.spec.port(f"proxy{slot}")
 
 
-class KafkaCluster(Service):
+class KafkaCluster(ServiceGroup[KafkaNode]):
     """A KRaft cluster of `settings.nodes` combined nodes (1 by default, 3 as an option).
 
     It offers what the stack uses of a ProcessService (spec, on_launch, records, adopt,
@@ -195,7 +195,8 @@ class KafkaCluster(Service):
     The cluster's spec keeps every node's ports ("main"/"controller" for node 1,
     "main-N"/"controller-N" for node N) and the cluster id (in `secrets`), so a
     restarted or adopted stack finds the same addresses. Whole-cluster faults go through
-    this object; one node's through `nodes[i]`.
+    this object (a kill is a crash, though not a power loss: the page cache survives);
+    one node's through `nodes[i]`.
     """
 
     def __init__(self, spec: ServiceSpec, settings: KafkaSettings | None = None) -> None:
@@ -206,16 +207,23 @@ class KafkaCluster(Service):
                 f"kafka: nodes={self.settings.nodes} is not supported; use 1 (a combined "
                 "single node) or 3 (a three-voter quorum)"
             )
-        self.name = spec.name
         cluster_id = spec.secrets.setdefault("cluster_id", new_cluster_id())
         node_specs = [self._node_spec(i) for i in range(1, self.settings.nodes + 1)]
         voters = ",".join(
             f"{i}@{LOOPBACK}:{s.port('controller')}" for i, s in enumerate(node_specs, 1)
         )
-        self.nodes = [
-            KafkaNode(s, i, cluster_id, voters, self.settings) for i, s in enumerate(node_specs, 1)
-        ]
-        self.log_path = self.nodes[0].log_path
+        super().__init__(
+            spec.name,
+            [
+                KafkaNode(s, i, cluster_id, voters, self.settings)
+                for i, s in enumerate(node_specs, 1)
+            ],
+        )
+
+    @property
+    def nodes(self) -> list[KafkaNode]:
+        """The cluster's nodes, node 1 first."""
+        return self.members
 
     def _node_spec(self, node_id: int) -> ServiceSpec:
         single = self.settings.nodes == 1
@@ -275,17 +283,6 @@ class KafkaCluster(Service):
             addresses.append(made.address)
         return ",".join(addresses)
 
-    def start(self) -> None:
-        """Launch every node that is not running (formatting new storage first)."""
-        for node in self.nodes:
-            if not node.is_running():
-                node.start()
-
-    def wait_healthy(self, timeout: float = 60.0) -> None:
-        """Block until every node answers a metadata round trip as a registered broker."""
-        for node in self.nodes:
-            node.wait_healthy(timeout)
-
     def healthy(self) -> bool:
         """One probe of every node, without waiting."""
         return all(n.healthy() for n in self.nodes)
@@ -299,25 +296,6 @@ class KafkaCluster(Service):
         with ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:
             for done in [pool.submit(node.stop) for node in self.nodes]:
                 done.result()
-
-    def kill(self) -> None:
-        """SIGKILL every node: a crash, though not a power loss (page cache survives)."""
-        for node in self.nodes:
-            node.kill()
-
-    def pause(self) -> None:
-        """SIGSTOP every node."""
-        for node in self.nodes:
-            node.pause()
-
-    def resume(self) -> None:
-        """SIGCONT every node."""
-        for node in self.nodes:
-            node.resume()
-
-    def is_running(self) -> bool:
-        """Whether any node is alive."""
-        return any(n.is_running() for n in self.nodes)
 
     def endpoint(self) -> Endpoint:
         """Node 1's listener; `extra["bootstrap_servers"]` lists every node."""

@@ -47,6 +47,15 @@ class ProcessOptions(StopOptions, total=False):
     die_with_parent: bool
 
 
+class RunOptions(TypedDict, total=False):
+    """How a runtime runs a one-off command: in which folder, as whom, for how long at
+    most (None: no limit of its own)."""
+
+    cwd: Path | None
+    user: str | None
+    timeout: float | None
+
+
 _PR_SET_PDEATHSIG = 1
 # Resolved before any fork: the child may only make the bare prctl call.
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -15,6 +15,7 @@ from harness.services.binaries import find_binary
 from harness.services.process import (
     ProcessOptions,
     ProcessRecord,
+    RunOptions,
     StopOptions,
     SupervisedProcess,
 )
@@ -53,15 +54,7 @@ class Runtime(Protocol):
         """A handle on a process another harness process started (from a state file)."""
         ...
 
-    def run(
-        self,
-        argv: Sequence[str],
-        log_path: Path,
-        *,
-        cwd: Path | None = None,
-        user: str | None = None,
-        timeout: float | None = None,
-    ) -> int:
+    def run(self, argv: Sequence[str], log_path: Path, **options: Unpack[RunOptions]) -> int:
         """Run a one-off command to its end (initdb, Kafka's storage format), output
         appended to `log_path`; its exit status, or ServiceError past `timeout`."""
         ...
@@ -92,15 +85,9 @@ class LocalRuntime:
     ) -> SupervisedProcess:
         return SupervisedProcess.adopt(name, record, **options)
 
-    def run(
-        self,
-        argv: Sequence[str],
-        log_path: Path,
-        *,
-        cwd: Path | None = None,
-        user: str | None = None,
-        timeout: float | None = None,
-    ) -> int:
+    def run(self, argv: Sequence[str], log_path: Path, **options: Unpack[RunOptions]) -> int:
+        user = options.get("user")
+        timeout = options.get("timeout")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             try:
@@ -111,7 +98,7 @@ class LocalRuntime:
                     user=user,
                     group=user,
                     extra_groups=[] if user else None,
-                    cwd=cwd,
+                    cwd=options.get("cwd"),
                     timeout=timeout,
                     check=False,
                 )

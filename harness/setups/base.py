@@ -24,6 +24,7 @@ See docs/scenarios.md for a walk-through of writing a setup.
 
 from __future__ import annotations
 
+import random
 import re
 import secrets
 import threading
@@ -120,6 +121,11 @@ class SetupContext:
         """The run folder's logs/, for the logs and status files of the setup's processes."""
         return RunDir(self.work_dir).logs
 
+    def client_rng(self, process: str) -> random.Random:
+        """The random stream of the client `process`: its own, and the same in every run
+        of this seed, so that a scenario's operations replay."""
+        return random.Random(f"{self.seed}/{process}")
+
 
 @dataclass(frozen=True, slots=True)
 class ReadResult:
@@ -138,7 +144,9 @@ class Client(ABC):
     name (a restarted application instance).
     """
 
-    process: str
+    def __init__(self, rec: Recorder, process: str) -> None:
+        self.rec = rec
+        self.process = process
 
     @abstractmethod
     def write(self, key: str, value: str) -> None:

@@ -51,11 +51,11 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from harness.architectures.direct_producer.setup import AckedLog, ProducerClient, message_fields
+from harness.architectures.direct_producer.setup import AckedLog, AckedLogSetup, message_fields
 from harness.history.schema import LOG_AUDIT
 from harness.services.base import ServiceError
 from harness.services.kafka_admin import TopicSpec, admin_client, create_topics
-from harness.setups.base import Recorder, Setup, SetupContext
+from harness.setups.base import Recorder, SetupContext
 from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS
 
 FAST, SLOW = "fast", "slow"
@@ -200,18 +200,16 @@ class LogConsumer(threading.Thread):
         self.position = msg.offset() + 1
 
 
-class BoundedLog(Setup):
+class BoundedLog(AckedLogSetup):
     """Acknowledged produces into a topic with tiny retention; a fast and a slow reader."""
 
     name = "bounded-log"
-    services = ("kafka",)
     stores = ()
 
     def __init__(self) -> None:
         super().__init__()
         self.topic = ""
         self.bootstrap_direct = ""
-        self.acked_log: AckedLog | None = None
         self.consumers: dict[str, LogConsumer] = {}
 
     def prepare(self, ctx: SetupContext) -> None:
@@ -259,15 +257,6 @@ class BoundedLog(Setup):
                 f"bounded-log: no acknowledgement from Kafka within {timeout:.0f}s; see the "
                 "kafka log"
             )
-
-    def read_stores(self) -> tuple[str, ...]:
-        """Nothing to read: the consumers' deliveries and the log audit are judged."""
-        return ()
-
-    def client(self, process: str) -> ProducerClient:
-        """A client with its own idempotent producer (as direct-producer's)."""
-        assert self.acked_log is not None
-        return self.acked_log.client(self.context.recorder, process)
 
     def start(self) -> None:
         """Start both consumers."""

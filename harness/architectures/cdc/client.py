@@ -29,9 +29,8 @@ class CdcClient(Client):
     """One application instance: a PostgreSQL connection (writes) and a Redis one (reads)."""
 
     def __init__(self, wiring: Wiring, rec: Recorder, process: str) -> None:
+        super().__init__(rec, process)
         self.wiring = wiring
-        self.process = process
-        self.rec = rec
         self.pg = AppConnection(wiring.pg_app)
         self._redis: redis.Redis | None = None
 

@@ -27,11 +27,12 @@ from harness.architectures.cdc.protocol import (
     VERSIONED,
     ConsumerConfig,
 )
-from harness.architectures.cdc.wiring import Wiring
+from harness.architectures.cdc.wiring import CDC_SERVICES, Wiring
 from harness.services.base import Service, ServiceError
 from harness.services.debezium import wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec
-from harness.setups.base import SetupContext
+from harness.setups.base import Setup, SetupContext
+from harness.setups.stores import State
 
 GROUP = "cdc-sync"
 """The consumers' Kafka group, the history `consumer` of what they record."""
@@ -197,3 +198,43 @@ def _caught_up(consumer: ConsumerProcess, ends: dict[int, int]) -> bool:
         if end > 0 and (done < end or committed.get(str(p), -1) < end):
             return False
     return True
+
+
+class PipelineSetup(Setup):
+    """The half of the Setup contract that a setup whose derived store a CdcPipeline
+    feeds (cdc, outbox) hands to its pipeline; `prepare` sets `wiring` and `pipeline`."""
+
+    services = CDC_SERVICES
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wiring: Wiring | None = None
+        self.pipeline: CdcPipeline | None = None
+
+    def start(self) -> None:
+        """Start the consumer processes and wait until each has its partitions."""
+        self._pipeline().start()
+
+    def process(self, name: str) -> Service | None:
+        """`consumer-<i>` or `consumer` (all of them), for crash/pause/restart faults."""
+        return self._pipeline().process(name)
+
+    def quiesce(self, timeout: float) -> bool:
+        """Audit the captured table's topic (recording `produce` events), then wait for
+        the consumers."""
+        return self._pipeline().quiesce(timeout)
+
+    def final_states(self) -> dict[str, State]:
+        """The source's live rows and the derived store's keys."""
+        assert self.wiring is not None
+        return self.wiring.final_states()
+
+    def teardown(self) -> None:
+        """Stop the consumers; drop the connector, its slot and its publication."""
+        if self.pipeline is not None:
+            self.pipeline.close()
+
+    def _pipeline(self) -> CdcPipeline:
+        if self.pipeline is None:
+            raise RuntimeError(f"setup {self.name!r} used before prepare()")
+        return self.pipeline

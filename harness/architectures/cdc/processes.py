@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from harness.architectures.cdc.protocol import (
     CONFIG_ENV,
     ConsumerConfig,
 )
-from harness.services.base import Endpoint, Service, ServiceError
+from harness.services.base import Endpoint, ServiceError, ServiceGroup
 from harness.services.process import SupervisedProcess
 from harness.services.supervised import SupervisedService
 
@@ -83,44 +82,8 @@ class ConsumerProcess(SupervisedService):
         return Endpoint(host, int(port), {"instance": self.instance})
 
 
-class ConsumerGroup(Service):
+class ConsumerGroup(ServiceGroup[ConsumerProcess]):
     """Every consumer process at once, as the fault target `consumer`."""
 
     def __init__(self, members: list[ConsumerProcess]) -> None:
-        self.name = CONSUMER
-        self.members = members
-        self.log_path = members[0].log_path
-
-    def start(self) -> None:
-        for m in self.members:
-            if not m.is_running():
-                m.start()
-
-    def wait_healthy(self, timeout: float = 60.0) -> None:
-        for m in self.members:
-            m.wait_healthy(timeout)
-
-    def stop(self) -> None:
-        self._each(ConsumerProcess.stop)
-
-    def kill(self) -> None:
-        self._each(ConsumerProcess.kill)
-
-    def pause(self) -> None:
-        self._each(ConsumerProcess.pause)
-
-    def resume(self) -> None:
-        self._each(ConsumerProcess.resume)
-
-    def _each(self, act: Callable[[ConsumerProcess], None]) -> None:
-        for m in self.members:
-            act(m)
-
-    def is_running(self) -> bool:
-        return any(m.is_running() for m in self.members)
-
-    def busy(self) -> bool:
-        return any(m.busy() for m in self.members)
-
-    def endpoint(self) -> Endpoint:
-        return self.members[0].endpoint()
+        super().__init__(CONSUMER, members)

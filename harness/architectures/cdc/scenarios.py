@@ -5,6 +5,9 @@ consumer -> Redis link, idempotent and not)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import CONVERGES, Scenario, expect, faults
 
@@ -30,24 +33,60 @@ STORE_CUTS = faults(
     recovery=2.0,
 )
 
-SCENARIOS = [
-    Scenario(
-        name="cdc-consumer-crash",
-        claim="C3",
-        setup="cdc",
-        summary=(
-            "PostgreSQL changes flow through Debezium and Kafka to a consumer that applies "
-            "only newer versions to Redis and commits offsets after applying. The consumer "
-            "is SIGKILLed twice: it receives again what it had not committed, and the cache "
-            "converges."
-        ),
-        setup_params={"effect": "versioned", "commit": "after-apply", "commit_ms": 1000},
-        workload=SPREAD,
-        faults=CONSUMER_CRASHES,
-        expectations=expect(
-            present=["duplicate-delivery"], absent=["reorder-delivery", *CONVERGES]
-        ),
+CONSUMER_CRASH = Scenario(
+    name="cdc-consumer-crash",
+    claim="C3",
+    setup="cdc",
+    summary=(
+        "PostgreSQL changes flow through Debezium and Kafka to a consumer that applies "
+        "only newer versions to Redis and commits offsets after applying. The consumer "
+        "is SIGKILLed twice: it receives again what it had not committed, and the cache "
+        "converges."
     ),
+    setup_params={"effect": "versioned", "commit": "after-apply", "commit_ms": 1000},
+    workload=SPREAD,
+    faults=CONSUMER_CRASHES,
+    expectations=expect(present=["duplicate-delivery"], absent=["reorder-delivery", *CONVERGES]),
+)
+
+STORE_PARTITION = Scenario(
+    name="cdc-store-partition",
+    claim="C15",
+    setup="cdc",
+    summary=(
+        "The link from the consumer to Redis is cut twice, then healed. The consumer "
+        "retries from its last committed offsets; its versioned apply skips what it had "
+        "already applied, and the cache converges."
+    ),
+    setup_params={
+        "effect": "versioned",
+        "commit": "after-apply",
+        "commit_ms": 500,
+        "store_timeout_ms": 500,
+    },
+    workload=SPREAD,
+    faults=STORE_CUTS,
+    expectations=expect(present=["duplicate-delivery"], absent=CONVERGES),
+)
+
+
+def counted(of: Scenario, *, name: str, claim: str, summary: str, **params: Any) -> Scenario:
+    """`of` with a non-idempotent effect, the consumer INCRing a counter per change, on
+    COUNTED keys (`params` override more of its setup): the changes it had applied but
+    not committed when its run broke off are counted again."""
+    return replace(
+        of,
+        name=name,
+        claim=claim,
+        summary=summary,
+        setup_params={**of.setup_params, "effect": "counter", **params},
+        workload=COUNTED,
+        expectations=expect(present=["duplicate-apply", "phantom"], absent=["lost-message"]),
+    )
+
+
+SCENARIOS = [
+    CONSUMER_CRASH,
     Scenario(
         name="cdc-commit-before-apply",
         claim="C4",
@@ -69,19 +108,15 @@ SCENARIOS = [
         ),
         expectations=expect(present=["lost-write", "missing"], absent=["phantom"]),
     ),
-    Scenario(
+    counted(
+        CONSUMER_CRASH,
         name="cdc-counter-crash",
         claim="C5",
-        setup="cdc",
         summary=(
             "Each change INCRs a Redis counter (not idempotent); the consumer commits after "
             "applying and is SIGKILLed twice. The changes it had applied but not committed "
             "are applied again: the derived counters exceed the source's totals."
         ),
-        setup_params={"effect": "counter", "commit": "after-apply", "commit_ms": 1000},
-        workload=COUNTED,
-        faults=CONSUMER_CRASHES,
-        expectations=expect(present=["duplicate-apply", "phantom"], absent=["lost-message"]),
     ),
     Scenario(
         name="cdc-partitioned-crash",
@@ -102,29 +137,11 @@ SCENARIOS = [
         ),
         expectations=expect(absent=["reorder-delivery", "nonmonotonic-poll", *CONVERGES]),
     ),
-    Scenario(
-        name="cdc-store-partition",
-        claim="C15",
-        setup="cdc",
-        summary=(
-            "The link from the consumer to Redis is cut twice, then healed. The consumer "
-            "retries from its last committed offsets; its versioned apply skips what it had "
-            "already applied, and the cache converges."
-        ),
-        setup_params={
-            "effect": "versioned",
-            "commit": "after-apply",
-            "commit_ms": 500,
-            "store_timeout_ms": 500,
-        },
-        workload=SPREAD,
-        faults=STORE_CUTS,
-        expectations=expect(present=["duplicate-delivery"], absent=CONVERGES),
-    ),
-    Scenario(
+    STORE_PARTITION,
+    counted(
+        STORE_PARTITION,
         name="cdc-store-partition-counter",
         claim="C15-counter",
-        setup="cdc",
         summary=(
             "C15 with a non-idempotent effect: the consumer INCRs a counter per change. "
             "After each cut it retries from its last committed offsets and counts again "
@@ -133,14 +150,6 @@ SCENARIOS = [
         # Commits 2 s apart: a cut then nearly always finds changes applied but not yet
         # committed, even when Connect delivers in bursts on a loaded machine (at 500 ms a
         # cut once found none, and nothing was counted twice).
-        setup_params={
-            "effect": "counter",
-            "commit": "after-apply",
-            "commit_ms": 2000,
-            "store_timeout_ms": 500,
-        },
-        workload=COUNTED,
-        faults=STORE_CUTS,
-        expectations=expect(present=["duplicate-apply", "phantom"], absent=["lost-message"]),
+        commit_ms=2000,
     ),
 ]

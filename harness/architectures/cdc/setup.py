@@ -43,33 +43,30 @@ offsets and records `consumer-done` for the group.
 
 What it shares with the other setups that capture a table is in this package's public
 parts: `Wiring` (wiring.py), `Capture` (capture.py), `CdcPipeline` (pipeline.py: the
-capture and the consumer processes), `audit_topic` (audit.py) and `CdcClient`.
+capture and the consumer processes; `PipelineSetup`, the setup methods it answers),
+`audit_topic` (audit.py) and `CdcClient`.
 """
 
 from __future__ import annotations
 
 from harness.architectures.cdc.client import CdcClient
-from harness.architectures.cdc.pipeline import CdcPipeline, ConsumerOptions
+from harness.architectures.cdc.pipeline import CdcPipeline, ConsumerOptions, PipelineSetup
 from harness.architectures.cdc.protocol import COUNTER
 from harness.architectures.cdc.wiring import Wiring
-from harness.services.base import Service
-from harness.setups.base import Setup, SetupContext
-from harness.setups.stores import CACHE, State
+from harness.setups.base import SetupContext
+from harness.setups.stores import CACHE
 
 COUNTER_STORE = "counter"
 
 
-class Cdc(Setup):
+class Cdc(PipelineSetup):
     """PostgreSQL -> Debezium -> Kafka -> consumer processes -> Redis."""
 
     name = "cdc"
-    services = ("postgres", "redis", "kafka", "connect")
 
     def __init__(self) -> None:
         super().__init__()
         self.stores = (CACHE,)
-        self.wiring: Wiring | None = None
-        self.pipeline: CdcPipeline | None = None
 
     def prepare(self, ctx: SetupContext) -> None:
         """The run's table, topic, connector (streaming) and consumer processes (not
@@ -84,34 +81,7 @@ class Cdc(Setup):
         self.pipeline = CdcPipeline(ctx, self.wiring, "items", options)
         self.pipeline.open()
 
-    def start(self) -> None:
-        """Start the consumer processes and wait until each has its partitions."""
-        self._pipeline().start()
-
-    def process(self, name: str) -> Service | None:
-        """`consumer-<i>` or `consumer` (all of them), for crash/pause/restart faults."""
-        return self._pipeline().process(name)
-
     def client(self, process: str) -> CdcClient:
         """A client writing the source only."""
         assert self.wiring is not None
         return CdcClient(self.wiring, self.context.recorder, process)
-
-    def quiesce(self, timeout: float) -> bool:
-        """Audit the topic (recording `produce` events), then wait for the consumers."""
-        return self._pipeline().quiesce(timeout)
-
-    def final_states(self) -> dict[str, State]:
-        """The source's live rows and the derived store's keys."""
-        assert self.wiring is not None
-        return self.wiring.final_states()
-
-    def teardown(self) -> None:
-        """Stop the consumers; drop the connector, its slot and its publication."""
-        if self.pipeline is not None:
-            self.pipeline.close()
-
-    def _pipeline(self) -> CdcPipeline:
-        if self.pipeline is None:
-            raise RuntimeError(f"setup {self.name!r} used before prepare()")
-        return self.pipeline

@@ -18,6 +18,10 @@ from harness.setups.base import SetupContext
 from harness.setups.connect import direct_pg_connect, endpoint, pg_conninfo, redis_client
 from harness.setups.stores import State, create_source_table, redis_hashes, source_rows
 
+CDC_SERVICES = ("postgres", "redis", "kafka", "connect")
+"""The stack services a setup wired this way runs on: its source, its derived store,
+the log, and Connect, whose Debezium captures the source."""
+
 
 @dataclass(frozen=True, slots=True)
 class Wiring:

@@ -29,9 +29,8 @@ class CompactedClient(Client):
     """One application instance writing and deleting rows of the source table."""
 
     def __init__(self, setup: CompactedLog, process: str) -> None:
+        super().__init__(setup.context.recorder, process)
         self.setup = setup
-        self.process = process
-        self.rec = setup.context.recorder
         self.pg = AppConnection(setup.wiring.pg_app)
 
     def write(self, key: str, value: str) -> None:

@@ -56,7 +56,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 from psycopg import sql
 
 from harness.architectures.cdc.capture import Capture
-from harness.architectures.cdc.wiring import Wiring
+from harness.architectures.cdc.wiring import CDC_SERVICES, Wiring
 from harness.architectures.compacted_log.client import CompactedClient
 from harness.history.schema import LOG_AUDIT
 from harness.services.debezium import wait_slot_streaming
@@ -136,7 +136,7 @@ class CompactedLog(Setup):
     """PostgreSQL -> Debezium -> compacted Kafka topic -> (later) a rebuilt Redis store."""
 
     name = "compacted-log"
-    services = ("postgres", "redis", "kafka", "connect")
+    services = CDC_SERVICES
     stores = (REBUILT,)
 
     def __init__(self) -> None:

@@ -3,38 +3,39 @@ it), and its control (a producer that retries for longer than the outage)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, expect, faults
 
-_WORKLOAD = WorkloadSpec(clients=3, keys=20, distribution="uniform", rate=100, duration=8)
-_OUTAGE = faults({"kind": "crash", "target": "receiver", "at": 2, "duration": 2}, recovery=2.0)
+CONSUMER_OFFLINE = Scenario(
+    name="direct-messaging-consumer-offline",
+    claim="C17",
+    setup="direct-messaging",
+    summary=(
+        "The application pushes every write over HTTP to a consumer process, with no "
+        "broker in between. The consumer is SIGKILLed and stays down for 2 s: what the "
+        "producer sent meanwhile is lost."
+    ),
+    setup_params={"retry_s": 0},
+    workload=WorkloadSpec(clients=3, keys=20, distribution="uniform", rate=100, duration=8),
+    faults=faults({"kind": "crash", "target": "receiver", "at": 2, "duration": 2}, recovery=2.0),
+    expectations=expect(present=["lost-message"]),
+)
 
 SCENARIOS = [
-    Scenario(
-        name="direct-messaging-consumer-offline",
-        claim="C17",
-        setup="direct-messaging",
-        summary=(
-            "The application pushes every write over HTTP to a consumer process, with no "
-            "broker in between. The consumer is SIGKILLed and stays down for 2 s: what the "
-            "producer sent meanwhile is lost."
-        ),
-        setup_params={"retry_s": 0},
-        workload=_WORKLOAD,
-        faults=_OUTAGE,
-        expectations=expect(present=["lost-message"]),
-    ),
-    Scenario(
+    CONSUMER_OFFLINE,
+    # The control: the same run but for the producer's retries.
+    replace(
+        CONSUMER_OFFLINE,
         name="direct-messaging-retry",
-        setup="direct-messaging",
+        claim=None,
         summary=(
             "The control case of C17: the same outage, but the producer retries a refused "
             "send for up to 15 s, longer than the consumer is down (2 s, plus its restart). "
             "Nothing is lost (the producer's memory is the buffer a broker would be)."
         ),
         setup_params={"retry_s": 15},
-        workload=_WORKLOAD,
-        faults=_OUTAGE,
         expectations=expect(absent=["lost-message"]),
     ),
 ]

@@ -135,9 +135,8 @@ class DirectClient(Client):
     """The application: every write becomes one message pushed to the receiver."""
 
     def __init__(self, setup: DirectMessaging, process: str) -> None:
+        super().__init__(setup.context.recorder, process)
         self.setup = setup
-        self.process = process
-        self.rec = setup.context.recorder
 
     def write(self, key: str, value: str) -> None:
         """Send one message (retrying refusals for up to `retry_s`) and record it."""

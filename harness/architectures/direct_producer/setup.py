@@ -78,16 +78,32 @@ class AckedLog:
         return ProducerClient(self, rec, process)
 
 
-class DirectProducer(Setup):
-    """The application produces to Kafka with acks=all and waits for each answer."""
+class AckedLogSetup(Setup):
+    """The half of the Setup contract that a setup whose application produces to an
+    AckedLog (direct-producer, bounded-log) hands to the log: its clients are the log's
+    producers, and they read nothing back. `prepare` sets `acked_log`."""
 
-    name = "direct-producer"
     services = ("kafka",)
-    stores = ()
 
     def __init__(self) -> None:
         super().__init__()
         self.acked_log: AckedLog | None = None
+
+    def read_stores(self) -> tuple[str, ...]:
+        """Nothing to read: what reached the log is judged from its deliveries."""
+        return ()
+
+    def client(self, process: str) -> ProducerClient:
+        """A client with its own idempotent producer."""
+        assert self.acked_log is not None
+        return self.acked_log.client(self.context.recorder, process)
+
+
+class DirectProducer(AckedLogSetup):
+    """The application produces to Kafka with acks=all and waits for each answer."""
+
+    name = "direct-producer"
+    stores = ()
 
     def prepare(self, ctx: SetupContext) -> None:
         """Create the run's topic and the application's link to Kafka."""
@@ -96,15 +112,6 @@ class DirectProducer(Setup):
         if partitions < 1:
             raise ValueError(f"direct-producer: partitions={partitions}; use 1 or more")
         self.acked_log = AckedLog.create(ctx, partitions)
-
-    def read_stores(self) -> tuple[str, ...]:
-        """Nothing to read: the log is judged by the auditor after quiescence."""
-        return ()
-
-    def client(self, process: str) -> ProducerClient:
-        """A client with its own idempotent producer."""
-        assert self.acked_log is not None
-        return self.acked_log.client(self.context.recorder, process)
 
     def quiesce(self, timeout: float) -> bool:
         """Read the whole topic back as the auditor (one `deliver` per record)."""
@@ -169,9 +176,8 @@ class ProducerClient(Client):
     """One application instance: an idempotent producer, one message in flight."""
 
     def __init__(self, acked_log: AckedLog, rec: Recorder, process: str) -> None:
+        super().__init__(rec, process)
         self.acked_log = acked_log
-        self.process = process
-        self.rec = rec
         timeout_ms = int(acked_log.timeout_s * 1000)
         self.producer = Producer(
             {

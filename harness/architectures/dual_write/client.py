@@ -4,7 +4,6 @@ writes the search index itself, recording the history."""
 from __future__ import annotations
 
 import contextlib
-import random
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +20,9 @@ class DualWriteClient(Client):
     """One application instance: its process (AppProcess) and the history it makes."""
 
     def __init__(self, setup: DualWrite, process: str) -> None:
+        super().__init__(setup.context.recorder, process)
         self.setup = setup
-        self.process = process
-        self.rec = setup.context.recorder
-        self.rng = random.Random(f"{setup.context.seed}/{process}")
+        self.rng = setup.context.client_rng(process)
         self._app: AppProcess | None = None
 
     # -- the three operations ------------------------------------------------------

@@ -44,7 +44,6 @@ Parameters: `occ` (default true), `invariant` (default `{"min": 0}`), `withdraw_
 from __future__ import annotations
 
 import contextlib
-import random
 import time
 from typing import Any
 
@@ -263,10 +262,9 @@ class EventSourcedClient(Client):
     """An application instance handling commands: load, validate, append."""
 
     def __init__(self, setup: EventSourced, process: str) -> None:
+        super().__init__(setup.context.recorder, process)
         self.setup = setup
-        self.process = process
-        self.rec = setup.context.recorder
-        self.rng = random.Random(f"{setup.context.seed}/{process}")
+        self.rng = setup.context.client_rng(process)
         self._pg: psycopg.Connection | None = None
 
     def write(self, key: str, value: str) -> None:

@@ -29,33 +29,29 @@ import contextlib
 from psycopg import sql
 
 from harness.architectures.cdc.client import CdcClient
-from harness.architectures.cdc.pipeline import CdcPipeline, ConsumerOptions
+from harness.architectures.cdc.pipeline import CdcPipeline, ConsumerOptions, PipelineSetup
 from harness.architectures.cdc.protocol import VERSIONED
 from harness.architectures.cdc.wiring import Wiring
 from harness.history.schema import SOURCE_STORE
-from harness.services.base import Service
 from harness.setups.app_process import AFTER_SOURCE_WRITE, AppDied, AppInstances, AppProcess
-from harness.setups.base import AppCrash, Client, Setup, SetupContext
+from harness.setups.base import AppCrash, Client, SetupContext
 from harness.setups.connect import direct_pg_connect
-from harness.setups.stores import CACHE, Outcome, State
+from harness.setups.stores import CACHE, Outcome
 
 OUTBOX_APP_MODULE = "harness.architectures.outbox.app"
 OUTBOX = "outbox"
 """The outbox table, the one Debezium captures."""
 
 
-class Outbox(Setup):
+class Outbox(PipelineSetup):
     """Business table + outbox table in one transaction; CDC on the outbox only."""
 
     name = "outbox"
-    services = ("postgres", "redis", "kafka", "connect")
     stores = (CACHE,)
 
     def __init__(self) -> None:
         super().__init__()
         self.apps = AppInstances(OUTBOX_APP_MODULE)
-        self.wiring: Wiring | None = None
-        self.pipeline: CdcPipeline | None = None
 
     def prepare(self, ctx: SetupContext) -> None:
         """The business and outbox tables, the outbox's capture and the consumer
@@ -76,14 +72,6 @@ class Outbox(Setup):
         self.pipeline = CdcPipeline(ctx, self.wiring, OUTBOX, options, id_field="id")
         self.pipeline.open()
 
-    def start(self) -> None:
-        """Start the consumer processes and wait until each has its partitions."""
-        self._pipeline().start()
-
-    def process(self, name: str) -> Service | None:
-        """`consumer-<i>` or `consumer` (all of them), for crash/pause/restart faults."""
-        return self._pipeline().process(name)
-
     def client(self, process: str) -> OutboxClient:
         """A client driving an application instance of its own (started on first write)."""
         return OutboxClient(self, process)
@@ -100,25 +88,10 @@ class Outbox(Setup):
         instance of that name runs)."""
         return self.apps.kill(process)
 
-    def quiesce(self, timeout: float) -> bool:
-        """Audit the outbox's topic, then wait for the consumers."""
-        return self._pipeline().quiesce(timeout)
-
-    def final_states(self) -> dict[str, State]:
-        """The business table's live rows and the cache's keys."""
-        assert self.wiring is not None
-        return self.wiring.final_states()
-
     def teardown(self) -> None:
         """End leftover application instances, stop the consumers, drop the capture."""
         self.apps.close_all()
-        if self.pipeline is not None:
-            self.pipeline.close()
-
-    def _pipeline(self) -> CdcPipeline:
-        if self.pipeline is None:
-            raise RuntimeError(f"setup {self.name!r} used before prepare()")
-        return self.pipeline
+        super().teardown()
 
 
 class OutboxClient(Client):
@@ -126,9 +99,8 @@ class OutboxClient(Client):
 
     def __init__(self, setup: Outbox, process: str) -> None:
         assert setup.wiring is not None
+        super().__init__(setup.context.recorder, process)
         self.setup = setup
-        self.process = process
-        self.rec = setup.context.recorder
         self.reads = CdcClient(setup.wiring, self.rec, process)
         self._app: AppProcess | None = None
 

@@ -49,7 +49,7 @@ from harness.architectures.cdc.audit import audit_topic
 from harness.architectures.cdc.capture import Capture
 from harness.architectures.cdc.client import CdcClient
 from harness.architectures.cdc.protocol import parse_change
-from harness.architectures.cdc.wiring import Wiring
+from harness.architectures.cdc.wiring import CDC_SERVICES, Wiring
 from harness.history.events import MsgFields
 from harness.services.base import Endpoint
 from harness.services.kafka_admin import TopicSpec
@@ -149,7 +149,7 @@ class SnapshotStream(Setup):
     """A preloaded table, Debezium's initial snapshot and stream, a late-joining view."""
 
     name = "snapshot-stream"
-    services = ("postgres", "redis", "kafka", "connect")
+    services = CDC_SERVICES
     stores = (VIEW,)
 
     def __init__(self) -> None:

@@ -231,9 +231,8 @@ class WorkQueueClient(Client):
     """The application: publishes writes to the queue; reads Redis."""
 
     def __init__(self, setup: WorkQueue, process: str) -> None:
+        super().__init__(setup.context.recorder, process)
         self.setup = setup
-        self.process = process
-        self.rec = setup.context.recorder
         self._conn: pika.BlockingConnection | None = None
         self._channel: Any = None
         self._redis: redis.Redis | None = None

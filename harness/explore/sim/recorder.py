@@ -38,7 +38,7 @@ class Recorder:
         """A MSG event (harness.history.events.msg)."""
         self._append(events.msg(action, **fields))
 
-    def fault(self, phase: str, kind: str, **fields: Any) -> None:
+    def fault(self, phase: str, kind: str, **fields: Unpack[events.FaultFields]) -> None:
         """A FAULT event (harness.history.events.fault)."""
         self._append(events.fault(phase, kind, **fields))
 
@@ -46,7 +46,7 @@ class Recorder:
         """A STATE event (harness.history.events.state)."""
         self._append(events.state(store, key, value, **fields))
 
-    def mark(self, kind: str, **fields: Any) -> None:
+    def mark(self, kind: str, **fields: Unpack[events.MarkFields]) -> None:
         """A MARK event (harness.history.events.mark)."""
         self._append(events.mark(kind, **fields))
 
