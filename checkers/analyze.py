@@ -42,6 +42,8 @@ from harness.rundir import (
     EXAMPLES_JSON,
     LOGS_DIR,
     SERIES_JSON,
+    NotAJsonObject,
+    strict_json_object,
 )
 
 ANALYSIS_SCHEMA = 1
@@ -231,18 +233,15 @@ def _run_dir(run_dir: str | os.PathLike[str]) -> Path:
 
 def _read_config(run: Path) -> dict[str, Any]:
     path = run / CONFIG_JSON
-    if not path.exists():
+    try:
+        return strict_json_object(path)
+    except FileNotFoundError:
         log.warning("%s: missing; analysing without expectations", path)
         return {}
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
+    except NotAJsonObject as e:
         raise AnalysisInputError(
-            f"{path}: not readable JSON ({e}); fix the file or re-run the scenario"
+            f"{e}; fix the file (a JSON object: scenario, seed, params, ...) or re-run the scenario"
         ) from None
-    if not isinstance(config, dict):
-        raise AnalysisInputError(f"{path}: must hold a JSON object (scenario, seed, params, ...)")
-    return config
 
 
 def _expectations(config: dict[str, Any]) -> dict[str, str]:

@@ -78,6 +78,25 @@ def read_json_object(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+class NotAJsonObject(ValueError):
+    """A file that should hold a JSON object does not: the message says why, and the
+    caller adds the fix."""
+
+
+def strict_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`; NotAJsonObject when the file cannot be read, is not
+    JSON or holds something else (FileNotFoundError when it is missing)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as e:
+        raise NotAJsonObject(f"{path} is not readable JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise NotAJsonObject(f"{path} does not hold a JSON object")
+    return data
+
+
 @dataclass(frozen=True)
 class _Folder:
     """A folder held by its absolute path, whatever the working directory was."""

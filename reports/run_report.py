@@ -8,7 +8,6 @@ grow with the run.
 
 from __future__ import annotations
 
-import json
 import platform
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -19,7 +18,7 @@ from checkers.anomaly import KINDS
 from checkers.reference.lost import where_lost
 from harness import __version__
 from harness.history.schema import LOG_AUDIT
-from harness.rundir import RunDir
+from harness.rundir import NotAJsonObject, RunDir, strict_json_object
 from reports.plots import PALETTE, Chart, Line, Window, render_chart
 from reports.render import ReportError, write_html
 from reports.sequence import diagrams_for_run
@@ -39,19 +38,16 @@ MAX_CONSUMER_CHARTS = 12
 
 
 def _load_json(path: Path, required: bool) -> dict[str, Any]:
-    if not path.exists():
-        if required:
-            raise ReportError(f"{path} is missing; run `driftlab analyze {path.parent}` first")
-        return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReportError(
-            f"{path} is not readable JSON ({exc}); re-run `driftlab analyze {path.parent}`"
-        ) from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{path} does not hold a JSON object; re-run the analysis")
-    return data
+        return strict_json_object(path)
+    except FileNotFoundError:
+        if required:
+            raise ReportError(
+                f"{path} is missing; run `driftlab analyze {path.parent}` first"
+            ) from None
+        return {}
+    except NotAJsonObject as e:
+        raise ReportError(f"{e}; re-run `driftlab analyze {path.parent}`") from None
 
 
 def render_run_report(run_dir: str | Path) -> Path:
