@@ -44,6 +44,9 @@ def get_spark(master: str | None = None) -> SparkSession:
             .config("spark.driver.host", _LOCAL_IP)
             .config("spark.driver.bindAddress", _LOCAL_IP)
             .config("spark.ui.showConsoleProgress", "false")
+            # pyspark's daemon re-read Spark's zips and jar before every task: ours
+            # takes them off the workers' import path (checkers/worker_daemon.py).
+            .config("spark.python.daemon.module", "checkers.worker_daemon")
             # Histories are modest per run; few shuffle partitions keep 2 cores busy
             # without drowning them in scheduling overhead.
             .config("spark.sql.shuffle.partitions", os.environ.get("DRIFTLAB_SHUFFLE", "8"))
