@@ -23,8 +23,8 @@ from harness.history.reader import arrow_schema
 from harness.history.schema import COLUMNS, Event
 
 ROW_GROUP_ROWS = 64
-"""Small row groups: the tests' histories are cut into several map tasks, as a large
-history is."""
+"""Small row groups, a map task each: the tests' histories are cut into several map
+tasks, as a large history is."""
 
 
 @dataclass
@@ -43,7 +43,13 @@ def run_pass(spark: Any, events: list[Event]) -> PassOutput:
     with tempfile.TemporaryDirectory(prefix="driftlab-pass-") as tmp:
         history = Path(tmp) / "history.parquet"
         pq.write_table(history_table(events), history, row_group_size=ROW_GROUP_ROWS)
-        done = keyed_pass(spark, history, Path(tmp) / "anomalies.parquet", len(events))
+        done = keyed_pass(
+            spark,
+            history,
+            Path(tmp) / "anomalies.parquet",
+            len(events),
+            rows_per_slice=ROW_GROUP_ROWS,
+        )
         found = pq.read_table(Path(tmp) / "anomalies.parquet").to_pylist()
     assert not done.figures.errors, next(iter(done.figures.errors.values()))
     anomalies = [Anomaly(*(r[c] for c in ANOMALY_COLUMNS)) for r in found]

@@ -49,6 +49,8 @@ ROWS_PER_PARTITION = 400_000
 """Routed rows per partition of the pass: enough that a small history is one or two
 tasks (each task costs a Python worker round trip), few enough that a partition's
 Arrow table and events fit a worker's memory whatever the history's size."""
+ROWS_PER_SLICE = 500_000
+"""History events per map task, about: a few row groups."""
 CHUNK_ROWS = 50_000
 """Rows per shuffled blob: whole buckets of a large row group would be blobs of tens
 of megabytes, each held whole by the JVM's shuffle."""
@@ -68,30 +70,34 @@ class PassResult:
 
 
 def keyed_pass(
-    spark: SparkSession, history: Path, anomalies: Path, rows: int, per_kind: int = 5
+    spark: SparkSession,
+    history: Path,
+    anomalies: Path,
+    rows: int,
+    per_kind: int = 5,
+    rows_per_slice: int = ROWS_PER_SLICE,
 ) -> PassResult:
     """Run every check on the history's Parquet `history` of `rows` events, write its
     anomalies, sorted, to `anomalies` (Parquet) and add up the rest, with up to
-    `per_kind` examples of each kind."""
+    `per_kind` examples of each kind; each map task reads about `rows_per_slice`
+    events."""
     sc = spark.sparkContext
     meta = pq.ParquetFile(history).metadata
-    slices, first = [], 0
-    for i in range(meta.num_row_groups):
-        slices.append((i, first))
-        first += meta.row_group(i).num_rows
     cores = sc.defaultParallelism
+    slices = _slices(meta, cores, rows_per_slice)
     # A whole number of waves of tasks: 5 buckets on 2 cores would be 3 waves.
     buckets = cores * max(1, -(-2 * rows // (ROWS_PER_PARTITION * cores)))
     # Each summary task costs a Python worker round trip: a small history needs one.
     parts = max(1, min(cores, -(-rows // ROWS_PER_PARTITION)))
     path, written = str(history), str(anomalies)
 
-    def map_slice(piece: tuple[int, int]) -> Iterator[tuple[int, tuple[str, Any]]]:
-        group, first = piece
+    def map_slice(piece: tuple[list[int], int]) -> Iterator[tuple[int, tuple[str, Any]]]:
+        groups, first = piece
         try:
-            table = pq.ParquetFile(path, read_dictionary=DICTIONARY_COLUMNS).read_row_group(group)
+            file = pq.ParquetFile(path, read_dictionary=DICTIONARY_COLUMNS)
+            table = file.read_row_groups(groups)
         except (OSError, pa.ArrowException) as e:
-            raise RuntimeError(f"{_CORRUPT} {group}: {e}") from None
+            raise RuntimeError(f"{_CORRUPT} {groups[0]}-{groups[-1]}: {e}") from None
         routed = route(with_positions(table, first), buckets)
         for b in range(buckets):
             yield b, (_FACTS, routed.share)
@@ -147,12 +153,12 @@ def keyed_pass(
             .collect()
         )
     except Py4JJavaError as e:
-        found = re.search(rf"{_CORRUPT} (\d+): ([^\n]*)", str(e))
+        found = re.search(rf"{_CORRUPT} (\d+-\d+): ([^\n]*)", str(e))
         if found is None:
             raise
         raise HistoryError(
             f"{history} cannot be read (corrupt); delete it and analyse again to rebuild "
-            f"it from history/*.jsonl (row group {found[1]} of {meta.num_row_groups}: "
+            f"it from history/*.jsonl (row groups {found[1]} of {meta.num_row_groups}: "
             f"{found[2][:200]})"
         ) from None
     spans = [(t0, t1) for t0, t1, _ in found if t1]
@@ -161,6 +167,24 @@ def keyed_pass(
         min((s[0] for s in spans), default=0),
         max((s[1] for s in spans), default=0),
     )
+
+
+def _slices(meta: pq.FileMetaData, cores: int, rows: int) -> list[tuple[list[int], int]]:
+    """The map tasks' slices of the history: consecutive row groups of about `rows`
+    events, a whole number of waves of tasks, each with the position of
+    its first event. Fewer, larger slices route in fewer DuckDB calls and cut each
+    bucket into fewer, larger blobs (each blob repeats the schema and the dictionaries)."""
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    wanted = max(1, -(-sum(sizes) // rows))
+    if wanted > 1:
+        wanted = cores * -(-wanted // cores)
+    count = min(len(sizes), wanted)
+    slices, first = [], 0
+    for k in range(count):
+        groups = list(range(k * len(sizes) // count, (k + 1) * len(sizes) // count))
+        slices.append((groups, first))
+        first += sum(sizes[g] for g in groups)
+    return slices
 
 
 def _blobs(target: int, kind: str, table: pa.Table) -> Iterator[tuple[int, tuple[str, bytes]]]:
