@@ -45,7 +45,7 @@ from checkers.keyed.timeline import series_rows
 from checkers.series import bucket_seconds
 from harness.history.errors import HistoryError
 
-ROWS_PER_PARTITION = 400_000
+ROWS_PER_PARTITION = 800_000
 """Routed rows per partition of the pass: enough that a small history is one or two
 tasks (each task costs a Python worker round trip), few enough that a partition's
 Arrow table and events fit a worker's memory whatever the history's size."""
