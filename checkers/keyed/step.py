@@ -85,8 +85,9 @@ def partition_group(channel: str, partition: int | None) -> str:
 def judged_by_key(e: Event) -> bool:
     """Whether a key's checks look at `e`, an event with a key: its states, its
     operations but the invocations of writes, and of its messages the deliveries,
-    applies, skips and event-log appends. A send to any other channel and a write's
-    invocation are a third of a key's events, and no key check reads them."""
+    applies, skips and event-log appends. No key check reads a send to any other
+    channel or a write's invocation (a third of a key's events in the benchmark's
+    histories)."""
     if e.type == EventType.STATE:
         return True
     if e.type == EventType.OP:
