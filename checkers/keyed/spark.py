@@ -1,9 +1,9 @@
 """The keyed pass in Spark: one job of three stages, Arrow all the way.
 
-1. Map: each task reads one row group of the history's Parquet with pyarrow, routes its
-   rows to the groups that judge them and cuts them into buckets by group
-   (checkers.keyed.routing), and emits each bucket's rows as Arrow IPC blobs together
-   with its share of the Facts, the latter to every bucket.
+1. Map: each task reads a slice of the history's Parquet (a few row groups) with
+   pyarrow, routes its rows to the groups that judge them and cuts them into buckets
+   by group (checkers.keyed.routing), and emits each bucket's rows as Arrow IPC blobs
+   together with its share of the Facts, the latter to every bucket.
 2. Reduce: Spark shuffles the blobs by bucket; each partition merges the Facts shares
    (every map task's, so the whole history's), then runs every check of its groups in
    one step (checkers.keyed.step.partition_step) and cuts its rows (OUTPUT_DDL) for the
