@@ -10,6 +10,7 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -124,6 +125,7 @@ def interruptible() -> Iterator[None]:
         return
 
     interrupted = False
+    unraisable = sys.unraisablehook
 
     def handle(_signum: int, _frame: object) -> None:
         nonlocal interrupted
@@ -131,7 +133,16 @@ def interruptible() -> Iterator[None]:
         stop_spark()
         raise KeyboardInterrupt
 
+    def swallow_interrupt(hook_args: Any) -> None:
+        # The handler may run inside a finalizer (py4j's weakref callbacks free Java
+        # objects), where Python prints the exception as "ignored" with its traceback
+        # and drops it. The interrupt is not lost: it is raised again on leaving.
+        if interrupted and issubclass(hook_args.exc_type, KeyboardInterrupt):
+            return
+        unraisable(hook_args)
+
     old = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    sys.unraisablehook = swallow_interrupt
     try:
         yield
     except Exception as exc:
@@ -142,5 +153,8 @@ def interruptible() -> Iterator[None]:
             raise KeyboardInterrupt from exc
         raise
     finally:
+        sys.unraisablehook = unraisable
         for sig, handler in old.items():
             signal.signal(sig, handler)
+    if interrupted:
+        raise KeyboardInterrupt

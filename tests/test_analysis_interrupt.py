@@ -159,3 +159,36 @@ def test_an_error_raised_over_the_interrupt_is_still_the_interrupt() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.stdout.split("\n")[:2] == ["interrupted AttributeError", "failed"], done.stderr
+
+
+def test_an_interrupt_inside_a_finalizer_is_raised_on_leaving_without_a_traceback() -> None:
+    # py4j frees Java objects from weakref callbacks; a signal handled inside one raises
+    # where Python can only print the exception as "ignored" and drop it.
+    code = textwrap.dedent(
+        """
+        import os, signal, weakref
+        from checkers.session import interruptible
+
+        class Handle:
+            pass
+
+        def free():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(100_000):  # the handler runs between these bytecodes
+                pass
+
+        try:
+            with interruptible():
+                handle = Handle()
+                keep = weakref.ref(handle, lambda _ref: free())
+                del handle
+                print("went on")
+        except KeyboardInterrupt:
+            print("interrupted")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.stdout.split() == ["went", "on", "interrupted"], done.stderr
+    assert "Traceback" not in done.stderr and "ignored" not in done.stderr, done.stderr

@@ -92,7 +92,9 @@ def stack_containers(client: Any, sid: str | None = None) -> list[Any]:
     """Every container of the stack `sid` (of any driftlab stack with None), stopped
     ones included."""
     label = LABEL_STACK if sid is None else f"{LABEL_STACK}={sid}"
-    return list(client.containers.list(all=True, filters={"label": label}))
+    # ignore_removed: the list is inspected container by container, and one removed
+    # meanwhile (a reaper or a `down` racing this call) is simply no longer listed.
+    return list(client.containers.list(all=True, filters={"label": label}, ignore_removed=True))
 
 
 def remove_containers(client: Any, containers: Sequence[Any]) -> list[str]:
