@@ -6,17 +6,13 @@ import json
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from keyed_support import agreed
 from strategies_states import (
     apply,
-    histories,
     kinds,
     state,
     write,
 )
-
-from harness.history.schema import Event
 
 FIGURE_11_4 = [
     # Two clients race on one key: the database orders v1 before v2, the cache
@@ -130,10 +126,3 @@ def test_clean_history_has_no_divergence(spark) -> None:
         state(11, "cache", "b", "b1"),
     ]
     assert agreed(spark, events, "divergence") == []
-
-
-@pytest.mark.spark
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=histories())
-def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
-    agreed(spark, events, "divergence")

@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from keyed_support import agreed
-from strategies_states import header, histories, kinds, produce, state
+from strategies_states import header, kinds, produce, state
 
 from checkers.reference import eventsourcing as ref
-from harness.history.schema import Event
 
 PROJECTIONS = [
     produce(1, "a", "5", 1),
@@ -96,10 +94,3 @@ def test_without_an_invariant_nothing_is_violated(spark) -> None:
 def test_a_malformed_invariant_names_the_fix() -> None:
     with pytest.raises(ValueError, match=r"params.invariant must be like"):
         ref.check([header({"invariant": {"min": "zero"}}), produce(1, "a", "1", 1)])
-
-
-@pytest.mark.spark
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=histories())
-def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
-    agreed(spark, events, "eventsourcing")

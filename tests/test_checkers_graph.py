@@ -6,11 +6,8 @@ import json
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from keyed_support import agreed
-from strategies_states import apply, histories, kinds, write
-
-from harness.history.schema import Event
+from strategies_states import apply, kinds, write
 
 FIGURE_11_4 = [
     write(10, "x", "v1", 1, process="c1"),
@@ -81,10 +78,3 @@ def test_a_delete_overtaken_by_an_older_write(spark) -> None:
     ]
     (a,) = agreed(spark, events, "graph")
     assert a.time == 6 and "delete@2" in a.detail
-
-
-@pytest.mark.spark
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=histories())
-def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
-    agreed(spark, events, "graph")

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from keyed_support import spark_check
-from strategies_messages import combined_histories
+from keyed_support import agreed
 
 from checkers.reference import reorder as reference
 from harness.history.schema import LOG_AUDIT, Event
@@ -178,29 +176,11 @@ def test_redelivery_in_the_same_instance_is_a_reorder() -> None:
     assert (found.kind, found.key, found.consumer, found.time) == ("reorder-delivery", "k", "g", 3)
 
 
-def identities(anomalies) -> Counter:
-    return Counter(a.identity() for a in anomalies)
-
-
-def spark_identities(spark, events: list[Event]) -> Counter:
-    rows = spark_check(spark, events, "reorder").collect()
-    return Counter(tuple(r)[:6] for r in rows)
-
-
 @pytest.mark.spark
 def test_spark_finds_the_planted_reorders(spark) -> None:
     events = CLEAN + [
         Event(**{**e.to_dict(), "time": e.time + 100, "consumer": e.consumer and "h" + e.consumer})
         for e in PLANTED
     ]
-    got = spark_identities(spark, events)
-    assert got == identities(reference.check(events))
-    assert Counter((kind, t - 100) for _, kind, _, _, _, t in got.elements()) == EXPECTED
-
-
-@pytest.mark.spark
-@pytest.mark.slow
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(combined_histories())
-def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
-    assert spark_identities(spark, events) == identities(reference.check(events))
+    found = agreed(spark, events, "reorder")
+    assert Counter((a.kind, a.time - 100) for a in found) == EXPECTED

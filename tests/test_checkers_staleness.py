@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 from keyed_support import agreed, spark_lag
-from strategies_states import apply, histories, kinds, read, write
+from strategies_states import apply, kinds, read, write
 
 from checkers.reference import staleness as ref
 from harness.history.schema import Event
@@ -106,11 +105,3 @@ def test_lag_series_buckets_by_second(spark) -> None:
         {"t": 0, "store": "cache", "count": 1, "p50_ms": 4.0, "max_ms": 4.0},
         {"t": 1, "store": "cache", "count": 2, "p50_ms": 2.0, "max_ms": 10.0},
     ]
-
-
-@pytest.mark.spark
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=histories())
-def test_reference_and_spark_agree(spark, events: list[Event]) -> None:
-    agreed(spark, events, "staleness")
-    agree_on_lag(spark, events)

@@ -60,11 +60,12 @@ def test_the_groups_find_what_the_whole_history_holds(events: list[Event]) -> No
 
 
 @pytest.mark.spark
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(any_history())
 def test_spark_gives_the_reference_rows_with_their_evidence(spark, events: list[Event]) -> None:
-    """The agreement test of the whole pass: every checker at once, on every strategy
-    (each checker's own test samples fewer histories, for that checker alone)."""
+    """The agreement test of the keyed pass: every checker at once, evidence and order
+    included, on message histories, state histories and both in one; one pass an example
+    (the checkers' own tests hold hand-made histories)."""
     try:
         eventsourcing.bounds(events)
     except ValueError:
