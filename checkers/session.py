@@ -10,21 +10,24 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 _lock = threading.Lock()
 _LOCAL_IP = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-def get_spark(master: str | None = None) -> SparkSession:
+def get_spark(master: str | None = None, jvm_log: Path | None = None) -> SparkSession:
     """Return the process's SparkSession, creating it on first use.
 
     `master` is any Spark master URL (`local[*]`, `spark://host:7077`); the default is
     `$DRIFTLAB_SPARK_MASTER` or `local[*]`. A later call with another master gets the
-    existing session: one session per process.
+    existing session: one session per process. A JVM started here writes its stderr
+    (Spark's own log lines) to `jvm_log` when given, else to the process's stderr.
     """
     with _lock:
         active = SparkSession.getActiveSession()
@@ -36,25 +39,17 @@ def get_spark(master: str | None = None) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         in_main = threading.current_thread() is threading.main_thread()
         sigint = signal.getsignal(signal.SIGINT) if in_main else None
-        spark = (
-            SparkSession.builder.master(url)
-            .appName("driftlab")
-            .config("spark.ui.enabled", "false")
-            # The driver and its block manager listen on loopback only (Spark's default
-            # is the machine's external address); SPARK_LOCAL_IP chooses another.
-            .config("spark.driver.host", _LOCAL_IP)
-            .config("spark.driver.bindAddress", _LOCAL_IP)
-            .config("spark.ui.showConsoleProgress", "false")
-            # pyspark's daemon re-read Spark's zips and jar before every task: ours
-            # takes them off the workers' import path (checkers/worker_daemon.py).
-            .config("spark.python.daemon.module", "checkers.worker_daemon")
-            # Histories are modest per run; few shuffle partitions keep 2 cores busy
-            # without drowning them in scheduling overhead.
-            .config("spark.sql.shuffle.partitions", os.environ.get("DRIFTLAB_SHUFFLE", "8"))
-            .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
-            .getOrCreate()
-        )
+        conf = _conf(url)
+        if SparkContext._active_spark_context is None:
+            # The JVM gets the log as its own stderr: redirecting the process's fd 2
+            # while it starts swallowed whatever another thread printed meanwhile (a
+            # run's error message, when Spark started beside the run).
+            gateway = None
+            if jvm_log is not None and SparkContext._gateway is None:
+                with open(jvm_log, "ab") as log:
+                    gateway = launch_gateway(conf, popen_kwargs={"stderr": log})
+            SparkContext(conf=conf, gateway=gateway)
+        spark = SparkSession.builder.config(conf=conf).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         if in_main:
             # PySpark replaces the SIGINT handler with one that cancels the running jobs
@@ -62,6 +57,30 @@ def get_spark(master: str | None = None) -> SparkSession:
             # (`interruptible` stops the whole context instead).
             signal.signal(signal.SIGINT, sigint)
         return spark
+
+
+def _conf(url: str) -> SparkConf:
+    """The session's settings for the master `url`."""
+    return SparkConf().setAll(
+        [
+            ("spark.master", url),
+            ("spark.app.name", "driftlab"),
+            ("spark.ui.enabled", "false"),
+            # The driver and its block manager listen on loopback only (Spark's default
+            # is the machine's external address); SPARK_LOCAL_IP chooses another.
+            ("spark.driver.host", _LOCAL_IP),
+            ("spark.driver.bindAddress", _LOCAL_IP),
+            ("spark.ui.showConsoleProgress", "false"),
+            # pyspark's daemon re-read Spark's zips and jar before every task: ours
+            # takes them off the workers' import path (checkers/worker_daemon.py).
+            ("spark.python.daemon.module", "checkers.worker_daemon"),
+            # Histories are modest per run; few shuffle partitions keep 2 cores busy
+            # without drowning them in scheduling overhead.
+            ("spark.sql.shuffle.partitions", os.environ.get("DRIFTLAB_SHUFFLE", "8")),
+            ("spark.sql.session.timeZone", "UTC"),
+            ("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR"),
+        ]
+    )
 
 
 _LOCAL = re.compile(r"^local(\[(\*|\d+)(,\s*\d+)?\])?$|^local-cluster\[\d+,\s*\d+,\s*\d+\]$")

@@ -4,7 +4,6 @@ log, and ahead of the first analysis with its Python workers warm (`warm_up`).""
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -55,19 +54,10 @@ def start_spark(master: str | None, log_path: Path) -> SparkSession:
     # starting thread's only).
     if SparkSession._instantiatedSession is not None:
         return get_spark(master)
-    saved = os.dup(2)
-    try:
-        with open(log_path, "ab") as f:
-            os.dup2(f.fileno(), 2)
-            try:
-                return _started_aside(master)
-            finally:
-                os.dup2(saved, 2)
-    finally:
-        os.close(saved)
+    return _started_aside(master, log_path)
 
 
-def _started_aside(master: str | None) -> SparkSession:
+def _started_aside(master: str | None, log_path: Path) -> SparkSession:
     """get_spark on a thread of its own. Started on the main thread, PySpark puts its
     own SIGINT handler in place while the JVM starts, and a Ctrl-C then came out as a
     Py4J error ("the analysis failed") instead of the interrupt; the main thread only
@@ -76,7 +66,7 @@ def _started_aside(master: str | None) -> SparkSession:
 
     def start() -> None:
         try:
-            found["spark"] = get_spark(master)
+            found["spark"] = get_spark(master, log_path)
         except BaseException as e:
             found["error"] = e
 

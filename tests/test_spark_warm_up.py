@@ -42,3 +42,36 @@ def test_warm_up_leaves_a_session_with_python_workers_for_the_analysis(tmp_path:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "warm True" in done.stdout
+
+
+@pytest.mark.spark
+def test_the_jvm_log_takes_spark_lines_and_no_line_of_the_process(tmp_path: Path) -> None:
+    # The JVM once got its log by a redirect of the whole process's stderr while it
+    # started: a run's error message printed meanwhile went to a log on a full disk, and
+    # `driftlab run` exited 3 having said nothing.
+    log = tmp_path / "spark.log"
+    code = textwrap.dedent(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from checkers.spark_start import warm_up
+
+        starting = warm_up(None, Path({str(log)!r}))
+        i = 0
+        while starting.is_alive():
+            print(f"the run says {{i}}", file=sys.stderr, flush=True)
+            i += 1
+            time.sleep(0.05)
+        print("said", i)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = int(done.stdout.split()[-1])
+    assert said > 0
+    assert done.stderr.count("the run says") == said
+    text = log.read_text()
+    assert "the run says" not in text
+    assert "log4j" in text  # Spark's own start-up lines
