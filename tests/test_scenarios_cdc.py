@@ -9,19 +9,16 @@ it runs last and leaves the stack healthy again.
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from reference_counts import reference_counts, run_events
 
-from checkers.anomaly import KINDS
 from checkers.reference import lost as lost_checker
 from checkers.verdict import REPRODUCED, judge
-from harness.history.reader import read_history
-from harness.history.schema import LOG_AUDIT, Event
+from harness.history.schema import LOG_AUDIT
 from harness.rundir import RunDir
 from harness.runner.runner import RunResult, run_scenario
 from harness.services.stack import Stack
@@ -42,22 +39,9 @@ def _run(stack: Stack, runs: Path, name: str, *, analyze: bool = False) -> RunRe
     return result
 
 
-def _events(run_dir: Path) -> list[Event]:
-    return [Event(**row) for row in read_history(run_dir).table.to_pylist()]
-
-
-def _reference_counts(run_dir: Path) -> dict[str, int]:
-    events = _events(run_dir)
-    counts: Counter[str] = Counter()
-    for checker in KINDS:
-        module = importlib.import_module(f"checkers.reference.{checker}")
-        counts.update(a.kind for a in module.check(events))
-    return dict(counts)
-
-
 def _assert_reproduced(stack: Stack, runs: Path, name: str) -> Path:
     result = _run(stack, runs, name)
-    counts = _reference_counts(result.run_dir)
+    counts = reference_counts(result.run_dir)
     verdict = judge(counts, get_scenario(name).expectations)
     assert verdict.verdict == REPRODUCED, (name, verdict, counts, str(result.run_dir))
     return result.run_dir
@@ -88,14 +72,14 @@ def test_claim_reaches_its_verdict(stack: Stack, tmp_path: Path, name: str) -> N
 
 def test_c4_every_crash_strikes_inside_a_batch(stack: Stack, tmp_path: Path) -> None:
     run_dir = _assert_reproduced(stack, tmp_path, "cdc-commit-before-apply")
-    faults = [e for e in _events(run_dir) if e.type == "fault" and e.kind == "crash"]
+    faults = [e for e in run_events(run_dir) if e.type == "fault" and e.kind == "crash"]
     starts = [e for e in faults if e.phase == "start"]
     assert len(starts) == 3
     # A crash while the consumer idles would lose nothing: the claim rests on these.
     assert all(json.loads(str(e.extra))["busy"] is True for e in starts), starts
     # The consumer committed past them and crashed: the changes it skipped are still in
     # the topic, as the log audit read it back after quiescence.
-    lost = [a for a in lost_checker.check(_events(run_dir)) if a.kind == "lost-write"]
+    lost = [a for a in lost_checker.check(run_events(run_dir)) if a.kind == "lost-write"]
     assert lost
     for a in lost:
         assert f"; its change is still {lost_checker.IN_LOG} at " in a.detail, a.detail
@@ -130,18 +114,18 @@ def test_a_cut_kafka_link_outlasting_the_commit_deadline_loses_nothing(
     assert result.error is None, result.error
     assert result.quiesced, "the pipeline did not drain"
     assert not result.fault_errors, result.fault_errors
-    counts = _reference_counts(result.run_dir)
+    counts = reference_counts(result.run_dir)
     verdict = judge(counts, scenario.expectations)
     assert verdict.verdict == REPRODUCED, (verdict, counts, str(result.run_dir))
     logs = "".join(p.read_text() for p in RunDir(result.run_dir).logs.glob("consumer*.log"))
     assert "no answer from Kafka to an offset commit within 5 s" in logs
-    commits = [e for e in _events(result.run_dir) if e.action == "commit"]
+    commits = [e for e in run_events(result.run_dir) if e.action == "commit"]
     assert commits, "no offset commit was recorded"
 
 
 def test_c16_acked_messages_survive_a_kafka_sigkill(stack: Stack, tmp_path: Path) -> None:
     run_dir = _assert_reproduced(stack, tmp_path, "broker-crash-acked")
-    events = _events(run_dir)
+    events = run_events(run_dir)
     acked = {e.msg_id for e in events if e.action == "produce"}
     read_back = {e.msg_id for e in events if e.action == "deliver" and e.consumer == "auditor"}
     assert acked and acked <= read_back

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -146,12 +146,8 @@ class ProcessRecord:
     log_path: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "pid": self.pid,
-            "pgid": self.pgid,
-            "start_time": self.start_time,
-            "log_path": self.log_path,
-        }
+        """The record as the state file keeps it."""
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ProcessRecord:
