@@ -127,6 +127,11 @@ class KafkaNode(ProcessService):
             "log.cleaner.backoff.ms": s.cleaner_backoff_ms,
             # The dedupe buffer is 128 MiB of heap by default; 16 MiB fits -Xmx512m.
             "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024,
+            # A node restarted after a kill -9 cannot register again while the controller
+            # still counts its previous incarnation's session (9 s by default, and the
+            # registration retries back off): a 1 s broker crash kept Kafka away for 15 s.
+            "broker.session.timeout.ms": 3000,
+            "broker.heartbeat.interval.ms": 750,
         }
         props.update(s.extra)
         return props
