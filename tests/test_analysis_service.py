@@ -71,6 +71,22 @@ def test_a_client_that_goes_away_leaves_the_server_serving(
     assert done.analysis["counts"]["duplicate-delivery"] == 2
 
 
+@pytest.mark.parametrize(
+    "request_",
+    [["run_dir"], {"run_dir": 7, "per_kind": 5}, {"per_kind": 5}, {"run_dir": "/x"}],
+    ids=["a list", "a number for a path", "no run_dir", "no per_kind"],
+)
+def test_a_malformed_request_is_refused_and_the_server_goes_on(
+    served: tuple[Path, Stack], request_: object
+) -> None:
+    endpoint = served[1].endpoint(ANALYSIS)
+    with Client((endpoint.host, endpoint.port), authkey=endpoint.extra["secret"].encode()) as c:
+        c.send(request_)
+        kind, error = c.recv()
+    assert kind == "error" and "malformed request" in str(error)
+    assert _ping(endpoint) == "pong"
+
+
 def test_driftlab_analyze_uses_the_warm_server_of_the_stack_here(
     served: tuple[Path, Stack], tmp_path: Path
 ) -> None:

@@ -68,9 +68,13 @@ def _serve_one(conn: Connection, master: str | None) -> None:
     from checkers.session import get_spark
 
     request = conn.recv()
+    if not isinstance(request, dict):
+        raise ValueError(f"a request is a dict, not {type(request).__name__}")
     if request.get("ping"):
         conn.send("pong")
         return
+    if not isinstance(request.get("run_dir"), str) or not isinstance(request.get("per_kind"), int):
+        raise ValueError('a request holds "run_dir" (a path) and "per_kind" (an int)')
     run_dir = Path(request["run_dir"])
     log.info("analysing %s", run_dir)
     done = threading.Event()
@@ -120,8 +124,13 @@ def serve(port: int, secret: bytes, master: str | None = None) -> None:
             with conn:
                 try:
                     _serve_one(conn, master)
-                except (EOFError, OSError, KeyError, TypeError) as e:
+                except (EOFError, OSError) as e:  # the client is gone
                     log.warning("dropped a request: %s", e)
+                except Exception as e:  # one unreadable request must not end the server
+                    log.warning("refused a malformed request: %s", e, exc_info=True)
+                    # A builtin exception: this module runs as __main__, whose classes
+                    # the client could not unpickle.
+                    _send_error(conn, ValueError(f"malformed request: {e}"))
 
 
 def main() -> None:
