@@ -21,6 +21,7 @@ demo-docker:
 test:
 	bash scripts/bootstrap --docker
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/pytest
 
 bench: bootstrap

@@ -105,9 +105,7 @@ mark_events = st.one_of(
     st.builds(Event, type=st.just("mark"), time=_times, kind=st.just(str(Mark.QUIESCED))),
 )
 
-events = st.one_of(
-    msg_events(), msg_events(), msg_events(), log_events(), op_events, mark_events
-)
+events = st.one_of(msg_events(), msg_events(), msg_events(), log_events(), op_events, mark_events)
 
 
 @st.composite

@@ -27,7 +27,6 @@ from harness.services.stack import Stack
 pytestmark = pytest.mark.services
 
 
-
 def _driftlab(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [DRIFTLAB, *args], capture_output=True, text=True, timeout=timeout, check=False

@@ -318,6 +318,7 @@ def test_duplicate_in_an_aborted_poll(tmp_path: Path) -> None:
     (found,) = reference_anomalies(tmp_path / "run-1")
     assert found.detail == "x/0 is at offsets 1, 11 of x[0]"
 
+
 def test_duplicate_hash_insensitive(tmp_path: Path) -> None:
     """Ten values each sent at offset 0 and polled at offset 1. Jepsen: :inconsistent-
     offsets at 0 and at 1 and ten :duplicate. driftlab: the same; process 1 reading
