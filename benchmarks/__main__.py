@@ -62,6 +62,12 @@ def cli(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--spark-master", default=None, help="Spark master URL")
     parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="runs of each engine per size, in turns; the table shows medians (default: 3)",
+    )
+    parser.add_argument(
         "--no-latency",
         action="store_true",
         help="skip the small-run latency figures (10k events, warm and cold)",
@@ -71,7 +77,7 @@ def cli(argv: list[str] | None = None) -> None:
         console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
         args.dir.mkdir(parents=True, exist_ok=True)
         latency_bench.report(latency_bench.measure(args.dir, args.spark_master), console)
-    main(args.sizes, args.dir, args.spark_master)
+    main(args.sizes, args.dir, args.spark_master, args.repeats)
 
 
 if __name__ == "__main__":
