@@ -3,7 +3,6 @@ history in, one checker's anomaly rows, the notes or the lag figures out."""
 
 from __future__ import annotations
 
-import importlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from strategies_states import histories, identities, spark_identities
 from checkers.anomaly import ANOMALY_COLUMNS, SPARK_DDL, Anomaly
 from checkers.figures import PassFigures
 from checkers.keyed.spark import keyed_pass
+from checkers.reference import CHECKERS
 from harness.history.reader import arrow_schema
 from harness.history.schema import COLUMNS, Event
 
@@ -72,7 +72,7 @@ def spark_check(spark: Any, events: list[Event], checker: str) -> DataFrame:
 def agreed(spark: Any, events: list[Event], checker: str) -> list[Anomaly]:
     """The reference `checker`'s anomalies, after checking that the keyed pass finds the
     same identities."""
-    found = importlib.import_module(f"checkers.reference.{checker}").check(events)
+    found = CHECKERS[checker].check(events)
     assert spark_identities(spark_check(spark, events, checker)) == identities(found)
     return found
 

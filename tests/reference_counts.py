@@ -7,11 +7,11 @@ session would take much longer on a shared CI machine.
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter
 from pathlib import Path
 
-from checkers.anomaly import KINDS, Anomaly
+from checkers.anomaly import Anomaly
+from checkers.reference import CHECKERS
 from harness.history.reader import read_history
 from harness.history.schema import Event
 
@@ -25,8 +25,7 @@ def reference_anomalies(run_dir: Path) -> list[Anomaly]:
     """Every anomaly the reference checkers find in a run's history."""
     events = run_events(run_dir)
     found: list[Anomaly] = []
-    for checker in KINDS:
-        module = importlib.import_module(f"checkers.reference.{checker}")
+    for module in CHECKERS.values():
         found += module.check(events)
     return found
 

@@ -15,26 +15,16 @@ from checkers.anomaly import Anomaly
 from checkers.keyed.facts import facts_of
 from checkers.keyed.step import REALTIME_SERIES, group_history, judge
 from checkers.outputs import ANOMALY_ORDER
-from checkers.reference import (
-    divergence,
-    duplicates,
-    eventsourcing,
-    graph,
-    lost,
-    reorder,
-    staleness,
-)
+from checkers.reference import CHECKERS, eventsourcing, lost, reorder, staleness
 from checkers.reference.reorder import RealtimeLag
 from checkers.series import bucket_seconds
 from harness.history.schema import Event
-
-REFERENCE = (lost, duplicates, reorder, divergence, staleness, eventsourcing, graph)
 
 
 def reference_whole(events: list[Event]) -> Counter[Anomaly]:
     """Every anomaly of every reference checker over the whole history."""
     found: Counter[Anomaly] = Counter()
-    for checker in REFERENCE:
+    for checker in CHECKERS.values():
         try:
             found.update(checker.check(events))
         except ValueError:  # a malformed invariant: the checker fails as a whole
