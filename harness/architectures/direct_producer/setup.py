@@ -209,7 +209,9 @@ class ProducerClient(Client):
             # Not acknowledged: the message may or may not be in the log.
             self.rec.complete(op, "info", error=str(err or "no answer from the producer"))
             return
-        self.rec.msg("produce", **message_fields(msg))
+        # The producer is named: its sends to a partition must get increasing offsets
+        # (nonmonotonic-send, Jepsen's kafka check), which a truncated log breaks.
+        self.rec.msg("produce", process=self.process, **message_fields(msg))
         # No version on the op: acknowledgements of concurrent clients come back in any
         # order, and only the log's own order (the produce's offset) is meaningful.
         self.rec.complete(op, "ok")
