@@ -27,6 +27,17 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 1M or 500k") from None
 
 
+def _positive(text: str) -> int:
+    """A whole number of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return n
+
+
 def comma_list(item: Callable[[str], T]) -> Callable[[str], list[T]]:
     """An argparse type for a comma-separated list whose items `item` parses."""
     return lambda text: [item(x) for x in text.split(",")]
@@ -63,7 +74,7 @@ def cli(argv: list[str] | None = None) -> None:
     parser.add_argument("--spark-master", default=None, help="Spark master URL")
     parser.add_argument(
         "--repeats",
-        type=int,
+        type=_positive,
         default=3,
         help="runs of each engine per size, in turns; the table shows medians (default: 3)",
     )
