@@ -1,6 +1,6 @@
 """The analysis's Spark workers import pyspark from the environment, with Spark's zips
 and jar off their import path (checkers.worker_daemon): a zip importer there re-read
-its archive before every task."""
+its archive before every task; and they allocate Arrow buffers with the C library."""
 
 from __future__ import annotations
 
@@ -53,3 +53,13 @@ def test_the_archives_go_when_pyspark_is_installed(monkeypatch, tmp_path) -> Non
     assert drop_spark_archives() == [archive, jar]
     assert sys.path == [site]
     assert archive + "/py4j" not in sys.path_importer_cache
+
+
+@pytest.mark.spark
+def test_a_worker_allocates_arrow_buffers_with_the_system_allocator(spark) -> None:
+    def _pool(_: object) -> str:
+        import pyarrow
+
+        return pyarrow.default_memory_pool().backend_name
+
+    assert spark.sparkContext.parallelize([0], 1).map(_pool).collect() == ["system"]
