@@ -7,12 +7,7 @@ from collections import Counter
 
 import pytest
 from keyed_support import agreed
-from strategies_states import (
-    apply,
-    kinds,
-    state,
-    write,
-)
+from strategies_states import apply, kinds, state, write
 
 FIGURE_11_4 = [
     # Two clients race on one key: the database orders v1 before v2, the cache

@@ -21,11 +21,7 @@ from typer.testing import CliRunner
 
 from checkers.reference.reorder import realtime_lags, worst_realtime_lag
 from harness.cli import app
-from harness.importers.jepsen import (
-    JEPSEN_NAMES,
-    JepsenImportError,
-    import_history,
-)
+from harness.importers.jepsen import JEPSEN_NAMES, JepsenImportError, import_history
 
 
 def o(index: int, process: int | str, type_: str, f: str, value: str) -> str:

@@ -15,13 +15,7 @@ from reports.plots import Chart, Line, Window, render_chart
 from reports.render import ReportError
 from reports.run_report import render_run_report
 from reports.sequence import build_diagram, pick_targets, read_key_events, render_diagram
-from reports.suite_page import (
-    RunInfo,
-    build_suite_context,
-    evidence_line,
-    render_suite,
-    scan_runs,
-)
+from reports.suite_page import RunInfo, build_suite_context, evidence_line, render_suite, scan_runs
 
 T0 = 1_767_225_600_000_000_000
 MS = 1_000_000

@@ -9,14 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from setup_fixtures import (
-    children,
-    cmdline,
-    events,
-    make_context,
-    running,
-    write_then_delete,
-)
+from setup_fixtures import children, cmdline, events, make_context, running, write_then_delete
 
 from harness.architectures.dual_write.client import DualWriteClient
 from harness.architectures.dual_write.setup import APP_MODULE, DualWrite

@@ -32,13 +32,7 @@ import pyarrow.parquet as pq
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
-from checkers.figures import (
-    PassFigures,
-    merged,
-    summarize,
-    summary_parts,
-    with_buckets,
-)
+from checkers.figures import PassFigures, merged, summarize, summary_parts, with_buckets
 from checkers.keyed.routing import DICTIONARY_COLUMNS, FactShare, route, with_positions
 from checkers.keyed.step import output_schema, partition_step
 from checkers.keyed.timeline import series_rows

@@ -56,12 +56,7 @@ from harness.architectures.cdc.protocol import (
     parse_change,
 )
 from harness.history.recorder import Recorder
-from harness.setups.connect import (
-    KAFKA_CLIENT_TIMEOUTS,
-    NO_RETRY,
-    BoundedCommitter,
-    CommitTimeout,
-)
+from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS, NO_RETRY, BoundedCommitter, CommitTimeout
 from harness.setups.stepping import RUN, read_command
 from harness.setups.worker_process import (
     publish_status,

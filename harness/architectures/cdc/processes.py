@@ -10,10 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.architectures.cdc import consumer as cdc_consumer
-from harness.architectures.cdc.protocol import (
-    CONFIG_ENV,
-    ConsumerConfig,
-)
+from harness.architectures.cdc.protocol import CONFIG_ENV, ConsumerConfig
 from harness.services.base import Endpoint, ServiceError, ServiceGroup
 from harness.services.process import SupervisedProcess
 from harness.services.supervised import SupervisedService

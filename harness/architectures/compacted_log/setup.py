@@ -62,10 +62,7 @@ from harness.history.schema import LOG_AUDIT
 from harness.services.debezium import wait_slot_streaming
 from harness.services.kafka_admin import TopicSpec
 from harness.setups.base import Client, Setup, SetupContext
-from harness.setups.connect import (
-    direct_pg_connect,
-    redis_client,
-)
+from harness.setups.connect import direct_pg_connect, redis_client
 from harness.setups.stores import State
 
 REBUILT = "rebuilt"

@@ -54,11 +54,7 @@ from harness.history.events import MsgFields
 from harness.services.base import Endpoint
 from harness.services.kafka_admin import TopicSpec
 from harness.setups.base import Setup, SetupContext
-from harness.setups.connect import (
-    KAFKA_CLIENT_TIMEOUTS,
-    direct_pg_connect,
-    redis_client,
-)
+from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS, direct_pg_connect, redis_client
 from harness.setups.stores import State
 
 VIEW = "view"

@@ -15,14 +15,7 @@ from harness.explore.sim.queue import Message
 from harness.explore.sim.recorder import Recorder
 from harness.explore.sim.tally import Finding, Tally
 from harness.history.events import MsgFields
-from harness.history.schema import (
-    SOURCE_STORE,
-    Event,
-    FaultPhase,
-    Mark,
-    MsgAction,
-    OpPhase,
-)
+from harness.history.schema import SOURCE_STORE, Event, FaultPhase, Mark, MsgAction, OpPhase
 
 
 def handling(

@@ -7,11 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from harness.testing.synthetic.arrays import (
-    cumcount,
-    next_same_key,
-    strictly_increasing_unsorted,
-)
+from harness.testing.synthetic.arrays import cumcount, next_same_key, strictly_increasing_unsorted
 from harness.testing.synthetic.blocks import Blocks, choose, key_str, tag, take_rows
 from harness.testing.synthetic.faults import Window
 from harness.testing.synthetic.writes import (
