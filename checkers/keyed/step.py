@@ -343,15 +343,16 @@ def lag_rows(lags: pa.Table) -> pa.Table:
 
 def suspect_rows(table: pa.Table, suspects: pa.Table) -> pa.Table:
     """The rows of `table` that belong to a group of `suspects` (route, group)."""
-    mask = pa.array([False] * table.num_rows)
+    hits = []
     for route in (KEY, MESSAGE):
         groups = suspects.filter(pc.equal(suspects[ROUTE_COLUMN], route))[GROUP_COLUMN]
         if len(groups):
-            hit = pc.and_(
-                pc.equal(table[ROUTE_COLUMN], route), pc.is_in(table[GROUP_COLUMN], groups)
+            hits.append(
+                pc.and_(pc.equal(table[ROUTE_COLUMN], route), pc.is_in(table[GROUP_COLUMN], groups))
             )
-            mask = pc.or_(mask, hit)
-    return table.filter(mask)
+    if not hits:
+        return table.slice(0, 0)
+    return table.filter(hits[0] if len(hits) == 1 else pc.or_(*hits))
 
 
 def partition_step(
