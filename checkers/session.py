@@ -110,7 +110,7 @@ def scratch_dir(root: Path | None = None) -> Path:
 
 
 def _alive(pid: int) -> bool:
-    """Whether a process `pid` exists (one of another user's counts)."""
+    """Whether a process `pid` exists (another user's process counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
