@@ -5,19 +5,23 @@ included, its notes and its lag."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
-from keyed_support import any_history, run_pass
+from keyed_support import ROW_GROUP_ROWS, any_history, history_table, run_pass
 from strategies_states import apply, write
 
 from checkers.anomaly import Anomaly
 from checkers.keyed.facts import facts_of
+from checkers.keyed.spark import _CORRUPT, _UNSEEN, keyed_pass, task_failure
 from checkers.keyed.step import REALTIME_SERIES, group_history, judge
 from checkers.outputs import ANOMALY_ORDER
 from checkers.reference import CHECKERS, eventsourcing, lost, reorder, staleness
 from checkers.reference.reorder import RealtimeLag
 from checkers.series import bucket_seconds
+from harness.history.errors import HistoryError
 from harness.history.schema import Event
 
 
@@ -94,3 +98,36 @@ def test_a_run_of_an_hour_is_bucketed_by_three_seconds(spark) -> None:
     ops = out.figures.history_series["ops"]
     assert [(r["t"], r["ok"]) for r in ops] == [(0, 1), (3597, 1)]
     assert [(r["t"], r["count"]) for r in out.figures.lag_series] == [(0, 1), (3597, 1)]
+
+
+@pytest.mark.spark
+def test_the_exchange_folder_goes_with_the_pass(spark, tmp_path: Path) -> None:
+    # The routed rows go through files beside the anomalies: none stays after a pass,
+    # nor after one that failed on a corrupt row group.
+    events = [write(i, f"k{i % 7}", f"v{i}", i) for i in range(300)]
+    history = tmp_path / "history.parquet"
+    pq.write_table(history_table(events), history, row_group_size=ROW_GROUP_ROWS)
+    keyed_pass(spark, history, tmp_path / "anomalies.parquet", len(events), rows_per_slice=64)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["anomalies.parquet", "history.parquet"]
+    meta = pq.ParquetFile(history).metadata
+    start = meta.row_group(2).column(1).data_page_offset
+    with history.open("r+b") as f:
+        f.seek(start)
+        f.write(b"\xff" * 64)
+    (tmp_path / "anomalies.parquet").unlink()
+    with pytest.raises(HistoryError, match="cannot be read"):
+        keyed_pass(spark, history, tmp_path / "anomalies.parquet", len(events), rows_per_slice=64)
+    assert [p.name for p in tmp_path.iterdir()] == ["history.parquet"]
+
+
+def test_a_task_that_cannot_see_a_file_says_the_folder_must_be_shared() -> None:
+    failed = "org.apache.spark.api.python.PythonException: RuntimeError: "
+    told = task_failure(
+        f"{failed}{_UNSEEN} /mnt/runs/x/.exchange-1/r-0-0.arrow\n  at", Path("h"), 4
+    )
+    assert isinstance(told, RuntimeError)
+    assert "cannot see /mnt/runs/x/.exchange-1/r-0-0.arrow" in str(told)
+    assert "storage that the driver and every worker see" in str(told)
+    told = task_failure(f"{failed}{_CORRUPT} 2-3: bad page\n", Path("h.parquet"), 4)
+    assert isinstance(told, HistoryError) and "row groups 2-3 of 4: bad page" in str(told)
+    assert task_failure(f"{failed}ZeroDivisionError", Path("h"), 4) is None

@@ -2,26 +2,33 @@
 
 1. Map: each task reads a slice of the history's Parquet (a few row groups) with
    pyarrow, routes its rows to the groups that judge them and cuts them into buckets
-   by group (checkers.keyed.routing), and emits each bucket's rows as Arrow IPC blobs
-   together with its share of the Facts, the latter to every bucket.
-2. Reduce: Spark shuffles the blobs by bucket; each partition merges the Facts shares
-   (every map task's, so the whole history's), then runs every check of its groups in
-   one step (checkers.keyed.step.partition_step) and cuts its rows (OUTPUT_DDL) for the
-   summary (checkers.figures.summary_parts).
+   by group (checkers.keyed.routing). It writes each bucket's rows to a file of the
+   pass's exchange folder (lz4 Arrow IPC) and emits the file's name, together with its
+   share of the Facts, the latter to every bucket.
+2. Reduce: Spark shuffles the names and shares by bucket; each partition merges the
+   Facts shares (every map task's, so the whole history's), reads its files, then runs
+   every check of its groups in one step (checkers.keyed.step.partition_step) and cuts
+   its rows (OUTPUT_DDL) for the summary (checkers.figures.summary_parts).
 3. Summary: each partition adds up its rows into a small part of the figures
    (checkers.figures.summarize); partition 0 writes the sorted anomalies. Only those
    parts come back to the driver.
 
-Rows never go through Spark's row format: the JVM schedules the tasks and moves a few
-blobs per task, and a history of N events costs one scan, not one per checker, and one
-job, not one per output. The workers read the history and write the anomalies by path,
-so with a cluster the run folder must be on storage every worker sees (as for any Spark
-input).
+Rows never go through Spark's row format, nor the routed rows through the JVM: Spark
+schedules the tasks and shuffles file names and a few small blobs. Through Spark's
+shuffle, the 5M-event benchmark's routed rows (about 470 MB of blobs) crossed the
+Python-JVM sockets twice and cost the JVM two seconds of CPU beside the Python
+workers; through files the pass took about a tenth less. A history of N events costs
+one scan, not one per checker, and one job, not one per output. The workers read the
+history, exchange the routed rows and write the anomalies by path, beside the
+anomalies' file: with a cluster, the run folder must be on storage every worker sees
+(as for any Spark input).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,11 +53,13 @@ Arrow table and events fit a worker's memory whatever the history's size."""
 ROWS_PER_SLICE = 500_000
 """History events per map task, about: a few row groups."""
 CHUNK_ROWS = 50_000
-"""Rows per shuffled blob: whole buckets of a large row group would be blobs of tens
-of megabytes, each held whole by the JVM's shuffle."""
+"""Rows per Arrow batch of an exchanged file or shuffled blob: a whole bucket of a large
+slice in one batch would be tens of megabytes held whole at once."""
 _FACTS, _ROWS, _SERIES, _SPAN = "f", "r", "s", "t"
 _CORRUPT = "driftlab: unreadable row group"
-"""How a task names a row group it cannot read, for the driver to tell the user."""
+_UNSEEN = "driftlab: no such file"
+"""How a task names a row group it cannot read, or a file it cannot find, for the
+driver to tell the user."""
 
 
 @dataclass
@@ -74,7 +83,24 @@ def keyed_pass(
     """Run every check on the history's Parquet `history` of `rows` events, write its
     anomalies, sorted, to `anomalies` (Parquet) and add up the rest, with up to
     `per_kind` examples of each kind; each map task reads about `rows_per_slice`
-    events."""
+    events. The routed rows go through a folder beside `anomalies`, removed after."""
+    exchange = Path(tempfile.mkdtemp(prefix=".exchange-", dir=anomalies.parent))
+    try:
+        return _keyed_pass(spark, history, anomalies, exchange, rows, per_kind, rows_per_slice)
+    finally:
+        shutil.rmtree(exchange, ignore_errors=True)
+
+
+def _keyed_pass(
+    spark: SparkSession,
+    history: Path,
+    anomalies: Path,
+    exchange: Path,
+    rows: int,
+    per_kind: int,
+    rows_per_slice: int,
+) -> PassResult:
+    """keyed_pass, its routed rows exchanged through the folder `exchange`."""
     sc = spark.sparkContext
     meta = pq.ParquetFile(history).metadata
     cores = sc.defaultParallelism
@@ -83,13 +109,15 @@ def keyed_pass(
     buckets = cores * max(1, -(-2 * rows // (ROWS_PER_PARTITION * cores)))
     # Each summary task costs a Python worker round trip: a small history needs one.
     parts = max(1, min(cores, -(-rows // ROWS_PER_PARTITION)))
-    path, written = str(history), str(anomalies)
+    path, written, folder = str(history), str(anomalies), str(exchange)
 
     def map_slice(piece: tuple[list[int], int]) -> Iterator[tuple[int, tuple[str, Any]]]:
         groups, first = piece
         try:
             file = pq.ParquetFile(path, read_dictionary=DICTIONARY_COLUMNS)
             table = file.read_row_groups(groups)
+        except FileNotFoundError:
+            raise RuntimeError(f"{_UNSEEN} {path}") from None
         except (OSError, pa.ArrowException) as e:
             raise RuntimeError(f"{_CORRUPT} {groups[0]}-{groups[-1]}: {e}") from None
         routed = route(with_positions(table, first), buckets)
@@ -97,26 +125,27 @@ def keyed_pass(
             yield b, (_FACTS, routed.share)
         for kind, cut in ((_ROWS, routed.buckets), (_SERIES, routed.series)):
             for b, part in cut.items():
-                yield from _blobs(b, kind, part)
+                # Named by slice: a retried map task writes the same file again.
+                yield b, (kind, _write(f"{folder}/{kind}-{b}-{first}.arrow", part))
 
     def reduce_bucket(items: Iterator[Any]) -> Iterator[tuple[int, tuple[str, Any]]]:
         share = FactShare()
-        blobs: dict[str, list[bytes]] = {_ROWS: [], _SERIES: []}
+        files: dict[str, list[str]] = {_ROWS: [], _SERIES: []}
         for _, (kind, data) in items:
             if kind == _FACTS:
                 share.merge(data)
             else:
-                blobs[kind].append(data)
+                files[kind].append(data)
         if share.t0 is None or share.t1 is None:
             return
         facts = share.facts()
         bucket_s = bucket_seconds(facts.t0_ns, facts.t1_ns)
         found: list[pa.Table] = []
-        if blobs[_SERIES]:
-            series = pa.concat_tables(_from_ipc(b) for b in blobs.pop(_SERIES))
+        if files[_SERIES]:
+            series = pa.concat_tables(_read(f) for f in files[_SERIES])
             found.append(series_rows(series, facts.t0_ns, bucket_s))
-        if blobs[_ROWS]:
-            table = pa.concat_tables(_from_ipc(b) for b in blobs.pop(_ROWS))
+        if files[_ROWS]:
+            table = pa.concat_tables(_read(f) for f in files[_ROWS])
             step = partition_step(facts, per_kind)
             found.append(pa.Table.from_batches(step(iter(table.to_batches())), output_schema()))
         yield 0, (_SPAN, (facts.t0_ns, facts.t1_ns))
@@ -147,19 +176,34 @@ def keyed_pass(
             .collect()
         )
     except Py4JJavaError as e:
-        found = re.search(rf"{_CORRUPT} (\d+-\d+): ([^\n]*)", str(e))
-        if found is None:
+        told = task_failure(str(e), history, meta.num_row_groups)
+        if told is None:
             raise
-        raise HistoryError(
-            f"{history} cannot be read (corrupt); delete it and analyse again to rebuild "
-            f"it from history/*.jsonl (row groups {found[1]} of {meta.num_row_groups}: "
-            f"{found[2][:200]})"
-        ) from None
+        raise told from None
     spans = [(t0, t1) for t0, t1, _ in found if t1]
     return PassResult(
         merged([f for _, _, f in found]),
         min((s[0] for s in spans), default=0),
         max((s[1] for s in spans), default=0),
+    )
+
+
+def task_failure(message: str, history: Path, row_groups: int) -> Exception | None:
+    """What to tell the user of a failed job whose error says `message`, when a task
+    named the cause (an unreadable row group of `history`, which has `row_groups`, or a
+    file it cannot find); None when no task did."""
+    unseen = re.search(rf"{_UNSEEN} ([^\n]*)", message)
+    if unseen is not None:
+        return RuntimeError(
+            f"a Spark worker cannot see {unseen[1]}: with a cluster, the run folder must "
+            "be on storage that the driver and every worker see at the same path"
+        )
+    found = re.search(rf"{_CORRUPT} (\d+-\d+): ([^\n]*)", message)
+    if found is None:
+        return None
+    return HistoryError(
+        f"{history} cannot be read (corrupt); delete it and analyse again to rebuild "
+        f"it from history/*.jsonl (row groups {found[1]} of {row_groups}: {found[2][:200]})"
     )
 
 
@@ -192,16 +236,33 @@ def _identity(bucket: int) -> int:
     return bucket
 
 
+_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
+"""zstd's blobs are 40% smaller than lz4's but take twice the time to write and four
+times to read. Through Spark's shuffle, uncompressed blobs (3x lz4's size) made the 5M
+pass slower; through files they ran as fast as lz4's, for three times the disk."""
+
+
 def _to_ipc(table: pa.Table) -> bytes:
-    # The bytes cross the Python-JVM sockets twice and the shuffle's disk once:
-    # uncompressed (3x lz4's size) the 5M pass was slower. zstd's blobs are 40% smaller
-    # than lz4's but take twice the time to write and four times to read.
     sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression="lz4")
-    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+    with pa.ipc.new_stream(sink, table.schema, options=_IPC) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 
 
 def _from_ipc(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(blob).read_all()
+
+
+def _write(path: str, table: pa.Table) -> str:
+    """Write `table` to the exchange file `path`; returns `path`."""
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, table.schema, options=_IPC) as w:
+        w.write_table(table, max_chunksize=CHUNK_ROWS)
+    return path
+
+
+def _read(path: str) -> pa.Table:
+    """The table of the exchange file `path`."""
+    try:
+        return pa.ipc.open_stream(pa.memory_map(path)).read_all()
+    except FileNotFoundError:
+        raise RuntimeError(f"{_UNSEEN} {path}") from None
