@@ -62,14 +62,15 @@ CREATE TEMP TABLE eff AS SELECT _g, _pos, time, writer, seq, version, value, sto
   WHERE store IS NOT NULL AND store <> '{SOURCE_STORE}' AND (
     (type = 'msg' AND action = 'apply')
     OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})));
-CREATE TEMP VIEW reached AS SELECT DISTINCT _g, store, value FROM k
+CREATE TEMP TABLE reached AS SELECT DISTINCT _g, store, value FROM k
   WHERE store IS NOT NULL AND store <> '{SOURCE_STORE}' AND value IS NOT NULL AND (
     (type = 'msg' AND action IN ('apply', 'skip'))
     OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})));
 """
 """The rows of each route, and of the key route: the `ok` source writes, the effects
 (both narrowed and materialized: five queries join or scan them), and (lost.writes's
-`reached`) the values that reached a derived store or were skipped there."""
+`reached`) the values that reached a derived store or were skipped there. What two
+queries or more read is a table: as a view, each query computed it again."""
 
 # Each query gives the groups (_g) of its route that the sieve cannot clear.
 _KEY_SUSPECTS = {
@@ -123,7 +124,7 @@ _AS_INT = """CASE WHEN regexp_full_match({v}, '[+-]?[0-9]+')
 """checkers.reference.eventsourcing.as_int: None for what is not a 64-bit integer."""
 
 _LOG = f"""
-CREATE TEMP VIEW log AS
+CREATE TEMP TABLE log AS
 SELECT _g, version, time, writer, seq, _pos,
   coalesce({_AS_INT.format(v="value")}, 0) AS delta FROM k
 WHERE type = 'msg' AND action = 'produce' AND channel IS NOT NULL
@@ -131,7 +132,7 @@ WHERE type = 'msg' AND action = 'produce' AND channel IS NOT NULL
 """checkers.reference.eventsourcing.is_log_event, with each event's delta."""
 
 _FINAL = """
-CREATE TEMP VIEW fin AS
+CREATE TEMP TABLE fin AS
 SELECT _g, store, value FROM (
   SELECT _g, store, value, row_number() OVER (PARTITION BY _g, store ORDER BY $DESC) AS n
   FROM k WHERE type = 'state' AND store IS NOT NULL)
@@ -173,13 +174,15 @@ reached a derived store. A cleared key's `info` writes all carry a value."""
 _DIVERGENCE = f"""
 WITH src AS (SELECT _g, value FROM fin WHERE store = '{SOURCE_STORE}'),
   der AS (SELECT _g, store, value FROM fin WHERE store <> '{SOURCE_STORE}'),
-  groups AS (SELECT DISTINCT _g FROM k)
+  groups AS (SELECT DISTINCT _g FROM fin)
 SELECT g._g FROM groups g LEFT JOIN src USING (_g)
 WHERE (src.value IS NOT NULL
        AND (SELECT count(*) FROM der WHERE der._g = g._g AND der.value = src.value)
            < $derived)
    OR EXISTS (SELECT 1 FROM der WHERE der._g = g._g
               AND der.value IS DISTINCT FROM src.value)"""
+"""Keys whose final states may diverge (divergence.check); a key with no final state in
+any store has none to diverge."""
 
 _LAG = f"""
 SELECT e.store AS store, any_value(w.time) AS time,
