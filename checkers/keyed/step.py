@@ -213,7 +213,7 @@ def judge_narrowed(table: pa.Table, narrowed: Narrowed, out: Judged) -> None:
             pc.is_in(table[POSITION_COLUMN], pa.array(sorted(positions), pa.int64())),
         )
     )
-    events = dict(zip(rows[POSITION_COLUMN].to_pylist(), _events(rows), strict=True))
+    events = dict(zip(rows[POSITION_COLUMN].to_pylist(), table_events(rows), strict=True))
 
     def check() -> None:
         for prev, pos, above in narrowed.polls:
@@ -258,7 +258,7 @@ def arrow_groups(table: pa.Table) -> Iterator[tuple[int, list[Event]]]:
         [(ROUTE_COLUMN, "ascending"), (GROUP_COLUMN, "ascending"), (POSITION_COLUMN, "ascending")],
     )
     table = table.take(order)
-    events = _events(table)
+    events = table_events(table)
     route = table.column(ROUTE_COLUMN).to_pylist()
     group = table.column(GROUP_COLUMN).to_pylist()
     start = 0
@@ -268,7 +268,7 @@ def arrow_groups(table: pa.Table) -> Iterator[tuple[int, list[Event]]]:
             start = i
 
 
-def _events(table: pa.Table) -> list[Event]:
+def table_events(table: pa.Table) -> list[Event]:
     """The events of `table`'s rows."""
     # Dictionary-coded columns (as the pass reads them) decode first: a dictionary
     # array's to_pylist is some twenty times slower than a plain one's.
