@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +16,7 @@ from strategies_states import apply, write
 
 from checkers.anomaly import Anomaly
 from checkers.keyed.facts import facts_of
-from checkers.keyed.spark import _CORRUPT, _UNSEEN, keyed_pass, task_failure
+from checkers.keyed.spark import _CORRUPT, _UNSEEN, _read, _write, keyed_pass, task_failure
 from checkers.keyed.step import REALTIME_SERIES, group_history, judge
 from checkers.outputs import ANOMALY_ORDER
 from checkers.reference import CHECKERS, eventsourcing, lost, reorder, staleness
@@ -131,3 +132,13 @@ def test_a_task_that_cannot_see_a_file_says_the_folder_must_be_shared() -> None:
     told = task_failure(f"{failed}{_CORRUPT} 2-3: bad page\n", Path("h.parquet"), 4)
     assert isinstance(told, HistoryError) and "row groups 2-3 of 4: bad page" in str(told)
     assert task_failure(f"{failed}ZeroDivisionError", Path("h"), 4) is None
+
+
+def test_a_missing_exchange_file_or_folder_is_named(tmp_path: Path) -> None:
+    # What a worker that does not see the driver's folder meets, told as task_failure reads.
+    table = pa.table({"a": [1, 2]})
+    with pytest.raises(RuntimeError, match=f"^{_UNSEEN} {tmp_path / 'gone'}$"):
+        _write(str(tmp_path / "gone" / "r-0-0.arrow"), table)
+    with pytest.raises(RuntimeError, match=f"^{_UNSEEN} {tmp_path / 'r-0-0.arrow'}$"):
+        _read(str(tmp_path / "r-0-0.arrow"))
+    assert _read(_write(str(tmp_path / "r-0-0.arrow"), table)).equals(table)

@@ -257,8 +257,12 @@ def _from_ipc(blob: bytes) -> pa.Table:
 
 def _write(path: str, table: pa.Table) -> str:
     """Write `table` to the exchange file `path`; returns `path`."""
-    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, table.schema, options=_IPC) as w:
-        w.write_table(table, max_chunksize=CHUNK_ROWS)
+    try:
+        sink = pa.OSFile(path, "wb")
+    except FileNotFoundError:  # the folder is on the driver's machine only
+        raise RuntimeError(f"{_UNSEEN} {Path(path).parent}") from None
+    with sink, pa.ipc.new_stream(sink, table.schema, options=_IPC) as writer:
+        writer.write_table(table, max_chunksize=CHUNK_ROWS)
     return path
 
 
