@@ -51,7 +51,7 @@ ROWS_PER_PARTITION = 1_600_000
 is one or two tasks (each task costs a Python worker round trip and a sieve's score of
 queries), few enough that a partition's Arrow table and events fit a worker's memory
 whatever the history's size. Half this (with the rows exchanged through files) made the
-5M pass 5-8% slower, the 1M pass 8%."""
+5M pass 4-11% slower, the 1M pass 8%."""
 ROWS_PER_SLICE = 500_000
 """History events per map task, about: a few row groups."""
 CHUNK_ROWS = 50_000
