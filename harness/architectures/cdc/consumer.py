@@ -4,7 +4,8 @@ committed.
 
     python -P harness/architectures/cdc/consumer.py    # configuration in $DRIFTLAB_CONSUMER (JSON)
 
-The parent (`harness.architectures.cdc.setup.ConsumerProcess`) starts it, kills it and restarts it.
+The parent (`harness.architectures.cdc.processes.ConsumerProcess`) starts it, kills it
+and restarts it.
 It reads its partitions by explicit assignment (no group rebalances to wait out after a
 crash) from the offsets its group committed, with `enable.auto.commit=false`, and
 records to its own history segment (role `consumer`) one event per step:
