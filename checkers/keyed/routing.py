@@ -55,7 +55,7 @@ DICTIONARY_COLUMNS = (
     "error",
 )
 """The history's low-cardinality columns, read dictionary-coded from its Parquet (where
-they are stored so): routing compares codes, and a shuffled blob carries each distinct
+they are stored so): routing compares codes, and an exchanged file carries each distinct
 name once instead of once a row, about a third fewer bytes."""
 
 _WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))

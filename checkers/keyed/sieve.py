@@ -69,8 +69,8 @@ CREATE TEMP TABLE reached AS SELECT DISTINCT _g, store, value FROM k
 """
 """The rows of each route, and of the key route: the `ok` source writes, the effects
 (both narrowed and materialized: five queries join or scan them), and (lost.writes's
-`reached`) the values that reached a derived store or were skipped there. What two
-queries or more read is a table: as a view, each query computed it again."""
+`reached`) the values that reached a derived store or were skipped there. Each of these that
+two queries or more read is a table: as a view, each query computed it again."""
 
 # Each query gives the groups (_g) of its route that the sieve cannot clear.
 _KEY_SUSPECTS = {
