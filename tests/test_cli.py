@@ -16,3 +16,36 @@ def test_help_lists_commands() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
     assert "version" in result.stdout
+
+
+def _prose(help_text: str) -> list[list[str]]:
+    """The paragraphs of a command's description: the lines between its usage line and
+    its first panel, split at blank lines."""
+    lines = help_text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Usage:" in line) + 1
+    end = next((i for i, line in enumerate(lines) if "╭" in line), len(lines))
+    paragraphs: list[list[str]] = [[]]
+    for line in lines[start:end]:
+        if line.strip():
+            paragraphs[-1].append(line.rstrip())
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    return [p for p in paragraphs if p]
+
+
+def test_every_help_reflows_its_paragraphs_at_80_columns() -> None:
+    # Rich kept a docstring's own line breaks and wrapped again around them: lines of
+    # one word ("local", "status:") in the middle of `driftlab up --help`.
+    commands = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
+    ragged = {}
+    for name in commands:
+        result = CliRunner().invoke(app, [name, "--help"], terminal_width=80, env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        for paragraph in _prose(result.output):
+            indent = len(paragraph[0]) - len(paragraph[0].lstrip())
+            if any(len(line) - len(line.lstrip()) > indent for line in paragraph[1:]):
+                continue  # an example, laid out by hand
+            short = [line.strip() for line in paragraph[:-1] if len(line.strip()) < 55]
+            if short:
+                ragged[name] = short
+    assert ragged == {}

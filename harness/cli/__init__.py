@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
+import re
 import sys
 import traceback
 
@@ -69,3 +71,18 @@ from harness.cli import (  # noqa: E402,F401
     suite,
     version,
 )
+
+
+def _reflowable(doc: str) -> str:
+    """`doc` with each paragraph on one line, for the help to wrap at the terminal's
+    width: rich keeps a docstring's line breaks and wraps again around them, which left
+    lines of a word or two. A paragraph whose later lines are indented (an example)
+    keeps its breaks."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(p if re.search(r"\n\s", p) else p.replace("\n", " ") for p in paragraphs)
+
+
+for _info in app.registered_commands:
+    _doc = _info.help if _info.help is not None else inspect.getdoc(_info.callback)
+    if _doc:
+        _info.help = _reflowable(_doc)

@@ -105,9 +105,12 @@ def up(
     root: StackDir = DEFAULT_STACK_DIR,
     backend: Annotated[str, BACKEND_OPTION] = "local",
 ) -> None:
-    """Start the stack (PostgreSQL, Redis, RabbitMQ, NATS, Toxiproxy, ...) and leave
-    it running for `driftlab run`; `driftlab down` stops it. Exit status: 0 up, 2 an
-    unknown service, 3 a service that would not start (a port taken, a missing program)."""
+    """Start the stack and leave it running for `driftlab run`.
+
+    PostgreSQL, Redis, RabbitMQ, NATS, Kafka, Connect and Toxiproxy (and with the local
+    backend a warm Spark for `driftlab analyze`); `driftlab down` stops it. Exit status:
+    0 up, 2 an unknown service, 3 a service that would not start (a port taken, a
+    missing program)."""
     names = [n.strip() for n in only.split(",") if n.strip()] if only else default_services()
     if only is None and backend == "local":
         names.append(ANALYSIS)
@@ -143,10 +146,12 @@ def up(
 def status(
     root: StackDir = DEFAULT_STACK_DIR, backend: Annotated[str, BACKEND_OPTION] = "local"
 ) -> None:
-    """Show each service of the stack (pids, port, health, log), the links with their
-    active toxics, and what runs no longer alive left behind (connectors, replication
-    slots), which the next run removes. Exit status: 0 up, 2 no stack in the folder,
-    3 some service is not running."""
+    """Show the stack's services, links, active toxics and leftovers of dead runs.
+
+    Each service with its pid, port, health and log; each link with its active toxics;
+    what runs no longer alive left behind (connectors, replication slots), which the
+    next run removes; the runs in progress. Exit status: 0 up, 2 no stack in the
+    folder, 3 some service is not running."""
     stack = _attach(root, backend)
     _show(stack)
     try:
@@ -170,10 +175,11 @@ def status(
 def down(
     root: StackDir = DEFAULT_STACK_DIR, backend: Annotated[str, BACKEND_OPTION] = "local"
 ) -> None:
-    """Stop every service of the stack, including one whose harness died. With
-    --backend docker, also remove the containers of any driftlab stack whose folder is
-    gone (a killed run's). Exit status: 0 stopped (or already down), 2 no stack in the
-    folder (local only), 3 no Docker engine."""
+    """Stop every service of the stack, including one whose harness died.
+
+    With --backend docker, also remove the containers of any driftlab stack whose
+    folder is gone (a killed run's). Exit status: 0 stopped (or already down), 2 no
+    stack in the folder (local only), 3 no Docker engine."""
     if backend == "docker":
         _down_docker(root)
         return
