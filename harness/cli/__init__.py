@@ -82,7 +82,12 @@ def _reflowable(doc: str) -> str:
     return "\n\n".join(p if re.search(r"\n\s", p) else p.replace("\n", " ") for p in paragraphs)
 
 
-for _info in app.registered_commands:
-    _doc = _info.help if _info.help is not None else inspect.getdoc(_info.callback)
-    if _doc:
-        _info.help = _reflowable(_doc)
+def _reflow_help() -> None:
+    """Give every registered command its help with reflowable paragraphs."""
+    for info in app.registered_commands:
+        doc = info.help if info.help is not None else inspect.getdoc(info.callback)
+        if doc:
+            info.help = _reflowable(doc)
+
+
+_reflow_help()
