@@ -168,6 +168,26 @@ def stop_spark() -> None:
         SparkContext._active_spark_context.stop()
 
 
+def task_progress() -> tuple[int, int] | None:
+    """The tasks done, and in all, of the stages of this process's running Spark jobs;
+    None while no job runs here (or Spark does not answer: it may be stopping)."""
+    sc = SparkContext._active_spark_context
+    if sc is None:
+        return None
+    try:
+        tracker = sc.statusTracker()
+        stages = [
+            tracker.getStageInfo(stage)
+            for job in tracker.getActiveJobsIds()
+            for stage in getattr(tracker.getJobInfo(job), "stageIds", ())
+        ]
+    except Exception:  # py4j's errors while the JVM stops: a display must not fail
+        return None
+    known = [s for s in stages if s is not None]
+    total = sum(s.numTasks for s in known)
+    return (sum(s.numCompletedTasks for s in known), total) if total else None
+
+
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
     """SIGINT and SIGTERM during the block stop Spark and raise KeyboardInterrupt.

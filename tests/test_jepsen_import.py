@@ -10,6 +10,7 @@ jepsen` command with Spark.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections import Counter
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from reference_counts import reference_anomalies, run_events
+from rich.console import Console
+from rich.progress import Progress
 from typer.testing import CliRunner
 
 from checkers.reference.reorder import realtime_lags, worst_realtime_lag
@@ -518,6 +521,29 @@ def test_formats_import_alike(tmp_path: Path, layout: str) -> None:
             for e in base] == [
         (e.time - t1, {k: v for k, v in e.to_dict().items() if k not in strip}) for e in seen
     ]  # fmt: skip
+
+
+def test_the_progress_bar_reads_every_byte_and_changes_nothing(tmp_path: Path) -> None:
+    """The command reads the file through a progress bar's reader: the bar ends at the
+    file's size, and the events are those of a plain import."""
+    source = tmp_path / "h.edn"
+    source.write_text("\n".join(LOST_CONSISTENT) + "\n")
+    import_history(source, tmp_path / "plain")
+    bar = Progress(console=Console(file=io.StringIO()))
+    with bar:
+        import_history(source, tmp_path / "shown", wrap=lambda raw: bar.wrap_file(raw, total=1))
+    (task,) = bar.tasks
+    assert task.completed == source.stat().st_size
+    strip = ("time", "writer", "seq")
+    plain, shown = (
+        [
+            {k: v for k, v in e.to_dict().items() if k not in strip}
+            for e in run_events(run)
+            if e.type != "header"
+        ]
+        for run in (tmp_path / "plain", tmp_path / "shown")
+    )
+    assert len(plain) > len(LOST_CONSISTENT) and plain == shown
 
 
 def test_nemesis_ops_become_fault_windows(tmp_path: Path) -> None:

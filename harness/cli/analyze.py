@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import threading
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from harness import exitcodes
 from harness.cli import app
-from harness.cli.run import check_spark_master, fail, lost_where_lines
+from harness.cli.run import check_spark_master, fail, lost_where_lines, progress
 from harness.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -118,7 +122,7 @@ def analyze(
     where = " [dim](on the warm Spark of `driftlab up`)[/]" if server else ""
     console.print(f"[bold]analysing[/] {run_dir}{where}")
     try:
-        with interruptible():
+        with interruptible(), _shown(console, remote=server is not None):
             if server is not None:
                 result = analyze_remotely(server, run_dir, console, EXAMPLES_PER_KIND)
             else:
@@ -145,6 +149,32 @@ def analyze(
         raise typer.Exit(exitcodes.LAB_FAILED)
     if result.forbidden_found:
         raise typer.Exit(EXIT_FORBIDDEN)
+
+
+@contextlib.contextmanager
+def _shown(console: Console, *, remote: bool) -> Iterator[None]:
+    """A transient line while the analysis works: the time so far and, when Spark runs
+    in this process, the tasks of its running job done (a large history's pass takes
+    minutes; a run's, a second)."""
+    from checkers.session import task_progress
+
+    with progress(console) as prog:
+        task = prog.add_task("analysing", total=None)
+        stop = threading.Event()
+
+        def follow() -> None:
+            while not stop.wait(0.5):
+                tasks = None if remote else task_progress()
+                shown = f": Spark tasks {tasks[0]}/{tasks[1]}" if tasks else ""
+                prog.update(task, description=f"analysing{shown}")
+
+        follower = threading.Thread(target=follow, name="analysis-progress", daemon=True)
+        follower.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            follower.join()
 
 
 def _warm_server() -> Endpoint | None:
@@ -194,8 +224,20 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
     from harness.importers.jepsen import SCENARIO, JepsenImportError, import_history
 
     run_dir = RunDir.create(runs, SCENARIO, 0)
+    bar = Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
+    size = source.stat().st_size
     try:
-        summary = import_history(source, run_dir.path)
+        with bar:
+            summary = import_history(
+                source, run_dir.path, wrap=lambda raw: bar.wrap_file(raw, total=size)
+            )
     except JepsenImportError as e:
         # Half a history is no run: nothing may analyse it later as if it were one.
         shutil.rmtree(run_dir.path, ignore_errors=True)

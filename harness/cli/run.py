@@ -34,12 +34,13 @@ def parse_duration(text: str | None) -> float | None:
     return float(m.group(1)) * scale
 
 
-def progress() -> Progress:
-    """The terminal progress line shared by `run` and `suite`."""
+def progress(console: Console | None = None) -> Progress:
+    """The terminal progress line shared by `run`, `suite` and `analyze`."""
     return Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
         TimeElapsedColumn(),
+        console=console,
         transient=True,
     )
 

@@ -3,11 +3,14 @@ config.json whose expectations forbid what Jepsen's checker forbids."""
 
 from __future__ import annotations
 
+import io
 import os
 import time as _time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from harness.history.recorder import Recorder
 from harness.history.schema import RunHeader
@@ -39,10 +42,15 @@ class ImportSummary:
 
 
 def import_history(
-    path: str | os.PathLike[str], run_dir: str | os.PathLike[str], fmt: str | None = None
+    path: str | os.PathLike[str],
+    run_dir: str | os.PathLike[str],
+    fmt: str | None = None,
+    wrap: Callable[[BinaryIO], BinaryIO] | None = None,
 ) -> ImportSummary:
     """Record the Jepsen history at `path` as the history of `run_dir` (which gets
-    `history/` and `config.json`); `fmt` is `edn` or `json`, by default from the name."""
+    `history/` and `config.json`); `fmt` is `edn` or `json`, by default from the name.
+    `wrap`, when given, wraps the file's bytes as they are read (a progress bar's
+    reader: a large history takes minutes)."""
     source = Path(path)
     run = Path(run_dir)
     fmt = fmt or detect_format(source)
@@ -57,9 +65,10 @@ def import_history(
         params={"source": str(source), "format": fmt},
     )
     try:
-        stream = source.open(encoding="utf-8")
+        raw = source.open("rb")
     except OSError as e:
         raise JepsenImportError(f"{source}: {e.strerror}; pass a Jepsen history file") from None
+    stream = io.TextIOWrapper(wrap(raw) if wrap else raw, encoding="utf-8")
     with stream, Recorder(run, header, role="jepsen", batch_size=8192, flush_interval=1.0) as rec:
         converter = Converter(rec)
         try:
