@@ -64,6 +64,7 @@ from harness.cli import (  # noqa: E402,F401
     analyze,
     explore,
     matrix,
+    pipeline,
     replay,
     report,
     run,

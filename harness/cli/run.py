@@ -133,7 +133,8 @@ def run(
     scenario: Annotated[
         str,
         typer.Argument(
-            help="A scenario name or claim id (see `driftlab suite --list`).",
+            help="A scenario name or claim id (see `driftlab suite --list`), or a "
+            "pipeline file (pipeline.toml: see `driftlab init`).",
             show_default=False,
         ),
     ],
@@ -181,8 +182,23 @@ def run(
     is inconclusive (no operation ran, nothing was delivered, applied or read
     downstream, a scheduled fault never took effect); 130 interrupted.
 
+    A path ending in .toml runs your own pipeline from its file (docs/pipelines.md);
+    --clients, --rate and --backend are then the file's business.
+
     Example: driftlab run C1 --seed 7 --duration 20s
     """
+    from harness.cli.pipeline import is_pipeline_file, run_pipeline_file
+
+    if is_pipeline_file(scenario):
+        run_pipeline_file(
+            Path(scenario),
+            seed=seed,
+            duration=duration,
+            runs_dir=runs_dir,
+            spark_master=spark_master,
+            analyze=analyze,
+            stack_dir=stack_dir,
+        )
     from checkers.spark_start import warm_up
     from harness.rundir import RunsDir
     from harness.runner.runner import run_scenario

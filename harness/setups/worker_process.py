@@ -23,52 +23,42 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.rundir import RunDir
-from harness.services.base import Endpoint, ServiceError
-from harness.services.process import SupervisedProcess
-from harness.services.supervised import SupervisedService
+from harness.services.base import Endpoint
+from harness.services.command import CommandProcess
 
 CONFIG_ENV = "DRIFTLAB_WORKER"
 
 
-class WorkerProcess(SupervisedService):
-    """One worker of a setup, restartable under a new instance name each time."""
+class WorkerProcess(CommandProcess):
+    """One worker of a setup, `python -m module`, restartable under a new instance name
+    each time: a CommandProcess whose configuration (with the instance's name) is JSON
+    in `$DRIFTLAB_WORKER` and whose readiness is its first status."""
 
     def __init__(
         self, name: str, module: str, config: dict[str, Any], run_dir: Path, status_dir: Path
     ) -> None:
-        self.name = name
+        super().__init__(
+            name,
+            [sys.executable, "-m", module],
+            RunDir(run_dir).log(f"{name}.log"),
+            before_start=self._configure,
+        )
         self.module = module
         self.config = config
         self.run_dir = run_dir
-        self.log_path = RunDir(run_dir).log(f"{name}.log")
         self.status_path = status_dir / f"{name}.status.json"
-        self.instances = 0
-        self.instance = ""
 
-    def start(self) -> None:
-        """Launch a new instance (the status file of the previous one is removed)."""
-        if self.is_running():
-            raise ServiceError(f"{self.name}: already running as {self.instance}")
-        self.instances += 1
-        self.instance = f"{self.name}-i{self.instances}"
+    def _configure(self, instance: str) -> None:
+        """The new instance's environment; the previous instance's status removed."""
         self.status_path.unlink(missing_ok=True)
         config = {
             **self.config,
             "name": self.name,
-            "instance": self.instance,
+            "instance": instance,
             "run_dir": str(self.run_dir),
             "status_path": str(self.status_path),
         }
-        env = {**os.environ, CONFIG_ENV: json.dumps(config)}
-        self.process = SupervisedProcess(
-            self.instance,
-            [sys.executable, "-m", self.module],
-            self.log_path,
-            env=env,
-            die_with_parent=True,
-            stop_timeout=5.0,
-        )
-        self.process.start()
+        self.env = {**os.environ, CONFIG_ENV: json.dumps(config)}
 
     def wait_healthy(self, timeout: float = 30.0) -> None:
         """Block until this instance has written its first status (it is consuming)."""

@@ -1,0 +1,192 @@
+"""Black-box observation: driftlab looks at every derived store from outside.
+
+During the run a thread samples each store every `sample_ms` and records what it saw
+as `read` operations of the process `observer` (history docs: an `op` read whose
+completion carries the value seen, and the version where the store keeps one). Only
+changes are recorded: a key's first value, each new value, and its disappearance (a
+read of null), each with the time it was first seen. So the checkers have a timeline
+of each store without a line of the user's code instrumented.
+
+After the heal, `converge` waits until every store equals the source (the same value
+for every key, no key more or less) or has settled (unchanged for `window` seconds,
+the source too), or the time runs out. A store that does not converge is recorded as
+a `not-converged` mark naming the store, how many keys differ, the first of them and
+since when: the run's verdict says so (harness.pipeline.run).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.history.schema import SOURCE_STORE
+from harness.pipeline.readers import Reader
+from harness.setups.base import Recorder
+from harness.setups.stores import State
+
+log = logging.getLogger("driftlab.pipeline")
+
+OBSERVER = "observer"
+"""The history `process` of driftlab's own reads of the stores."""
+NOT_CONVERGED = "not-converged"
+"""The mark of a store that did not converge to the source after the heal."""
+KEYS_NAMED = 10
+
+
+@dataclass
+class Divergence:
+    """How one store differs from the source after the convergence wait."""
+
+    store: str
+    keys: list[str]  # every differing key, sorted
+    settled: bool  # unchanged for the window (else still changing when time ran out)
+    since_s: float | None  # seconds into the run of the oldest differing key's last write
+
+    def line(self) -> str:
+        """One line a person reads."""
+        named = ", ".join(self.keys[:KEYS_NAMED]) + (" ..." if len(self.keys) > KEYS_NAMED else "")
+        how = "settled so" if self.settled else "still changing when the wait ended"
+        since = (
+            f", differing since {self.since_s:.1f} s into the run"
+            if self.since_s is not None
+            else ""
+        )
+        count = len(self.keys)
+        return f"store {self.store}: {count} key(s) differ from the source ({named}){since}; {how}"
+
+
+@dataclass
+class _Seen:
+    state: State = field(default_factory=dict)
+    changed: float = field(default_factory=time.monotonic)
+
+
+def differing(source: State, store: State) -> list[str]:
+    """Keys whose value in `store` is not the source's (a mirror compares values)."""
+    keys = set(source) | set(store)
+    return sorted(k for k in keys if (source.get(k) or (None,))[0] != (store.get(k) or (None,))[0])
+
+
+class Observer:
+    """Samples `readers` (store -> Reader) into `rec`, in a thread of its own."""
+
+    def __init__(
+        self,
+        rec: Recorder,
+        source: Reader,
+        readers: dict[str, Reader],
+        interval_s: float,
+        last_write: dict[str, int],
+    ) -> None:
+        self.rec = rec
+        self.source = source
+        self.readers = readers
+        self.interval = interval_s
+        self.last_write = last_write  # key -> ns time of its last ok source write
+        self.started_ns = time.time_ns()
+        self._seen = {name: _Seen() for name in readers}
+        self._source_seen = _Seen()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.errors = 0
+
+    def start(self) -> None:
+        """Start sampling."""
+        self._thread = threading.Thread(target=self._run, name="observer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop sampling (the convergence wait samples on its own)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            for name in self.readers:
+                self.sample(name)
+
+    def sample(self, name: str) -> State | None:
+        """Read store `name` once and record what changed; None if the read failed."""
+        with self._lock:
+            invoked = time.time_ns()
+            try:
+                now = self.readers[name].read_all()
+            except Exception as exc:  # a store that cannot be read now is no verdict
+                self.errors += 1
+                log.warning("observing %s failed: %s", name, exc)
+                return None
+            seen_ns = time.time_ns()
+            seen = self._seen[name]
+            for key in sorted(set(now) | set(seen.state)):
+                before, after = seen.state.get(key), now.get(key)
+                if before == after:
+                    continue
+                value, version = after if after is not None else (None, None)
+                self._record_read(name, key, value, version, invoked, seen_ns)
+            if now != seen.state:
+                seen.state, seen.changed = now, time.monotonic()
+            return now
+
+    def _record_read(
+        self, store: str, key: str, value: str | None, version: int | None, t0: int, t1: int
+    ) -> None:
+        op_id = f"observe-{store}-{key}-{t1}"
+        common: dict[str, Any] = {"process": OBSERVER, "f": "read", "op_id": op_id, "key": key}
+        self.rec.op(phase="invoke", store=store, time=t0, **common)
+        self.rec.op(phase="ok", store=store, value=value, version=version, time=t1, **common)
+
+    def _read_source(self) -> State:
+        now = self.source.read_all()
+        if now != self._source_seen.state:
+            self._source_seen = _Seen(now)
+        return now
+
+    def converge(self, timeout: float, window: float) -> list[Divergence]:
+        """After the heal: wait until every store equals the source, or has settled, or
+        `timeout` passes; the stores that differ then, each also as a mark."""
+        self.stop()
+        deadline = time.monotonic() + timeout
+        while True:
+            source = self._read_source()
+            diffs: dict[str, list[str]] = {}
+            for name in self.readers:
+                now = self.sample(name)
+                keys = differing(source, now) if now is not None else ["(unreadable)"]
+                if keys:
+                    diffs[name] = keys
+            if not diffs:
+                return []
+            t = time.monotonic()
+            settled = {
+                n: t - self._seen[n].changed >= window and t - self._source_seen.changed >= window
+                for n in diffs
+            }
+            if all(settled.values()) or t >= deadline:
+                break
+            time.sleep(self.interval)
+        out = []
+        for name, keys in diffs.items():
+            d = Divergence(name, keys, settled[name], self._since(keys))
+            log.warning("not converged: %s", d.line())
+            self.rec.mark(
+                NOT_CONVERGED,
+                store=name,
+                extra={
+                    "keys": keys[:100],
+                    "count": len(keys),
+                    "settled": d.settled,
+                    "since_s": d.since_s,
+                    "against": SOURCE_STORE,
+                },
+            )
+            out.append(d)
+        return out
+
+    def _since(self, keys: list[str]) -> float | None:
+        times = [self.last_write[k] for k in keys if k in self.last_write]
+        return (min(times) - self.started_ns) / 1e9 if times else None

@@ -1,0 +1,128 @@
+"""Reading a pipeline's stores from outside, as a user would look at them.
+
+Every reader goes to the service itself (not through a link), so no fault hides what
+a store holds: the source through its table or the user's `read` query, a derived
+store through its Redis key pattern or its SQL query. A reading is
+`key -> (value, version)`, version None where the store keeps none.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import redis
+from psycopg import sql
+
+from harness.pipeline.links import fill
+from harness.pipeline.spec import StoreSpec
+from harness.services.base import Endpoint
+from harness.setups.connect import direct_pg_connect, redis_client
+from harness.setups.stores import State
+
+REDIS_BATCH = 500
+
+
+class Reader(Protocol):
+    """One store, read whole."""
+
+    def read_all(self) -> State:
+        """Every key the store holds now."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+def _version(raw: object) -> int | None:
+    try:
+        return int(str(raw))
+    except (TypeError, ValueError):
+        return None
+
+
+class SqlReader:
+    """A query returning key, value[, version], on PostgreSQL."""
+
+    def __init__(self, conninfo: str, query: str) -> None:
+        self.conninfo = conninfo
+        self.query = query
+        self._conn = direct_pg_connect(conninfo)
+
+    def read_all(self) -> State:
+        """Run the query; rows with a NULL value are absent keys (tombstones)."""
+        if self._conn.closed:
+            self._conn = direct_pg_connect(self.conninfo)
+        rows = self._conn.execute(self.query.encode()).fetchall()
+        return {
+            str(r[0]): (str(r[1]), _version(r[2]) if len(r) > 2 else None)
+            for r in rows
+            if r[1] is not None
+        }
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class SourceTableReader(SqlReader):
+    """driftlab's source table `<namespace>.<table>(key, value, version)`."""
+
+    def __init__(self, conninfo: str, namespace: str, table: str) -> None:
+        query = sql.SQL("SELECT key, value, version FROM {} WHERE value IS NOT NULL").format(
+            sql.Identifier(namespace, table)
+        )
+        super().__init__(conninfo, query.as_string(None))
+
+
+class RedisReader:
+    """Keys matching a pattern whose one `*` is the key: a string value each, or a
+    hash's `field` (and `version_field`)."""
+
+    def __init__(self, ep: Endpoint, spec: StoreSpec, values: dict[str, object]) -> None:
+        assert spec.redis_pattern is not None
+        self.pattern = fill(spec.redis_pattern, values)
+        self.prefix, _, self.suffix = self.pattern.partition("*")
+        self.field = spec.redis_field
+        self.version_field = spec.redis_version_field
+        self._r: redis.Redis = redis_client(ep, timeout=5.0)
+
+    def _key(self, full: str) -> str:
+        return full[len(self.prefix) : len(full) - len(self.suffix)]
+
+    def read_all(self) -> State:
+        """SCAN the pattern, then read the values in pipelined batches."""
+        names = list(self._r.scan_iter(match=self.pattern, count=REDIS_BATCH))
+        out: State = {}
+        for i in range(0, len(names), REDIS_BATCH):
+            batch = names[i : i + REDIS_BATCH]
+            pipe = self._r.pipeline(transaction=False)
+            for name in batch:
+                if self.field is None:
+                    pipe.get(name)
+                else:
+                    pipe.hmget(name, [self.field, self.version_field or self.field])
+            for name, got in zip(batch, pipe.execute(raise_on_error=False), strict=True):
+                if isinstance(got, Exception):
+                    continue  # the key changed type or went away between SCAN and read
+                if self.field is None:
+                    value, version = got, None
+                else:
+                    value = got[0]
+                    version = _version(got[1]) if self.version_field else None
+                if value is not None:
+                    out[self._key(name)] = (value, version)
+        return out
+
+    def close(self) -> None:
+        self._r.close()
+
+
+def store_reader(
+    spec: StoreSpec, pg_conninfo: str, redis_ep: Endpoint | None, values: dict[str, object]
+) -> Reader:
+    """The reader of derived store `spec` (`values` fill its templates)."""
+    if spec.redis_pattern is not None:
+        assert redis_ep is not None
+        return RedisReader(redis_ep, spec, values)
+    assert spec.sql_query is not None
+    return SqlReader(pg_conninfo, fill(spec.sql_query, values))

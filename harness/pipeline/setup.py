@@ -1,0 +1,246 @@
+"""A pipeline file as a Setup: the runner drives it like any architecture.
+
+    prepare  -> the run's schema, the source table (driftlab's or the user's `create`),
+                one CommandProcess per [processes.*], its env filled from its links
+    start    -> every process started and ready, then the observer samples the stores
+    client   -> writes the source through the `app->postgres` link (ok: its version)
+    quiesce  -> the convergence wait (harness.pipeline.observer)
+    final    -> the source and every store read directly, as `state` events
+    teardown -> processes stopped, replication slots named after the run dropped
+
+The user's code records nothing: what the stores hold is observed from outside.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from typing import Any, ClassVar
+
+from psycopg import sql
+
+from harness.history.schema import SOURCE_STORE
+from harness.pipeline import links
+from harness.pipeline.observer import Divergence, Observer
+from harness.pipeline.readers import Reader, SourceTableReader, SqlReader, store_reader
+from harness.pipeline.spec import Pipeline, SqlSource
+from harness.services.command import CommandProcess, Readiness
+from harness.setups.base import Client, Setup, SetupContext
+from harness.setups.connect import direct_pg_connect, endpoint, pg_conninfo
+from harness.setups.stores import UPSERT, AppConnection, Outcome, State, create_source_table
+
+log = logging.getLogger("driftlab.pipeline")
+
+
+def _params(template: str, values: dict[str, Any]) -> str:
+    """A user's statement as psycopg SQL: `{key}` and `{value}` become parameters."""
+    escaped = template.replace("%", "%%")
+    return links.fill(escaped, {**values, "key": "%(key)s", "value": "%(value)s"})
+
+
+class SourceWriter:
+    """The statements that write the source, for one client."""
+
+    def __init__(self, source: SqlSource, namespace: str, values: dict[str, Any]) -> None:
+        self.named = source.own_sql  # the user's {key} and {value}; UPSERT's %s
+        if source.own_sql:
+            assert source.write is not None
+            self.write_sql = _params(source.write, values)
+            self.delete_sql = _params(source.delete, values) if source.delete else None
+        else:
+            table = sql.Identifier(namespace, source.table)
+            self.write_sql = sql.SQL(UPSERT).format(table=table).as_string(None)
+            self.delete_sql = self.write_sql
+
+    def execute(self, conn: AppConnection, key: str, value: str | None) -> int | None:
+        """Run the write (value None: the delete); the version it returned."""
+        text = self.write_sql if value is not None else self.delete_sql
+        if text is None:
+            raise Outcome("fail", "the pipeline file has no source.delete statement")
+        params = {"key": key, "value": value} if self.named else (key, value)
+        with conn.failing() as pg:
+            row = pg.execute(text.encode(), params).fetchone()
+        return int(row[0]) if row and row[0] is not None else None
+
+
+class PipelineClient(Client):
+    """One workload client: writes the source through its link, reads any store."""
+
+    def __init__(self, setup: PipelineSetup, process: str) -> None:
+        super().__init__(setup.context.recorder, process)
+        self.setup = setup
+        self.conn = AppConnection(setup.pg_app)
+
+    def _write(self, f: str, key: str, value: str | None) -> None:
+        op_id = self.rec.invoke(self.process, f, key=key, value=value, store=SOURCE_STORE)
+        try:
+            version = self.setup.writer.execute(self.conn, key, value)
+        except Outcome as out:
+            self.rec.complete(op_id, out.phase, error=str(out))
+            return
+        self.rec.complete(op_id, "ok", version=version)
+        self.setup.last_write[key] = time.time_ns()
+
+    def write(self, key: str, value: str) -> None:
+        """Write the source; the pipeline carries it."""
+        self._write("write", key, value)
+
+    def delete(self, key: str) -> None:
+        """Delete at the source (driftlab's table: a tombstone)."""
+        self._write("delete", key, None)
+
+    def read(self, key: str, store: str) -> None:
+        """Read `key` from `store` (the whole store, directly) and record what was seen."""
+        op_id = self.rec.invoke(self.process, "read", key=key, store=store)
+        try:
+            got = self.setup.read_store(store).get(key)
+        except Exception as exc:
+            self.rec.complete(op_id, "info", error=str(exc)[:300])
+            return
+        value, version = got if got is not None else (None, None)
+        self.rec.complete(op_id, "ok", value=value, version=version)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class PipelineSetup(Setup):
+    """The setup of one pipeline file; `pipeline_for` makes a class per file."""
+
+    pipeline: ClassVar[Pipeline]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stores = tuple(s.name for s in self.pipeline.stores)
+        self.procs: dict[str, CommandProcess] = {}
+        self.last_write: dict[str, int] = {}
+        self.divergences: list[Divergence] = []
+        self.observer: Observer | None = None
+        self.readers: dict[str, Reader] = {}
+        self._opened: list[Reader] = []  # closed at teardown
+        self._read_lock = threading.Lock()
+
+    def prepare(self, ctx: SetupContext) -> None:
+        """The run's schema and source, its readers and (not started) processes."""
+        self.ctx = ctx
+        p = self.pipeline
+        stack, ns = ctx.stack, ctx.namespace
+        self.pg_app = pg_conninfo(endpoint(stack, "postgres"))
+        self.pg_direct = pg_conninfo(endpoint(stack, "postgres", direct=True))
+        run = links.run_values(ns, p.source.table, ctx.work_dir, p.folder)
+        direct = {**run, **links.direct_values(stack, p.services)}
+        self.writer = SourceWriter(
+            p.source, ns, {**run, **links.link_values(stack, "app", p.services)}
+        )
+        with direct_pg_connect(self.pg_direct) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ns)))
+            if p.source.create is not None:
+                conn.execute(links.fill(p.source.create, direct).encode())
+            elif not p.source.own_sql:
+                create_source_table(self.pg_direct, ns, p.source.table)
+        if p.source.own_sql:
+            assert p.source.read is not None
+            self.source_reader: Reader = SqlReader(
+                self.pg_direct, links.fill(p.source.read, direct)
+            )
+        else:
+            self.source_reader = SourceTableReader(self.pg_direct, ns, p.source.table)
+        self._opened.append(self.source_reader)
+        redis_ep = stack.endpoint("redis") if "redis" in p.services else None
+        for s in p.stores:
+            self.readers[s.name] = store_reader(s, self.pg_direct, redis_ep, direct)
+            self._opened.append(self.readers[s.name])
+        for spec in p.processes:
+            values = {**run, **links.link_values(stack, spec.name, p.services)}
+            self.procs[spec.name] = CommandProcess(
+                spec.name,
+                [links.fill(a, values) for a in spec.command],
+                ctx.logs / f"{spec.name}.log",
+                env={**os.environ, **{k: links.fill(v, values) for k, v in spec.env.items()}},
+                cwd=(p.folder / spec.cwd).resolve(),
+                ready=Readiness(spec.ready_tcp, spec.ready_http, spec.ready_log),
+            )
+
+    def start(self) -> None:
+        """Every process started and ready, then the observer."""
+        for spec in self.pipeline.processes:
+            proc = self.procs[spec.name]
+            proc.start()
+            proc.wait_healthy(spec.ready_timeout)
+            log.info("process %s ready (%s)", proc.instance, proc.ready.describe())
+        self.observer = Observer(
+            self.context.recorder,
+            self.source_reader,
+            self.readers,
+            self.pipeline.converge.sample_ms / 1000,
+            self.last_write,
+        )
+        self.observer.start()
+
+    def process(self, name: str) -> CommandProcess | None:
+        """The user's process `name`, for crash, pause and restart faults."""
+        return self.procs.get(name)
+
+    def client(self, process: str) -> PipelineClient:
+        """A client writing the source through the `app->postgres` link."""
+        return PipelineClient(self, process)
+
+    def read_store(self, store: str) -> State:
+        """One whole reading of `store` (the source included), for a client's read."""
+        with self._read_lock:
+            if store == SOURCE_STORE:
+                return self.source_reader.read_all()
+            return self.readers[store].read_all()
+
+    def quiesce(self, timeout: float) -> bool:
+        """Wait for every store to equal the source (harness.pipeline.observer)."""
+        if self.observer is None:
+            return False
+        conv = self.pipeline.converge
+        self.divergences = self.observer.converge(timeout, conv.window)
+        return not self.divergences
+
+    def final_states(self) -> dict[str, State]:
+        """The source and every store, read directly."""
+        out = {SOURCE_STORE: self.source_reader.read_all()}
+        for name, reader in self.readers.items():
+            out[name] = reader.read_all()
+        return out
+
+    def teardown(self) -> None:
+        """Stop the observer and the processes; drop the run's replication slots."""
+        if self.observer is not None:
+            self.observer.stop()
+        for proc in self.procs.values():
+            with contextlib.suppress(Exception):
+                proc.stop()
+        if self.ctx is not None:
+            self._drop_slots(self.ctx.namespace)
+        for reader in self._opened:
+            with contextlib.suppress(Exception):
+                reader.close()
+
+    def _drop_slots(self, namespace: str) -> None:
+        """A replication slot whose name holds the namespace keeps WAL on a shared
+        PostgreSQL for good: drop it once nothing uses it."""
+        try:
+            with direct_pg_connect(self.pg_direct) as conn:
+                conn.execute(
+                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                    "WHERE slot_name LIKE %s AND NOT active",
+                    (f"%{namespace}%",),
+                )
+        except Exception as exc:
+            log.warning("dropping the replication slots of %s failed: %s", namespace, exc)
+
+
+def pipeline_setup(pipeline: Pipeline) -> type[PipelineSetup]:
+    """A Setup class for `pipeline` (the runner instantiates setups by class)."""
+    return type(
+        f"Pipeline_{pipeline.name}",
+        (PipelineSetup,),
+        {"name": f"pipeline:{pipeline.name}", "services": pipeline.services, "pipeline": pipeline},
+    )

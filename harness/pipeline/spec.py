@@ -1,0 +1,493 @@
+"""The pipeline file: a user's pipeline described in TOML, with no Python.
+
+TOML, read by the standard library's `tomllib`: no dependency to install, comments
+for the starting files `driftlab init` writes, and typed values (numbers, lists,
+tables) without YAML's surprises (`no` read as false, `1.10` as a float).
+
+    name = "pg-to-redis"                # the run folder's name
+    services = ["postgres", "redis"]    # from driftlab's stack
+    [source]                            # the system of record the workload writes
+    [processes.<name>]                  # the user's programs: command, env, ready
+    [stores.<name>]                     # derived stores, and how driftlab reads them
+    [workload]                          # keys, clients, rate, duration, mix
+    [[faults]]                          # the fault schedule (docs/scenarios.md)
+    [expect]                            # anomaly kinds present / absent
+    [converge]                          # how long to wait for the stores to settle
+
+`load` returns a `Pipeline` or raises `PipelineError`, one line naming the field and
+the fix. Templates (`{postgres.dsn}`, `{namespace}`, ...) are checked here against the
+declared services; they are filled in at run time (harness.pipeline.links).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.nemesis.schedule import FaultSpec, Schedule
+from harness.workload.spec import WorkloadSpec
+
+SERVICES = ("postgres", "kafka", "connect", "redis", "rabbitmq", "nats")
+"""The services of driftlab's stack a pipeline may use."""
+
+SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
+    "postgres": ("dsn", "host", "port", "user", "password", "dbname"),
+    "redis": ("url", "host", "port", "password"),
+    "kafka": ("bootstrap",),
+    "connect": ("url", "host", "port"),
+    "rabbitmq": ("url", "host", "port", "user", "password"),
+    "nats": ("url", "host", "port"),
+}
+"""What a template may ask of each service's link: `{postgres.dsn}`, `{redis.url}`, ..."""
+
+RUN_FIELDS = ("namespace", "run_dir", "pipeline_dir")
+"""Plain template names: the run's namespace (unique: a schema, a key prefix, a slot
+name), the run folder, the pipeline file's folder."""
+
+SOURCE_FIELDS = ("table", "schema")
+"""`{source.table}` (schema-qualified) and `{source.schema}` (the namespace)."""
+
+STORE_KINDS = ("mirror", "log")
+"""`mirror`: holds the latest value per key (a skipped intermediate version is no
+loss); `log`: every write must arrive."""
+
+
+class PipelineError(ValueError):
+    """A pipeline file that cannot be used: the message names the field and the fix."""
+
+
+@dataclass(frozen=True)
+class SqlSource:
+    """The source of truth: a table driftlab creates, `<namespace>.<table>(key, value,
+    version)`, or the user's own statements (`create`, `write`, `delete`, `read`) with
+    `{key}`, `{value}` and template placeholders. `write` and `delete` return the new
+    version as their first column; `read` returns key, value[, version] of every live
+    row."""
+
+    table: str = "items"
+    create: str | None = None
+    write: str | None = None
+    delete: str | None = None
+    read: str | None = None
+
+    @property
+    def own_sql(self) -> bool:
+        """Whether the user's statements replace driftlab's table."""
+        return self.write is not None
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """One of the user's programs: `command` (argv), `env` (templated), `cwd` (relative
+    to the pipeline file), and readiness: `ready_tcp`, `ready_http` or `ready_log`."""
+
+    name: str
+    command: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str = "."
+    ready_tcp: int | None = None
+    ready_http: str | None = None
+    ready_log: str | None = None
+    ready_timeout: float = 30.0
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """A derived store and how driftlab reads it.
+
+    `redis`: keys matching `pattern` (its one `*` is the key), string values, or the
+    hash field `field` (and `version_field`). `sql`: a query on `on` (postgres)
+    returning key, value and optionally version of every row."""
+
+    name: str
+    kind: str = "mirror"
+    redis_pattern: str | None = None
+    redis_field: str | None = None
+    redis_version_field: str | None = None
+    sql_query: str | None = None
+
+
+@dataclass(frozen=True)
+class Converge:
+    """After the heal: wait up to `timeout` s for every store to equal the source; a
+    store unchanged for `window` s has settled (converged or not). Stores are sampled
+    every `sample_ms` during the whole run."""
+
+    timeout: float = 30.0
+    window: float = 3.0
+    sample_ms: int = 200
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A loaded pipeline file."""
+
+    name: str
+    path: Path
+    services: tuple[str, ...]
+    source: SqlSource
+    processes: tuple[ProcessSpec, ...]
+    stores: tuple[StoreSpec, ...]
+    workload: WorkloadSpec
+    faults: Schedule
+    expectations: dict[str, str]
+    converge: Converge
+    summary: str = ""
+
+    @property
+    def folder(self) -> Path:
+        """The pipeline file's folder: relative paths are relative to it."""
+        return self.path.parent
+
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+
+
+def _fail(where: str, problem: str, fix: str) -> PipelineError:
+    return PipelineError(f"{where}: {problem}; {fix}")
+
+
+def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise _fail(f"{where}{key}", f"is {type(value).__name__}", f"write a [{key}] table")
+    return value
+
+
+def _only(data: dict[str, Any], known: tuple[str, ...], where: str) -> None:
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise _fail(
+            f"{where}{unknown[0]}", "is not a known field", f"use one of: {', '.join(known)}"
+        )
+
+
+def _str(data: dict[str, Any], key: str, where: str, default: str | None = None) -> str | None:
+    value = data.get(key, default)
+    if value is not None and not isinstance(value, str):
+        raise _fail(f"{where}{key}", f"is {value!r}", "write a string in quotes")
+    return value
+
+
+def _number(data: dict[str, Any], key: str, where: str, default: float) -> float:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise _fail(f"{where}{key}", f"is {value!r}", "write a number >= 0")
+    return float(value)
+
+
+def template_names(text: str, where: str) -> list[str]:
+    """The placeholders of `text` (`{postgres.dsn}` -> "postgres.dsn")."""
+    try:
+        return [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
+    except ValueError as exc:
+        raise _fail(
+            where, f"{text!r} is not a valid template ({exc})", "write {{ for a brace"
+        ) from None
+
+
+def check_template(
+    text: str, where: str, services: tuple[str, ...], extra: tuple[str, ...]
+) -> None:
+    """Raise PipelineError if `text` names a placeholder the run cannot fill."""
+    allowed = set(RUN_FIELDS) | set(extra) | {f"source.{f}" for f in SOURCE_FIELDS}
+    for svc in services:
+        allowed |= {f"{svc}.{f}" for f in SERVICE_FIELDS[svc]}
+    for name in template_names(text, where):
+        if name not in allowed:
+            svc = name.split(".")[0]
+            if svc in SERVICE_FIELDS and svc not in services:
+                fix = f'add "{svc}" to services'
+            else:
+                fix = f"use one of: {', '.join(sorted(allowed))}"
+            raise _fail(where, f"{{{name}}} is not known", fix)
+
+
+def _services(data: dict[str, Any]) -> tuple[str, ...]:
+    raw = data.get("services")
+    if not isinstance(raw, list) or not raw or not all(isinstance(s, str) for s in raw):
+        raise _fail(
+            "services", "is missing or not a list of names", 'write services = ["postgres", ...]'
+        )
+    for svc in raw:
+        if svc not in SERVICES:
+            raise _fail(
+                "services", f"{svc!r} is not a driftlab service", f"use: {', '.join(SERVICES)}"
+            )
+    if "postgres" not in raw:
+        raise _fail("services", "lacks postgres, the source of truth", 'add "postgres"')
+    return tuple(dict.fromkeys(raw))
+
+
+def _source(data: dict[str, Any], services: tuple[str, ...]) -> SqlSource:
+    src = _table(data, "source", "")
+    _only(src, ("table", "create", "write", "delete", "read"), "source.")
+    table = _str(src, "table", "source.", "items") or "items"
+    if not _NAME.match(table):
+        raise _fail("source.table", f"{table!r} is not a table name", "use letters, digits, _")
+    out = SqlSource(
+        table=table,
+        create=_str(src, "create", "source."),
+        write=_str(src, "write", "source."),
+        delete=_str(src, "delete", "source."),
+        read=_str(src, "read", "source."),
+    )
+    if (out.write is None) != (out.read is None):
+        raise _fail(
+            "source",
+            "has only one of write and read",
+            "give both (your own SQL) or neither (driftlab's table)",
+        )
+    for key in ("create", "write", "delete", "read"):
+        text = getattr(out, key)
+        if text is not None:
+            check_template(text, f"source.{key}", services, ("key", "value"))
+    return out
+
+
+def _process(name: str, data: Any, services: tuple[str, ...]) -> ProcessSpec:
+    where = f"processes.{name}."
+    if not _NAME.match(name) or name in SERVICES or name == "app":
+        raise _fail(
+            f"processes.{name}",
+            "is not a usable name",
+            "use letters, digits, - and _, not a service's",
+        )
+    if not isinstance(data, dict):
+        raise _fail(f"processes.{name}", "is not a table", f"write [processes.{name}]")
+    _only(data, ("command", "env", "cwd", "ready", "timeout"), where)
+    command = data.get("command")
+    if isinstance(command, str):
+        raise _fail(f"{where}command", "is a string", 'write a list: ["bash", "mirror.sh"]')
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
+        raise _fail(f"{where}command", "is missing", 'write command = ["program", "arg", ...]')
+    env = data.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise _fail(f"{where}env", "is not a table of strings", 'write env = { NAME = "value" }')
+    for arg in command:
+        check_template(arg, f"{where}command", services, ())
+    for key, value in env.items():
+        check_template(value, f"{where}env.{key}", services, ())
+    ready = data.get("ready", {})
+    if not isinstance(ready, dict):
+        raise _fail(f"{where}ready", "is not a table", 'write ready = { log = "ready" }')
+    _only(ready, ("tcp", "http", "log"), f"{where}ready.")
+    if len(ready) > 1:
+        raise _fail(f"{where}ready", "names several checks", "keep one of tcp, http, log")
+    tcp = ready.get("tcp")
+    if tcp is not None and (not isinstance(tcp, int) or not 0 < tcp < 65536):
+        raise _fail(f"{where}ready.tcp", f"is {tcp!r}", "write a port number")
+    return ProcessSpec(
+        name=name,
+        command=tuple(command),
+        env=dict(env),
+        cwd=_str(data, "cwd", where, ".") or ".",
+        ready_tcp=tcp,
+        ready_http=_str(ready, "http", f"{where}ready."),
+        ready_log=_str(ready, "log", f"{where}ready."),
+        ready_timeout=_number(data, "timeout", where, 30.0),
+    )
+
+
+def _store(name: str, data: Any, services: tuple[str, ...]) -> StoreSpec:
+    where = f"stores.{name}."
+    if not _NAME.match(name) or name == "source":
+        raise _fail(f"stores.{name}", "is not a usable name", "use letters, digits, - and _")
+    if not isinstance(data, dict):
+        raise _fail(f"stores.{name}", "is not a table", f"write [stores.{name}]")
+    _only(data, ("kind", "redis", "sql"), where)
+    kind = _str(data, "kind", where, "mirror")
+    if kind not in STORE_KINDS:
+        raise _fail(f"{where}kind", f"is {kind!r}", "use mirror (latest value per key) or log")
+    if kind == "log":
+        raise _fail(
+            f"{where}kind",
+            "log stores are not judged yet (every write must arrive)",
+            "declare the store a mirror",
+        )
+    readers = [k for k in ("redis", "sql") if k in data]
+    if len(readers) != 1:
+        raise _fail(f"stores.{name}", "needs one reader", "give redis = {...} or sql = {...}")
+    if "redis" in data:
+        if "redis" not in services:
+            raise _fail(f"{where}redis", "reads redis, not in services", 'add "redis" to services')
+        r = data["redis"]
+        if not isinstance(r, dict):
+            raise _fail(f"{where}redis", "is not a table", 'write redis = { pattern = "p:*" }')
+        _only(r, ("pattern", "field", "version_field"), f"{where}redis.")
+        pattern = _str(r, "pattern", f"{where}redis.")
+        if pattern is None or pattern.count("*") != 1:
+            raise _fail(
+                f"{where}redis.pattern",
+                f"is {pattern!r}",
+                'write a pattern with one * standing for the key: "{namespace}:*"',
+            )
+        check_template(pattern, f"{where}redis.pattern", services, ())
+        return StoreSpec(
+            name,
+            kind,
+            redis_pattern=pattern,
+            redis_field=_str(r, "field", f"{where}redis."),
+            redis_version_field=_str(r, "version_field", f"{where}redis."),
+        )
+    q = data["sql"]
+    if not isinstance(q, dict):
+        raise _fail(f"{where}sql", "is not a table", 'write sql = { query = "SELECT ..." }')
+    _only(q, ("query",), f"{where}sql.")
+    query = _str(q, "query", f"{where}sql.")
+    if not query:
+        raise _fail(f"{where}sql.query", "is missing", 'write query = "SELECT key, value FROM ..."')
+    check_template(query, f"{where}sql.query", services, ())
+    return StoreSpec(name, kind, sql_query=query)
+
+
+def _faults(
+    data: dict[str, Any], processes: tuple[str, ...], services: tuple[str, ...]
+) -> Schedule:
+    raw = data.get("faults", [])
+    if not isinstance(raw, list):
+        raise _fail("faults", "is not a list", "write [[faults]] tables")
+    windows = []
+    for i, f in enumerate(raw):
+        where = f"faults[{i}]"
+        if not isinstance(f, dict):
+            raise _fail(where, "is not a table", "write [[faults]] with kind, target, at")
+        try:
+            spec = FaultSpec.from_dict(f)
+        except (ValueError, TypeError) as exc:
+            raise PipelineError(f"{where}: {exc}") from None
+        if spec.kind in ("app-crash", "slow-consumer"):
+            raise _fail(
+                f"{where}.kind",
+                f"{spec.kind} acts on driftlab's own code",
+                "use crash, pause, cut, ...",
+            )
+        if spec.kind in ("crash", "pause", "restart"):
+            ok = spec.target in processes or spec.target in services
+            fix = f"name a process or a service: {', '.join(processes + services)}"
+        else:
+            client, _, svc = spec.target.rpartition("->")
+            ok = svc in services and client in ("", "app", *processes)
+            fix = (
+                "name a service (the workload's link) or a process's link "
+                f"such as {processes[0] if processes else 'app'}->{services[-1]}"
+            )
+        if not ok:
+            raise _fail(f"{where}.target", f"{spec.target!r} is not in this pipeline", fix)
+        windows.append(spec)
+    recovery = _number(data, "recovery", "", 2.0)
+    return Schedule(tuple(windows), recovery)
+
+
+def _expectations(data: dict[str, Any]) -> dict[str, str]:
+    from checkers.anomaly import ALL_KINDS
+
+    exp = _table(data, "expect", "")
+    _only(exp, ("present", "absent"), "expect.")
+    out: dict[str, str] = {}
+    for want in ("present", "absent"):
+        kinds = exp.get(want, [])
+        if not isinstance(kinds, list):
+            raise _fail(f"expect.{want}", "is not a list", f'write {want} = ["stale", ...]')
+        for kind in kinds:
+            if kind not in ALL_KINDS:
+                raise _fail(
+                    f"expect.{want}",
+                    f"{kind!r} is not an anomaly kind",
+                    f"use: {', '.join(ALL_KINDS)}",
+                )
+            out[kind] = want
+    return out
+
+
+def _workload(data: dict[str, Any]) -> WorkloadSpec:
+    wl = _table(data, "workload", "")
+    try:
+        return WorkloadSpec.from_dict(
+            {"mix": {"write": 1.0}, "distribution": "uniform", "rate": 100.0, **wl}
+        )
+    except (ValueError, TypeError) as exc:
+        raise PipelineError(f"workload: {exc}") from None
+
+
+def parse(data: dict[str, Any], path: Path) -> Pipeline:
+    """A Pipeline from the TOML's table (`path` names the file, for relative paths)."""
+    _only(
+        data,
+        (
+            "name",
+            "summary",
+            "services",
+            "recovery",
+            "source",
+            "processes",
+            "stores",
+            "workload",
+            "faults",
+            "expect",
+            "converge",
+        ),
+        "",
+    )
+    name = _str(data, "name", "", path.stem) or path.stem
+    if not _NAME.match(name):
+        raise _fail(
+            "name", f"{name!r} is not usable as a folder name", "use letters, digits, - and _"
+        )
+    services = _services(data)
+    procs_raw = _table(data, "processes", "")
+    processes = tuple(_process(n, d, services) for n, d in procs_raw.items())
+    stores_raw = _table(data, "stores", "")
+    if not stores_raw:
+        raise _fail("stores", "is empty", "declare at least one [stores.<name>] to read")
+    stores = tuple(_store(n, d, services) for n, d in stores_raw.items())
+    conv = _table(data, "converge", "")
+    _only(conv, ("timeout", "window", "sample_ms"), "converge.")
+    converge = Converge(
+        timeout=_number(conv, "timeout", "converge.", 30.0),
+        window=_number(conv, "window", "converge.", 3.0),
+        sample_ms=int(_number(conv, "sample_ms", "converge.", 200)),
+    )
+    if converge.sample_ms < 20:
+        raise _fail("converge.sample_ms", f"is {converge.sample_ms}", "sample every 20 ms or more")
+    workload = _workload(data)
+    store_names = {s.name for s in stores}
+    bad_reads = set(workload.read_stores or ()) - store_names - {"source"}
+    if bad_reads:
+        raise _fail(
+            "workload.read_stores",
+            f"names {sorted(bad_reads)}",
+            f"use source or: {', '.join(sorted(store_names))}",
+        )
+    return Pipeline(
+        name=name,
+        path=path,
+        services=services,
+        source=_source(data, services),
+        processes=processes,
+        stores=stores,
+        workload=workload,
+        faults=_faults(data, tuple(p.name for p in processes), services),
+        expectations=_expectations(data),
+        converge=converge,
+        summary=_str(data, "summary", "", "") or "",
+    )
+
+
+def load(path: Path) -> Pipeline:
+    """Read and check the pipeline file at `path`; PipelineError says what to fix."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise PipelineError(
+            f"{path}: cannot be read ({exc.strerror}); give a pipeline file's path"
+        ) from None
+    try:
+        data = tomllib.loads(raw.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PipelineError(f"{path}: not valid TOML ({exc}); fix the syntax there") from None
+    return parse(data, path.resolve())
