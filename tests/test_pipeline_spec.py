@@ -1,0 +1,166 @@
+"""The pipeline file's loader: what it accepts, and one line naming the field and the
+fix for what it refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.pipeline.shapes import SHAPES, starting_file
+from harness.pipeline.spec import PipelineError, load
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pg_to_redis"
+
+MINIMAL = """
+services = ["postgres", "redis"]
+[processes.mirror]
+command = ["bash", "mirror.sh"]
+env = { DSN = "{postgres.dsn}", URL = "{redis.url}", P = "{namespace}:" }
+ready = { log = "ready" }
+[stores.cache]
+redis = { pattern = "{namespace}:*", field = "value" }
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "p.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def refused(tmp_path: Path, text: str) -> str:
+    with pytest.raises(PipelineError) as info:
+        load(write(tmp_path, text))
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_minimal_file_gets_defaults(tmp_path: Path) -> None:
+    p = load(write(tmp_path, MINIMAL, "my-pipe.toml"))
+    assert p.name == "my-pipe"
+    assert p.services == ("postgres", "redis")
+    assert p.source.table == "items" and not p.source.own_sql
+    (proc,) = p.processes
+    assert proc.command == ("bash", "mirror.sh") and proc.ready_log == "ready"
+    (store,) = p.stores
+    assert (store.kind, store.redis_pattern, store.redis_field) == (
+        "mirror",
+        "{namespace}:*",
+        "value",
+    )
+    assert p.workload.mix == {"write": 1.0}
+    assert p.faults.faults == () and p.expectations == {}
+    assert p.folder == tmp_path
+
+
+def test_the_examples_and_every_starting_file_load(tmp_path: Path) -> None:
+    good = load(EXAMPLES / "pipeline.toml")
+    bug = load(EXAMPLES / "pipeline-bug.toml")
+    assert [f.target for f in good.faults.faults] == ["mirror", "mirror->redis", "mirror"]
+    assert good.expectations["missing"] == "absent"
+    assert bug.processes[0].env["SKIP_AHEAD_ON_RESTART"] == "1"
+    for shape in SHAPES:
+        p = load(write(tmp_path, starting_file(shape, f"my-{shape}"), f"{shape}.toml"))
+        assert p.name == f"my-{shape}"
+        assert p.faults.faults, shape
+
+
+def test_own_sql_source(tmp_path: Path) -> None:
+    text = (
+        MINIMAL
+        + """
+[source]
+create = "CREATE TABLE {source.table} (key text PRIMARY KEY, value text, version int)"
+write = "UPDATE {source.table} SET value = {value} WHERE key = {key} RETURNING version"
+read = "SELECT key, value FROM {source.table}"
+"""
+    )
+    assert load(write(tmp_path, text)).source.own_sql
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fix"),
+    [
+        ('services = ["postgres", "mysql"]', "services", "use: postgres"),
+        ('services = ["redis"]', "services", 'add "postgres"'),
+        ('command = "bash mirror.sh"', "processes.mirror.command", "write a list"),
+        ('ready = { log = "r", tcp = 80 }', "processes.mirror.ready", "keep one"),
+        ("ready = { port = 80 }", "processes.mirror.ready.port", "use one of: tcp"),
+        ('env = { DSN = "{kafka.bootstrap}" }', "processes.mirror.env.DSN", 'add "kafka"'),
+        ('env = { DSN = "{postgres.url}" }', "processes.mirror.env.DSN", "use one of"),
+        ('redis = { pattern = "{namespace}:" }', "stores.cache.redis.pattern", "one *"),
+        ('colour = "blue"', "colour", "use one of"),
+    ],
+)
+def test_a_bad_field_is_named_with_its_fix(
+    tmp_path: Path, change: str, field: str, fix: str
+) -> None:
+    key = change.split(" = ")[0]
+    lines = [change if line.startswith(f"{key} = ") else line for line in MINIMAL.splitlines()]
+    if change not in lines:
+        lines.insert(1, change)
+    message = refused(tmp_path, "\n".join(lines))
+    assert message.startswith(f"{field}:"), message
+    assert fix in message, message
+
+
+@pytest.mark.parametrize(
+    ("fault", "field", "fix"),
+    [
+        ('kind = "crash"\ntarget = "consumer"\nat = 1', "faults[0].target", "mirror"),
+        ('kind = "cut"\ntarget = "mirror->kafka"\nat = 1', "faults[0].target", "mirror->redis"),
+        ('kind = "app-crash"\ntarget = "app"\nat = 1', "faults[0].kind", "use crash"),
+        ('kind = "melt"\ntarget = "mirror"\nat = 1', "faults[0]", "unknown"),
+        ('kind = "crash"\ntarget = "mirror"', "faults[0]", "'at'"),
+    ],
+)
+def test_a_bad_fault_is_named(tmp_path: Path, fault: str, field: str, fix: str) -> None:
+    message = refused(tmp_path, MINIMAL + f"\n[[faults]]\n{fault}\n")
+    assert message.startswith(f"{field}:") or message.startswith(f"{field}."), message
+    assert fix in message, message
+
+
+def test_links_of_processes_and_services_are_fault_targets(tmp_path: Path) -> None:
+    text = (
+        MINIMAL
+        + """
+[[faults]]
+kind = "cut"
+target = "redis"
+at = 1
+[[faults]]
+kind = "latency"
+target = "mirror->postgres"
+at = 2
+ms = 50
+[[faults]]
+kind = "pause"
+target = "mirror"
+at = 3
+"""
+    )
+    faults = load(write(tmp_path, text)).faults.faults
+    assert [(f.kind, f.target) for f in faults] == [
+        ("cut", "redis"),
+        ("latency", "mirror->postgres"),
+        ("pause", "mirror"),
+    ]
+    assert faults[1].params == {"ms": 50}
+
+
+def test_expectations_workload_and_syntax(tmp_path: Path) -> None:
+    assert "expect.absent" in refused(tmp_path, MINIMAL + '[expect]\nabsent = ["lost"]\n')
+    assert refused(tmp_path, MINIMAL + "[workload]\nclients = 0\n").startswith("workload:")
+    assert "workload.read_stores" in refused(
+        tmp_path, MINIMAL + '[workload]\nread_stores = ["search"]\n'
+    )
+    assert "not valid TOML" in refused(tmp_path, MINIMAL + "[stores\n")
+    assert "log stores are not judged yet" in refused(
+        tmp_path, MINIMAL.replace("[stores.cache]", '[stores.cache]\nkind = "log"')
+    )
+    with pytest.raises(PipelineError, match="cannot be read"):
+        load(tmp_path / "absent.toml")
+    p = load(write(tmp_path, MINIMAL + '[expect]\npresent = ["stale"]\nabsent = ["missing"]\n'))
+    assert p.expectations == {"stale": "present", "missing": "absent"}
