@@ -164,3 +164,31 @@ def test_expectations_workload_and_syntax(tmp_path: Path) -> None:
         load(tmp_path / "absent.toml")
     p = load(write(tmp_path, MINIMAL + '[expect]\npresent = ["stale"]\nabsent = ["missing"]\n'))
     assert p.expectations == {"stale": "present", "missing": "absent"}
+
+
+def test_external_services_by_url(tmp_path: Path) -> None:
+    text = MINIMAL.replace(
+        'services = ["postgres", "redis"]',
+        'services = []\nexternal = { postgres = "postgresql://app:s%40cret@127.0.0.1:5433/shop", '
+        'redis = "redis://default:pw@127.0.0.1:6380/0" }',
+    )
+    p = load(write(tmp_path, text))
+    assert p.services == () and p.reached == ("postgres", "redis")
+    pg = p.external["postgres"]
+    assert (pg.host, pg.port) == ("127.0.0.1", 5433)
+    assert pg.extra == {"user": "app", "password": "s@cret", "dbname": "shop"}
+    assert p.external["redis"].extra == {"password": "pw"}
+    bad = [
+        ('external = { kafka = "kafka://127.0.0.1:9092" }', "external.kafka", "use one of"),
+        ('external = { redis = "127.0.0.1:6379" }', "external.redis", "redis://"),
+        (
+            'external = { postgres = "postgresql://u@127.0.0.1/db" }',
+            "external.postgres",
+            "host:port",
+        ),
+    ]
+    for line, field, fix in bad:
+        message = refused(tmp_path, line + "\n" + MINIMAL)
+        assert message.startswith(f"{field}:") and fix in message, message
+    both = 'external = { redis = "redis://127.0.0.1:6380" }\n' + MINIMAL
+    assert "is external too" in refused(tmp_path, both)

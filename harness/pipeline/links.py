@@ -1,6 +1,7 @@
 """The values a pipeline file's templates stand for, on a running stack.
 
-Each process reaches each service through a Toxiproxy link of its own,
+Each process reaches each service (driftlab's or an external one) through a Toxiproxy
+link of its own,
 `<process>->service` (the workload's is `app->service`), so a `cut` on
 `mirror->redis` partitions that process from Redis and nothing else. A template's
 `{postgres.dsn}` is the link's address with the service's credentials.
@@ -9,6 +10,7 @@ Each process reaches each service through a Toxiproxy link of its own,
 from __future__ import annotations
 
 import string
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -16,6 +18,7 @@ from urllib.parse import quote
 
 from harness.services.base import Endpoint
 from harness.services.stack_protocol import ServiceStack
+from harness.services.toxiproxy import link_name
 
 
 def service_fields(service: str, ep: Endpoint) -> dict[str, Any]:
@@ -41,27 +44,43 @@ def service_fields(service: str, ep: Endpoint) -> dict[str, Any]:
     return base
 
 
-def link_values(stack: ServiceStack, client: str, services: tuple[str, ...]) -> dict[str, Any]:
-    """`{service.field}` values for `client`, each service reached through its link."""
-    out: dict[str, Any] = {}
-    for svc in services:
-        if svc == "kafka":
-            bootstrap = stack["kafka"].link(stack.links, client)  # type: ignore[attr-defined]
-            out[svc] = SimpleNamespace(bootstrap=bootstrap)
-        else:
-            out[svc] = SimpleNamespace(**service_fields(svc, stack.link(client, svc)))
-    return out
+@dataclass(frozen=True)
+class Reach:
+    """How the run reaches each service: driftlab's own through the stack, an external
+    one (already running, given by URL) through a Toxiproxy link driftlab makes in
+    front of it, so link faults act on it alike."""
 
+    stack: ServiceStack
+    external: dict[str, Endpoint] = field(default_factory=dict)
 
-def direct_values(stack: ServiceStack, services: tuple[str, ...]) -> dict[str, Any]:
-    """`{service.field}` values of the services themselves (driftlab's own reads)."""
-    out: dict[str, Any] = {}
-    for svc in services:
-        if svc == "kafka":
-            out[svc] = SimpleNamespace(bootstrap=stack["kafka"].bootstrap_servers)  # type: ignore[attr-defined]
-        else:
-            out[svc] = SimpleNamespace(**service_fields(svc, stack.endpoint(svc)))
-    return out
+    def endpoint(self, service: str) -> Endpoint:
+        """The service's own address (driftlab's reads, never faults)."""
+        ext = self.external.get(service)
+        return ext if ext is not None else self.stack.endpoint(service)
+
+    def link(self, client: str, service: str) -> Endpoint:
+        """The address of the link `client->service`."""
+        ext = self.external.get(service)
+        if ext is None:
+            return self.stack.link(client, service)
+        return self.stack.links.create(link_name(client, service), ext)
+
+    def values(self, client: str | None, services: tuple[str, ...]) -> dict[str, Any]:
+        """`{service.field}` values for `client`'s links (None: the services themselves)."""
+        out: dict[str, Any] = {}
+        for svc in services:
+            if svc == "kafka":
+                kafka: Any = self.stack["kafka"]
+                bootstrap = (
+                    kafka.bootstrap_servers
+                    if client is None
+                    else kafka.link(self.stack.links, client)
+                )
+                out[svc] = SimpleNamespace(bootstrap=bootstrap)
+                continue
+            ep = self.endpoint(svc) if client is None else self.link(client, svc)
+            out[svc] = SimpleNamespace(**service_fields(svc, ep))
+        return out
 
 
 def run_values(namespace: str, table: str, run_dir: Path, pipeline_dir: Path) -> dict[str, Any]:

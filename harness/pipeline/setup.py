@@ -28,8 +28,9 @@ from harness.pipeline.observer import Divergence, Observer
 from harness.pipeline.readers import Reader, SourceTableReader, SqlReader, store_reader
 from harness.pipeline.spec import Pipeline, SqlSource
 from harness.services.command import CommandProcess, Readiness
+from harness.services.kinds import TOXIPROXY
 from harness.setups.base import Client, Setup, SetupContext
-from harness.setups.connect import direct_pg_connect, endpoint, pg_conninfo
+from harness.setups.connect import APP, direct_pg_connect, pg_conninfo
 from harness.setups.stores import UPSERT, AppConnection, Outcome, State, create_source_table
 
 log = logging.getLogger("driftlab.pipeline")
@@ -127,14 +128,13 @@ class PipelineSetup(Setup):
         """The run's schema and source, its readers and (not started) processes."""
         self.ctx = ctx
         p = self.pipeline
-        stack, ns = ctx.stack, ctx.namespace
-        self.pg_app = pg_conninfo(endpoint(stack, "postgres"))
-        self.pg_direct = pg_conninfo(endpoint(stack, "postgres", direct=True))
+        ns = ctx.namespace
+        reach = links.Reach(ctx.stack, p.external)
+        self.pg_app = pg_conninfo(reach.link(APP, "postgres"))
+        self.pg_direct = pg_conninfo(reach.endpoint("postgres"))
         run = links.run_values(ns, p.source.table, ctx.work_dir, p.folder)
-        direct = {**run, **links.direct_values(stack, p.services)}
-        self.writer = SourceWriter(
-            p.source, ns, {**run, **links.link_values(stack, "app", p.services)}
-        )
+        direct = {**run, **reach.values(None, p.reached)}
+        self.writer = SourceWriter(p.source, ns, {**run, **reach.values(APP, p.reached)})
         with direct_pg_connect(self.pg_direct) as conn:
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ns)))
             if p.source.create is not None:
@@ -149,12 +149,12 @@ class PipelineSetup(Setup):
         else:
             self.source_reader = SourceTableReader(self.pg_direct, ns, p.source.table)
         self._opened.append(self.source_reader)
-        redis_ep = stack.endpoint("redis") if "redis" in p.services else None
+        redis_ep = reach.endpoint("redis") if "redis" in p.reached else None
         for s in p.stores:
             self.readers[s.name] = store_reader(s, self.pg_direct, redis_ep, direct)
             self._opened.append(self.readers[s.name])
         for spec in p.processes:
-            values = {**run, **links.link_values(stack, spec.name, p.services)}
+            values = {**run, **reach.values(spec.name, p.reached)}
             self.procs[spec.name] = CommandProcess(
                 spec.name,
                 [links.fill(a, values) for a in spec.command],
@@ -239,8 +239,10 @@ class PipelineSetup(Setup):
 
 def pipeline_setup(pipeline: Pipeline) -> type[PipelineSetup]:
     """A Setup class for `pipeline` (the runner instantiates setups by class)."""
+    # Toxiproxy alone when every service is external: it carries their links.
+    services = pipeline.services or (TOXIPROXY,)
     return type(
         f"Pipeline_{pipeline.name}",
         (PipelineSetup,),
-        {"name": f"pipeline:{pipeline.name}", "services": pipeline.services, "pipeline": pipeline},
+        {"name": f"pipeline:{pipeline.name}", "services": services, "pipeline": pipeline},
     )

@@ -6,6 +6,7 @@ tables) without YAML's surprises (`no` read as false, `1.10` as a float).
 
     name = "pg-to-redis"                # the run folder's name
     services = ["postgres", "redis"]    # from driftlab's stack
+    [external]                          # or services already running, by URL
     [source]                            # the system of record the workload writes
     [processes.<name>]                  # the user's programs: command, env, ready
     [stores.<name>]                     # derived stores, and how driftlab reads them
@@ -27,12 +28,18 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from harness.nemesis.schedule import FaultSpec, Schedule
+from harness.services.base import Endpoint
 from harness.workload.spec import WorkloadSpec
 
 SERVICES = ("postgres", "kafka", "connect", "redis", "rabbitmq", "nats")
 """The services of driftlab's stack a pipeline may use."""
+
+EXTERNAL_SCHEMES = {"postgres": "postgresql", "redis": "redis"}
+"""The services a pipeline may give by URL, already running: Kafka is not among them
+(its brokers advertise their own addresses, which a proxy in front cannot rewrite)."""
 
 SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
     "postgres": ("dsn", "host", "port", "user", "password", "dbname"),
@@ -128,7 +135,7 @@ class Pipeline:
 
     name: str
     path: Path
-    services: tuple[str, ...]
+    services: tuple[str, ...]  # started on driftlab's stack
     source: SqlSource
     processes: tuple[ProcessSpec, ...]
     stores: tuple[StoreSpec, ...]
@@ -137,6 +144,12 @@ class Pipeline:
     expectations: dict[str, str]
     converge: Converge
     summary: str = ""
+    external: dict[str, Endpoint] = field(default_factory=dict)  # already running
+
+    @property
+    def reached(self) -> tuple[str, ...]:
+        """Every service the pipeline uses: driftlab's and the external ones."""
+        return (*self.services, *self.external)
 
     @property
     def folder(self) -> Path:
@@ -207,20 +220,60 @@ def check_template(
             raise _fail(where, f"{{{name}}} is not known", fix)
 
 
-def _services(data: dict[str, Any]) -> tuple[str, ...]:
-    raw = data.get("services")
-    if not isinstance(raw, list) or not raw or not all(isinstance(s, str) for s in raw):
-        raise _fail(
-            "services", "is missing or not a list of names", 'write services = ["postgres", ...]'
-        )
+def _services(data: dict[str, Any], external: dict[str, Endpoint]) -> tuple[str, ...]:
+    raw = data.get("services", [])
+    if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
+        raise _fail("services", "is not a list of names", 'write services = ["postgres", ...]')
     for svc in raw:
         if svc not in SERVICES:
             raise _fail(
                 "services", f"{svc!r} is not a driftlab service", f"use: {', '.join(SERVICES)}"
             )
-    if "postgres" not in raw:
-        raise _fail("services", "lacks postgres, the source of truth", 'add "postgres"')
+        if svc in external:
+            raise _fail(
+                "services", f"{svc!r} is external too", "keep it in one of services and external"
+            )
+    if "postgres" not in raw and "postgres" not in external:
+        raise _fail(
+            "services",
+            "lacks postgres, the source of truth",
+            'add "postgres" (or give external.postgres)',
+        )
     return tuple(dict.fromkeys(raw))
+
+
+def _external(data: dict[str, Any]) -> dict[str, Endpoint]:
+    """`[external]`: services already running, each by URL (driftlab puts a link in
+    front of each, so link faults reach them; crashes do not)."""
+    ext = _table(data, "external", "")
+    out: dict[str, Endpoint] = {}
+    for svc, url in ext.items():
+        where = f"external.{svc}"
+        if svc not in EXTERNAL_SCHEMES:
+            raise _fail(
+                where,
+                "is not a service driftlab can reach from outside yet",
+                f"use one of: {', '.join(EXTERNAL_SCHEMES)} (or driftlab's own in services)",
+            )
+        scheme = EXTERNAL_SCHEMES[svc]
+        if not isinstance(url, str):
+            raise _fail(where, f"is {url!r}", f'write "{scheme}://user:password@host:port/..."')
+        u = urlsplit(url)
+        try:
+            port = u.port
+        except ValueError:
+            port = None
+        schemes = (scheme, "postgres") if svc == "postgres" else (scheme,)
+        if u.scheme not in schemes or not (u.hostname and port):
+            raise _fail(where, f"is {url!r}", f'write "{scheme}://user:password@host:port/..."')
+        extra: dict[str, str] = {}
+        if u.password:
+            extra["password"] = unquote(u.password)
+        if svc == "postgres":
+            extra["user"] = unquote(u.username or "postgres")
+            extra["dbname"] = unquote(u.path.lstrip("/") or extra["user"])
+        out[svc] = Endpoint(u.hostname, port, extra)
+    return out
 
 
 def _source(data: dict[str, Any], services: tuple[str, ...]) -> SqlSource:
@@ -346,7 +399,10 @@ def _store(name: str, data: Any, services: tuple[str, ...]) -> StoreSpec:
 
 
 def _faults(
-    data: dict[str, Any], processes: tuple[str, ...], services: tuple[str, ...]
+    data: dict[str, Any],
+    processes: tuple[str, ...],
+    services: tuple[str, ...],
+    own: tuple[str, ...],
 ) -> Schedule:
     raw = data.get("faults", [])
     if not isinstance(raw, list):
@@ -367,8 +423,8 @@ def _faults(
                 "use crash, pause, cut, ...",
             )
         if spec.kind in ("crash", "pause", "restart"):
-            ok = spec.target in processes or spec.target in services
-            fix = f"name a process or a service: {', '.join(processes + services)}"
+            ok = spec.target in processes or spec.target in own
+            fix = f"name a process or a service driftlab runs: {', '.join(processes + own)}"
         else:
             client, _, svc = spec.target.rpartition("->")
             ok = svc in services and client in ("", "app", *processes)
@@ -422,6 +478,7 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
             "name",
             "summary",
             "services",
+            "external",
             "recovery",
             "source",
             "processes",
@@ -438,7 +495,9 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
         raise _fail(
             "name", f"{name!r} is not usable as a folder name", "use letters, digits, - and _"
         )
-    services = _services(data)
+    external = _external(data)
+    own = _services(data, external)
+    services = (*own, *external)  # what templates, stores and link faults may name
     procs_raw = _table(data, "processes", "")
     processes = tuple(_process(n, d, services) for n, d in procs_raw.items())
     stores_raw = _table(data, "stores", "")
@@ -466,12 +525,13 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     return Pipeline(
         name=name,
         path=path,
-        services=services,
+        services=own,
+        external=external,
         source=_source(data, services),
         processes=processes,
         stores=stores,
         workload=workload,
-        faults=_faults(data, tuple(p.name for p in processes), services),
+        faults=_faults(data, tuple(p.name for p in processes), services, own),
         expectations=_expectations(data),
         converge=converge,
         summary=_str(data, "summary", "", "") or "",
