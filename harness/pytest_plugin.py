@@ -11,7 +11,8 @@ path and the command that reproduces it. `pytest -m scenario` selects these test
 
 Fixtures:
 - `driftlab_stack`: one owned stack per pytest session (services start on first use);
-- `run_scenario`: `run_scenario("C1" | Scenario, seed=..., duration=...) -> Outcome`;
+- `run_scenario`: `run_scenario("C1" | Scenario | "pipeline.toml", seed=..., duration=...)
+  -> Outcome` (a path ending in .toml runs a pipeline file, docs/pipelines.md);
 - `driftlab_scenario`: builds a Scenario from a user's own Setup class;
 - `scenario_result`: the Outcome of the test's `scenario` marker.
 
@@ -148,13 +149,18 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
     runs_dir = Path(pytestconfig.getoption("driftlab_runs_dir")).resolve()
 
     def run(
-        scenario: str | Scenario,
+        scenario: str | Path | Scenario,
         seed: int | None = None,
         duration: str | float | None = None,
         analyze: bool = True,
     ) -> Outcome:
-        sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
         secs = _duration(duration)
+        if isinstance(scenario, Path) or str(scenario).endswith(".toml"):
+            return _run_pipeline_file(
+                Path(str(scenario)), 0 if seed is None else seed, secs, analyze
+            )
+        assert not isinstance(scenario, Path)
+        sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
         sc = sc.with_overrides(duration=secs)
         sc.validate()
         result = run_once(
@@ -165,6 +171,28 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
             analyze=analyze,
         )
         return outcome_of(result, sc, duration=secs)
+
+    def _run_pipeline_file(path: Path, seed: int, secs: float | None, analyze: bool) -> Outcome:
+        from harness.pipeline.run import run_pipeline
+        from harness.pipeline.spec import PipelineError, load
+
+        try:
+            pipeline = load(path)
+        except PipelineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        out = run_pipeline(
+            pipeline,
+            seed=seed,
+            runs_dir=runs_dir,
+            stack=driftlab_stack,
+            analyze=analyze,
+            duration=secs,
+        )
+        rerun = f"driftlab run {path} --seed {seed}"
+        if secs is not None:
+            rerun += f" --duration {secs:g}s"
+        outcome = outcome_of(out.run, out.scenario, duration=secs)
+        return dataclasses.replace(outcome, rerun=rerun)
 
     return run
 
@@ -228,7 +256,7 @@ def scenario_result(request: pytest.FixtureRequest, run_scenario: RunScenario) -
         duration=marker.kwargs.get("duration") if duration is None else duration,
         analyze=marker.kwargs.get("analyze", True),
     )
-    if outcome.scenario.name not in _registered():
+    if outcome.rerun is None and outcome.scenario.name not in _registered():
         rerun = f"pytest '{request.node.nodeid}' --driftlab-seed {outcome.result.seed}"
         if outcome.duration is not None:
             rerun += f" --driftlab-duration {outcome.duration:g}s"

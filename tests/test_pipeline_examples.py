@@ -2,11 +2,13 @@
 redis-cli over logical decoding) mirrors a PostgreSQL table into Redis while the
 fault schedule crashes it twice and cuts it off from Redis. The correct consumer
 passes; the copy with a planted bug (a restart skips to the end of the WAL) is caught
-by forbidden kinds whose rows name the keys, and by the convergence wait."""
+by forbidden kinds whose rows name the keys, and by the convergence wait; that run goes
+through the pytest plugin's `run_scenario` fixture, as a user's own suite would."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -15,6 +17,7 @@ import pytest
 from harness.pipeline.observer import NOT_CONVERGED, OBSERVER
 from harness.pipeline.run import run_pipeline
 from harness.pipeline.spec import load
+from harness.runner.outcome import Outcome
 from harness.runner.runner import EXIT_OK, EXIT_VERDICT
 from harness.services.stack import Stack
 
@@ -56,23 +59,28 @@ def test_the_correct_mirror_passes(stack: Stack, spark: object, tmp_path: Path) 
 
 
 def test_the_planted_bug_is_caught_with_its_keys(
-    stack: Stack, spark: object, tmp_path: Path
+    run_scenario: Callable[..., Outcome], spark: object
 ) -> None:
-    out = run_pipeline(load(EXAMPLE / "pipeline-bug.toml"), seed=3, runs_dir=tmp_path, stack=stack)
-    r = out.run
+    # Through the pytest plugin's fixture, as a user's own test suite runs a file.
+    outcome = run_scenario(EXAMPLE / "pipeline-bug.toml", seed=3)
+    r = outcome.result
+    assert not outcome.passed
     assert r.exit_code == EXIT_VERDICT and r.verdict == "unexpected anomaly", (r.verdict, r.counts)
-    caught = {k: n for k, n in r.counts.items() if k in ("missing", "stale")}
-    assert caught, r.counts
+    caught = {k: n for k, n in outcome.forbidden.items() if k in ("missing", "stale")}
+    assert caught, outcome.summary()
     rows = pq.read_table(r.run_dir / "anomalies.parquet").to_pylist()
     keys = {row["key"] for row in rows if row["kind"] in caught}
     assert len(keys) == sum(caught.values()) and all(k.startswith("k") for k in keys)
     assert all(json.loads(row["evidence"]) for row in rows if row["kind"] in caught)
     # The convergence wait says the same: which store, which keys, since when.
-    (div,) = out.not_converged
-    assert div.store == "cache" and div.settled and set(div.keys) == keys
-    assert div.since_s is not None and div.since_s > 0
-    assert r.error is not None and r.error.startswith("not converged: store cache:")
+    summary = json.loads((r.run_dir / "logs" / "run.json").read_text())
+    (div,) = summary["not_converged"]
+    assert div["store"] == "cache" and div["settled"] and set(div["keys"]) == keys
+    assert div["since_s"] is not None and div["since_s"] > 0
     marks = [e for e in history(r.run_dir) if e["type"] == "mark" and e["kind"] == NOT_CONVERGED]
     assert len(marks) == 1 and json.loads(str(marks[0]["extra"]))["count"] == len(keys)
-    summary = json.loads((r.run_dir / "logs" / "run.json").read_text())
-    assert summary["not_converged"][0]["store"] == "cache"
+    # The failing test's message: the reason, one example naming a key, the command.
+    text = outcome.summary()
+    assert "run failed: not converged: store cache:" in text
+    assert "forbidden anomaly missing" in text or "forbidden anomaly stale" in text
+    assert f"reproduce with: driftlab run {EXAMPLE / 'pipeline-bug.toml'} --seed 3" in text

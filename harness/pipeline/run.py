@@ -29,6 +29,7 @@ class PipelineResult:
     converge."""
 
     run: RunResult
+    scenario: Scenario
     not_converged: list[Divergence] = field(default_factory=list)
 
 
@@ -88,7 +89,7 @@ def run_pipeline(
         )
     finally:
         SETUPS.pop(base.name, None)
-    out = PipelineResult(result, made[0].divergences if made else [])
+    out = PipelineResult(result, sc, made[0].divergences if made else [])
     if out.not_converged and not result.interrupted:
         reason = "not converged: " + "; ".join(d.line() for d in out.not_converged)
         result.error = reason if result.error is None else f"{result.error}; {reason}"
