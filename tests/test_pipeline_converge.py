@@ -1,0 +1,133 @@
+"""A pipeline file with the user's own SQL (source statements, a store read by a query)
+and the convergence wait on the real stack: a sync job that converges after its crash,
+and one that never stops changing its store, whose run fails saying so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.pipeline.run import PipelineResult, run_pipeline
+from harness.pipeline.spec import load
+from harness.runner.runner import EXIT_OK, EXIT_VERDICT
+from harness.services.stack import Stack
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+OWN_SQL = """
+name = "sync-job"
+services = ["postgres"]
+recovery = 2.0
+
+[source]
+create = \"\"\"
+CREATE TABLE {source.table} (id text PRIMARY KEY, body text, rev bigint NOT NULL);
+CREATE TABLE {namespace}.derived (id text PRIMARY KEY, body text, rev bigint)
+\"\"\"
+write = \"\"\"
+INSERT INTO {source.table} AS t (id, body, rev) VALUES ({key}, {value}, 1)
+ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, rev = t.rev + 1 RETURNING rev
+\"\"\"
+read = "SELECT id, body, rev FROM {source.table}"
+
+[processes.sync]
+command = ["bash", "-c", '''
+echo started
+while true; do
+  psql "$DSN" -X -q -c "$SYNC" || true
+  sleep 0.2
+done''']
+ready = { log = "started" }
+
+[processes.sync.env]
+DSN = "{postgres.dsn}"
+SYNC = '''
+INSERT INTO {namespace}.derived SELECT * FROM {source.table}
+ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, rev = EXCLUDED.rev'''
+
+[stores.copy]
+sql = { query = "SELECT id, body, rev FROM {namespace}.derived" }
+
+[workload]
+clients = 2
+keys = 6
+rate = 50
+duration = 5
+
+[[faults]]
+kind = "crash"
+target = "sync"
+at = 1.0
+duration = 1.0
+
+[converge]
+timeout = 15
+window = 2
+"""
+
+RESTLESS = """
+name = "restless"
+services = ["postgres", "redis"]
+
+[processes.noise]
+command = ["bash", "-c", '''
+echo started
+while true; do
+  redis-cli -u "$URL" --no-auth-warning SET "$KEY" "$RANDOM" >/dev/null
+  sleep 0.1
+done''']
+ready = { log = "started" }
+env = { URL = "{redis.url}", KEY = "{namespace}:k0" }
+
+[stores.cache]
+redis = { pattern = "{namespace}:*" }
+
+[workload]
+clients = 1
+keys = 1
+rate = 10
+duration = 2
+
+[converge]
+timeout = 3
+window = 1
+"""
+
+
+def run(tmp_path: Path, stack: Stack, text: str) -> PipelineResult:
+    path = tmp_path / "pipeline.toml"
+    path.write_text(text)
+    return run_pipeline(load(path), seed=2, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
+
+
+def test_own_sql_source_and_store_converge_after_a_crash(stack: Stack, tmp_path: Path) -> None:
+    out = run(tmp_path, stack, OWN_SQL)
+    r = out.run
+    assert r.error is None and r.exit_code == EXIT_OK, r.error
+    assert out.not_converged == []
+    assert r.fault_windows == 1 and not r.fault_errors
+    events = [
+        json.loads(line) for f in (r.run_dir / "history").glob("*.jsonl") for line in f.open()
+    ]
+    oks = [e for e in events if e["type"] == "op" and e["phase"] == "ok" and e["f"] == "write"]
+    # The user's RETURNING rev is the version of every write.
+    assert oks and all(isinstance(e.get("version"), int) for e in oks)
+    state = {
+        (e["store"], e["key"]): (e["value"], e.get("version"))
+        for e in events
+        if e["type"] == "state" and e.get("key")
+    }
+    source = {k: v for (store, k), v in state.items() if store == "source"}
+    copy = {k: v for (store, k), v in state.items() if store == "copy"}
+    assert len(source) == 6 and copy == source
+
+
+def test_a_store_that_never_settles_fails_the_run(stack: Stack, tmp_path: Path) -> None:
+    out = run(tmp_path, stack, RESTLESS)
+    r = out.run
+    (div,) = out.not_converged
+    assert div.store == "cache" and "k0" in div.keys and not div.settled
+    assert r.exit_code == EXIT_VERDICT
+    assert "still changing when the wait ended" in r.error
