@@ -1,0 +1,38 @@
+"""`driftlab init` and `driftlab run FILE.toml` on bad input, no stack needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.pipeline.spec import load
+
+
+def test_init_writes_a_file_that_loads_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    target = tmp_path / "pipeline.toml"
+    runner = CliRunner()
+    first = runner.invoke(app, ["init", "--shape", "outbox", str(target)])
+    assert first.exit_code == 0, first.output
+    assert "wrote" in first.stdout and target.exists()
+    assert load(target).processes[0].name == "relay"
+    again = runner.invoke(app, ["init", str(target)])
+    assert again.exit_code == 2 and "add --force" in again.output
+    assert runner.invoke(app, ["init", "--force", str(target)]).exit_code == 0
+    assert load(target).name == "pipeline"  # cdc-cache, named after the file
+    unknown = runner.invoke(app, ["init", "--shape", "lambda", str(tmp_path / "x.toml")])
+    assert unknown.exit_code == 2 and "use one of: cdc-cache, outbox, queue" in unknown.output
+
+
+def test_run_refuses_a_bad_file_in_one_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    target = tmp_path / "pipeline.toml"
+    assert runner.invoke(app, ["init", str(target)]).exit_code == 0
+    target.write_text(target.read_text().replace('kind = "crash"', 'kind = "explode"'))
+    result = runner.invoke(app, ["run", str(target), "--no-analyze"])
+    assert result.exit_code == 2
+    (line,) = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert line.startswith("error: faults[0]:") and "explode" in line
+    missing = runner.invoke(app, ["run", str(tmp_path / "absent.toml"), "--no-analyze"])
+    assert missing.exit_code == 2 and "cannot be read" in missing.output
