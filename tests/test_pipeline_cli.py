@@ -22,7 +22,7 @@ def test_init_writes_a_file_that_loads_and_refuses_to_overwrite(tmp_path: Path) 
     assert runner.invoke(app, ["init", "--force", str(target)]).exit_code == 0
     assert load(target).name == "pipeline"  # cdc-cache, named after the file
     unknown = runner.invoke(app, ["init", "--shape", "lambda", str(tmp_path / "x.toml")])
-    assert unknown.exit_code == 2 and "use one of: cdc-cache, outbox, queue" in unknown.output
+    assert unknown.exit_code == 2 and "use one of: cdc-cache, dual-write, outbox, queue" in unknown.output
 
 
 def test_run_refuses_a_bad_file_in_one_line(tmp_path: Path) -> None:

@@ -84,3 +84,36 @@ def test_the_planted_bug_is_caught_with_its_keys(
     assert "run failed: not converged: store cache:" in text
     assert "forbidden anomaly missing" in text or "forbidden anomaly stale" in text
     assert f"reproduce with: driftlab run {EXAMPLE / 'pipeline-bug.toml'} --seed 3" in text
+
+
+HTTP_APP = EXAMPLE.parent / "http_dual_write"
+
+
+def test_a_web_apps_dual_write_passes_and_its_planted_bugs_are_caught(
+    stack: Stack, spark: object, tmp_path: Path
+) -> None:
+    # Example 3: the workload writes through the application's HTTP endpoint; the
+    # application is crashed (requests refused or cut mid-answer) and cut off from Redis.
+    good = run_pipeline(load(HTTP_APP / "pipeline.toml"), seed=4, runs_dir=tmp_path, stack=stack)
+    r = good.run
+    assert r.error is None and r.exit_code == EXIT_OK, (r.error, r.counts)
+    phases = [
+        e["phase"]
+        for e in history(r.run_dir)
+        if e["type"] == "op" and e.get("process") != OBSERVER and e["f"] == "write"
+    ]
+    assert phases.count("ok") > 500 and "fail" in phases  # refused while it was down
+    oks = [
+        e
+        for e in history(r.run_dir)
+        if e["type"] == "op" and e["phase"] == "ok" and e.get("store") == "source"
+    ]
+    assert all(isinstance(e.get("version"), int) for e in oks)  # the app's answer
+    bad = run_pipeline(load(HTTP_APP / "pipeline-bug.toml"), seed=4, runs_dir=tmp_path, stack=stack)
+    b = bad.run
+    assert b.exit_code == EXIT_VERDICT and b.verdict == "unexpected anomaly", b.counts
+    assert b.counts.get("stale", 0) + b.counts.get("missing", 0) > 0, b.counts
+    rows = pq.read_table(b.run_dir / "anomalies.parquet").to_pylist()
+    keys = {row["key"] for row in rows if row["kind"] in ("stale", "missing")}
+    (div,) = bad.not_converged
+    assert set(div.keys) == keys

@@ -10,6 +10,7 @@ link of its own,
 from __future__ import annotations
 
 import string
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -83,13 +84,18 @@ class Reach:
         return out
 
 
-def run_values(namespace: str, table: str, run_dir: Path, pipeline_dir: Path) -> dict[str, Any]:
-    """The plain names: `{namespace}`, `{run_dir}`, `{pipeline_dir}`, `{source.table}`."""
+def run_values(
+    namespace: str, table: str, run_dir: Path, pipeline_dir: Path, ports: dict[str, int]
+) -> dict[str, Any]:
+    """The plain names: `{namespace}`, `{run_dir}`, `{pipeline_dir}`, `{python}`,
+    `{source.table}`, and each process's `{<process>.port}`."""
     return {
         "namespace": namespace,
         "run_dir": str(run_dir),
         "pipeline_dir": str(pipeline_dir),
+        "python": sys.executable,
         "source": SimpleNamespace(table=f"{namespace}.{table}", schema=namespace),
+        **{name: SimpleNamespace(port=port) for name, port in ports.items()},
     }
 
 

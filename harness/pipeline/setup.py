@@ -24,11 +24,13 @@ from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
 from harness.pipeline import links
+from harness.pipeline.http_source import HttpWriter
 from harness.pipeline.observer import Divergence, Observer
 from harness.pipeline.readers import Reader, SourceTableReader, SqlReader, store_reader
 from harness.pipeline.spec import Pipeline, SqlSource
 from harness.services.command import CommandProcess, Readiness
 from harness.services.kinds import TOXIPROXY
+from harness.services.ports import free_port
 from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import APP, direct_pg_connect, pg_conninfo
 from harness.setups.stores import UPSERT, AppConnection, Outcome, State, create_source_table
@@ -47,7 +49,7 @@ class SourceWriter:
 
     def __init__(self, source: SqlSource, namespace: str, values: dict[str, Any]) -> None:
         self.named = source.own_sql  # the user's {key} and {value}; UPSERT's %s
-        if source.own_sql:
+        if source.write is not None:
             assert source.write is not None
             self.write_sql = _params(source.write, values)
             self.delete_sql = _params(source.delete, values) if source.delete else None
@@ -132,9 +134,15 @@ class PipelineSetup(Setup):
         reach = links.Reach(ctx.stack, p.external)
         self.pg_app = pg_conninfo(reach.link(APP, "postgres"))
         self.pg_direct = pg_conninfo(reach.endpoint("postgres"))
-        run = links.run_values(ns, p.source.table, ctx.work_dir, p.folder)
+        ports = {spec.name: free_port() for spec in p.processes}  # kept across restarts
+        run = links.run_values(ns, p.source.table, ctx.work_dir, p.folder, ports)
         direct = {**run, **reach.values(None, p.reached)}
-        self.writer = SourceWriter(p.source, ns, {**run, **reach.values(APP, p.reached)})
+        app_values = {**run, **reach.values(APP, p.reached)}
+        self.writer: SourceWriter | HttpWriter = (
+            HttpWriter(p.source.http, p.source.http_delete, app_values)
+            if p.source.http is not None
+            else SourceWriter(p.source, ns, app_values)
+        )
         with direct_pg_connect(self.pg_direct) as conn:
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ns)))
             if p.source.create is not None:
@@ -161,7 +169,11 @@ class PipelineSetup(Setup):
                 ctx.logs / f"{spec.name}.log",
                 env={**os.environ, **{k: links.fill(v, values) for k, v in spec.env.items()}},
                 cwd=(p.folder / spec.cwd).resolve(),
-                ready=Readiness(spec.ready_tcp, spec.ready_http, spec.ready_log),
+                ready=Readiness(
+                    spec.ready_tcp,
+                    links.fill(spec.ready_http, values) if spec.ready_http else None,
+                    spec.ready_log,
+                ),
             )
 
     def start(self) -> None:

@@ -189,7 +189,54 @@ at = 5.0
 duration = 1.5
 """
 
-SHAPES: dict[str, str] = {"cdc-cache": _CDC_CACHE, "outbox": _OUTBOX, "queue": _QUEUE}
+_DUAL_WRITE = """\
+summary = "My web application writes its database, then its cache"
+services = ["postgres", "redis"]
+recovery = 3.0
+
+# Your application writes the source: driftlab sends each write as an HTTP request
+# with the JSON body {{"key": ..., "value": ...}} (a "version" in the JSON answer is the
+# write's), creates the table first and reads the truth back with SQL.
+[source]
+create = "CREATE TABLE {{source.table}} (key text PRIMARY KEY, value text, version bigint NOT NULL)"
+http = "PUT http://127.0.0.1:{{app_server.port}}/items/{{key}}"
+read = "SELECT key, value, version FROM {{source.table}} WHERE value IS NOT NULL"
+
+# {{app_server.port}} is a free port driftlab draws for this process, kept across restarts.
+[processes.app_server]
+command = ["./my-app"]
+ready = {{ http = "http://127.0.0.1:{{app_server.port}}/health" }}
+
+[processes.app_server.env]  # templated per run
+PGDSN = "{{postgres.dsn}}"
+REDIS_URL = "{{redis.url}}"
+TABLE = "{{source.table}}"
+PREFIX = "{{namespace}}:"
+PORT = "{{app_server.port}}"
+
+[stores.cache]
+kind = "mirror"
+redis = {{ pattern = "{{namespace}}:*", field = "value" }}
+
+[[faults]]
+kind = "crash"    # between (or during) the application's two writes
+target = "app_server"
+at = 2.0
+duration = 1.0
+
+[[faults]]
+kind = "cut"
+target = "app_server->redis"
+at = 5.0
+duration = 1.5
+"""
+
+SHAPES: dict[str, str] = {
+    "cdc-cache": _CDC_CACHE,
+    "dual-write": _DUAL_WRITE,
+    "outbox": _OUTBOX,
+    "queue": _QUEUE,
+}
 """Shape -> the body of its starting file."""
 
 

@@ -51,9 +51,12 @@ SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
 }
 """What a template may ask of each service's link: `{postgres.dsn}`, `{redis.url}`, ..."""
 
-RUN_FIELDS = ("namespace", "run_dir", "pipeline_dir")
+RUN_FIELDS = ("namespace", "run_dir", "pipeline_dir", "python")
 """Plain template names: the run's namespace (unique: a schema, a key prefix, a slot
-name), the run folder, the pipeline file's folder."""
+name), the run folder, the pipeline file's folder, the Python driftlab runs on (with
+psycopg and redis-py). Each process adds `{<process>.port}`, a free port drawn per run."""
+
+HTTP_METHODS = ("PUT", "POST", "PATCH", "DELETE")
 
 SOURCE_FIELDS = ("table", "schema")
 """`{source.table}` (schema-qualified) and `{source.schema}` (the namespace)."""
@@ -73,18 +76,22 @@ class SqlSource:
     version)`, or the user's own statements (`create`, `write`, `delete`, `read`) with
     `{key}`, `{value}` and template placeholders. `write` and `delete` return the new
     version as their first column; `read` returns key, value[, version] of every live
-    row."""
+    row. Or the user's application writes it: `http` (and `http_delete`) is a request,
+    `"PUT http://127.0.0.1:{shop.port}/items/{key}"`, sent with the JSON body
+    `{"key": ..., "value": ...}`; a `version` in its JSON answer is the write's."""
 
     table: str = "items"
     create: str | None = None
     write: str | None = None
     delete: str | None = None
     read: str | None = None
+    http: str | None = None
+    http_delete: str | None = None
 
     @property
     def own_sql(self) -> bool:
-        """Whether the user's statements replace driftlab's table."""
-        return self.write is not None
+        """Whether the user's statements (or application) replace driftlab's table."""
+        return self.write is not None or self.http is not None
 
 
 @dataclass(frozen=True)
@@ -276,33 +283,43 @@ def _external(data: dict[str, Any]) -> dict[str, Endpoint]:
     return out
 
 
-def _source(data: dict[str, Any], services: tuple[str, ...]) -> SqlSource:
+def _source(data: dict[str, Any], services: tuple[str, ...], ports: tuple[str, ...]) -> SqlSource:
     src = _table(data, "source", "")
-    _only(src, ("table", "create", "write", "delete", "read"), "source.")
+    keys = ("table", "create", "write", "delete", "read", "http", "http_delete")
+    _only(src, keys, "source.")
     table = _str(src, "table", "source.", "items") or "items"
     if not _NAME.match(table):
         raise _fail("source.table", f"{table!r} is not a table name", "use letters, digits, _")
-    out = SqlSource(
-        table=table,
-        create=_str(src, "create", "source."),
-        write=_str(src, "write", "source."),
-        delete=_str(src, "delete", "source."),
-        read=_str(src, "read", "source."),
-    )
-    if (out.write is None) != (out.read is None):
+    out = SqlSource(table=table, **{k: _str(src, k, "source.") for k in keys[1:]})
+    if out.http is not None and out.write is not None:
+        raise _fail("source", "has both write and http", "keep the one that writes the source")
+    if (out.write is None and out.http is None) != (out.read is None):
         raise _fail(
             "source",
-            "has only one of write and read",
-            "give both (your own SQL) or neither (driftlab's table)",
+            "has only one of (write or http) and read",
+            "give both (your own SQL or application) or neither (driftlab's table)",
         )
-    for key in ("create", "write", "delete", "read"):
+    for key in keys[1:]:
         text = getattr(out, key)
-        if text is not None:
-            check_template(text, f"source.{key}", services, ("key", "value"))
+        if text is None:
+            continue
+        extra = ("key", "value") if key in ("write", "delete") else ports
+        if key.startswith("http"):
+            method, _, url = text.partition(" ")
+            if method not in HTTP_METHODS or not url.startswith("http://"):
+                raise _fail(
+                    f"source.{key}",
+                    f"is {text!r}",
+                    'write "PUT http://127.0.0.1:{app.port}/items/{key}" (a method, a URL)',
+                )
+            extra = ("key", *ports)
+        check_template(text, f"source.{key}", services, extra)
     return out
 
 
-def _process(name: str, data: Any, services: tuple[str, ...]) -> ProcessSpec:
+def _process(
+    name: str, data: Any, services: tuple[str, ...], ports: tuple[str, ...]
+) -> ProcessSpec:
     where = f"processes.{name}."
     if not _NAME.match(name) or name in SERVICES or name == "app":
         raise _fail(
@@ -322,9 +339,9 @@ def _process(name: str, data: Any, services: tuple[str, ...]) -> ProcessSpec:
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise _fail(f"{where}env", "is not a table of strings", 'write env = { NAME = "value" }')
     for arg in command:
-        check_template(arg, f"{where}command", services, ())
+        check_template(arg, f"{where}command", services, ports)
     for key, value in env.items():
-        check_template(value, f"{where}env.{key}", services, ())
+        check_template(value, f"{where}env.{key}", services, ports)
     ready = data.get("ready", {})
     if not isinstance(ready, dict):
         raise _fail(f"{where}ready", "is not a table", 'write ready = { log = "ready" }')
@@ -334,13 +351,16 @@ def _process(name: str, data: Any, services: tuple[str, ...]) -> ProcessSpec:
     tcp = ready.get("tcp")
     if tcp is not None and (not isinstance(tcp, int) or not 0 < tcp < 65536):
         raise _fail(f"{where}ready.tcp", f"is {tcp!r}", "write a port number")
+    http = _str(ready, "http", f"{where}ready.")
+    if http is not None:
+        check_template(http, f"{where}ready.http", services, ports)
     return ProcessSpec(
         name=name,
         command=tuple(command),
         env=dict(env),
         cwd=_str(data, "cwd", where, ".") or ".",
         ready_tcp=tcp,
-        ready_http=_str(ready, "http", f"{where}ready."),
+        ready_http=http,
         ready_log=_str(ready, "log", f"{where}ready."),
         ready_timeout=_number(data, "timeout", where, 30.0),
     )
@@ -499,7 +519,8 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     own = _services(data, external)
     services = (*own, *external)  # what templates, stores and link faults may name
     procs_raw = _table(data, "processes", "")
-    processes = tuple(_process(n, d, services) for n, d in procs_raw.items())
+    ports = tuple(f"{n}.port" for n in procs_raw)
+    processes = tuple(_process(n, d, services, ports) for n, d in procs_raw.items())
     stores_raw = _table(data, "stores", "")
     if not stores_raw:
         raise _fail("stores", "is empty", "declare at least one [stores.<name>] to read")
@@ -527,7 +548,7 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
         path=path,
         services=own,
         external=external,
-        source=_source(data, services),
+        source=_source(data, services, ports),
         processes=processes,
         stores=stores,
         workload=workload,
