@@ -77,17 +77,18 @@ class CommandProcess(SupervisedService):
     die_with_parent: bool = True
     stop_timeout: float = 5.0
     before_start: Callable[[str], None] | None = None  # called with each new instance
+    instance_format: str = "{name}-i{n}"  # the history `process` of the n-th start
     process: SupervisedProcess | None = field(default=None, init=False)
     instances: int = field(default=0, init=False)
     instance: str = field(default="", init=False)
     _log_offset: int = field(default=0, init=False)
 
     def start(self) -> None:
-        """Launch a new instance (`<name>-i<n>`)."""
+        """Launch a new instance (`<name>-i<n>` by default)."""
         if self.is_running():
             raise ServiceError(f"{self.name}: already running as {self.instance}")
         self.instances += 1
-        self.instance = f"{self.name}-i{self.instances}"
+        self.instance = self.instance_format.format(name=self.name, n=self.instances)
         if self.before_start is not None:
             self.before_start(self.instance)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,15 +11,14 @@ from typing import Any
 
 from harness.architectures.cdc import consumer as cdc_consumer
 from harness.architectures.cdc.protocol import CONFIG_ENV, ConsumerConfig
-from harness.services.base import Endpoint, ServiceError, ServiceGroup
-from harness.services.process import SupervisedProcess
-from harness.services.supervised import SupervisedService
+from harness.services.base import Endpoint, ServiceGroup
+from harness.services.command import CommandProcess
 
 CONSUMER = "consumer"
 """The fault target naming every consumer process at once."""
 
 
-class ConsumerProcess(SupervisedService):
+class ConsumerProcess(CommandProcess):
     """One consumer OS process, which the nemesis can SIGKILL, pause and restart.
 
     Each start is a new instance `<name>#<n>` (the history `process`); `wait_healthy`
@@ -27,33 +26,25 @@ class ConsumerProcess(SupervisedService):
     """
 
     def __init__(self, name: str, config: ConsumerConfig, log_dir: Path) -> None:
-        self.name = name
-        self.config = config
-        self.log_path = log_dir / f"{name}.log"
-        self.status_path = Path(config.status_path)
-        self.starts = 0
-        self.instance = ""
-
-    def start(self) -> None:
-        """Launch a new instance (it resumes from its group's committed offsets)."""
-        if self.is_running():
-            raise ServiceError(f"{self.name}: already running")
-        self.starts += 1
-        self.instance = f"{self.name}#{self.starts}"
-        cfg = dict(self.config.__dict__, instance=self.instance)
-        env = {**os.environ, CONFIG_ENV: json.dumps(cfg)}
-        self.process = SupervisedProcess(
-            self.name,
+        super().__init__(
+            name,
             # Run as a script (-P: its folder stays off sys.path) rather than with -m,
             # which would import the whole harness.setups package first.
             [sys.executable, "-P", cdc_consumer.__file__],
-            self.log_path,
-            env=env,
-            cwd=Path(self.config.run_dir),
-            die_with_parent=True,
+            log_dir / f"{name}.log",
+            cwd=Path(config.run_dir),
             stop_timeout=10.0,
+            before_start=self._configure,
+            instance_format="{name}#{n}",
         )
-        self.process.start()
+        self.config = config
+        self.status_path = Path(config.status_path)
+
+    def _configure(self, instance: str) -> None:
+        """The new instance's configuration; it resumes from its group's committed
+        offsets."""
+        cfg = dict(self.config.__dict__, instance=instance)
+        self.env = {**os.environ, CONFIG_ENV: json.dumps(cfg)}
 
     def status(self) -> dict[str, Any]:
         """The instance's last published status ({} before it published any)."""
