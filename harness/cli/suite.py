@@ -37,7 +37,10 @@ def suite(
     ] = False,
     only: Annotated[
         str | None,
-        typer.Option(help="Comma-separated claim ids to run, e.g. C1,C2 (default: all)."),
+        typer.Option(
+            help="Comma-separated claim ids to run, e.g. C1,C2 (default: all), and pipeline "
+            "files (a path ending in .toml; with files only, no claim runs)."
+        ),
     ] = None,
     duration: Annotated[
         str | None,
@@ -63,7 +66,11 @@ def suite(
     130 interrupted.
 
     Example: driftlab suite --only C1,C13 --duration 10s
+
+    Your pipelines, nightly: driftlab suite --only mirror.toml,app.toml
     """
+    from harness.pipeline.run import register
+    from harness.pipeline.spec import load
     from harness.runner.stack_use import check_backend
     from scenarios.registry import all_scenarios, claims_scenarios
 
@@ -74,9 +81,13 @@ def suite(
         return
     try:
         check_backend(backend)
-        chosen = claims_scenarios(only.split(",") if only else None)
+        wanted = only.split(",") if only else None
+        files = [w for w in wanted or [] if w.endswith(".toml")]
+        claims = [w for w in wanted or [] if not w.endswith(".toml")]
+        chosen = claims_scenarios(claims or None) if claims or not files else []
         secs = parse_duration(duration)
         chosen = [sc.with_overrides(duration=secs) for sc in chosen]
+        chosen += [register(load(Path(f)), secs) for f in files]
         for sc in chosen:
             sc.validate()
     except (KeyError, ValueError) as exc:
@@ -142,6 +153,7 @@ def _run_all(
 ) -> None:
     """Run the scenarios in order on one stack, appending to `results`."""
     from checkers.spark_start import warm_up
+    from harness.pipeline.run import is_pipeline, judge_convergence
     from harness.rundir import RunsDir
     from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
     from harness.runner.stack_use import acquire_stack
@@ -160,6 +172,8 @@ def _run_all(
                     stack=stack,
                     tick=make_tick(prog, task, label, sc.workload.duration),
                 )
+                if is_pipeline(sc):
+                    judge_convergence(result, sc)
                 results.append(result)
                 prog.console.print(
                     f"{label}: [bold]{result.verdict or result.error or 'not judged'}[/] "

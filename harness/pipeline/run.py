@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.architectures.registry import SETUPS
 from harness.pipeline.observer import Divergence
-from harness.pipeline.setup import PipelineSetup, pipeline_setup
+from harness.pipeline.setup import SETUP_PREFIX, pipeline_setup
 from harness.pipeline.spec import Pipeline
 from harness.runner.runner import EXIT_VERDICT, RunResult, run_scenario
 from harness.runner.workload_driver import Tick
@@ -47,6 +47,42 @@ def to_scenario(pipeline: Pipeline, setup_name: str) -> Scenario:
     )
 
 
+def register(pipeline: Pipeline, duration: float | None = None) -> Scenario:
+    """Make the pipeline's setup known to the runner (`pipeline:<name>`) and return its
+    scenario (with `duration`, faults stretched); `unregister` when done."""
+    setup = pipeline_setup(pipeline)
+    SETUPS[setup.name] = setup
+    sc = to_scenario(pipeline, setup.name)
+    if duration is not None:
+        return sc.with_overrides(duration=duration)
+    return replace(sc, faults=sc.faults.fitted(sc.workload.duration))
+
+
+def is_pipeline(scenario: Scenario) -> bool:
+    """Whether `scenario` stands for a pipeline file (`register` made it)."""
+    return scenario.setup.startswith(SETUP_PREFIX)
+
+
+def unregister(scenario: Scenario) -> None:
+    """Forget the setup `register` made known."""
+    SETUPS.pop(scenario.setup, None)
+
+
+def judge_convergence(result: RunResult, scenario: Scenario) -> list[Divergence]:
+    """The stores of the run's pipeline that did not converge; a run with any fails
+    (exit 1) with the reason, and logs/run.json says which."""
+    setup = SETUPS.get(scenario.setup)
+    made = getattr(setup, "made", [])
+    divergences: list[Divergence] = made[-1].divergences if made else []
+    if divergences and not result.interrupted:
+        reason = "not converged: " + "; ".join(d.line() for d in divergences)
+        result.error = reason if result.error is None else f"{result.error}; {reason}"
+        if result.exit_code == 0:
+            result.exit_code = EXIT_VERDICT
+        _note(result.run_dir, divergences)
+    return divergences
+
+
 def run_pipeline(
     pipeline: Pipeline,
     *,
@@ -60,23 +96,8 @@ def run_pipeline(
     stop: threading.Event | None = None,
 ) -> PipelineResult:
     """Run `pipeline` once on the stack and judge it (never raises for a failed run)."""
-    base = pipeline_setup(pipeline)
-    made: list[PipelineSetup] = []
-
-    class Tracked(base):  # type: ignore[valid-type,misc]
-        """The pipeline's setup, remembered so its convergence can be read back."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            made.append(self)
-
-    SETUPS[base.name] = Tracked
+    sc = register(pipeline, duration)
     try:
-        sc = to_scenario(pipeline, base.name)
-        if duration is not None:
-            sc = sc.with_overrides(duration=duration)
-        else:
-            sc = replace(sc, faults=sc.faults.fitted(sc.workload.duration))
         result = run_scenario(
             sc,
             seed=seed,
@@ -87,16 +108,9 @@ def run_pipeline(
             tick=tick,
             stop=stop,
         )
+        return PipelineResult(result, sc, judge_convergence(result, sc))
     finally:
-        SETUPS.pop(base.name, None)
-    out = PipelineResult(result, sc, made[0].divergences if made else [])
-    if out.not_converged and not result.interrupted:
-        reason = "not converged: " + "; ".join(d.line() for d in out.not_converged)
-        result.error = reason if result.error is None else f"{result.error}; {reason}"
-        if result.exit_code == 0:
-            result.exit_code = EXIT_VERDICT
-        _note(result.run_dir, out.not_converged)
-    return out
+        unregister(sc)
 
 
 def _note(run_dir: Path, divergences: list[Divergence]) -> None:

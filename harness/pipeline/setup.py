@@ -110,13 +110,19 @@ class PipelineClient(Client):
         self.conn.close()
 
 
+SETUP_PREFIX = "pipeline:"
+"""A pipeline file's setup is named `pipeline:<name>`."""
+
+
 class PipelineSetup(Setup):
     """The setup of one pipeline file; `pipeline_for` makes a class per file."""
 
     pipeline: ClassVar[Pipeline]
+    made: ClassVar[list[PipelineSetup]]  # the instances the runner made, in order
 
     def __init__(self) -> None:
         super().__init__()
+        type(self).made.append(self)
         self.stores = tuple(s.name for s in self.pipeline.stores)
         self.procs: dict[str, CommandProcess] = {}
         self.last_write: dict[str, int] = {}
@@ -256,5 +262,10 @@ def pipeline_setup(pipeline: Pipeline) -> type[PipelineSetup]:
     return type(
         f"Pipeline_{pipeline.name}",
         (PipelineSetup,),
-        {"name": f"pipeline:{pipeline.name}", "services": services, "pipeline": pipeline},
+        {
+            "name": f"{SETUP_PREFIX}{pipeline.name}",
+            "services": services,
+            "pipeline": pipeline,
+            "made": [],
+        },
     )
