@@ -22,7 +22,10 @@ def test_init_writes_a_file_that_loads_and_refuses_to_overwrite(tmp_path: Path) 
     assert runner.invoke(app, ["init", "--force", str(target)]).exit_code == 0
     assert load(target).name == "pipeline"  # cdc-cache, named after the file
     unknown = runner.invoke(app, ["init", "--shape", "lambda", str(tmp_path / "x.toml")])
-    assert unknown.exit_code == 2 and "use one of: cdc-cache, dual-write, outbox, queue" in unknown.output
+    assert (
+        unknown.exit_code == 2
+        and "use one of: cdc-cache, dual-write, outbox, queue" in unknown.output
+    )
 
 
 def test_run_refuses_a_bad_file_in_one_line(tmp_path: Path) -> None:
@@ -36,3 +39,13 @@ def test_run_refuses_a_bad_file_in_one_line(tmp_path: Path) -> None:
     assert line.startswith("error: faults[0]:") and "explode" in line
     missing = runner.invoke(app, ["run", str(tmp_path / "absent.toml"), "--no-analyze"])
     assert missing.exit_code == 2 and "cannot be read" in missing.output
+
+
+def test_run_refuses_options_a_pipeline_file_does_not_take(tmp_path: Path) -> None:
+    runner = CliRunner()
+    target = tmp_path / "pipeline.toml"
+    assert runner.invoke(app, ["init", str(target)]).exit_code == 0
+    clients = runner.invoke(app, ["run", str(target), "--clients", "3"])
+    assert clients.exit_code == 2 and "in its [workload]" in clients.output
+    docker = runner.invoke(app, ["run", str(target), "--backend", "docker"])
+    assert docker.exit_code == 2 and "drop --backend" in docker.output

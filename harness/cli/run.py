@@ -182,14 +182,19 @@ def run(
     is inconclusive (no operation ran, nothing was delivered, applied or read
     downstream, a scheduled fault never took effect); 130 interrupted.
 
-    A path ending in .toml runs your own pipeline from its file (docs/pipelines.md);
-    --clients, --rate and --backend are then the file's business.
+    A path ending in .toml runs your own pipeline from its file (docs/pipelines.md),
+    on the local backend; its clients and rate are the file's [workload].
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
-    from harness.cli.pipeline import is_pipeline_file, run_pipeline_file
+    from harness.cli.pipeline import (
+        is_pipeline_file,
+        refuse_scenario_options,
+        run_pipeline_file,
+    )
 
     if is_pipeline_file(scenario):
+        refuse_scenario_options(clients=clients, rate=rate, backend=backend)
         run_pipeline_file(
             Path(scenario),
             seed=seed,
