@@ -96,6 +96,28 @@ window = 1
 """
 
 
+IDLE = """
+name = "idle"
+services = ["postgres", "redis"]
+
+[processes.consumer]
+command = ["sleep", "300"]
+
+[stores.cache]
+redis = { pattern = "{namespace}:cache:*" }
+
+[workload]
+clients = 1
+keys = 3
+rate = 20
+duration = 2
+
+[converge]
+timeout = 5
+window = 1
+"""
+
+
 def run(tmp_path: Path, stack: Stack, text: str) -> PipelineResult:
     path = tmp_path / "pipeline.toml"
     path.write_text(text)
@@ -131,3 +153,15 @@ def test_a_store_that_never_settles_fails_the_run(stack: Stack, tmp_path: Path) 
     assert div.store == "cache" and "k0" in div.keys and not div.settled
     assert r.exit_code == EXIT_VERDICT
     assert "still changing when the wait ended" in r.error
+
+
+def test_a_store_never_seen_holding_a_key_says_to_check_its_reader(
+    stack: Stack, tmp_path: Path
+) -> None:
+    out = run(tmp_path, stack, IDLE)
+    (div,) = out.not_converged
+    assert div.never_held and div.settled and div.keys == ["k0", "k1", "k2"]
+    assert "no key was ever seen in it: check how [stores.cache] reads it" in out.run.error
+    summary = json.loads((out.run.run_dir / "logs" / "run.json").read_text())
+    assert summary["error"] == out.run.error and summary["exit_code"] == EXIT_VERDICT
+    assert summary["not_converged"][0]["never_held"] is True

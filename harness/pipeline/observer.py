@@ -44,6 +44,7 @@ class Divergence:
     keys: list[str]  # every differing key, sorted
     settled: bool  # unchanged for the window (else still changing when time ran out)
     since_s: float | None  # seconds into the run of the oldest differing key's last write
+    never_held: bool = False  # no sample of the whole run found a key in the store
 
     def line(self) -> str:
         """One line a person reads."""
@@ -55,13 +56,17 @@ class Divergence:
             else ""
         )
         count = len(self.keys)
-        return f"store {self.store}: {count} key(s) differ from the source ({named}){since}; {how}"
+        line = f"store {self.store}: {count} key(s) differ from the source ({named}){since}; {how}"
+        if self.never_held:
+            line += f"; no key was ever seen in it: check how [stores.{self.store}] reads it"
+        return line
 
 
 @dataclass
 class _Seen:
     state: State = field(default_factory=dict)
     changed: float = field(default_factory=time.monotonic)
+    held: bool = False  # some sample found a key
 
 
 def differing(source: State, store: State) -> list[str]:
@@ -130,6 +135,7 @@ class Observer:
                 self._record_read(name, key, value, version, invoked, seen_ns)
             if now != seen.state:
                 seen.state, seen.changed = now, time.monotonic()
+            seen.held = seen.held or bool(now)
             return now
 
     def _record_read(
@@ -171,7 +177,7 @@ class Observer:
             time.sleep(self.interval)
         out = []
         for name, keys in diffs.items():
-            d = Divergence(name, keys, settled[name], self._since(keys))
+            d = Divergence(name, keys, settled[name], self._since(keys), not self._seen[name].held)
             log.warning("not converged: %s", d.line())
             self.rec.mark(
                 NOT_CONVERGED,
@@ -181,6 +187,7 @@ class Observer:
                     "count": len(keys),
                     "settled": d.settled,
                     "since_s": d.since_s,
+                    "never_held": d.never_held,
                     "against": SOURCE_STORE,
                 },
             )

@@ -79,7 +79,7 @@ def judge_convergence(result: RunResult, scenario: Scenario) -> list[Divergence]
         result.error = reason if result.error is None else f"{result.error}; {reason}"
         if result.exit_code == 0:
             result.exit_code = EXIT_VERDICT
-        _note(result.run_dir, divergences)
+        _note(result.run_dir, divergences, result.error)
     return divergences
 
 
@@ -113,8 +113,9 @@ def run_pipeline(
         unregister(sc)
 
 
-def _note(run_dir: Path, divergences: list[Divergence]) -> None:
-    """logs/run.json gains `not_converged`: the stores, keys and since when."""
+def _note(run_dir: Path, divergences: list[Divergence], error: str) -> None:
+    """logs/run.json gains `not_converged` (the stores, keys and since when) and the
+    run's error and exit code say so."""
     summary = run_dir / "logs" / "run.json"
     try:
         data = json.loads(summary.read_text())
@@ -127,8 +128,10 @@ def _note(run_dir: Path, divergences: list[Divergence]) -> None:
             "count": len(d.keys),
             "settled": d.settled,
             "since_s": d.since_s,
+            "never_held": d.never_held,
         }
         for d in divergences
     ]
+    data["error"] = error
     data["exit_code"] = EXIT_VERDICT if data.get("exit_code") == 0 else data.get("exit_code")
     summary.write_text(json.dumps(data, indent=2) + "\n")
