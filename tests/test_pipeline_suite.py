@@ -1,5 +1,6 @@
-"""`driftlab suite` over pipeline files, as a nightly job runs a user's pipelines: one
-stack for all, the index, and exit 1 when one of them fails its expectations."""
+"""`driftlab suite` and `driftlab matrix` over pipeline files, as a nightly job runs a
+user's pipelines: one stack for all, the index, and a failure when one of them fails its
+expectations or does not converge."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
+from harness.cli.matrix import _judge, write_outputs
+from harness.pipeline.run import register, unregister
+from harness.pipeline.spec import load
+from harness.runner.matrix import Cell, run_matrix
+from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 
@@ -39,3 +45,71 @@ def test_a_bad_pipeline_file_stops_the_suite_before_it_starts(tmp_path: Path) ->
     result = CliRunner().invoke(app, ["suite", "--only", str(bad)])
     assert result.exit_code == 2
     assert "stores: is empty" in result.output
+
+
+RESTLESS = """
+name = "restless"
+services = ["postgres", "redis"]
+
+[processes.noise]
+command = ["bash", "-c", '''
+echo started
+while true; do
+  redis-cli -u "$URL" --no-auth-warning SET "$KEY" "$RANDOM" >/dev/null
+  sleep 0.1
+done''']
+ready = { log = "started" }
+env = { URL = "{redis.url}", KEY = "{namespace}:k0" }
+
+[stores.cache]
+redis = { pattern = "{namespace}:*" }
+
+[workload]
+clients = 1
+keys = 1
+rate = 10
+duration = 2
+
+[converge]
+timeout = 3
+window = 1
+"""
+
+
+def test_matrix_cells_of_a_pipeline_file(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        [
+            "matrix",
+            "--scenarios",
+            str(EXAMPLE / "pipeline.toml"),
+            "--schedules",
+            "own,none,latency",
+            "--seeds",
+            "2",
+            "--dry-run",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    names = [line.split(" seed ")[0] for line in result.output.splitlines() if " seed " in line]
+    assert names == ["pg-to-redis", "pg-to-redis+none", "pg-to-redis+latency"] * 2
+
+
+def test_a_pipeline_that_does_not_converge_fails_its_matrix_cell(
+    stack: Stack, spark: object, tmp_path: Path
+) -> None:
+    # A store that keeps changing: the checkers see it observed, the wait never ends.
+    path = tmp_path / "restless.toml"
+    path.write_text(RESTLESS)
+    sc = register(load(path))
+    try:
+        runs = tmp_path / "runs"
+        result = run_matrix([Cell(sc, "own", 1)], 600, runs, stack, after_run=_judge)
+    finally:
+        unregister(sc)
+    (outcome,) = result.forbidden  # no expectations: the convergence alone fails it
+    assert not result.errors and outcome.result.verdict == "no expectations"
+    assert "not converged: store cache" in outcome.summary()
+    assert f"driftlab matrix --scenarios {path} --schedules own --seeds 1-1" in outcome.summary()
+    write_outputs(runs, result, tmp_path / "matrix.xml")
+    assert "not converged" in (tmp_path / "matrix.xml").read_text()

@@ -32,7 +32,10 @@ def matrix(
     ] = "20m",
     scenarios: Annotated[
         str | None,
-        typer.Option(help="Comma-separated claim ids or scenario names (default: every claim)."),
+        typer.Option(
+            help="Comma-separated claim ids, scenario names or pipeline files (a path "
+            "ending in .toml) (default: every claim)."
+        ),
     ] = None,
     schedules: Annotated[
         str, typer.Option(help="Comma-separated fault schedules: own, none, latency.")
@@ -76,6 +79,8 @@ def matrix(
 
     Example: driftlab matrix --budget 20m --scenarios C1,C3 --seeds 2 --junit matrix.xml
     """
+    from harness.pipeline.run import register
+    from harness.pipeline.spec import load
     from harness.runner.matrix import parse_seeds, plan
     from harness.runner.stack_use import check_backend
     from scenarios.registry import claims_scenarios, get_scenario
@@ -86,11 +91,12 @@ def matrix(
         check_backend(backend)
         budget_s = parse_duration(budget) or 0.0
         secs = parse_duration(duration)
-        if scenarios:
-            chosen = [get_scenario(s.strip()) for s in scenarios.split(",") if s.strip()]
-        else:
-            chosen = claims_scenarios()
+        names = [s.strip() for s in (scenarios or "").split(",") if s.strip()]
+        files = [n for n in names if n.endswith(".toml")]
+        named = [n for n in names if not n.endswith(".toml")]
+        chosen = [get_scenario(n) for n in named] if names else claims_scenarios()
         chosen = [sc.with_overrides(duration=secs) for sc in chosen]
+        chosen += [register(load(Path(f)), secs) for f in files]
         cells = plan(
             chosen, [s.strip() for s in schedules.split(",") if s.strip()], parse_seeds(seeds)
         )
@@ -136,7 +142,9 @@ def _run(
         stack = running_stack() if backend == "local" else None
         if stack is None:
             stack = enter_backend(scope, backend, err)
-        result = run_matrix(cells, budget_s, runs_dir, stack, spark_master, on_result=show)
+        result = run_matrix(
+            cells, budget_s, runs_dir, stack, spark_master, on_result=show, after_run=_judge
+        )
     index = write_outputs(runs_dir, result, junit)
     if junit is not None:
         console.print(f"JUnit: {junit}")
@@ -158,6 +166,14 @@ def _run(
     if result.forbidden:
         return EXIT_FORBIDDEN
     return EXIT_RUN_ERROR if result.errors else 0
+
+
+def _judge(result: Any, scenario: Any) -> None:
+    """A pipeline file's run also fails when a store did not converge."""
+    from harness.pipeline.run import is_pipeline, judge_convergence
+
+    if is_pipeline(scenario):
+        judge_convergence(result, scenario)
 
 
 def write_outputs(runs_dir: Path, result: Any, junit: Path | None) -> Path:

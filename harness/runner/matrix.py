@@ -35,7 +35,7 @@ from pathlib import Path
 from harness.architectures.registry import SETUPS
 from harness.nemesis.schedule import FaultSpec, Schedule
 from harness.runner.outcome import Outcome, outcome_of
-from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
+from harness.runner.runner import EXIT_INTERRUPTED, EXIT_VERDICT, RunResult, run_scenario
 from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
 
@@ -78,15 +78,23 @@ class MatrixResult:
 
     @property
     def forbidden(self) -> list[Outcome]:
-        """Runs with a forbidden anomaly: the matrix's failures."""
-        return [o for _, o in self.outcomes if o.result.verdict == UNEXPECTED]
+        """Runs with a forbidden anomaly, or failed for what they found (a pipeline's
+        store that did not converge): the matrix's failures."""
+        return [o for _, o in self.outcomes if o.result.verdict == UNEXPECTED or _judged(o)]
 
     @property
     def errors(self) -> list[Outcome]:
         """Runs that could not complete (no verdict)."""
         return [
-            o for _, o in self.outcomes if o.result.error and o.result.exit_code != EXIT_INTERRUPTED
+            o
+            for _, o in self.outcomes
+            if o.result.error and o.result.exit_code not in (EXIT_INTERRUPTED, EXIT_VERDICT)
         ]
+
+
+def _judged(o: Outcome) -> bool:
+    """A run that failed with a reason about the system under test, not the lab."""
+    return o.result.error is not None and o.result.exit_code == EXIT_VERDICT
 
 
 def with_schedule(sc: Scenario, schedule: str) -> Scenario | None:
@@ -152,15 +160,24 @@ def run_matrix(
     spark_master: str | None = None,
     on_result: Callable[[Cell, Outcome], None] | None = None,
     stop: threading.Event | None = None,
+    after_run: Callable[[RunResult, Scenario], object] | None = None,
 ) -> MatrixResult:
     """Run `cells` on `stack` until the budget would be exceeded, cutting a cell still
     running at the deadline; never raises for a failed run (it is an outcome with an
-    error). `stop`, set from another thread, cuts the current run short (interrupted)."""
+    error). `stop`, set from another thread, cuts the current run short (interrupted).
+    `after_run(result, scenario)` may judge a run further before its outcome is made
+    (a pipeline file's convergence)."""
     result = MatrixResult()
     started = time.monotonic()
     deadline = started + budget_s
     walls: dict[str, list[float]] = {}
-    base_of = {c.scenario.name: c.scenario.name.split("+", 1)[0] for c in cells}
+    # A pipeline file's cells are repeated from the file (its scenario is registered
+    # only while the matrix runs).
+    base_of = {
+        c.scenario.name: c.scenario.setup_params.get("pipeline_file")
+        or c.scenario.name.split("+", 1)[0]
+        for c in cells
+    }
     for i, cell in enumerate(cells):
         if result.interrupted:
             break
@@ -185,9 +202,11 @@ def run_matrix(
             )
         finally:
             timer.cancel()
+        if after_run is not None:
+            after_run(run, cell.scenario)
         walls.setdefault(cell.scenario.setup, []).append(run.wall_s)
         outcome = outcome_of(run, cell.scenario, duration=cell.scenario.workload.duration)
-        if cell.schedule != "own":
+        if cell.schedule != "own" or "pipeline_file" in cell.scenario.setup_params:
             outcome = dataclasses.replace(outcome, rerun=cell.rerun(base_of[cell.name]))
         if hit.is_set():
             # A run that ended just as the deadline came is a run like any other.
