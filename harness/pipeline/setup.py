@@ -50,7 +50,6 @@ class SourceWriter:
     def __init__(self, source: SqlSource, namespace: str, values: dict[str, Any]) -> None:
         self.named = source.own_sql  # the user's {key} and {value}; UPSERT's %s
         if source.write is not None:
-            assert source.write is not None
             self.write_sql = _params(source.write, values)
             self.delete_sql = _params(source.delete, values) if source.delete else None
         else:
@@ -115,7 +114,7 @@ SETUP_PREFIX = "pipeline:"
 
 
 class PipelineSetup(Setup):
-    """The setup of one pipeline file; `pipeline_for` makes a class per file."""
+    """The setup of one pipeline file; `pipeline_setup` makes a class per file."""
 
     pipeline: ClassVar[Pipeline]
     made: ClassVar[list[PipelineSetup]]  # the instances the runner made, in order
@@ -180,6 +179,7 @@ class PipelineSetup(Setup):
                     links.fill(spec.ready_http, values) if spec.ready_http else None,
                     spec.ready_log,
                 ),
+                ready_timeout=spec.ready_timeout,
             )
 
     def start(self) -> None:
@@ -187,7 +187,7 @@ class PipelineSetup(Setup):
         for spec in self.pipeline.processes:
             proc = self.procs[spec.name]
             proc.start()
-            proc.wait_healthy(spec.ready_timeout)
+            proc.wait_healthy()
             log.info("process %s ready (%s)", proc.instance, proc.ready.describe())
         self.observer = Observer(
             self.context.recorder,

@@ -74,6 +74,7 @@ class CommandProcess(SupervisedService):
     env: Mapping[str, str] | None = None
     cwd: Path | None = None
     ready: Readiness = field(default_factory=Readiness)
+    ready_timeout: float = 30.0  # how long a start may take to be ready (restarts too)
     die_with_parent: bool = True
     stop_timeout: float = 5.0
     before_start: Callable[[str], None] | None = None  # called with each new instance
@@ -105,10 +106,12 @@ class CommandProcess(SupervisedService):
         )
         self.process.start()
 
-    def wait_healthy(self, timeout: float = 30.0) -> None:
-        """Block until this instance is ready (its Readiness), or raise ServiceError
-        quoting its log when it exits first or the time runs out."""
+    def wait_healthy(self, timeout: float | None = None) -> None:
+        """Block until this instance is ready (its Readiness) within `timeout` (default
+        `ready_timeout`), or raise ServiceError quoting its log when it exits first or
+        the time runs out."""
         proc = self._require()
+        timeout = self.ready_timeout if timeout is None else timeout
         r = self.ready
         probe: Callable[[], object]
         if r.tcp is not None:
