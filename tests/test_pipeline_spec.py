@@ -157,9 +157,11 @@ def test_expectations_workload_and_syntax(tmp_path: Path) -> None:
         tmp_path, MINIMAL + '[workload]\nread_stores = ["search"]\n'
     )
     assert "not valid TOML" in refused(tmp_path, MINIMAL + "[stores\n")
-    assert "log stores are not judged yet" in refused(
+    assert "is a log store without sql" in refused(
         tmp_path, MINIMAL.replace("[stores.cache]", '[stores.cache]\nkind = "log"')
     )
+    audit = MINIMAL + '[stores.audit]\nkind = "log"\nsql = { query = "SELECT k, v FROM a" }\n'
+    assert load(write(tmp_path, audit)).stores[1].kind == "log"
     with pytest.raises(PipelineError, match="cannot be read"):
         load(tmp_path / "absent.toml")
     p = load(write(tmp_path, MINIMAL + '[expect]\npresent = ["stale"]\nabsent = ["missing"]\n'))

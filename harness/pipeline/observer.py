@@ -19,11 +19,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history.schema import SOURCE_STORE
-from harness.pipeline.readers import Reader
+from harness.pipeline.readers import LogReader, Reader
 from harness.setups.base import Recorder
 from harness.setups.stores import State
 
@@ -45,6 +46,7 @@ class Divergence:
     settled: bool  # unchanged for the window (else still changing when time ran out)
     since_s: float | None  # seconds into the run of the oldest differing key's last write
     never_held: bool = False  # no sample of the whole run found a key in the store
+    log: bool = False  # a log store: `keys` are those of writes that never arrived
 
     def line(self) -> str:
         """One line a person reads."""
@@ -56,7 +58,10 @@ class Divergence:
             else ""
         )
         count = len(self.keys)
-        line = f"store {self.store}: {count} key(s) differ from the source ({named}){since}; {how}"
+        what = (
+            "key(s) with writes that never arrived" if self.log else "key(s) differ from the source"
+        )
+        line = f"store {self.store}: {count} {what} ({named}){since}; {how}"
         if self.never_held:
             line += f"; no key was ever seen in it: check how [stores.{self.store}] reads it"
         return line
@@ -85,14 +90,19 @@ class Observer:
         readers: dict[str, Reader],
         interval_s: float,
         last_write: dict[str, int],
+        logs: dict[str, LogReader] | None = None,
+        written: set[tuple[str, str]] | None = None,
     ) -> None:
         self.rec = rec
         self.source = source
         self.readers = readers
+        self.logs = logs or {}
         self.interval = interval_s
         self.last_write = last_write  # key -> ns time of its last ok source write
+        self.written = written if written is not None else set()  # ok (key, value) writes
         self.started_ns = time.time_ns()
-        self._seen = {name: _Seen() for name in readers}
+        self._seen = {name: _Seen() for name in (*readers, *self.logs)}
+        self._arrived: dict[str, Counter[tuple[str, str]]] = {n: Counter() for n in self.logs}
         self._source_seen = _Seen()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -114,6 +124,38 @@ class Observer:
         while not self._stop.wait(self.interval):
             for name in self.readers:
                 self.sample(name)
+            for name in self.logs:
+                self.sample_log(name)
+
+    def sample_log(self, name: str) -> Counter[tuple[str, str]] | None:
+        """Read log store `name` once and record each write that arrived since the last
+        reading as an `apply` to it (a second arrival of one write: a second apply)."""
+        with self._lock:
+            try:
+                now = self.logs[name].rows()
+            except Exception as exc:  # a store that cannot be read now is no verdict
+                self.errors += 1
+                log.warning("observing %s failed: %s", name, exc)
+                return None
+            seen_ns = time.time_ns()
+            before = self._arrived[name]
+            for (key, value), n in sorted(now.items()):
+                for _ in range(n - before.get((key, value), 0)):
+                    self.rec.msg(
+                        action="apply",
+                        store=name,
+                        key=key,
+                        value=value,
+                        msg_id=f"{name}/{key}/{value}",
+                        consumer=OBSERVER,
+                        process=OBSERVER,
+                        time=seen_ns,
+                    )
+            seen = self._seen[name]
+            if now != before:
+                self._arrived[name], seen.changed = now, time.monotonic()
+            seen.held = seen.held or bool(now)
+            return now
 
     def sample(self, name: str) -> State | None:
         """Read store `name` once and record what changed; None if the read failed."""
@@ -165,6 +207,11 @@ class Observer:
                 keys = differing(source, now) if now is not None else ["(unreadable)"]
                 if keys:
                     diffs[name] = keys
+            for name in self.logs:
+                rows = self.sample_log(name)
+                lost = {k for k, v in self.written if rows is None or (k, v) not in rows}
+                if lost:
+                    diffs[name] = sorted(lost)
             if not diffs:
                 return []
             t = time.monotonic()
@@ -177,7 +224,9 @@ class Observer:
             time.sleep(self.interval)
         out = []
         for name, keys in diffs.items():
-            d = Divergence(name, keys, settled[name], self._since(keys), not self._seen[name].held)
+            held = self._seen[name].held
+            since = self._since(keys)
+            d = Divergence(name, keys, settled[name], since, not held, log=name in self.logs)
             log.warning("not converged: %s", d.line())
             self.rec.mark(
                 NOT_CONVERGED,

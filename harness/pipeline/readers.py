@@ -8,6 +8,7 @@ store through its Redis key pattern or its SQL query. A reading is
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Protocol
 
 import redis
@@ -62,6 +63,17 @@ class SqlReader:
 
     def close(self) -> None:
         self._conn.close()
+
+
+class LogReader(SqlReader):
+    """A log store: one row (key, value) per write that arrived, repeats included."""
+
+    def rows(self) -> Counter[tuple[str, str]]:
+        """How many times each (key, value) is in the log now."""
+        if self._conn.closed:
+            self._conn = direct_pg_connect(self.conninfo)
+        found = self._conn.execute(self.query.encode()).fetchall()
+        return Counter((str(r[0]), str(r[1])) for r in found if r[1] is not None)
 
 
 class SourceTableReader(SqlReader):

@@ -26,7 +26,13 @@ from harness.history.schema import SOURCE_STORE
 from harness.pipeline import links
 from harness.pipeline.http_source import HttpWriter
 from harness.pipeline.observer import Divergence, Observer
-from harness.pipeline.readers import Reader, SourceTableReader, SqlReader, store_reader
+from harness.pipeline.readers import (
+    LogReader,
+    Reader,
+    SourceTableReader,
+    SqlReader,
+    store_reader,
+)
 from harness.pipeline.spec import Pipeline, SqlSource
 from harness.services.command import CommandProcess, Readiness
 from harness.services.kinds import TOXIPROXY
@@ -85,6 +91,8 @@ class PipelineClient(Client):
             return
         self.rec.complete(op_id, "ok", version=version)
         self.setup.last_write[key] = time.time_ns()
+        if value is not None:
+            self.setup.written.add((key, value))
 
     def write(self, key: str, value: str) -> None:
         """Write the source; the pipeline carries it."""
@@ -125,9 +133,11 @@ class PipelineSetup(Setup):
         self.stores = tuple(s.name for s in self.pipeline.stores)
         self.procs: dict[str, CommandProcess] = {}
         self.last_write: dict[str, int] = {}
+        self.written: set[tuple[str, str]] = set()  # every ok write, for the log stores
         self.divergences: list[Divergence] = []
         self.observer: Observer | None = None
-        self.readers: dict[str, Reader] = {}
+        self.readers: dict[str, Reader] = {}  # mirror stores
+        self.logs: dict[str, LogReader] = {}  # log stores
         self._opened: list[Reader] = []  # closed at teardown
         self._read_lock = threading.Lock()
 
@@ -164,8 +174,13 @@ class PipelineSetup(Setup):
         self._opened.append(self.source_reader)
         redis_ep = reach.endpoint("redis") if "redis" in p.reached else None
         for s in p.stores:
-            self.readers[s.name] = store_reader(s, self.pg_direct, redis_ep, direct)
-            self._opened.append(self.readers[s.name])
+            if s.kind == "log":
+                assert s.sql_query is not None
+                self.logs[s.name] = LogReader(self.pg_direct, links.fill(s.sql_query, direct))
+                self._opened.append(self.logs[s.name])
+            else:
+                self.readers[s.name] = store_reader(s, self.pg_direct, redis_ep, direct)
+                self._opened.append(self.readers[s.name])
         for spec in p.processes:
             values = {**run, **reach.values(spec.name, p.reached)}
             self.procs[spec.name] = CommandProcess(
@@ -195,6 +210,8 @@ class PipelineSetup(Setup):
             self.readers,
             self.pipeline.converge.sample_ms / 1000,
             self.last_write,
+            self.logs,
+            self.written,
         )
         self.observer.start()
 
@@ -213,16 +230,23 @@ class PipelineSetup(Setup):
                 return self.source_reader.read_all()
             return self.readers[store].read_all()
 
+    def read_stores(self) -> tuple[str, ...]:
+        """The source and the mirror stores (a log store is judged whole, not read)."""
+        return (SOURCE_STORE, *self.readers)
+
     def quiesce(self, timeout: float) -> bool:
-        """Wait for every store to equal the source (harness.pipeline.observer)."""
+        """Wait for every store to equal the source (harness.pipeline.observer); True
+        once every store has drained: converged, or settled without converging (the
+        run then fails with `divergences`, and the writes a log store lacks are lost)."""
         if self.observer is None:
             return False
         conv = self.pipeline.converge
         self.divergences = self.observer.converge(timeout, conv.window)
-        return not self.divergences
+        return all(d.settled for d in self.divergences)
 
     def final_states(self) -> dict[str, State]:
-        """The source and every store, read directly."""
+        """The source and every mirror store, read directly (a log store has no final
+        state per key: its arrivals are its record)."""
         out = {SOURCE_STORE: self.source_reader.read_all()}
         for name, reader in self.readers.items():
             out[name] = reader.read_all()

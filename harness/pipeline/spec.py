@@ -114,8 +114,9 @@ class StoreSpec:
     """A derived store and how driftlab reads it.
 
     `redis`: keys matching `pattern` (its one `*` is the key), string values, or the
-    hash field `field` (and `version_field`). `sql`: a query on `on` (postgres)
-    returning key, value and optionally version of every row."""
+    hash field `field` (and `version_field`). `sql`: a query on PostgreSQL returning
+    key, value and optionally version of every row; of a `log` store, one row per
+    write that arrived."""
 
     name: str
     kind: str = "mirror"
@@ -376,11 +377,11 @@ def _store(name: str, data: Any, services: tuple[str, ...]) -> StoreSpec:
     kind = _str(data, "kind", where, "mirror")
     if kind not in STORE_KINDS:
         raise _fail(f"{where}kind", f"is {kind!r}", "use mirror (latest value per key) or log")
-    if kind == "log":
+    if kind == "log" and "sql" not in data:
         raise _fail(
-            f"{where}kind",
-            "log stores are not judged yet (every write must arrive)",
-            "declare the store a mirror",
+            f"stores.{name}",
+            "is a log store without sql",
+            'read it with sql = { query = "SELECT key, value FROM ..." } (one row per arrival)',
         )
     readers = [k for k in ("redis", "sql") if k in data]
     if len(readers) != 1:

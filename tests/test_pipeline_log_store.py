@@ -1,0 +1,107 @@
+"""A log store (an audit table): every write must arrive. driftlab records each row it
+sees appear as an apply, so the checkers' lost-write names the writes a mover dropped,
+and a mover that drops none passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness.pipeline.run import PipelineResult, run_pipeline
+from harness.pipeline.spec import load
+from harness.runner.runner import EXIT_OK, EXIT_VERDICT
+from harness.services.stack import Stack
+
+pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
+
+AUDIT = """
+name = "audit-{variant}"
+services = ["postgres"]
+
+[source]
+create = \"\"\"
+CREATE TABLE {{source.table}} (key text PRIMARY KEY, value text, version bigint NOT NULL);
+CREATE TABLE {{namespace}}.pending (key text, value text);
+CREATE TABLE {{namespace}}.audit (key text, value text)
+\"\"\"
+write = \"\"\"
+WITH w AS (
+  INSERT INTO {{source.table}} AS t (key, value, version) VALUES ({{key}}, {{value}}, 1)
+  ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = t.version + 1
+  RETURNING key, value, version),
+p AS (INSERT INTO {{namespace}}.pending SELECT key, value FROM w)
+SELECT version FROM w
+\"\"\"
+read = "SELECT key, value, version FROM {{source.table}}"
+
+[processes.mover]
+command = ["bash", "-c", '''
+echo started
+while true; do
+  psql "$DSN" -X -q -c "$MOVE" || true
+  sleep 0.2
+done''']
+ready = {{ log = "started" }}
+
+[processes.mover.env]
+DSN = "{{postgres.dsn}}"
+MOVE = '''
+WITH moved AS (DELETE FROM {{namespace}}.pending RETURNING key, value)
+INSERT INTO {{namespace}}.audit SELECT key, value FROM moved WHERE {keep}'''
+
+[stores.audit]
+kind = "log"
+sql = {{ query = "SELECT key, value FROM {{namespace}}.audit" }}
+
+[workload]
+clients = 2
+keys = 5
+rate = 40
+duration = 4
+
+[[faults]]
+kind = "crash"
+target = "mover"
+at = 1.0
+duration = 1.0
+
+[expect]
+absent = ["lost-write", "duplicate-apply"]
+
+[converge]
+timeout = 10
+window = 2
+"""
+
+
+def run(tmp_path: Path, stack: Stack, variant: str, keep: str) -> PipelineResult:
+    path = tmp_path / f"{variant}.toml"
+    path.write_text(AUDIT.format(variant=variant, keep=keep))
+    return run_pipeline(load(path), seed=6, runs_dir=tmp_path / "runs", stack=stack)
+
+
+def test_every_write_arrives_in_the_audit_log(stack: Stack, spark: object, tmp_path: Path) -> None:
+    out = run(tmp_path, stack, "mover", "true")
+    r = out.run
+    assert r.error is None and r.exit_code == EXIT_OK, (r.error, r.counts)
+    assert r.verdict == "reproduced" and not out.not_converged
+
+
+def test_a_mover_that_drops_rows_loses_writes_by_name(
+    stack: Stack, spark: object, tmp_path: Path
+) -> None:
+    # Planted: the mover deletes every pending row but copies only values not ending in 7.
+    out = run(tmp_path, stack, "dropper", "value NOT LIKE '%7'")
+    r = out.run
+    assert r.exit_code == EXIT_VERDICT and r.verdict == "unexpected anomaly", r.counts
+    rows = pq.read_table(r.run_dir / "anomalies.parquet").to_pylist()
+    lost = [row for row in rows if row["kind"] == "lost-write"]
+    assert lost and all(row["store"] == "audit" for row in lost)
+    assert all("never reached audit" in row["detail"] for row in lost)
+    assert all(row["key"] for row in lost)
+    (div,) = out.not_converged
+    assert div.log and div.settled
+    assert set(div.keys) == {row["key"] for row in lost}
+    assert "key(s) with writes that never arrived" in r.error
