@@ -11,6 +11,9 @@ REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 UNEXPECTED = "unexpected anomaly"
 NO_EXPECTATIONS = "no expectations"
+HELD = "held"
+"""How a reader is told `reproduced` when every expectation is `absent`: nothing was
+predicted to appear, the guarantee held (`shown_verdict`)."""
 PRESENT, ABSENT = "present", "absent"
 
 
@@ -64,3 +67,12 @@ def judge(counts: Mapping[str, int], expectations: Mapping[str, str]) -> Verdict
     else:
         verdict = REPRODUCED
     return Verdict(verdict, forbidden, missing)
+
+
+def shown_verdict(verdict: str, expectations: Mapping[str, str]) -> str:
+    """The verdict's word for a reader: `held` for a run `reproduced` whose expectations
+    are all `absent` (no anomaly predicted, none found); otherwise the verdict itself.
+    analysis.json and the exit status keep the verdict."""
+    if verdict == REPRODUCED and expectations and all(v == ABSENT for v in expectations.values()):
+        return HELD
+    return verdict

@@ -58,7 +58,7 @@ def test_a_run_leaves_a_complete_folder(stack: Stack, tmp_path: Path) -> None:
     (header,) = [json.loads(e["extra"]) for e in evs if e["type"] == "header"]
     assert header["params"] == config["params"] and header["schema"] == SCHEMA_VERSION
     marks = [e["kind"] for e in evs if e["type"] == "mark"]
-    assert marks == ["workload-done", "healed", "quiesced", "end"]
+    assert marks == ["workload-start", "workload-done", "healed", "quiesced", "end"]
     faults_seen = [(e["phase"], e["kind"]) for e in evs if e["type"] == "fault"]
     assert faults_seen == [("start", "pause"), ("stop", "pause")]
     stores = {e["store"] for e in evs if e["type"] == "state"}

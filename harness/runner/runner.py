@@ -242,6 +242,7 @@ def _write_summary(run_dir: RunDir, result: RunResult) -> None:
         "error": result.error,
         "ops": s.ops,
         "ops_per_s": round(s.rate, 1),
+        "workload_s": round(s.elapsed, 2),
         "by_op": s.by_op,
         "app_crashes": s.crashes,
         "client_errors": s.errors,

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from harness.history.schema import Mark
 from harness.nemesis import Nemesis
 from harness.setups.base import Setup, SetupContext
 from harness.workload import Workload, WorkloadStats
@@ -39,6 +40,9 @@ class WorkloadDriver:
         self._nemesis = Nemesis(self.scenario.faults, self.setup, ctx)
         self.setup.start()
         self._workload.prepare()
+        # Time 0 of the fault schedule, on the history's clock: the report puts the
+        # planned and the observed fault windows on one clock with it.
+        ctx.recorder.mark(Mark.WORKLOAD_START)
         self._nemesis.start()
         self._workload.start()
 
