@@ -40,13 +40,13 @@ MAX_CONSUMER_CHARTS = 12
 MAX_KEY_EVENTS = 4
 """Evidence events shown open per example: those that make the anomaly; the rest fold."""
 SERVICE_LOGS = {
-    "app.log": "what the application instances wrote to their error output",
-    "runner.log": "the harness's log of the run",
-    "analyze.log": "the analysis's log",
-    "run.json": "the runner's figures: operations, rate, timings",
+    "app.log": ("the application instances' error output", "they wrote no error output"),
+    "runner.log": ("the harness's log of the run", "nothing logged"),
+    "analyze.log": ("the analysis's log", "nothing logged"),
+    "run.json": ("the runner's figures: operations, rate, timings", "not written"),
 }
-"""What a file of logs/ holds, where its name does not say it (a service's own log is
-`<service>.log`: what the service logged during the run)."""
+"""What a file of logs/ holds, and what it means empty, where its name does not say it
+(a service's own log is `<service>.log`: what the service logged during the run)."""
 
 
 def _load_json(path: Path, required: bool) -> dict[str, Any]:
@@ -476,8 +476,16 @@ def _files(run: Path) -> list[dict[str, Any]]:
             continue
         about = None
         if p.parent == folder.logs:
-            about = SERVICE_LOGS.get(p.name) or f"what {p.stem} logged during the run"
+            held, empty = SERVICE_LOGS.get(p.name) or (
+                f"what {p.stem} logged during the run",
+                f"{p.stem} logged nothing during the run",
+            )
+            about = held if p.stat().st_size else f"empty: {empty}"
         out.append(
-            {"href": p.relative_to(run).as_posix(), "size": p.stat().st_size, "about": about}
+            {
+                "href": p.relative_to(folder.path).as_posix(),
+                "size": p.stat().st_size,
+                "about": about,
+            }
         )
     return out

@@ -185,8 +185,9 @@ def test_suite_page_gives_each_claim_its_latest_verdict_and_trend(tmp_path: Path
 
     assert len(scan_runs(tmp_path)) == 4
     ctx = build_suite_context(tmp_path)
-    c1 = next(c for c in ctx["claims"] if c["claim"] == "C1")
-    assert c1["verdict"] == "unexpected anomaly"
+    claim = next(c for c in ctx["claims"] if c["claim"] == "C1")
+    assert claim["verdict"] == "unexpected anomaly"
+    (c1,) = claim["rows"]
     assert [r.verdict for r in c1["trend"]] == [
         "not reproduced",
         "reproduced",

@@ -94,7 +94,14 @@ def with_schedule(sc: Scenario, schedule: str) -> Scenario | None:
     if schedule == "own":
         return sc
     if schedule == "none":
-        return dataclasses.replace(sc, name=f"{sc.name}+none", faults=Schedule((), 0.0))
+        summary = (
+            f"{sc.name} with no fault at all, the matrix's control: which anomalies its "
+            "design makes by itself. Its predictions are for its own faults: one it does "
+            "not show here is a finding, not a failure."
+        )
+        return dataclasses.replace(
+            sc, name=f"{sc.name}+none", faults=Schedule((), 0.0), summary=summary
+        )
     if schedule == "latency":
         stores = [s for s in SETUPS[sc.setup].services if s in LATENCY_STORES]
         if not stores:
@@ -104,7 +111,13 @@ def with_schedule(sc: Scenario, schedule: str) -> Scenario | None:
             "latency", stores[0], at=0.25 * d, duration=0.5 * d, params={"ms": 100, "jitter_ms": 30}
         )
         faults = Schedule((*sc.faults.faults, window), sc.faults.recovery)
-        return dataclasses.replace(sc, name=f"{sc.name}+latency", faults=faults.fitted(d))
+        summary = (
+            f"{sc.name} with its own faults and 100 ms +- 30 ms of latency on the link to "
+            f"{stores[0]} for the middle half of the workload. {sc.summary}"
+        )
+        return dataclasses.replace(
+            sc, name=f"{sc.name}+latency", faults=faults.fitted(d), summary=summary
+        )
     raise ValueError(f"unknown fault schedule {schedule!r}; choose from {', '.join(SCHEDULES)}")
 
 
@@ -125,7 +138,8 @@ def plan(scenarios: list[Scenario], schedules: list[str], seeds: list[int]) -> l
 
 
 def parse_seeds(text: str) -> list[int]:
-    """`3` (seeds 0..2), `1,5,9` or `0-4`; ValueError naming the forms otherwise."""
+    """`3` (a count: seeds 0..2), `1,5,9` (or `7,` for seed 7 alone) or `0-4`; ValueError
+    naming the forms otherwise."""
     text = text.strip()
     try:
         if "," in text:
@@ -139,7 +153,8 @@ def parse_seeds(text: str) -> list[int]:
         seeds = []
     if not seeds:
         raise ValueError(
-            f"--seeds {text!r}: write a count (3 = seeds 0,1,2), a list (1,5,9) or a range (0-4)"
+            f"--seeds {text!r}: write a count N for seeds 0..N-1 (3 = seeds 0,1,2), a list "
+            "(1,5,9; one seed: 7,) or a range (0-4)"
         )
     return seeds
 
