@@ -181,7 +181,6 @@ CATALOGUE: dict[str, Case] = {
     ),
     "unknown service": Case(lambda w: ["up", "--only", "bogus"], 2, "unknown service(s) bogus"),
     "status of no stack": Case(lambda w: ["status", "--dir", str(w.empty)], 2, "no stack in"),
-    "down of no stack": Case(lambda w: ["down", "--dir", str(w.empty)], 2, "no stack in"),
     "unreachable spark master (run)": Case(
         lambda w: ["run", "C1", "--spark-master", UNREACHABLE, "--runs-dir", str(w.tmp / "r")],
         3,

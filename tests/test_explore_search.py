@@ -115,3 +115,17 @@ def test_cli_explore_refuses_an_unknown_setup() -> None:
     result = CliRunner().invoke(app, ["explore", "dual-wirte"])
     assert result.exit_code == 2
     assert "unknown setup 'dual-wirte'" in result.output and "dual-write" in result.output
+
+
+def test_cli_explore_saves_into_the_runs_folder_and_cuts_no_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Piped (CliRunner: no terminal, 80 columns), from a folder that must stay clean.
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "elsewhere" / "runs"
+    args = ["explore", "dual-write", "--seed", "7", "-n", "100", "--runs-dir", str(runs)]
+    result = CliRunner().invoke(app, args, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    assert Schedule.load(runs / "explore" / "dual-write-7.json").seed == 7
+    assert list(tmp_path.iterdir()) == [tmp_path / "elsewhere"]
+    assert "contradictory-order" in result.output and "…" not in result.output

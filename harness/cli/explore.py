@@ -47,8 +47,17 @@ def explore(
         int | None, typer.Option("--seed", help="Search seed (default: a random one).")
     ] = None,
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Where to save the minimal schedule.")
-    ] = Path("schedule.json"),
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Where to save the minimal schedule (default: "
+            "RUNS_DIR/explore/<setup>-<seed>.json).",
+        ),
+    ] = None,
+    runs_dir: Annotated[
+        Path, typer.Option("--runs-dir", help="The runs folder, where schedules are saved.")
+    ] = Path("runs"),
     history: Annotated[
         Path | None,
         typer.Option(
@@ -62,6 +71,8 @@ def explore(
         console.print(f"[red]unknown setup {setup!r}[/]: choose one of {', '.join(SETUPS)}")
         raise typer.Exit(2)
     seed = secrets.randbelow(2**32) if seed is None else seed
+    # Beside the runs, never in the current folder (a repository's root, say).
+    out = out if out is not None else runs_dir / "explore" / f"{setup}-{seed}.json"
     console.print(f"[bold]driftlab simulator[/]: {setup} ({SETUPS[setup].summary}), seed {seed}")
     results = []
     for prop in properties_of(setup):
@@ -75,7 +86,8 @@ def explore(
         if r.found or not r.as_predicted:
             console.print(
                 f"reproduce {r.prop.name}: driftlab explore {setup} --seed {r.seed} "
-                f"--examples {examples}"
+                f"--examples {examples}",
+                soft_wrap=True,  # a command to copy: never broken across lines
             )
     if surprises:
         names = ", ".join(r.prop.name for r in surprises)
@@ -106,8 +118,15 @@ def _show(console: Console, r: SearchResult) -> None:
         caption="* breaks the property",
         caption_justify="left",
     )
-    for col in ("checker", "kind", "store", "key", "consumer", "detail"):
-        table.add_column(col)
+    # Names are what a reader searches and types: whole on one line, piped or not; only
+    # the detail wraps.
+    cells = [
+        (a.checker, a.kind + "*", a.store or "", a.key or "", a.consumer or "") for a in r.anomalies
+    ]
+    for i, col in enumerate(("checker", "kind", "store", "key", "consumer")):
+        width = max([len(col), *(len(c[i]) for c in cells)])
+        table.add_column(col, no_wrap=True, min_width=width)
+    table.add_column("detail", overflow="fold")
     for a in r.anomalies:
         mark = "*" if a in r.breaking else ""
         table.add_row(
@@ -129,6 +148,7 @@ def _save(console: Console, found: list[SearchResult], out: Path, history: Path 
         suffix = "" if i == 0 else f".{r.prop.name}"
         path = out.with_name(f"{out.stem}{suffix}{out.suffix}")
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             r.schedule().save(path)
             if history is not None and r.run is not None:
                 hpath = history.with_name(f"{history.stem}{suffix}{history.suffix}")
@@ -139,4 +159,4 @@ def _save(console: Console, found: list[SearchResult], out: Path, history: Path 
                 "pass --out (and --history) in a writable directory"
             )
             raise typer.Exit(2) from None
-        console.print(f"saved {r.prop.name}'s minimal schedule to {path}")
+        console.print(f"saved {r.prop.name}'s minimal schedule to {path}", soft_wrap=True)

@@ -14,7 +14,13 @@ from rich.markup import escape
 
 from harness import exitcodes
 from harness.cli import app
-from harness.cli.run import BACKEND_OPTION, check_spark_master, enter_backend, parse_duration
+from harness.cli.run import (
+    BACKEND_OPTION,
+    check_spark_master,
+    enter_backend,
+    parse_duration,
+    verdict_word,
+)
 from harness.rundir import RunsDir
 
 EXIT_FORBIDDEN = exitcodes.VERDICT
@@ -38,7 +44,11 @@ def matrix(
         str, typer.Option(help="Comma-separated fault schedules: own, none, latency.")
     ] = "own,none,latency",
     seeds: Annotated[
-        str, typer.Option(help="Seeds: a count (3 = 0,1,2), a list (1,5,9) or a range (0-4).")
+        str,
+        typer.Option(
+            help="Seeds: a count N runs seeds 0..N-1 (3 = seeds 0,1,2; 1 = seed 0), a list "
+            "(1,5,9; one seed: 7,) or a range (0-4)."
+        ),
     ] = "3",
     duration: Annotated[
         str | None,
@@ -103,7 +113,8 @@ def matrix(
     if dry_run:
         for c in cells:
             console.print(f"{c.scenario.name} seed {c.seed} ({c.scenario.workload.duration:g} s)")
-        console.print(f"{len(cells)} cells, budget {budget_s:.0f} s")
+        seeds_run = ", ".join(map(str, sorted({c.seed for c in cells})))
+        console.print(f"{len(cells)} cells, seeds {seeds_run}, budget {budget_s:.0f} s")
         return
     check_spark_master(spark_master, err)
     raise typer.Exit(_run(console, err, cells, budget_s, runs_dir, junit, spark_master, backend))
@@ -125,13 +136,17 @@ def _run(
 
     def show(cell: Any, outcome: Any) -> None:
         r = outcome.result
-        what = r.verdict or r.error or "not judged"
+        what = verdict_word(r) or r.error or "not judged"
         colour = "red" if r.verdict == "unexpected anomaly" or r.error else "green"
         console.print(
             f"{cell.scenario.name} seed {cell.seed}: [{colour}]{escape(what)}[/] ({r.wall_s:.0f} s)"
         )
 
-    console.print(f"matrix: {len(cells)} cells, budget {budget_s:.0f} s")
+    chosen_seeds = sorted({c.seed for c in cells})
+    console.print(
+        f"matrix: {len(cells)} cells, seeds {', '.join(map(str, chosen_seeds))}, "
+        f"budget {budget_s:.0f} s"
+    )
     with contextlib.ExitStack() as scope:
         stack = running_stack() if backend == "local" else None
         if stack is None:
@@ -168,7 +183,7 @@ def write_outputs(runs_dir: Path, result: Any, junit: Path | None) -> Path:
 
     chosen = {c.scenario.name: c.scenario for c, _ in result.outcomes}
     runs = [o.result for _, o in result.outcomes]
-    index = write_index(runs_dir, list(chosen.values()), runs, result.wall_s)
+    index = write_index(runs_dir, list(chosen.values()), runs, result.wall_s, "matrix")
     _write_matrix_json(runs_dir, result)
     if junit is not None:
         junit.parent.mkdir(parents=True, exist_ok=True)

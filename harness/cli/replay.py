@@ -40,7 +40,8 @@ def replay_cmd(
         Path, typer.Option("--runs-dir", resolve_path=True, help="Where run folders are written.")
     ] = Path("runs"),
     seed: Annotated[
-        int | None, typer.Option("--seed", help="Run seed (default: a random one).")
+        int | None,
+        typer.Option("--seed", help="Run seed (default: the schedule's own, else a random one)."),
     ] = None,
     spark_master: Annotated[
         str | None, typer.Option("--spark-master", help="Spark master URL (default local).")
@@ -55,8 +56,14 @@ def replay_cmd(
         console.print(f"[red]{schedule_path}: {exc}[/]")
         raise typer.Exit(2) from None
     check_spark_master(spark_master, Console(stderr=True, highlight=False))
-    seed = secrets.randbelow(2**31) if seed is None else seed
-    console.print(f"[bold]replay[/] {schedule_path} ({schedule.setup}, seed {seed})")
+    if seed is not None:
+        told = f"seed {seed}"
+    elif schedule.seed is not None:
+        seed, told = schedule.seed, f"seed {schedule.seed}, the schedule's"
+    else:
+        seed = secrets.randbelow(2**31)
+        told = f"seed {seed}, a random one: the schedule names none"
+    console.print(f"[bold]replay[/] {schedule_path} ({schedule.setup}, {told})")
     for i, step in enumerate(schedule.steps, start=1):
         console.print(f"  {i:>2}. {describe(step)}")
     try:

@@ -237,6 +237,19 @@ def lost_where_lines(lost_where: dict[str, dict[str, int]]) -> list[str]:
     return out
 
 
+def verdict_word(r: RunResult) -> str | None:
+    """The run's verdict as a reader is told it: `held` for a reproduced run whose
+    scenario expects every kind absent (checkers.verdict.shown_verdict)."""
+    from checkers.verdict import shown_verdict
+    from scenarios.registry import all_scenarios
+
+    if r.verdict is None:
+        return None
+    # A matrix variant (`<scenario>+none`) keeps its scenario's expectations.
+    sc = all_scenarios().get(r.scenario.split("+", 1)[0])
+    return shown_verdict(r.verdict, sc.expectations if sc is not None else {})
+
+
 def print_result(console: Console, r: RunResult) -> None:
     """The short summary of one run: where, how much, what verdict."""
     s = r.stats
@@ -265,9 +278,12 @@ def print_result(console: Console, r: RunResult) -> None:
             f"`driftlab analyze {r.run_dir}` still reads it"
         )
     if r.verdict is not None:
-        colour = {"reproduced": "green", "unexpected anomaly": "red"}.get(r.verdict, "yellow")
+        word = verdict_word(r)
+        colour = {"reproduced": "green", "held": "green", "unexpected anomaly": "red"}.get(
+            word or "", "yellow"
+        )
         counts = ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items())) or "no anomalies"
         console.print(f"  anomalies: {counts}")
         for line in lost_where_lines(r.lost_where):
             console.print(f"  {line}")
-        console.print(f"  verdict: [{colour}]{r.verdict}[/]")
+        console.print(f"  verdict: [{colour}]{word}[/]")

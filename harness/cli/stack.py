@@ -178,10 +178,14 @@ def down(
     """Stop every service of the stack, including one whose harness died.
 
     With --backend docker, also remove the containers of any driftlab stack whose
-    folder is gone (a killed run's). Exit status: 0 stopped (or already down), 2 no
-    stack in the folder (local only), 3 no Docker engine."""
+    folder is gone (a killed run's). Exit status: 0 stopped, already down or nothing to
+    stop (no stack in the folder), 3 no Docker engine."""
     if backend == "docker":
         _down_docker(root)
+        return
+    if not (root / STATE_FILE).exists():
+        # Nothing to stop is what `down` wants: not an error.
+        console.print(f"nothing to stop: no stack in {root.absolute()}", soft_wrap=True)
         return
     stack = _attach(root, backend)
     running = [name for name, s in stack.services.items() if s.is_running()]

@@ -23,6 +23,7 @@ from harness.cli.run import (
     parse_duration,
     print_result,
     progress,
+    verdict_word,
 )
 from harness.rundir import RunsDir
 
@@ -162,16 +163,23 @@ def _run_all(
                 )
                 results.append(result)
                 prog.console.print(
-                    f"{label}: [bold]{result.verdict or result.error or 'not judged'}[/] "
+                    f"{label}: [bold]{verdict_word(result) or result.error or 'not judged'}[/] "
                     f"({result.wall_s:.0f} s)"
                 )
                 if result.exit_code == EXIT_INTERRUPTED:
                     break
 
 
-def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wall: float) -> Path:
-    """runs/index.json (one entry per claim run), then runs/index.html if the report
-    module offers `reports.suite_page.render_index(index_json) -> Path`."""
+def write_index(
+    runs_dir: Path,
+    chosen: list[Any],
+    results: list[RunResult],
+    wall: float,
+    written_by: str = "suite",
+) -> Path:
+    """runs/index.json (one entry per claim run; `written_by` the command, suite or
+    matrix, whose wall time it holds), then runs/index.html if the report module offers
+    `reports.suite_page.render_index(index_json) -> Path`."""
     by_name = {sc.name: sc for sc in chosen}
     entries = []
     for r in results:
@@ -201,6 +209,7 @@ def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wal
             {
                 "schema": 1,
                 "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "written_by": written_by,
                 "wall_s": round(wall, 1),
                 "runs": entries,
             },
@@ -216,9 +225,14 @@ def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wal
 
 
 def _list(console: Console, registry: dict[str, Any]) -> None:
-    """One scenario per line (claim, name, setup, seconds), its expectations wrapped
-    below it: names are what a user types next, so nothing is ever shortened, and the
-    listing reads the same piped, in a file or in an 80-column terminal."""
+    """One scenario per line (claim, name, setup, seconds), the claim's sentence (once
+    per claim) or the scenario's summary (a variant of a claim, a control case) and its
+    expectations wrapped below it: names are what a user types next, so nothing is ever
+    shortened, and the listing reads the same piped, in a file or in an 80-column
+    terminal."""
+    from reports.claims import CLAIMS
+
+    said: set[str] = set()
     name_w = max((len(name) for name in registry), default=8)
     setup_w = max((len(sc.setup) for sc in registry.values()), default=5)
     claim_w = max((len(sc.claim or "-") for sc in registry.values()), default=3)
@@ -226,15 +240,20 @@ def _list(console: Console, registry: dict[str, Any]) -> None:
     for sc in registry.values():
         head = f"{sc.claim or '-':<{claim_w}} {sc.name:<{name_w}}  {sc.setup:<{setup_w}}"
         console.print(f"{head}  {sc.workload.duration:.0f} s", markup=False, soft_wrap=True)
+        sentence = CLAIMS.get(sc.claim or "")
+        if sentence is None or sc.claim in said:
+            sentence = sc.summary
+        said.add(sc.claim or "")
         exp = ", ".join(f"{k}={v}" for k, v in sc.expectations.items()) or "(none)"
-        for line in textwrap.wrap(
-            f"expects {exp}",
-            width=width,
-            initial_indent="    ",
-            subsequent_indent="      ",
-            break_on_hyphens=False,
-        ):
-            console.print(line, markup=False, soft_wrap=True)
+        for text in (sentence, f"expects {exp}"):
+            for line in textwrap.wrap(
+                text,
+                width=width,
+                initial_indent="    ",
+                subsequent_indent="      ",
+                break_on_hyphens=False,
+            ):
+                console.print(line, markup=False, soft_wrap=True)
 
 
 def _table(console: Console, chosen: list[Any], results: list[RunResult], wall: float) -> None:
@@ -245,7 +264,7 @@ def _table(console: Console, chosen: list[Any], results: list[RunResult], wall: 
     table.add_column("verdict")
     for r in results:
         sc = next(s for s in chosen if s.name == r.scenario)
-        verdict = r.verdict or r.error or "not judged"
+        verdict = verdict_word(r) or r.error or "not judged"
         style = "green" if r.exit_code == 0 else "red"
         table.add_row(sc.claim or "-", sc.name, f"{r.stats.rate:.0f}", verdict, style=style)
     console.print(table)
