@@ -130,7 +130,7 @@ def build_context(run: Path) -> dict[str, Any]:
         "diagrams": diagrams_for_run(run, examples, t0) if examples else [],
         "charts": _charts(series, duration, windows, marks),
         "workload_start": workload_start,
-        "fault_rows": _fault_rows(
+        "fault_rows": fault_rows(
             params.get("faults") or [], series.get("faults", []), workload_start
         ),
         "consumers": _consumers(series, duration, windows),
@@ -168,7 +168,7 @@ def _verdict_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _fault_rows(
+def fault_rows(
     plan: list[dict[str, Any]], observed: list[dict[str, Any]], workload_start: float | None
 ) -> list[dict[str, Any]]:
     """One row per fault: its planned window and the window observed in the history,
