@@ -298,18 +298,22 @@ def _summary(console: Console, result: AnalysisResult) -> None:
             + ", ".join(result.incomplete_checkers)
             + " did not run (their kinds count zero); see analysis.json"
         )
+    from checkers.verdict import shown_verdict
+
+    word = shown_verdict(result.verdict, a.get("expectations") or {})
     colour = {
         "reproduced": "green",
+        "held": "green",
         "not reproduced": "yellow",
         "unexpected anomaly": "red",
-    }.get(result.verdict, "white")
+    }.get(word, "white")
     extra = ""
     # An inconclusive verdict is followed by what was missing, line by line.
     if result.forbidden_found and result.verdict != "inconclusive":
         extra = f" (forbidden: {', '.join(result.forbidden_found)})"
     elif a["expected_missing"] and result.verdict != "inconclusive":
         extra = f" (expected but absent: {', '.join(a['expected_missing'])})"
-    console.print(f"verdict: [bold {colour}]{result.verdict}[/]{extra}")
+    console.print(f"verdict: [bold {colour}]{word}[/]{extra}")
     console.print(
         f"[dim]{h['events']:,} events in {a['timings']['total_s']:.1f}s; "
         f"outputs in {result.run_dir}[/]"
