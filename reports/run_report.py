@@ -183,7 +183,14 @@ def fault_rows(
             o for o in left if (o.get("kind"), o.get("target")) == (f.get("kind"), f.get("target"))
         ]
         # The window a fault opened names its planned `at`; older series do not.
-        match = next((o for o in same if o.get("planned_at") == at), None)
+        match = next(
+            (
+                o
+                for o in same
+                if o.get("planned_at") is not None and abs(o["planned_at"] - at) < 1e-6
+            ),
+            None,
+        )
         if match is None and not any(o.get("planned_at") is not None for o in same) and same:
             match = same[0]
         if match is not None:
