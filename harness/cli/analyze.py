@@ -116,6 +116,7 @@ def analyze(
     from checkers.analyze import analyze as run_analysis
     from checkers.session import interruptible
     from harness.runner import inconclusive
+    from harness.runner.watchdog import mark_lab_failed
     from harness.services.analysis import analyze_remotely
 
     server = None if spark_master else _warm_server()
@@ -128,6 +129,7 @@ def analyze(
             else:
                 result = run_analysis(run_dir, spark_master, console=console)
         why = inconclusive.apply(RunDir(result.run_dir), result.analysis)
+        lab_failed = mark_lab_failed(RunDir(result.run_dir), result.analysis)
     except KeyboardInterrupt:
         console.quiet = True  # the checkers' threads report their cancelled jobs meanwhile
         raise fail(
@@ -141,6 +143,8 @@ def analyze(
     _summary(console, result)
     if from_ is not None:
         _report(run_dir, console, err)
+    if lab_failed:
+        raise fail(err, exitcodes.LAB_FAILED, lab_failed)
     if why:
         console.print("[yellow]inconclusive[/], the run did not test its claim; missing:")
     for line in why:

@@ -264,7 +264,9 @@ def print_result(console: Console, r: RunResult) -> None:
             "  [yellow]interrupted:[/] faults healed, history closed without its end mark; "
             f"`driftlab analyze {r.run_dir}` still reads it"
         )
-    if r.verdict is not None:
+    if r.lab_failures:
+        console.print("  verdict: [red]lab failed[/] (the pipeline was not judged)")
+    elif r.verdict is not None:
         colour = {"reproduced": "green", "unexpected anomaly": "red"}.get(r.verdict, "yellow")
         counts = ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items())) or "no anomalies"
         console.print(f"  anomalies: {counts}")

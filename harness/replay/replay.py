@@ -153,6 +153,14 @@ class _ScheduleDriver:
         self.finished = True
         return False
 
+    def disturbed(self, service: str) -> bool:
+        """Never: a replay's steps act on the setup's own processes, not the stack's."""
+        return False
+
+    def breakdowns(self) -> list[tuple[float, str, str]]:
+        """None: a step the stack will not take is the replay's own error."""
+        return []
+
     def heal(self) -> None:
         """After a failed step: stop the actors without hiding the step's error."""
         if not self.finished:

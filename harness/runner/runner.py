@@ -27,6 +27,7 @@ from harness.architectures.registry import SETUPS
 from harness.rundir import RunDir
 from harness.runner import inconclusive
 from harness.runner.lifecycle import RunPlan, execute, run_log
+from harness.runner.watchdog import LAB_FAILED, LabBreakdown, failure_line
 from harness.runner.workload_driver import Tick, WorkloadDriver
 from harness.services.stack_protocol import ServiceStack
 from harness.workload import WorkloadStats
@@ -62,6 +63,7 @@ class RunResult:
     wall_s: float = 0.0
     analysis_s: float = 0.0
     error: str | None = None
+    lab_failures: list[dict[str, Any]] = field(default_factory=list)  # the watchdog's
 
 
 class _Signals:
@@ -143,6 +145,8 @@ def run_scenario(
         result.fault_windows, result.fault_errors = driver.fault_windows, driver.fault_errors
         if ex.error is not None:
             result.exit_code, result.error = _failure(ex.error)
+        if ex.lab_failures:
+            _lab_failed(result, [b.to_json() for b in ex.lab_failures])
         if ex.recorder_failure is not None and not result.interrupted:
             log.error("recording the history failed: %s", ex.recorder_failure)
             result.exit_code = EXIT_LAB_FAILED
@@ -160,9 +164,19 @@ def run_scenario(
         _write_summary(run_dir, result)
     except OSError:
         log.exception("logs/run.json of %s not written", run_dir)  # a full disk: say the rest
-    if result.verdict is not None:
+    if result.verdict is not None and run_dir.analysis.exists():
         _write_report(run_dir)
     return result
+
+
+def _lab_failed(result: RunResult, failures: list[dict[str, Any]]) -> None:
+    """The lab failed under the run (run.json's `lab_failures`): exit 3 and the verdict
+    `lab failed`, whatever the history shows. Issue 28's verdict function decides the
+    same from run.json; this keeps a run's own exit right on its own."""
+    result.lab_failures = failures
+    result.verdict = LAB_FAILED
+    result.exit_code = EXIT_LAB_FAILED
+    result.error = failure_line([LabBreakdown.from_json(f) for f in failures])
 
 
 def _analyze(run_dir: RunDir, master: str | None, result: RunResult, tick: Tick | None) -> None:
@@ -248,6 +262,7 @@ def _write_summary(run_dir: RunDir, result: RunResult) -> None:
         "fault_windows": result.fault_windows,
         "fault_errors": result.fault_errors,
         "inconclusive": result.inconclusive,
+        "lab_failures": result.lab_failures,
         "wall_s": round(result.wall_s, 2),
         "analysis_s": round(result.analysis_s, 2),
     }

@@ -64,6 +64,11 @@ class Service(ABC):
     def endpoint(self) -> Endpoint:
         """The service's own address (clients go through Toxiproxy links instead)."""
 
+    def answers(self) -> bool:
+        """Whether it answers a client now (one try, no waiting), as the lab's watchdog
+        asks; a service that cannot tell says whether it runs."""
+        return self.is_running()
+
     def busy(self) -> bool:
         """Whether the service is in the middle of work that a crash now would cut short.
 
@@ -127,6 +132,10 @@ class ServiceGroup(Service, Generic[S]):
     def is_running(self) -> bool:
         """Whether any member is alive."""
         return any(m.is_running() for m in self.members)
+
+    def answers(self) -> bool:
+        """Whether every member answers."""
+        return all(m.answers() for m in self.members)
 
     def busy(self) -> bool:
         """Whether any member is busy."""

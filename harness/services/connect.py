@@ -141,6 +141,14 @@ class ConnectService(ProcessService):
         """The REST API answers, and every registered connector and task is RUNNING."""
         return self._rest_ready() and all(self._running(name) for name in self.registered())
 
+    def answers(self) -> bool:
+        """The REST API answers: the worker serves. Its connectors' states are the
+        pipeline's (a task failed by a fault is for the verdict), not the lab's."""
+        try:
+            return self._rest_ready()
+        except (ServiceError, OSError, ValueError):
+            return False
+
     def _rest_ready(self) -> bool:
         return port_accepts(self.spec.port()) and isinstance(self.rest("GET", "/connectors"), list)
 

@@ -143,6 +143,9 @@ class Stack:
                 for future in done:
                     future.result()  # a failure is raised at once
                     healthy.add(probes.pop(future))
+            if TOXIPROXY in self.services and self._running(TOXIPROXY):
+                # A server restarted behind the stack's back has lost its proxies too.
+                self.links.restore()
         except BaseException:
             # Nothing started here has served anyone yet: no need for a graceful stop,
             # which a booting server may not even heed (RabbitMQ finishes booting first).
@@ -168,7 +171,7 @@ class Stack:
             service = REGISTRY[name].factory(self._spec(name), deps)
             service.on_launch = lambda _spec: self.write_state()
             self.services[name] = service
-        for role, port in service.spec.ports.items():
+        for role, port in service.bound_ports().items():
             # A port remembered in stack.json may have been taken since: say so, instead
             # of a server that exits at once with the reason only in its log.
             if not port_is_free(port, allow_time_wait=True):
@@ -253,7 +256,8 @@ class Stack:
         return endpoint
 
     def status(self) -> list[ServiceStatus]:
-        """Each service's pids, port, liveness and health (one probe each)."""
+        """Each service's pids, port, liveness and health: whether it answers a client
+        (one probe each; a connector's state is the pipeline's, not the worker's)."""
         rows = []
         for name, service in self.services.items():
             running = service.is_running()
@@ -263,7 +267,7 @@ class Stack:
                     {role: r.pid for role, r in service.records().items()},
                     service.spec.ports.get("main"),
                     running,
-                    running and service.healthy(),
+                    running and service.answers(),
                     service.log_path,
                 )
             )
