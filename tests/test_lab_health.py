@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,9 @@ from pathlib import Path
 import pytest
 from cli_support import DRIFTLAB
 
+from harness.runner.watchdog import Watchdog
 from harness.services.process import read_start_time
+from harness.services.stack import Stack
 
 pytestmark = pytest.mark.services
 
@@ -202,3 +205,55 @@ def test_two_runs_started_together_on_one_stack_one_refuses(lab: Path, tmp_path:
     refused = next(o for p, o in zip(procs, outs, strict=True) if p.returncode == 3)
     assert f"the stack in {lab} is in use by run(s)" in refused, refused
     assert "Traceback" not in refused
+
+
+def test_the_watchdog_excuses_a_scheduled_fault_and_names_a_silent_service(stack: Stack) -> None:
+    stack.up("redis")
+    redis = stack["redis"]
+    held: set[str] = set()  # what a scheduled fault holds down
+    stopped = threading.Event()
+    dog = Watchdog(
+        stack, ["redis"], held.__contains__, stopped.set,
+        interval=0.1, answer_every=0.2, answer_grace=2.0,
+    )  # fmt: skip
+    dog.start()
+    try:
+        held.add("redis")
+        redis.pause()  # a scheduled pause: silent, and no failure of the lab
+        time.sleep(4)
+        assert dog.breakdowns == [] and not stopped.is_set()
+        redis.resume()
+        time.sleep(1)
+        held.clear()
+        dog.workload_started()
+        redis.pause()  # frozen by nobody's schedule: the lab failed
+        deadline = time.monotonic() + 20
+        while not dog.breakdowns:
+            assert time.monotonic() < deadline, "a silent redis went unnoticed"
+            time.sleep(0.1)
+    finally:
+        redis.resume()
+        dog.stop()
+    [found] = dog.breakdowns
+    assert found.service == "redis" and found.what.startswith("stopped answering")
+    assert 0 <= found.at < 5
+    assert stopped.is_set()
+
+
+def test_two_ups_on_one_folder_take_turns() -> None:
+    root = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
+    argv = [DRIFTLAB, "up", "--dir", str(root), "--only", "redis"]
+    try:
+        procs = [
+            subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for _ in range(2)
+        ]
+        outs = [" ".join(p.communicate(timeout=300)[0].split()) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outs
+        # The second found the first's stack: one redis, started once.
+        assert sum("redis: starting" in o for o in outs) == 1, outs
+        status = _driftlab("status", "--dir", str(root))
+        assert status.returncode == 0, _said(status)
+    finally:
+        _driftlab("down", "--dir", str(root))
+        shutil.rmtree(root, ignore_errors=True)
