@@ -6,6 +6,7 @@ run (after command-line overrides), so a run can be explained and repeated.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -97,7 +98,24 @@ class Scenario:
             wl = replace(wl, clients=clients)
         if rate is not None:
             wl = replace(wl, rate=rate)
-        return replace(self, workload=wl, faults=faults.fitted(wl.duration))
+        fitted = faults.fitted(wl.duration)
+        if duration is not None and faults.faults and not fitted.faults:
+            # Every fault dropped: a run that tests nothing of its claim.
+            raise ValueError(
+                f"--duration {duration:g}s leaves no room for any of scenario {self.name}'s "
+                f"{len(faults.faults)} fault(s) before the last {faults.recovery:g} s, kept "
+                f"for recovery; use --duration {self._shortest():g}s or more"
+            )
+        return replace(self, workload=wl, faults=fitted)
+
+    def _shortest(self) -> float:
+        """The shortest whole-second duration at which the first fault still fits."""
+        first = min(f.at for f in self.faults.faults)
+        recovery, full = self.faults.recovery, self.workload.duration
+        if self.scale_faults and first < full:
+            # Scaled by d / full, the fault opens at first * d / full < d - recovery.
+            return float(math.floor(recovery / (1 - first / full)) + 1)
+        return float(math.floor(first + recovery) + 1)
 
     def to_config(self) -> dict[str, Any]:
         """The `params` block of config.json (and of the history's header).

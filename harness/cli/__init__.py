@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import re
 import sys
 import traceback
@@ -41,6 +42,9 @@ def main() -> None:
     logging.getLogger().addHandler(logging.NullHandler())
     # A log file on a full disk must not print a traceback for every record it drops.
     logging.raiseExceptions = False
+    # Stack and run folders (and what the servers write in them) are never writable by
+    # other users, whatever the umask: write permission for group and others is masked.
+    os.umask(os.umask(0o022) | 0o022)
     try:
         app()
     except Exception as exc:

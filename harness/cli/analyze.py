@@ -111,6 +111,14 @@ def analyze(
             f"{run_dir}: no such run directory; pass one such as runs/latest "
             "or runs/<scenario>/<time>-<seed>",
         )
+    if not RunDir(run_dir).config.is_file():
+        # Found only after the whole analysis, it was a lab failure (exit 3).
+        raise fail(
+            err,
+            exitcodes.BAD_INPUT,
+            f"{run_dir} has no config.json, so it is no run folder (or its run was killed "
+            "before it began); pass one such as runs/latest or runs/<scenario>/<time>-<seed>",
+        )
     check_spark_master(spark_master, err)
     from checkers.analyze import EXAMPLES_PER_KIND, AnalysisInputError
     from checkers.analyze import analyze as run_analysis
@@ -224,6 +232,10 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
         raise typer.Exit(EXIT_BAD_INPUT)
     if not source.is_file():
         err.print(f"[red]error:[/] {source}: no such file; pass a Jepsen history.edn or .json")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if source.stat().st_size == 0:
+        # Refused before a run folder exists: an empty history is no run.
+        err.print(f"[red]error:[/] {source} is empty; pass a Jepsen history.edn or .json")
         raise typer.Exit(EXIT_BAD_INPUT)
     from harness.importers.jepsen import SCENARIO, JepsenImportError, import_history
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.cli import app
+from harness.cli.run import seed_in_range
 from harness.explore.properties import properties_of
 from harness.explore.schedule import describe
 from harness.explore.search import SearchResult, search
@@ -44,7 +45,8 @@ def explore(
         int, typer.Option("--examples", "-n", min=1, help="Schedules to try per property.")
     ] = 500,
     seed: Annotated[
-        int | None, typer.Option("--seed", help="Search seed (default: a random one).")
+        int | None,
+        typer.Option("--seed", help="Search seed (default: a random one).", callback=seed_in_range),
     ] = None,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Where to save the minimal schedule.")

@@ -14,7 +14,13 @@ from rich.markup import escape
 
 from harness import exitcodes
 from harness.cli import app
-from harness.cli.run import BACKEND_OPTION, check_spark_master, enter_backend, parse_duration
+from harness.cli.run import (
+    BACKEND_OPTION,
+    check_runs_dir,
+    check_spark_master,
+    enter_backend,
+    parse_duration,
+)
 from harness.rundir import RunsDir
 
 EXIT_FORBIDDEN = exitcodes.VERDICT
@@ -105,6 +111,7 @@ def matrix(
             console.print(f"{c.scenario.name} seed {c.seed} ({c.scenario.workload.duration:g} s)")
         console.print(f"{len(cells)} cells, budget {budget_s:.0f} s")
         return
+    check_runs_dir(runs_dir, err)
     check_spark_master(spark_master, err)
     raise typer.Exit(_run(console, err, cells, budget_s, runs_dir, junit, spark_master, backend))
 

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from harness import exitcodes
 from harness.cli import app
-from harness.cli.run import check_spark_master
+from harness.cli.run import check_spark_master, seed_in_range
 from harness.explore.schedule import Schedule, ScheduleError, describe
 from harness.history.errors import HistoryError
 from harness.replay.replay import check_replayable, compare, replay
@@ -40,7 +40,8 @@ def replay_cmd(
         Path, typer.Option("--runs-dir", resolve_path=True, help="Where run folders are written.")
     ] = Path("runs"),
     seed: Annotated[
-        int | None, typer.Option("--seed", help="Run seed (default: a random one).")
+        int | None,
+        typer.Option("--seed", help="Run seed (default: a random one).", callback=seed_in_range),
     ] = None,
     spark_master: Annotated[
         str | None, typer.Option("--spark-master", help="Spark master URL (default local).")

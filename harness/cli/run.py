@@ -34,6 +34,15 @@ def parse_duration(text: str | None) -> float | None:
     return float(m.group(1)) * scale
 
 
+def seed_in_range(value: int | None) -> int | None:
+    """A --seed callback: the history keeps seeds as 64-bit integers."""
+    if value is not None and not -(2**63) <= value < 2**63:
+        raise typer.BadParameter(
+            f"{value} does not fit in 64 bits; use a seed from -2^63 to 2^63-1"
+        )
+    return value
+
+
 def progress(console: Console | None = None) -> Progress:
     """The terminal progress line shared by `run`, `suite` and `analyze`."""
     return Progress(
@@ -77,6 +86,21 @@ def fail(err: Console, code: int, message: str) -> typer.Exit:
     to raise with `code` (harness.exitcodes)."""
     err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
     return typer.Exit(code)
+
+
+def check_runs_dir(runs_dir: Path, err: Console) -> None:
+    """Exit 2 before any run when --runs-dir cannot be a folder: it, or the nearest of
+    its parents that exists, is a file."""
+    for there in (runs_dir, *runs_dir.parents):
+        if there.exists():
+            if not there.is_dir():
+                raise fail(
+                    err,
+                    exitcodes.BAD_INPUT,
+                    f"--runs-dir {runs_dir}: {there} is a file, not a folder; "
+                    "choose a folder for the run folders",
+                )
+            return
 
 
 def check_spark_master(master: str | None, err: Console) -> None:
@@ -137,7 +161,10 @@ def run(
             show_default=False,
         ),
     ],
-    seed: Annotated[int, typer.Option(help="Seed of every random choice of the run.")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option(help="Seed of every random choice of the run.", callback=seed_in_range),
+    ] = 0,
     duration: Annotated[
         str | None,
         typer.Option(help="Workload duration, e.g. 10s or 1m (faults stretch with it)."),
@@ -197,6 +224,7 @@ def run(
         sc.validate()
     except (KeyError, ValueError) as exc:
         raise fail(err, exitcodes.BAD_INPUT, str(exc.args[0] if exc.args else exc)) from None
+    check_runs_dir(runs_dir, err)
     if analyze:
         check_spark_master(spark_master, err)
     with contextlib.ExitStack() as scope:

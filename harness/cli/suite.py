@@ -18,11 +18,13 @@ from harness import exitcodes
 from harness.cli import app
 from harness.cli.run import (
     BACKEND_OPTION,
+    check_runs_dir,
     check_spark_master,
     make_tick,
     parse_duration,
     print_result,
     progress,
+    seed_in_range,
 )
 from harness.rundir import RunsDir
 
@@ -43,7 +45,7 @@ def suite(
         str | None,
         typer.Option(help="Workload duration of every scenario, e.g. 10s (default: each one's)."),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of every run.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of every run.", callback=seed_in_range)] = 0,
     runs_dir: Annotated[
         Path,
         typer.Option("--runs-dir", resolve_path=True, help="Where run folders and the index go."),
@@ -85,6 +87,7 @@ def suite(
     if not chosen:
         err.print("[red]error:[/] no scenario registered for any claim")
         raise typer.Exit(2)
+    check_runs_dir(runs_dir, err)
     check_spark_master(spark_master, err)
     raise typer.Exit(run_suite(console, chosen, seed, runs_dir, spark_master, backend))
 
