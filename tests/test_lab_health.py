@@ -80,10 +80,12 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _run_and_kill(root: Path, runs: Path, scenario: str, service: str) -> tuple[str, int, Path]:
-    """`driftlab run scenario` on the stack; once its workload runs, SIGKILL `service`
-    (no fault of the scenario touches it). Returns what the run said, its exit status
-    and its folder."""
+def _run_and_kill(
+    root: Path, runs: Path, scenario: str, service: str, after: str = '"type":"op"'
+) -> tuple[str, int, Path]:
+    """`driftlab run scenario` on the stack; once its history holds `after` (an
+    operation: the workload runs), SIGKILL `service` outside any fault of the scenario.
+    Returns what the run said, its exit status and its folder."""
     argv = [DRIFTLAB, "run", scenario, "--stack-dir", str(root), "--seed", "3"]
     argv += ["--duration", "20s", "--runs-dir", str(runs), "--no-analyze"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -157,6 +159,27 @@ def test_connect_killed_mid_cdc_run_is_the_lab_failing_and_up_brings_it_back(
     _up(lab)
     status = _driftlab("status", "--dir", str(lab))
     assert status.returncode == 0, _said(status)
+
+
+def test_kafka_killed_after_its_scheduled_crash_is_one_line_not_a_client_error(
+    lab: Path, tmp_path: Path
+) -> None:
+    # C16 crashes Kafka itself in a window: once that window closed, Kafka is the lab's.
+    said, code, _ = _run_and_kill(
+        lab, tmp_path / "runs", "C16", "kafka", after='"type":"fault","phase":"stop"'
+    )
+    assert code == 3, said
+    assert "lab failed: kafka died at" in said, said
+    assert "KafkaException" not in said and "rdkafka" not in said and "Traceback" not in said
+    _up(lab)
+
+
+def test_a_broker_death_is_one_line_naming_rabbitmq(lab: Path, tmp_path: Path) -> None:
+    said, code, _ = _run_and_kill(lab, tmp_path / "runs", "C7", "rabbitmq")
+    assert code == 3, said
+    assert "lab failed: rabbitmq died at" in said, said
+    assert "AMQPConnectionError" not in said and "Traceback" not in said
+    _up(lab)
 
 
 def test_up_brings_back_a_killed_kafka_past_the_toxiproxy_listeners_it_advertises(

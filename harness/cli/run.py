@@ -275,7 +275,8 @@ def print_result(console: Console, r: RunResult) -> None:
     )
     console.print(f"  run folder: {r.run_dir}")
     for e in r.fault_errors:
-        console.print(f"  [yellow]fault problem:[/] {e}")
+        # The first line names the problem; a service's log tail follows in runner.log.
+        console.print(f"  [yellow]fault problem:[/] {escape(e.strip().splitlines()[0])}")
     if r.inconclusive:
         console.print("  [yellow]inconclusive[/], the run did not test its claim; missing:")
         for why in r.inconclusive:

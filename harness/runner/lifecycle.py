@@ -219,6 +219,10 @@ def _stop_watching(watchdog: Watchdog, driver: Driver, ex: Execution) -> None:
     """End the watch (before the setup's teardown and the stack's stop) and keep what
     it saw, with the faults the driver could not inject or heal."""
     watchdog.stop()
+    # One last look: a service whose death made the run fail just now (its client's
+    # error, often without a word, ended the run) is named as what failed.
+    with contextlib.suppress(Exception):
+        watchdog.check(probe=False)
     for at, service, what in driver.breakdowns():
         watchdog.report(service, what, at=at)
     ex.lab_failures = list(watchdog.breakdowns)

@@ -230,7 +230,8 @@ def _failure(exc: Exception) -> tuple[int, str]:
         # Setups validate their parameters in prepare() and raise ValueError.
         return EXIT_BAD_INPUT, str(exc).strip()[:300]
     first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-    return EXIT_LAB_FAILED, f"{type(exc).__name__}: {first}"
+    # pika's connection errors carry no message: say at least what kind of error it was.
+    return EXIT_LAB_FAILED, f"{type(exc).__name__}: {first or 'no message (see runner.log)'}"
 
 
 def _write_report(run_dir: RunDir) -> None:
