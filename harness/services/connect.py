@@ -9,6 +9,11 @@ writes that file and, when the worker is up, applies the same config through the
 API (PUT /connectors/<name>/config), so registering or replacing a connector needs no
 restart. Connect reaches PostgreSQL and Kafka through the endpoints it is given, which
 lets a stack route both through Toxiproxy links.
+
+No connector config carries a password: the worker resolves `${file:...}` references
+through Connect's FileConfigProvider, and the values live in `secrets/<connector>`
+(mode 600, the stack user's), so neither the REST API (`GET /connectors?expand=info`)
+nor the connector files hand the database's password to another local user.
 """
 
 from __future__ import annotations
@@ -100,6 +105,11 @@ class ConnectService(ProcessService):
             # Plugins are found through their ServiceLoader manifests instead of a
             # reflective scan of ~110 jars: seconds less CPU at every start.
             "plugin.discovery": "service_load",
+            # Connector configs name their secrets as ${file:PATH:KEY} (sealed_config).
+            "config.providers": "file",
+            "config.providers.file.class": (
+                "org.apache.kafka.common.config.provider.FileConfigProvider"
+            ),
             "listeners": f"http://{LOOPBACK}:{port}",
             "rest.advertised.host.name": LOOPBACK,
             "rest.advertised.port": port,
@@ -110,10 +120,32 @@ class ConnectService(ProcessService):
     def _connector_file(self, name: str) -> Path:
         return self.connectors_dir / f"{name}.properties"
 
-    def _write_connector(self, connector: DebeziumPostgres) -> None:
-        path = self._connector_file(connector.name)
-        jvm.write_properties(path, connector.config())
-        os.chmod(path, 0o600)  # it holds the database password
+    @property
+    def secrets_dir(self) -> Path:
+        return self.spec.data_dir / "secrets"
+
+    def sealed_config(self, connector: DebeziumPostgres) -> dict[str, str]:
+        """The connector's config with each secret replaced by a reference the worker
+        resolves (FileConfigProvider), the values written to a file only the stack's
+        user reads."""
+        config = dict(connector.config())
+        secrets = {k: config[k] for k in SECRET_KEYS if k in config}
+        if not secrets:
+            return config
+        self.secrets_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.secrets_dir, 0o700)
+        path = self.secrets_dir / f"{connector.name}.properties"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.close(fd)
+        jvm.write_properties(path, secrets)
+        for key in secrets:
+            config[key] = f"${{file:{path}:{key}}}"
+        return config
+
+    def _write_connector(self, config: Mapping[str, str], name: str) -> None:
+        path = self._connector_file(name)
+        jvm.write_properties(path, dict(config))
+        os.chmod(path, 0o600)
 
     # --- ProcessService ----------------------------------------------------------------
 
@@ -124,7 +156,7 @@ class ConnectService(ProcessService):
         jvm.write_properties(self.worker_path, self.worker_properties())
         jvm.write_log4j(self.spec.data_dir / "log4j.properties")
         for connector in self._initial:
-            self._write_connector(connector)
+            self._write_connector(self.sealed_config(connector), connector.name)
 
     def command(self) -> list[str]:
         files = sorted(self.connectors_dir.glob("*.properties"))
@@ -202,15 +234,17 @@ class ConnectService(ProcessService):
         rejected config raises and is not kept, so it cannot break the next start.
         """
         self.connectors_dir.mkdir(parents=True, exist_ok=True)
+        config = self.sealed_config(connector)
         if self.is_running():
-            self.rest("PUT", f"/connectors/{connector.name}/config", connector.config())
-        self._write_connector(connector)
+            self.rest("PUT", f"/connectors/{connector.name}/config", config)
+        self._write_connector(config, connector.name)
         if self.is_running():
             self.wait_connector_running(connector.name, timeout)
 
     def delete_connector(self, name: str) -> None:
         """Unregister a connector (its slot and offsets stay: drop the slot yourself)."""
         self._connector_file(name).unlink(missing_ok=True)
+        (self.secrets_dir / f"{name}.properties").unlink(missing_ok=True)
         if self.is_running():
             try:
                 self.rest("DELETE", f"/connectors/{name}")
@@ -267,6 +301,10 @@ def connect_from_deps(spec: ServiceSpec, deps: Mapping[str, object]) -> ConnectS
     # Made when the worker starts: `driftlab down` attaches to stacks whose Toxiproxy is
     # dead (a SIGKILLed owner), and asking it for a link failed the whole command.
     return ConnectService(spec, lambda: kafka.link(toxiproxy.client(), "connect"))
+
+
+SECRET_KEYS = ("database.password",)
+"""Connector config keys that hold a secret (sealed_config moves them to a file)."""
 
 
 class RestError(ServiceError):
