@@ -87,7 +87,7 @@ class Watchdog:
         *,
         interval: float = 0.5,
         answer_every: float = 3.0,
-        answer_grace: float = 20.0,
+        answer_grace: float = 30.0,
     ) -> None:
         self.stack = stack
         self.services = [s for s in dict.fromkeys([*services, TOXIPROXY]) if s in stack.services]
