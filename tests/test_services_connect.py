@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import ssl
 import stat
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -291,3 +295,23 @@ def test_no_connector_config_hands_out_the_database_password(cdc: Cdc) -> None:
         assert done.returncode != 0 and password not in done.stdout
     # The worker resolved the reference: the connector streams (the fixture waited).
     assert cdc.connect.status("items-cdc")["connector"]["state"] == "RUNNING"
+
+
+@pytest.mark.services
+def test_the_rest_api_refuses_a_client_without_the_stacks_certificate(cdc: Cdc) -> None:
+    url = f"{cdc.connect.rest_url}/connectors?expand=info"
+    assert url.startswith("https://127.0.0.1:")
+    assert cdc.connect.rest("GET", "/connectors") == ["items-cdc"]  # the stack's client
+    stranger = ssl.create_default_context(cafile=str(cdc.connect.tls.ca))  # no certificate
+    with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+        _read(url, stranger)
+    with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+        _read(url.replace("https", "http"), None)
+    tls = cdc.connect.tls.folder
+    assert stat.S_IMODE(tls.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in tls.iterdir())
+
+
+def _read(url: str, context: ssl.SSLContext | None) -> bytes:
+    with urllib.request.urlopen(url, timeout=10, context=context) as answer:
+        return answer.read()

@@ -30,6 +30,7 @@ from typing import Any
 
 from harness.services import jvm
 from harness.services.base import Endpoint, ServiceError
+from harness.services.connect_tls import ConnectTls
 
 # wait_slot_streaming is imported from here by benchmarks/cdc_latency_bench.py.
 from harness.services.debezium import DebeziumPostgres, wait_slot_streaming
@@ -110,9 +111,13 @@ class ConnectService(ProcessService):
             "config.providers.file.class": (
                 "org.apache.kafka.common.config.provider.FileConfigProvider"
             ),
-            "listeners": f"http://{LOOPBACK}:{port}",
+            # HTTPS with client certificates: no other local user may use the API
+            # (harness/services/connect_tls.py).
+            "listeners": f"https://{LOOPBACK}:{port}",
+            "rest.advertised.listener": "https",
             "rest.advertised.host.name": LOOPBACK,
             "rest.advertised.port": port,
+            **self.tls.worker_properties(),
         }
         props.update(self.settings.extra)
         return props
@@ -149,9 +154,15 @@ class ConnectService(ProcessService):
 
     # --- ProcessService ----------------------------------------------------------------
 
+    @property
+    def tls(self) -> ConnectTls:
+        """The REST API's keys and certificates (made by `prepare`)."""
+        return ConnectTls(self.spec.data_dir / "tls", self.spec.secret("tls"))
+
     def prepare(self) -> None:
         """Write the worker config and the connectors given at construction."""
         self.spec.runtime.kafka_libs()  # missing jars are named now
+        self.tls.ensure(self.spec.runtime, self.log_path)
         self.connectors_dir.mkdir(parents=True, exist_ok=True)
         jvm.write_properties(self.worker_path, self.worker_properties())
         jvm.write_log4j(self.spec.data_dir / "log4j.properties")
@@ -202,7 +213,7 @@ class ConnectService(ProcessService):
 
     @property
     def rest_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.spec.port()}"
+        return f"https://{LOOPBACK}:{self.spec.port()}"
 
     def rest(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         """One REST call; returns the decoded JSON (None for an empty answer)."""
@@ -214,7 +225,8 @@ class ConnectService(ProcessService):
             headers={"Content-Type": "application/json", "Accept": "application/json"},
         )
         try:
-            with urllib.request.urlopen(request, timeout=10) as answer:
+            context = self.tls.client_context()
+            with urllib.request.urlopen(request, timeout=10, context=context) as answer:
                 raw = answer.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")
