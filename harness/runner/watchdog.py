@@ -86,7 +86,7 @@ class Watchdog:
         on_failure: Callable[[], None],
         *,
         interval: float = 0.5,
-        answer_every: float = 3.0,
+        answer_every: float = 5.0,
         answer_grace: float = 30.0,
     ) -> None:
         self.stack = stack
