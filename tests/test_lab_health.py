@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 from cli_support import DRIFTLAB
 
 from harness.runner.watchdog import Watchdog
@@ -280,3 +281,15 @@ def test_two_ups_on_one_folder_take_turns() -> None:
     finally:
         _driftlab("down", "--dir", str(root))
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_status_names_a_link_toxiproxy_lost_and_up_gives_it_back(lab: Path) -> None:
+    state = json.loads((lab / "stack.json").read_text())
+    api = f"http://127.0.0.1:{state['services']['toxiproxy']['spec']['ports']['main']}"
+    assert requests.delete(f"{api}/proxies/connect->kafka", timeout=10).status_code == 204
+    status = _driftlab("status", "--dir", str(lab))
+    assert status.returncode == 3, _said(status)
+    assert "missing: link connect->kafka: toxiproxy lost it" in _said(status)
+    _up(lab)
+    assert requests.get(f"{api}/proxies/connect->kafka", timeout=10).ok
+    assert _driftlab("status", "--dir", str(lab)).returncode == 0
