@@ -293,3 +293,31 @@ def test_status_names_a_link_toxiproxy_lost_and_up_gives_it_back(lab: Path) -> N
     _up(lab)
     assert requests.get(f"{api}/proxies/connect->kafka", timeout=10).ok
     assert _driftlab("status", "--dir", str(lab)).returncode == 0
+
+
+def test_under_umask_000_nothing_of_a_stack_or_run_is_writable_by_others(tmp_path: Path) -> None:
+    root = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
+    runs = tmp_path / "runs"
+
+    def driftlab(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [DRIFTLAB, *args], capture_output=True, text=True, timeout=600, check=False,
+            preexec_fn=lambda: os.umask(0),
+        )  # fmt: skip
+
+    try:
+        assert driftlab("up", "--dir", str(root), "--only", "redis").returncode == 0
+        run = driftlab(
+            "run", "C1", "--stack-dir", str(root), "--duration", "3s", "--no-analyze",
+            "--runs-dir", str(runs),
+        )  # fmt: skip
+        assert run.returncode == 0, _said(run)
+        for top in (root, runs):
+            open_to_all = [
+                p for p in (top, *top.rglob("*"))
+                if not p.is_symlink() and p.stat().st_mode & 0o002
+            ]  # fmt: skip
+            assert open_to_all == [], open_to_all
+    finally:
+        _driftlab("down", "--dir", str(root))
+        shutil.rmtree(root, ignore_errors=True)
