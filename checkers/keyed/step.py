@@ -57,7 +57,7 @@ REALTIME_SERIES = "realtime_lag"
 """The series of series.json that holds each channel partition's worst realtime lag
 (RealtimeLag.to_dict), a SERIES_ROW of checkers.keyed.timeline per partition."""
 ROUTE_COLUMN, GROUP_COLUMN, POSITION_COLUMN = "_r", "_g", "_pos"
-ANOMALY, NOTE, LAG, ERROR, EXAMPLE, WHERE = "a", "n", "l", "e", "x", "w"
+ANOMALY, NOTE, LAG, ERROR, EXAMPLE, WHERE, CHANCE = "a", "n", "l", "e", "x", "w", "v"
 UNKNOWN_PLACE = "unknown"
 OUTPUT_DDL = (
     "out string, checker string, kind string, store string, key string, consumer string, "
@@ -70,7 +70,8 @@ checker and the error in `detail`), or an anomaly again as a candidate example
 lost rows of a kind (`kind`) say where the message was (WHERE: `checker` holds
 checkers.reference.lost.where_lost's answer or UNKNOWN_PLACE, `n` the count), or a
 channel partition's worst realtime lag as a row of the REALTIME_SERIES series
-(checkers.keyed.timeline.SERIES_ROW, the lag's JSON in `detail`)."""
+(checkers.keyed.timeline.SERIES_ROW, the lag's JSON in `detail`), or a kind's chances
+(CHANCE: `kind`, the count in `n`)."""
 
 _KEY_ACTIONS = frozenset({MsgAction.DELIVER, MsgAction.APPLY, MsgAction.SKIP})
 _POLL_ACTIONS = frozenset({MsgAction.PRODUCE, MsgAction.DELIVER})
@@ -118,6 +119,8 @@ class Judged:
     realtime: list[RealtimeLag] = field(default_factory=list)
     """each channel partition's worst realtime lag"""
     errors: dict[str, str] = field(default_factory=dict)
+    chances: Counter[str] = field(default_factory=Counter)
+    """each kind's chances (checkers.coverage)"""
 
 
 Check = Callable[[Sequence[Event], Facts, Judged], None]
@@ -305,6 +308,8 @@ def output_batch(judged: Judged, per_kind: int) -> pa.RecordBatch:
             add(EXAMPLE, **{c: getattr(a, c) for c in ANOMALY_COLUMNS})
     for note, count in judged.notes.items():
         add(NOTE, count, kind=note)
+    for kind, count in judged.chances.items():
+        add(CHANCE, count, kind=kind)
     places = Counter(
         (a.kind, lost.where_lost(a.detail or "") or UNKNOWN_PLACE)
         for a in judged.anomalies
@@ -376,6 +381,7 @@ def partition_step(
         judged.notes["unseen-message"] += sieved.unseen
         judged.realtime += sieved.realtime
         judged.notes["recovered-write"] += sieved.recovered
+        judged.chances += sieved.chances
         yield output_batch(judged, per_kind)
         if sieved.lags.num_rows:
             yield from lag_rows(sieved.lags).to_batches()
