@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,18 @@ from checkers.keyed.spark import keyed_pass
 from checkers.keyed.step import REALTIME_SERIES
 from checkers.outputs import examples
 from checkers.reference.reorder import RealtimeLag, worst_realtime_lag
+from checkers.run_facts import run_facts
 from checkers.series import bucket_seconds
 from checkers.spark_start import start_spark
-from checkers.verdict import ExpectationError, check_expectations, judge
+from checkers.verdict import (
+    INCONCLUSIVE,
+    LAB_FAILED,
+    ExpectationError,
+    RunFacts,
+    check_expectations,
+    check_min_chances,
+    decide,
+)
 from harness.history.reader import PARQUET_NAME, HistoryInfo, convert_to_parquet
 from harness.rundir import (
     ANALYSIS_JSON,
@@ -43,6 +52,7 @@ from harness.rundir import (
     LOGS_DIR,
     SERIES_JSON,
     NotAJsonObject,
+    RunDir,
     strict_json_object,
 )
 
@@ -88,8 +98,19 @@ class AnalysisResult:
 
     @property
     def verdict(self) -> str:
-        """reproduced | not reproduced | unexpected anomaly | no expectations."""
+        """reproduced | not reproduced | unexpected anomaly | no expectations |
+        inconclusive | lab failed (checkers.verdict)."""
         return self.analysis["verdict"]
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the run is inconclusive or the lab failed, one line each (else empty)."""
+        return self.analysis["reasons"]
+
+    @property
+    def coverage(self) -> dict[str, int]:
+        """Each kind's chances in the history (checkers.coverage)."""
+        return self.analysis["coverage"]
 
     @property
     def forbidden_found(self) -> list[str]:
@@ -184,7 +205,9 @@ def analyze(
         timings["outputs_s"] = time.perf_counter() - t
 
         lost_where = {} if "lost" in figures.errors else dict(sorted(figures.lost_where.items()))
-        verdict = judge(counts, expectations)
+        coverage = {k: int(figures.chances.get(k, 0)) for k in ALL_KINDS}
+        facts = _facts(run, config, series, (t1_ns - t0_ns) / 1e9, sorted(figures.errors))
+        verdict = decide(counts, coverage, expectations, facts)
         timings["total_s"] = time.perf_counter() - started
         analysis = {
             "schema": ANALYSIS_SCHEMA,
@@ -195,6 +218,7 @@ def analyze(
             },
             "history": _history_block(info, t0_ns, t1_ns),
             "counts": counts,
+            "coverage": coverage,
             "counts_by_checker": {
                 name: sum(counts.get(k, 0) for k in kinds) for name, kinds in KINDS.items()
             },
@@ -206,6 +230,9 @@ def analyze(
             "verdict": verdict.verdict,
             "forbidden_found": verdict.forbidden_found,
             "expected_missing": verdict.expected_missing,
+            "reasons": verdict.reasons,
+            "inconclusive": verdict.reasons if verdict.verdict == INCONCLUSIVE else [],
+            "lab_failures": list(facts.lab_failures) if verdict.verdict == LAB_FAILED else [],
             "checkers": {
                 r.name: {"status": r.status, "seconds": round(r.seconds, 3), "error": r.error}
                 for r in runs
@@ -214,7 +241,14 @@ def analyze(
             "spark": {"master": spark.sparkContext.master, "version": spark.version},
         }
         _write_json(run / ANALYSIS_JSON, analysis, indent=2)
-        log.info("verdict %s; counts %s; timings %s", verdict.verdict, counts, timings)
+        log.info(
+            "verdict %s %s; counts %s; chances %s; timings %s",
+            verdict.verdict,
+            verdict.reasons,
+            counts,
+            coverage,
+            timings,
+        )
     return AnalysisResult(run, analysis)
 
 
@@ -244,8 +278,19 @@ def _read_config(run: Path) -> dict[str, Any]:
         ) from None
 
 
+def _facts(
+    run: Path, config: dict[str, Any], series: dict[str, Any], span_s: float, failed: list[str]
+) -> RunFacts:
+    """The run's facts for its verdict, with the checkers that `failed`."""
+    facts = run_facts(RunDir(run), config, series, span_s)
+    return replace(facts, failed_checkers=tuple(failed))
+
+
 def _expectations(config: dict[str, Any]) -> dict[str, str]:
+    """config.json's expectations; they and its `min_chances` are checked before any
+    work, as bad input."""
     try:
+        check_min_chances(config.get("min_chances"))
         return check_expectations(config.get("expectations"))
     except ExpectationError as e:
         raise AnalysisInputError(str(e)) from None

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from checkers.anomaly import KINDS
+from checkers.kinds import BY_NAME
 from checkers.reference.lost import where_lost
+from checkers.verdict import LAB_FAILED
 from harness import __version__
 from harness.history.schema import LOG_AUDIT
 from harness.rundir import NotAJsonObject, RunDir, strict_json_object
@@ -97,6 +99,9 @@ def build_context(run: Path) -> dict[str, Any]:
         "versions": _versions(config, analysis),
         "verdict": analysis.get("verdict", "not judged"),
         "inconclusive": analysis.get("inconclusive") or [],
+        "lab_failed": analysis.get("reasons") or []
+        if analysis.get("verdict") == LAB_FAILED
+        else [],
         "verdict_rows": _verdict_rows(analysis),
         "forbidden_found": analysis.get("forbidden_found", []),
         "expected_missing": analysis.get("expected_missing", []),
@@ -134,11 +139,13 @@ def _versions(config: dict[str, Any], analysis: dict[str, Any]) -> dict[str, str
 def _verdict_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     """Expected against observed, one row per expectation."""
     counts = analysis.get("counts", {})
+    coverage = analysis.get("coverage") or {}
     rows = []
     for kind, want in analysis.get("expectations", {}).items():
         n = int(counts.get(kind, 0))
-        met = (n > 0) if want == "present" else (n == 0)
-        rows.append({"kind": kind, "expected": want, "observed": n, "met": met})
+        chances = coverage.get(kind)
+        met = (n > 0) if want == "present" else (n == 0 and chances != 0)
+        rows.append({"kind": kind, "expected": want, "observed": n, "met": met, "chances": chances})
     return rows
 
 
@@ -159,9 +166,13 @@ def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> lis
         rows = []
         for kind in kinds:
             ex = ex_kinds.get(kind, {})
+            known_kind = BY_NAME.get(kind)
             rows.append(
                 {
                     "kind": kind,
+                    "label": known_kind.label if known_kind else kind,
+                    "chance_is": known_kind.chance if known_kind else "",
+                    "chances": (analysis.get("coverage") or {}).get(kind),
                     "count": int(counts.get(kind, 0)),
                     "expected": expectations.get(kind),
                     "examples": [_example(e, t0) for e in ex.get("examples", [])],

@@ -42,7 +42,9 @@ class Scenario:
     `setup` a key of `harness.architectures.registry.SETUPS` with `setup_params`;
     `faults` windows in seconds from the workload's start (scaled with `--duration` when
     `scale_faults`); `expectations` maps anomaly kinds (docs/checkers.md) to
-    `present` (the claim's prediction: the lab must see it) or `absent` (forbidden).
+    `present` (the claim's prediction: the lab must see it) or `absent` (forbidden);
+    `min_chances` maps kinds to the chances (checkers.coverage) a run must give them
+    for its verdict to count, else it is inconclusive.
     """
 
     name: str
@@ -53,6 +55,7 @@ class Scenario:
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     faults: Schedule = field(default_factory=Schedule)
     expectations: dict[str, str] = field(default_factory=dict)
+    min_chances: dict[str, int] = field(default_factory=dict)
     scale_faults: bool = True
     quiesce_timeout: float = 30.0
 
@@ -78,6 +81,12 @@ class Scenario:
                 raise ValueError(
                     f"scenario {self.name}: expectation {kind}={want!r}; use present or absent"
                 )
+        from checkers.verdict import ExpectationError, check_min_chances
+
+        try:
+            check_min_chances(self.min_chances)
+        except ExpectationError as e:
+            raise ValueError(f"scenario {self.name}: {e}".replace("config.json: ", "")) from None
 
     def with_overrides(
         self,

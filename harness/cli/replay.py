@@ -79,6 +79,12 @@ def replay_cmd(
     except Exception as exc:
         # The verdict stands without its page; `driftlab report RUN_DIR` renders it again.
         console.print(f"[yellow]report.html not rendered[/]: {exc} (retry: driftlab report)")
+    console.print(f"verdict: [bold]{result.verdict}[/]")
+    for line in result.reasons:
+        console.print(f"  - {line}")
+    if result.reasons:
+        # Kinds the real run had no chance to show, or a lab that failed, compare nothing.
+        raise typer.Exit(exitcodes.LAB_FAILED)
     found = [kind for kind, n in result.counts.items() if n]
     comparison = compare(schedule, found)
     (run_dir / "replay.json").write_text(

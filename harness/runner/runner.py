@@ -1,7 +1,8 @@
 """One run of one scenario, from a fresh run directory to a verdict.
 
     run folder -> lifecycle.execute with the WorkloadDriver (workload and nemesis
-    concurrently) -> analysis -> inconclusive? -> verdict, logs/run.json, report.html
+    concurrently) -> analysis and its verdict (checkers.verdict) -> logs/run.json,
+    report.html
 
 SIGINT and SIGTERM stop the workload and the nemesis, heal every fault and close the
 history (without its END mark: the run was cut short); a second signal stops waiting.
@@ -22,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.verdict import EXIT_CODES, INCONCLUSIVE
 from harness import exitcodes
 from harness.architectures.registry import SETUPS
 from harness.rundir import RunDir
-from harness.runner import inconclusive
 from harness.runner.lifecycle import RunPlan, execute, run_log
 from harness.runner.workload_driver import Tick, WorkloadDriver
 from harness.services.stack_protocol import ServiceStack
@@ -57,6 +58,7 @@ class RunResult:
     fault_windows: int = 0
     fault_errors: list[str] = field(default_factory=list)
     inconclusive: list[str] = field(default_factory=list)  # why the verdict proves nothing
+    lab_failures: list[dict[str, Any]] = field(default_factory=list)  # service, at, what
     counts: dict[str, int] = field(default_factory=dict)
     lost_where: dict[str, dict[str, int]] = field(default_factory=dict)  # analysis.json's
     wall_s: float = 0.0
@@ -119,7 +121,11 @@ def run_scenario(
         seed=seed,
         params=scenario.to_config(),
         setup_params=dict(scenario.setup_params),
-        config={"claim": scenario.claim, "expectations": dict(scenario.expectations)},
+        config={
+            "claim": scenario.claim,
+            "expectations": dict(scenario.expectations),
+            "min_chances": dict(scenario.min_chances),
+        },
         quiesce_timeout=scenario.quiesce_timeout,
     )
     result = RunResult(run_dir.path, scenario.name, seed)
@@ -154,6 +160,9 @@ def run_scenario(
         if result.interrupted:
             result.exit_code = EXIT_INTERRUPTED
         elif result.error is None and analyze:
+            # The verdict reads the run's facts (its lab failures) from logs/run.json.
+            with contextlib.suppress(OSError):
+                _write_summary(run_dir, result)
             _analyze(run_dir, spark_master, result, tick)
     result.wall_s = time.monotonic() - started
     try:
@@ -192,18 +201,16 @@ def _analyze(run_dir: RunDir, master: str | None, result: RunResult, tick: Tick 
         return
     finally:
         result.analysis_s = time.monotonic() - t
-    result.inconclusive = inconclusive.apply(run_dir, analysis)
     result.verdict = analysis.get("verdict")
     result.counts = {k: v for k, v in analysis.get("counts", {}).items() if v}
     result.lost_where = analysis.get("lost_where") or {}
-    if result.inconclusive:
+    result.exit_code = EXIT_CODES.get(result.verdict or "", EXIT_LAB_FAILED)
+    reasons = analysis.get("reasons") or []
+    if result.verdict == INCONCLUSIVE:
+        result.inconclusive = reasons
+    if reasons and result.exit_code == EXIT_LAB_FAILED:
         # An error too: the matrix, the suite and the plugin count it as a failed run.
-        result.error = "inconclusive: " + "; ".join(result.inconclusive)
-        result.exit_code = EXIT_LAB_FAILED
-    elif result.verdict in ("reproduced", "no expectations"):
-        result.exit_code = EXIT_OK
-    else:
-        result.exit_code = EXIT_VERDICT
+        result.error = f"{result.verdict}: " + "; ".join(reasons)
 
 
 def _failure(exc: Exception) -> tuple[int, str]:
@@ -248,6 +255,7 @@ def _write_summary(run_dir: RunDir, result: RunResult) -> None:
         "fault_windows": result.fault_windows,
         "fault_errors": result.fault_errors,
         "inconclusive": result.inconclusive,
+        "lab_failures": result.lab_failures,
         "wall_s": round(result.wall_s, 2),
         "analysis_s": round(result.analysis_s, 2),
     }
