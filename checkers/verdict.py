@@ -146,12 +146,13 @@ def decide(
     1. `lab failed` when the lab recorded a failure of its own (a service died, a fault
        could not be injected or healed): nothing the run shows can be blamed on the
        system under test;
-    2. `unexpected anomaly` when a forbidden kind was found, whatever else is missing;
-    3. `inconclusive` when the run did not test its claim: no client operation ran, an
-       importer could not read what the claim depends on, a fault window never took
-       effect or had no operation, a kind the expectations name had no chance, or fewer
-       than the scenario's minimum;
-    4. otherwise the counts against the expectations (`judge`).
+    2. `inconclusive` when an importer could not read what the counts rest on (a
+       history's final polls without their reads);
+    3. `unexpected anomaly` when a forbidden kind was found, whatever else is missing;
+    4. `inconclusive` when the run did not test its claim: no client operation ran, a
+       fault window never took effect or had no operation, a kind the expectations name
+       had no chance, or fewer than the scenario's minimum;
+    5. otherwise the counts against the expectations (`judge`).
     """
     judged = judge(counts, expectations)
     if facts.lab_failures:
@@ -161,10 +162,14 @@ def decide(
             judged.expected_missing,
             [_lab_line(f) for f in facts.lab_failures],
         )
+    if facts.unreadable:
+        # The counts themselves rest on what could not be read (every message a final
+        # poll without its reads read would count as lost): no finding stands on them.
+        return Verdict(INCONCLUSIVE, [], judged.expected_missing, list(facts.unreadable))
     if judged.verdict == UNEXPECTED:
         return judged
     reasons = [] if facts.ran else ["the workload never ran: the history holds no client operation"]
-    reasons += [*facts.unreadable, *facts.faults]
+    reasons += list(facts.faults)
     for kind in sorted(expectations):
         n = int(chances.get(kind, 0))
         checker = BY_NAME[kind].checker
