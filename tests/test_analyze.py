@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from checkers.analyze import CHECKERS, OUTPUTS
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
+from checkers.coverage import chances
 from checkers.reference.lost import where_lost
 from checkers.reference.reorder import realtime_lags, worst_realtime_lag, worst_realtime_lags
 from checkers.verdict import judge
@@ -93,6 +94,9 @@ def test_planted_counts_are_found_exactly(planted: dict[str, Any]) -> None:
     got = analysis["realtime_lag"]
     assert {k: got["worst"][k] for k in worst.to_dict()} == worst.to_dict()
     assert got["partitions"] == len(worst_realtime_lags(events))
+    # Each kind's chances, as the reference counts them; no kind found beyond them.
+    assert analysis["coverage"] == chances(events)
+    assert all(analysis["counts"][k] <= analysis["coverage"][k] for k in ALL_KINDS)
 
 
 @pytest.mark.spark

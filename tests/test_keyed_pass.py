@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from keyed_support import ROW_GROUP_ROWS, any_history, history_table, run_pass
 from strategies_states import apply, write
 
-from checkers.anomaly import Anomaly
+from checkers.anomaly import ALL_KINDS, Anomaly
+from checkers.coverage import chances
 from checkers.keyed.facts import facts_of
 from checkers.keyed.spark import _CORRUPT, _UNSEEN, _read, _write, keyed_pass, task_failure
 from checkers.keyed.step import REALTIME_SERIES, group_history, judge
@@ -77,6 +78,8 @@ def test_spark_gives_the_reference_rows_with_their_evidence(spark, events: list[
     }
     # The summary's percentiles are exact nearest ranks, as the reference's.
     assert out.figures.lag == staleness.lag(events)
+    # Each kind's chances, counted in the same pass, are the reference's.
+    assert {k: out.figures.chances.get(k, 0) for k in ALL_KINDS} == chances(events)
     realtime = out.figures.history_series[REALTIME_SERIES]
     got_lags = Counter(RealtimeLag.from_dict(r) for r in realtime)
     assert got_lags == Counter(reorder.worst_realtime_lags(events))

@@ -177,9 +177,10 @@ def run(
 
     Exit status: 0 reproduced (or no expectations); 1 not reproduced or an unexpected
     anomaly (the verdict only); 2 bad input; 3 the lab failed (a service down, a port
-    taken, the Spark master unreachable, disk full, read-only runs folder) or the run
-    is inconclusive (no operation ran, nothing was delivered, applied or read
-    downstream, a scheduled fault never took effect); 130 interrupted.
+    taken, the Spark master unreachable, disk full, read-only runs folder), the lab
+    recorded a failure of its own, or the run is inconclusive (no operation ran, a kind
+    the claim names had no chance, a fault window never took effect or had no
+    operation); 130 interrupted.
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
@@ -252,6 +253,10 @@ def print_result(console: Console, r: RunResult) -> None:
         console.print("  [yellow]inconclusive[/], the run did not test its claim; missing:")
         for why in r.inconclusive:
             console.print(f"    - {why}")
+    elif r.verdict == "lab failed":
+        console.print("  [yellow]lab failed[/], not the system under test:")
+        for why in r.reasons:
+            console.print(f"    - {why}")
     elif r.error:
         console.print(f"  [red]error:[/] {r.error} (see {r.run_dir}/logs/runner.log)")
     if r.analysis_interrupted:
@@ -266,7 +271,13 @@ def print_result(console: Console, r: RunResult) -> None:
         )
     if r.verdict is not None:
         colour = {"reproduced": "green", "unexpected anomaly": "red"}.get(r.verdict, "yellow")
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items())) or "no anomalies"
+        counts = (
+            ", ".join(
+                f"{k} {v}" + (f" in {r.coverage[k]:,} chances" if k in r.coverage else "")
+                for k, v in sorted(r.counts.items())
+            )
+            or "no anomalies"
+        )
         console.print(f"  anomalies: {counts}")
         for line in lost_where_lines(r.lost_where):
             console.print(f"  {line}")

@@ -59,6 +59,8 @@ class RunResult:
     fault_errors: list[str] = field(default_factory=list)
     inconclusive: list[str] = field(default_factory=list)  # why the verdict proves nothing
     lab_failures: list[dict[str, Any]] = field(default_factory=list)  # service, at, what
+    reasons: list[str] = field(default_factory=list)  # why inconclusive or the lab failed
+    coverage: dict[str, int] = field(default_factory=dict)  # chances per kind
     counts: dict[str, int] = field(default_factory=dict)
     lost_where: dict[str, dict[str, int]] = field(default_factory=dict)  # analysis.json's
     wall_s: float = 0.0
@@ -205,12 +207,13 @@ def _analyze(run_dir: RunDir, master: str | None, result: RunResult, tick: Tick 
     result.counts = {k: v for k, v in analysis.get("counts", {}).items() if v}
     result.lost_where = analysis.get("lost_where") or {}
     result.exit_code = EXIT_CODES.get(result.verdict or "", EXIT_LAB_FAILED)
-    reasons = analysis.get("reasons") or []
+    result.coverage = analysis.get("coverage") or {}
+    result.reasons = analysis.get("reasons") or []
     if result.verdict == INCONCLUSIVE:
-        result.inconclusive = reasons
-    if reasons and result.exit_code == EXIT_LAB_FAILED:
+        result.inconclusive = result.reasons
+    if result.reasons and result.exit_code == EXIT_LAB_FAILED:
         # An error too: the matrix, the suite and the plugin count it as a failed run.
-        result.error = f"{result.verdict}: " + "; ".join(reasons)
+        result.error = f"{result.verdict}: " + "; ".join(result.reasons)
 
 
 def _failure(exc: Exception) -> tuple[int, str]:
