@@ -6,8 +6,9 @@ matrix and the pytest plugin never count a crash of the lab as an anomaly found.
     2    bad input: an unknown name, a malformed option, a missing or corrupt run folder
     3    the lab itself failed: a service down or not starting, a port taken, the Spark
          master unreachable, a full disk, a read-only runs folder, an internal error;
-         or an inconclusive run (nothing ran, nothing was observed downstream, a
-         scheduled fault never took effect: the claim was not tested)
+         or an inconclusive run (nothing ran, a kind the claim names had no chance,
+         a fault window never took effect or had no operation: the claim was not
+         tested), or a verdict of `lab failed` (the lab recorded a failure of its own)
     130  interrupted (Ctrl-C, SIGTERM)
 
 An expected failure prints one line naming the problem and the fix; the detail goes to
