@@ -37,7 +37,9 @@ class Kind:
     jepsen: str | None = None
     """Jepsen's names of the same anomaly, for an imported history; None: no counterpart"""
     implies: tuple[str, ...] = ()
-    """kinds every anomaly of this kind is also counted as, by definition"""
+    """kinds an anomaly of this kind always comes with, by definition; none does today
+    (each kind is judged on its own; tests/test_kinds.py checks that any named is a
+    kind)"""
 
 
 TABLE: tuple[Kind, ...] = (
