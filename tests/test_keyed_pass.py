@@ -86,6 +86,28 @@ def test_spark_gives_the_reference_rows_with_their_evidence(spark, events: list[
 
 
 @pytest.mark.spark
+def test_the_chances_come_from_the_passs_one_job(spark) -> None:
+    """Coverage adds no Spark job nor pass over the history: one job counts every
+    kind's chances beside its anomalies."""
+    events = [
+        write(0, "a", "a1", 1, phase="invoke", op_id="o1"),
+        write(1_000, "a", "a1", 1, op_id="o1"),
+        apply(5_000, "cache", "a", "a1", 1),
+        write(6_000, "a", "a2", 2, op_id="o2"),
+        apply(7_000, "cache", "a", "a2", 2),
+    ]
+    sc = spark.sparkContext
+    sc.setJobGroup("coverage-one-job", "the keyed pass and its chances")
+    try:
+        out = run_pass(spark, events)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup("coverage-one-job")) == 1
+    assert out.figures.chances["stale-overwrite"] == 1
+    assert {k: out.figures.chances.get(k, 0) for k in ALL_KINDS} == chances(events)
+
+
+@pytest.mark.spark
 def test_a_run_of_an_hour_is_bucketed_by_three_seconds(spark) -> None:
     # Over 2400 s the bucket is 3 s or more: 3 s in ns once overflowed a 32-bit product.
     s = 1_000_000_000
