@@ -32,8 +32,7 @@ def run_facts(
         faults=fault_lines(
             series.get("faults") or [],
             (config.get("params") or {}).get("faults") or [],
-            ops,
-            int(series.get("bucket_s") or 1),
+            busy_spans(ops, series.get("latency") or [], int(series.get("bucket_s") or 1)),
             t_end_s,
         ),
         unreadable=[str(line) for line in config.get("unreadable") or []],
@@ -59,18 +58,35 @@ def _completions(row: Mapping[str, Any]) -> int:
     return sum(int(row.get(p) or 0) for p in ("ok", "fail", "info"))
 
 
+def busy_spans(
+    ops: Sequence[Mapping[str, Any]], latency: Sequence[Mapping[str, Any]], bucket_s: int
+) -> list[tuple[float, float]]:
+    """When operations were running, in seconds since the history's first event, from
+    series.json's buckets of `bucket_s` seconds: each bucket with a completion (`ops`),
+    stretched back by the longest latency of the operations completed there
+    (`latency`), so that an operation in flight through a window counts for it."""
+    longest: dict[float, float] = {}
+    for r in latency:
+        t = float(r["t"])
+        longest[t] = max(longest.get(t, 0.0), float(r.get("max_ms") or 0.0) / 1e3)
+    out = []
+    for r in ops:
+        if _completions(r) and r.get("t") is not None:
+            t = float(r["t"])
+            out.append((t - longest.get(t, 0.0), t + bucket_s))
+    return out
+
+
 def fault_lines(
     windows: Sequence[Mapping[str, Any]],
     scheduled: Sequence[Mapping[str, Any]],
-    ops: Sequence[Mapping[str, Any]],
-    bucket_s: int,
+    busy: Sequence[tuple[float, float]],
     t_end_s: float,
 ) -> list[str]:
     """One line per fault window that counts as no chance: a scheduled one that never
     started (the run ended before it) or was not injected, and any that took effect
-    while no operation completed. `windows` are series.json's faults, `ops` its op
-    counts per bucket of `bucket_s` seconds: a window had an operation when a bucket
-    that overlaps it counts one (a bucket is the resolution the series keeps)."""
+    while no operation ran. `windows` are series.json's faults, `busy` when operations
+    ran (`busy_spans`: the series' buckets are the resolution)."""
     out = []
     started: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
     for w in sorted(windows, key=lambda w: float(w.get("start") or 0)):
@@ -86,15 +102,14 @@ def fault_lines(
         error = ids.pop(0).get("error") or ""
         if error.startswith(NOT_INJECTED):
             out.append(f"scheduled fault {name}: {error}")
-    busy = [float(r["t"]) for r in ops if _completions(r) and r.get("t") is not None]
     for w in windows:
         if (w.get("error") or "").startswith(NOT_INJECTED) or w.get("start") is None:
             continue
         start = float(w["start"])
-        stop = t_end_s if w.get("stop") is None else float(w["stop"])
-        if not any(t < max(stop, start + 1e-9) and t + bucket_s > start for t in busy):
+        stop = t_end_s if w.get("stop") is None else max(float(w["stop"]), start)
+        if not any(first <= stop and last > start for first, last in busy):
             out.append(
                 f"fault {w.get('kind')} {w.get('target')} from {start:.1f} s to {stop:.1f} s: "
-                "no operation completed while it lasted"
+                "no operation ran while it lasted"
             )
     return out

@@ -10,7 +10,7 @@ from typing import Any
 
 from checkers.coverage import chances
 from checkers.reference import CHECKERS
-from checkers.run_facts import fault_lines
+from checkers.run_facts import busy_spans, fault_lines
 from checkers.verdict import (
     INCONCLUSIVE,
     LAB_FAILED,
@@ -146,7 +146,8 @@ SCHEDULE = [
     {"kind": "cut", "target": "consumer->redis", "at": 4.5, "duration": 1.0},
     {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 1.0},
 ]
-BUSY = [{"t": t, "f": "write", "ok": 3, "fail": 0, "info": 0} for t in range(10)]
+OPS = [{"t": t, "f": "write", "ok": 3, "fail": 0, "info": 0} for t in range(10)]
+BUSY = busy_spans(OPS, [], 1)
 
 
 def test_each_fault_that_never_took_effect_or_had_no_operation_is_named() -> None:
@@ -161,14 +162,18 @@ def test_each_fault_that_never_took_effect_or_had_no_operation_is_named() -> Non
             "error": "not injected: no link",
         },
     ]
-    assert fault_lines(windows, SCHEDULE, BUSY, 1, 10.0) == [
+    assert fault_lines(windows, SCHEDULE, BUSY, 10.0) == [
         "scheduled fault cut consumer->redis at 4.5 s: not injected: no link",
         "scheduled fault crash consumer at 7.0 s never started (the run ended before it)",
     ]
-    idle = [r for r in BUSY if not 1 <= r["t"] <= 3]
-    assert fault_lines(windows[:1], SCHEDULE[:1], idle, 1, 10.0) == [
-        "fault crash consumer from 2.0 s to 3.0 s: no operation completed while it lasted"
+    idle = [r for r in OPS if not 1 <= r["t"] <= 3]
+    assert fault_lines(windows[:1], SCHEDULE[:1], busy_spans(idle, [], 1), 10.0) == [
+        "fault crash consumer from 2.0 s to 3.0 s: no operation ran while it lasted"
     ]
+    # An operation in flight through the window ran while it lasted: one completed at
+    # 4 s after 2.5 s.
+    slow = [{"t": 4, "f": "write", "count": 1, "p50_ms": 2500.0, "max_ms": 2500.0}]
+    assert fault_lines(windows[:1], SCHEDULE[:1], busy_spans(idle, slow, 1), 10.0) == []
     every = [
         {
             "fault_id": f"f{i}",
@@ -179,7 +184,7 @@ def test_each_fault_that_never_took_effect_or_had_no_operation_is_named() -> Non
         }
         for i, f in enumerate(SCHEDULE)
     ]
-    assert fault_lines(every, SCHEDULE, BUSY, 1, 10.0) == []
+    assert fault_lines(every, SCHEDULE, BUSY, 10.0) == []
 
 
 def test_the_lab_failures_of_run_json_are_read(tmp_path: Path) -> None:
