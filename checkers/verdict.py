@@ -188,7 +188,7 @@ def decide(
 
 def _chance(kind: str) -> str:
     """A kind's chance, as the line of a verdict names what the history lacked."""
-    text = BY_NAME[kind].chance
+    text = BY_NAME[kind].chance.split(": one per ")[0]
     for article in ("a ", "an "):
         if text.startswith(article):
             return text[len(article) :]
