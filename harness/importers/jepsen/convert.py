@@ -15,11 +15,12 @@ from harness.importers.jepsen.reading import JepsenImportError
 from harness.importers.jepsen.values import index_extra, op_f, send_parts, sends_in, text
 
 CONSUMER = "jepsen"
+"""The one logical consumer every Jepsen process polls for: a message is lost when no
+process ever read it, as Jepsen's :unseen and :lost-write judge it."""
 KNOWN_FS = frozenset({"send", "poll", "txn", "assign", "subscribe", "crash"})
 """The :f of a Jepsen kafka client op; any other is counted as not read."""
 OK_POLL_WITHOUT_READS = ":ok poll without its reads"
-"""The one logical consumer every Jepsen process polls for: a message is lost when no
-process ever read it, as Jepsen's :unseen and :lost-write judge it."""
+"""What an `:ok` poll whose [:poll] carries no read map is called in the warnings."""
 
 
 @dataclass(slots=True)
