@@ -8,7 +8,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from checkers.coverage import chances
+from checkers.kinds import BY_NAME
 from checkers.reference import CHECKERS
 from checkers.run_facts import busy_spans, fault_lines
 from checkers.verdict import (
@@ -197,3 +201,36 @@ def test_the_lab_failures_of_run_json_are_read(tmp_path: Path) -> None:
     failure = {"service": "postgres", "at": 3.0, "what": "killed"}
     run.summary.write_text(json.dumps({"lab_failures": [failure]}))
     assert lab_failures(run) == [failure]
+
+
+KINDS = sorted(BY_NAME)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.dictionaries(st.sampled_from(KINDS), st.integers(0, 3)),
+    chances_of=st.dictionaries(st.sampled_from(KINDS), st.integers(0, 3)),
+    expectations=st.dictionaries(st.sampled_from(KINDS), st.sampled_from(["present", "absent"])),
+    failed=st.booleans(),
+)
+def test_the_verdicts_order(
+    counts: dict[str, int],
+    chances_of: dict[str, int],
+    expectations: dict[str, str],
+    failed: bool,
+) -> None:
+    """Whatever the counts and chances: the lab's failure first, then a forbidden kind
+    found, then a named kind without a chance, then the expectations."""
+    lab = [{"service": "kafka", "at": 1.0, "what": "died"}] if failed else []
+    found = decide(counts, chances_of, expectations, RunFacts(lab_failures=lab))
+    forbidden = [k for k, v in expectations.items() if v == "absent" and counts.get(k)]
+    untested = [k for k in expectations if not chances_of.get(k)]
+    if failed:
+        assert found.verdict == LAB_FAILED
+    elif forbidden:
+        assert found.verdict == UNEXPECTED and found.forbidden_found == sorted(forbidden)
+    elif untested:
+        assert found.verdict == INCONCLUSIVE
+        assert [r.split()[0] for r in found.reasons] == sorted(untested)
+    else:
+        assert found.verdict not in (INCONCLUSIVE, LAB_FAILED) and not found.reasons
