@@ -110,13 +110,12 @@ def attach_stack(stack_dir: Path, err: Console) -> Any:
     """The running stack of `driftlab up --dir stack_dir`; exit 2 when there is none,
     3 when it is not running."""
     from harness.runner.stack_use import stack_at
-    from harness.services.base import ServiceError
 
     try:
         return stack_at(stack_dir)
     except exitcodes.BadInput as exc:
         raise fail(err, exitcodes.BAD_INPUT, str(exc)) from None
-    except (exitcodes.LabFailure, ServiceError) as exc:
+    except exitcodes.LabFailure as exc:
         raise fail(err, exitcodes.LAB_FAILED, str(exc)) from None
 
 
