@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.app.run import run_scenario
 from harness.history.schema import SCHEMA_VERSION
-from harness.runner.runner import EXIT_INTERRUPTED, EXIT_OK, run_scenario
+from harness.runner.runner import EXIT_INTERRUPTED, EXIT_OK
 from harness.services.stack import Stack
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, faults
@@ -80,7 +81,7 @@ def test_a_run_leaves_a_complete_folder(stack: Stack, tmp_path: Path) -> None:
 _INTERRUPTED_RUN = """
 import sys
 from pathlib import Path
-from harness.runner.runner import run_scenario
+from harness.app.run import run_scenario
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, faults
 sc = Scenario(

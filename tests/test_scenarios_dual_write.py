@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner.runner import EXIT_OK, run_scenario
+from harness.app.run import run_scenario
+from harness.runner.runner import EXIT_OK
 from harness.services.stack import Stack
 from scenarios.registry import get_scenario
 

@@ -183,8 +183,8 @@ def run(
     Example: driftlab run C1 --seed 7 --duration 20s
     """
     from checkers.spark_start import warm_up
+    from harness.app.run import check_scenario, run_scenario
     from harness.rundir import RunsDir
-    from harness.runner.runner import run_scenario
     from scenarios.registry import get_scenario
 
     err = Console(stderr=True, highlight=False)
@@ -193,7 +193,7 @@ def run(
         sc = get_scenario(scenario).with_overrides(
             duration=parse_duration(duration), clients=clients, rate=rate
         )
-        sc.validate()
+        check_scenario(sc)
     except (KeyError, ValueError) as exc:
         raise fail(err, exitcodes.BAD_INPUT, str(exc.args[0] if exc.args else exc)) from None
     if analyze:

@@ -64,6 +64,7 @@ def suite(
 
     Example: driftlab suite --only C1,C13 --duration 10s
     """
+    from harness.app.run import check_scenario
     from harness.runner.stack_use import check_backend
     from scenarios.registry import all_scenarios, claims_scenarios
 
@@ -78,7 +79,7 @@ def suite(
         secs = parse_duration(duration)
         chosen = [sc.with_overrides(duration=secs) for sc in chosen]
         for sc in chosen:
-            sc.validate()
+            check_scenario(sc)
     except (KeyError, ValueError) as exc:
         err.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}")
         raise typer.Exit(2) from None
@@ -142,8 +143,9 @@ def _run_all(
 ) -> None:
     """Run the scenarios in order on one stack, appending to `results`."""
     from checkers.spark_start import warm_up
+    from harness.app.run import run_scenario
     from harness.rundir import RunsDir
-    from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
+    from harness.runner.runner import EXIT_INTERRUPTED
     from harness.runner.stack_use import acquire_stack
 
     with progress() as prog:

@@ -32,10 +32,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.app.run import check_scenario, run_scenario
 from harness.architectures.registry import SETUPS
 from harness.nemesis.schedule import FaultSpec, Schedule
 from harness.runner.outcome import Outcome, outcome_of
-from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
+from harness.runner.runner import EXIT_INTERRUPTED
 from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
 
@@ -119,7 +120,7 @@ def plan(scenarios: list[Scenario], schedules: list[str], seeds: list[int]) -> l
             for sc in scenarios:
                 variant = with_schedule(sc, schedule)
                 if variant is not None:
-                    variant.validate()
+                    check_scenario(variant)
                     cells.append(Cell(variant, schedule, seed))
     return cells
 

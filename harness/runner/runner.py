@@ -1,7 +1,11 @@
 """One run of one scenario, from a fresh run directory to a verdict.
 
     run folder -> lifecycle.execute with the WorkloadDriver (workload and nemesis
-    concurrently) -> analysis -> inconclusive? -> verdict, logs/run.json, report.html
+    concurrently) -> the judge it was handed (analysis, inconclusive?, verdict) ->
+    logs/run.json
+
+The runner receives the setup it runs and the judge; harness.app.run looks the setup up
+and renders the report.
 
 SIGINT and SIGTERM stop the workload and the nemesis, heal every fault and close the
 history (without its END mark: the run was cut short); a second signal stops waiting.
@@ -17,18 +21,17 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness import exitcodes
-from harness.architectures.registry import SETUPS
 from harness.rundir import RunDir
-from harness.runner import inconclusive
 from harness.runner.lifecycle import RunPlan, execute, run_log
 from harness.runner.workload_driver import Tick, WorkloadDriver
 from harness.services.stack_protocol import ServiceStack
+from harness.setups.base import Setup
 from harness.workload import WorkloadStats
 from scenarios.model import Scenario
 
@@ -92,27 +95,30 @@ class _Signals:
                 signal.signal(sig, old)
 
 
-def run_scenario(
+Judge = Callable[[RunDir, RunResult], None]
+"""What judges a completed run in place: fills the result's verdict (harness.app.judge)."""
+
+
+def record_run(
     scenario: Scenario,
+    setup: Setup,
     *,
     seed: int,
     runs_dir: Path,
-    spark_master: str | None = None,
     stack: ServiceStack | None = None,
-    analyze: bool = True,
+    judge: Judge | None = None,
     tick: Tick | None = None,
     stop: threading.Event | None = None,
 ) -> RunResult:
-    """Run `scenario` once and judge it; never raises for a failed run, see `exit_code`.
+    """Run `scenario` once on `setup`, hand the run to `judge` when it completed, write
+    logs/run.json; never raises for a failed run, see `exit_code`.
 
     `stack` is a running stack to use (the suite shares one); None reuses a stack
     started by `driftlab up` or starts one for this run and stops it afterwards.
     `stop` lets a caller outside the main thread cut the run short.
     """
-    scenario.validate()
     started = time.monotonic()
     run_dir = RunDir.create(runs_dir, scenario.name, seed)
-    setup = SETUPS[scenario.setup]()
     driver = WorkloadDriver(scenario, setup, seed, tick)
     plan = RunPlan(
         scenario=scenario.name,
@@ -142,7 +148,7 @@ def run_scenario(
         result.stats = driver.stats
         result.fault_windows, result.fault_errors = driver.fault_windows, driver.fault_errors
         if ex.error is not None:
-            result.exit_code, result.error = _failure(ex.error)
+            result.exit_code, result.error = failure(ex.error)
         if ex.recorder_failure is not None and not result.interrupted:
             log.error("recording the history failed: %s", ex.recorder_failure)
             result.exit_code = EXIT_LAB_FAILED
@@ -153,62 +159,19 @@ def run_scenario(
             )
         if result.interrupted:
             result.exit_code = EXIT_INTERRUPTED
-        elif result.error is None and analyze:
-            _analyze(run_dir, spark_master, result, tick)
+        elif result.error is None and judge is not None:
+            judge(run_dir, result)
     result.wall_s = time.monotonic() - started
     try:
         _write_summary(run_dir, result)
     except OSError:
         log.exception("logs/run.json of %s not written", run_dir)  # a full disk: say the rest
-    if result.verdict is not None:
-        _write_report(run_dir)
     return result
 
 
-def _analyze(run_dir: RunDir, master: str | None, result: RunResult, tick: Tick | None) -> None:
-    if tick:
-        tick("analyze", 0.0, result.stats)
-    t = time.monotonic()
-    try:
-        from checkers.analyze import analyze
-    except ImportError:
-        log.warning("checkers.analyze is not available: the run is recorded, not judged")
-        result.verdict = None
-        return
-    from checkers.session import interruptible
-
-    try:
-        with interruptible():
-            analysis = analyze(run_dir.path, master=master).analysis
-    except KeyboardInterrupt:
-        log.info("analysis of %s interrupted; the history is intact", run_dir)
-        result.interrupted = result.analysis_interrupted = True
-        result.exit_code = EXIT_INTERRUPTED
-        return
-    except Exception as exc:
-        log.exception("analysis of %s failed", run_dir)
-        code, message = _failure(exc)
-        result.exit_code, result.error = code, f"analysis failed: {message}"
-        return
-    finally:
-        result.analysis_s = time.monotonic() - t
-    result.inconclusive = inconclusive.apply(run_dir, analysis)
-    result.verdict = analysis.get("verdict")
-    result.counts = {k: v for k, v in analysis.get("counts", {}).items() if v}
-    result.lost_where = analysis.get("lost_where") or {}
-    if result.inconclusive:
-        # An error too: the matrix, the suite and the plugin count it as a failed run.
-        result.error = "inconclusive: " + "; ".join(result.inconclusive)
-        result.exit_code = EXIT_LAB_FAILED
-    elif result.verdict in ("reproduced", "no expectations"):
-        result.exit_code = EXIT_OK
-    else:
-        result.exit_code = EXIT_VERDICT
-
-
-def _failure(exc: Exception) -> tuple[int, str]:
-    """The exit code and one line for a run that could not complete: bad input (a
-    setup's parameter) exits 2, anything else is the lab failing (3)."""
+def failure(exc: Exception) -> tuple[int, str]:
+    """The exit code and one line for a run or an analysis that could not complete: bad
+    input (a setup's parameter) exits 2, anything else is the lab failing (3)."""
     described = exitcodes.describe(exc)
     if described is not None:
         return described
@@ -217,17 +180,6 @@ def _failure(exc: Exception) -> tuple[int, str]:
         return EXIT_BAD_INPUT, str(exc).strip()[:300]
     first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
     return EXIT_LAB_FAILED, f"{type(exc).__name__}: {first}"
-
-
-def _write_report(run_dir: RunDir) -> None:
-    """RUN_DIR/report.html from the analysis outputs; a report that fails to render
-    is logged, never a failed run (`driftlab report RUN_DIR` renders it again)."""
-    try:
-        from reports.run_report import render_run_report
-
-        render_run_report(run_dir.path)
-    except Exception:
-        log.exception("the HTML report of %s failed; retry with driftlab report", run_dir)
 
 
 def _write_summary(run_dir: RunDir, result: RunResult) -> None:
