@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness.runner.outcome import Outcome
+    from harness.app.outcome import Outcome
     from harness.services.stack_protocol import ServiceStack
     from harness.setups.base import Setup
     from scenarios.model import Scenario
@@ -141,9 +141,9 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
     """A callable: `run_scenario("C1" | Scenario, seed=None, duration=None,
     analyze=True) -> Outcome` (verdict, counts, report path, run folder, summary),
     run on the session's stack into --driftlab-runs-dir."""
+    from harness.app.outcome import outcome_of
     from harness.app.run import check_scenario
     from harness.app.run import run_scenario as run_once
-    from harness.runner.outcome import outcome_of
     from scenarios.registry import get_scenario
 
     runs_dir = Path(pytestconfig.getoption("driftlab_runs_dir")).resolve()

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from harness.app.matrix import Cell, junit_xml, parse_seeds, plan, run_matrix, with_schedule
 from harness.cli import app
 from harness.cli.matrix import write_outputs
 from harness.runner import matrix as matrix_module
-from harness.runner.matrix import Cell, junit_xml, parse_seeds, plan, run_matrix, with_schedule
 from scenarios.registry import get_scenario
 
 

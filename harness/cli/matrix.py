@@ -76,7 +76,7 @@ def matrix(
 
     Example: driftlab matrix --budget 20m --scenarios C1,C3 --seeds 2 --junit matrix.xml
     """
-    from harness.runner.matrix import parse_seeds, plan
+    from harness.app.matrix import parse_seeds, plan
     from harness.runner.stack_use import check_backend
     from scenarios.registry import claims_scenarios, get_scenario
 
@@ -119,7 +119,7 @@ def _run(
     spark_master: str | None,
     backend: str,
 ) -> int:
-    from harness.runner.matrix import run_matrix
+    from harness.app.matrix import run_matrix
     from harness.runner.runner import EXIT_INTERRUPTED
     from harness.runner.stack_use import running_stack
 
@@ -163,8 +163,8 @@ def _run(
 def write_outputs(runs_dir: Path, result: Any, junit: Path | None) -> Path:
     """runs/index.json and the suite page (every run of the matrix), runs/matrix.json
     and the JUnit report; returns the suite page's path."""
+    from harness.app.matrix import junit_xml
     from harness.cli.suite import write_index
-    from harness.runner.matrix import junit_xml
 
     chosen = {c.scenario.name: c.scenario for c, _ in result.outcomes}
     runs = [o.result for _, o in result.outcomes]

@@ -32,10 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.app.outcome import Outcome, outcome_of
 from harness.app.run import check_scenario, run_scenario
 from harness.architectures.registry import SETUPS
 from harness.nemesis.schedule import FaultSpec, Schedule
-from harness.runner.outcome import Outcome, outcome_of
 from harness.runner.runner import EXIT_INTERRUPTED
 from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
