@@ -361,6 +361,7 @@ def partition_step(
     `per_kind` examples of each kind it found. The sieve (checkers.keyed.sieve) clears
     the clean groups; the reference judges the rest, and of the channel partitions only
     their suspect pairs and offsets."""
+
     def step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         chunks = list(batches)
         if not chunks:

@@ -10,15 +10,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from harness.architectures.registry import SIMULATED_SETUPS
 from harness.cli import app
 from harness.explore.properties import properties_of
 from harness.explore.schedule import describe
 from harness.explore.search import SearchResult, search
-from harness.explore.setups import SETUPS
 from harness.explore.sim.recorder import to_jsonl
 
 _SETUP_LIST = "\n\n".join(
-    f"{name}: {spec.summary} ({', '.join(spec.claims)})" for name, spec in SETUPS.items()
+    f"{name}: {spec.summary} ({', '.join(spec.claims)})" for name, spec in SIMULATED_SETUPS.items()
 )
 
 
@@ -58,15 +58,19 @@ def explore(
 ) -> None:
     """Search the driftlab simulator for a minimal schedule breaking SETUP's claims."""
     console = Console()
-    if setup not in SETUPS:
-        console.print(f"[red]unknown setup {setup!r}[/]: choose one of {', '.join(SETUPS)}")
+    if setup not in SIMULATED_SETUPS:
+        console.print(
+            f"[red]unknown setup {setup!r}[/]: choose one of {', '.join(SIMULATED_SETUPS)}"
+        )
         raise typer.Exit(2)
     seed = secrets.randbelow(2**32) if seed is None else seed
-    console.print(f"[bold]driftlab simulator[/]: {setup} ({SETUPS[setup].summary}), seed {seed}")
+    console.print(
+        f"[bold]driftlab simulator[/]: {setup} ({SIMULATED_SETUPS[setup].summary}), seed {seed}"
+    )
     results = []
     for prop in properties_of(setup):
         with console.status(f"searching: {prop.text} ({examples} schedules)"):
-            result = search(prop, examples=examples, seed=seed)
+            result = search(SIMULATED_SETUPS[setup], prop, examples=examples, seed=seed)
         results.append(result)
         _show(console, result)
     _save(console, [r for r in results if r.found], out, history)

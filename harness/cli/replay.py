@@ -11,11 +11,12 @@ import typer
 from rich.console import Console
 
 from harness import exitcodes
+from harness.app.replay import replay, replayable
 from harness.cli import app
 from harness.cli.run import check_spark_master
 from harness.explore.schedule import Schedule, ScheduleError, describe
 from harness.history.errors import HistoryError
-from harness.replay.replay import check_replayable, compare, replay
+from harness.replay.replay import compare
 from harness.replay.turnstile import ReplayError
 from harness.services.base import ServiceError
 
@@ -50,7 +51,7 @@ def replay_cmd(
     console = Console()
     try:
         schedule = Schedule.load(schedule_path)
-        check_replayable(schedule)
+        replayable(schedule)
     except (ScheduleError, ReplayError) as exc:
         console.print(f"[red]{schedule_path}: {exc}[/]")
         raise typer.Exit(2) from None
