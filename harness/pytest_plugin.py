@@ -108,7 +108,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 def _duration(text: str | float | None) -> float | None:
     if text is None or isinstance(text, int | float):
         return None if text is None else float(text)
-    from harness.cli.run import parse_duration
+    from harness.cli.common import parse_duration
 
     try:
         return parse_duration(text)

@@ -17,8 +17,9 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import check_spark_master, fail, lost_where_lines, progress
+from harness.cli.app import app
+from harness.cli.common import check_spark_master, fail
+from harness.cli.printing import lost_where_lines, progress
 from harness.rundir import RunDir
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.architectures.registry import SIMULATED_SETUPS
-from harness.cli import app
+from harness.cli.app import app
 from harness.explore.properties import properties_of
 from harness.explore.schedule import describe
 from harness.explore.search import SearchResult, search

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import BACKEND_OPTION, check_spark_master, enter_backend, parse_duration
+from harness.cli.app import app
+from harness.cli.common import BACKEND_OPTION, check_spark_master, enter_backend, parse_duration
 from harness.rundir import RunsDir
 
 EXIT_FORBIDDEN = exitcodes.VERDICT

@@ -12,8 +12,8 @@ from rich.console import Console
 
 from harness import exitcodes
 from harness.app.replay import replay, replayable
-from harness.cli import app
-from harness.cli.run import check_spark_master
+from harness.cli.app import app
+from harness.cli.common import check_spark_master
 from harness.explore.schedule import Schedule, ScheduleError, describe
 from harness.history.errors import HistoryError
 from harness.replay.replay import compare

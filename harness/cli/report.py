@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness.cli import app
+from harness.cli.app import app
 
 EXIT_BAD_INPUT = 2
 

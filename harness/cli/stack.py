@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import BACKEND_OPTION
+from harness.cli.app import app
+from harness.cli.common import BACKEND_OPTION
 from harness.runner.clean_stack import find_leftovers, live_namespaces
 from harness.services.analysis import ANALYSIS
 from harness.services.backends import attach_stack

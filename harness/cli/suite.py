@@ -15,15 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import (
-    BACKEND_OPTION,
-    check_spark_master,
-    make_tick,
-    parse_duration,
-    print_result,
-    progress,
-)
+from harness.cli.app import app
+from harness.cli.common import BACKEND_OPTION, check_spark_master, parse_duration
+from harness.cli.printing import make_tick, print_result, progress
 from harness.rundir import RunsDir
 
 if TYPE_CHECKING:
