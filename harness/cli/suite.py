@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import json
 import textwrap
 import time
 from pathlib import Path
@@ -93,6 +91,7 @@ def run_suite(
     backend: str = "local",
 ) -> int:
     """Run `chosen` scenarios on one stack; write the index; return the exit status."""
+    from harness.app.suite_index import write_index
     from harness.architectures.registry import SETUPS
     from harness.runner.runner import EXIT_INTERRUPTED
     from harness.services.base import ServiceError
@@ -138,7 +137,6 @@ def _run_all(
     """Run the scenarios in order on one stack, appending to `results`."""
     from checkers.spark_start import warm_up
     from harness.app.run import run_scenario
-    from harness.rundir import RunsDir
     from harness.runner.runner import EXIT_INTERRUPTED
     from harness.runner.stack_use import acquire_stack
 
@@ -163,52 +161,6 @@ def _run_all(
                 )
                 if result.exit_code == EXIT_INTERRUPTED:
                     break
-
-
-def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wall: float) -> Path:
-    """runs/index.json (one entry per claim run), then runs/index.html if the report
-    module offers `reports.suite_page.render_index(index_json) -> Path`."""
-    by_name = {sc.name: sc for sc in chosen}
-    entries = []
-    for r in results:
-        sc = by_name[r.scenario]
-        entries.append(
-            {
-                "claim": sc.claim,
-                "scenario": sc.name,
-                "summary": sc.summary,
-                "setup": sc.setup,
-                "run_dir": str(Path(r.run_dir).relative_to(runs_dir)),
-                "seed": r.seed,
-                "expectations": sc.expectations,
-                "verdict": r.verdict,
-                "counts": r.counts,
-                "error": r.error,
-                "exit_code": r.exit_code,
-                "ops": r.stats.ops,
-                "ops_per_s": round(r.stats.rate, 1),
-                "wall_s": round(r.wall_s, 1),
-            }
-        )
-    path = RunsDir(runs_dir).index_json
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        json.dumps(
-            {
-                "schema": 1,
-                "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "wall_s": round(wall, 1),
-                "runs": entries,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    try:
-        render = importlib.import_module("reports.suite_page").render_index
-    except (ImportError, AttributeError):
-        return path
-    return Path(render(path))
 
 
 def _list(console: Console, registry: dict[str, Any]) -> None:
