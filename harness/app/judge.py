@@ -6,16 +6,10 @@ from __future__ import annotations
 import logging
 import time
 
+from harness import exitcodes
 from harness.rundir import RunDir
 from harness.runner import inconclusive
-from harness.runner.runner import (
-    EXIT_INTERRUPTED,
-    EXIT_LAB_FAILED,
-    EXIT_OK,
-    EXIT_VERDICT,
-    RunResult,
-    failure,
-)
+from harness.runner.runner import RunResult, failure
 from harness.runner.workload_driver import Tick
 
 log = logging.getLogger("driftlab.runner")
@@ -43,7 +37,7 @@ def judge_run(
     except KeyboardInterrupt:
         log.info("analysis of %s interrupted; the history is intact", run_dir)
         result.interrupted = result.analysis_interrupted = True
-        result.exit_code = EXIT_INTERRUPTED
+        result.exit_code = exitcodes.INTERRUPTED
         return
     except Exception as exc:
         log.exception("analysis of %s failed", run_dir)
@@ -59,11 +53,11 @@ def judge_run(
     if result.inconclusive:
         # An error too: the matrix, the suite and the plugin count it as a failed run.
         result.error = "inconclusive: " + "; ".join(result.inconclusive)
-        result.exit_code = EXIT_LAB_FAILED
+        result.exit_code = exitcodes.LAB_FAILED
     elif result.verdict in ("reproduced", "no expectations"):
-        result.exit_code = EXIT_OK
+        result.exit_code = exitcodes.OK
     else:
-        result.exit_code = EXIT_VERDICT
+        result.exit_code = exitcodes.VERDICT
 
 
 def write_report(run_dir: RunDir) -> None:

@@ -26,9 +26,6 @@ if TYPE_CHECKING:
     from checkers.analyze import AnalysisResult
     from harness.services.base import Endpoint
 
-EXIT_FORBIDDEN = exitcodes.VERDICT
-EXIT_BAD_INPUT = exitcodes.BAD_INPUT
-
 
 FOREIGN = ("jepsen",)
 
@@ -149,7 +146,7 @@ def analyze(
     if why:
         raise typer.Exit(exitcodes.LAB_FAILED)
     if result.forbidden_found:
-        raise typer.Exit(EXIT_FORBIDDEN)
+        raise typer.Exit(exitcodes.VERDICT)
 
 
 @contextlib.contextmanager
@@ -218,10 +215,10 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
     """Import `source` into a new run folder under `runs` and return that folder."""
     if tool not in FOREIGN:
         err.print(f"[red]error:[/] --from {tool}: unknown; the tools are {', '.join(FOREIGN)}")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(exitcodes.BAD_INPUT)
     if not source.is_file():
         err.print(f"[red]error:[/] {source}: no such file; pass a Jepsen history.edn or .json")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(exitcodes.BAD_INPUT)
     from harness.importers.jepsen import SCENARIO, JepsenImportError, import_history
 
     run_dir = RunDir.create(runs, SCENARIO, 0)
@@ -244,7 +241,7 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
         shutil.rmtree(run_dir.path, ignore_errors=True)
         run_dir.runs.drop_dangling_latest()
         err.print(f"[red]error:[/] {e}")
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     console.print(
         f"imported {summary.ops:,} Jepsen ops ({summary.keys:,} keys, {summary.sends:,} "
         f"sends acknowledged, {summary.polled:,} messages polled) as {summary.events:,} "

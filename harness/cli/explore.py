@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from harness import exitcodes
 from harness.architectures.registry import SIMULATED_SETUPS
 from harness.cli.app import app
 from harness.explore.properties import properties_of
@@ -62,7 +63,7 @@ def explore(
         console.print(
             f"[red]unknown setup {setup!r}[/]: choose one of {', '.join(SIMULATED_SETUPS)}"
         )
-        raise typer.Exit(2)
+        raise typer.Exit(exitcodes.BAD_INPUT)
     seed = secrets.randbelow(2**32) if seed is None else seed
     console.print(
         f"[bold]driftlab simulator[/]: {setup} ({SIMULATED_SETUPS[setup].summary}), seed {seed}"
@@ -84,7 +85,7 @@ def explore(
     if surprises:
         names = ", ".join(r.prop.name for r in surprises)
         console.print(f"[red bold]not as the claims table predicts[/]: {names}")
-        raise typer.Exit(1)
+        raise typer.Exit(exitcodes.VERDICT)
 
 
 def _show(console: Console, r: SearchResult) -> None:
@@ -142,5 +143,5 @@ def _save(console: Console, found: list[SearchResult], out: Path, history: Path 
                 f"[red]cannot write {exc.filename}[/]: {exc.strerror}; "
                 "pass --out (and --history) in a writable directory"
             )
-            raise typer.Exit(2) from None
+            raise typer.Exit(exitcodes.BAD_INPUT) from None
         console.print(f"saved {r.prop.name}'s minimal schedule to {path}")

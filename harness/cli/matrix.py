@@ -14,9 +14,6 @@ from harness import exitcodes
 from harness.cli.app import app
 from harness.cli.common import BACKEND_OPTION, check_spark_master, enter_backend, parse_duration
 
-EXIT_FORBIDDEN = exitcodes.VERDICT
-EXIT_RUN_ERROR = exitcodes.LAB_FAILED
-
 
 @app.command()
 def matrix(
@@ -93,10 +90,10 @@ def matrix(
         )
     except (KeyError, ValueError, typer.BadParameter) as exc:
         err.print(f"[red]error:[/] {escape(str(exc.args[0] if exc.args else exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     if not cells:
         err.print("[red]error:[/] no cell to run: check --scenarios and --schedules")
-        raise typer.Exit(2)
+        raise typer.Exit(exitcodes.BAD_INPUT)
     if dry_run:
         for c in cells:
             console.print(f"{c.scenario.name} seed {c.seed} ({c.scenario.workload.duration:g} s)")
@@ -118,7 +115,6 @@ def _run(
 ) -> int:
     from harness.app.matrix import run_matrix
     from harness.app.suite_index import write_matrix_outputs
-    from harness.runner.runner import EXIT_INTERRUPTED
     from harness.runner.stack_use import running_stack
 
     def show(cell: Any, outcome: Any) -> None:
@@ -152,7 +148,7 @@ def _run(
         f"{len(result.errors)} failed runs; index: {index}"
     )
     if result.interrupted:
-        return EXIT_INTERRUPTED
+        return exitcodes.INTERRUPTED
     if result.forbidden:
-        return EXIT_FORBIDDEN
-    return EXIT_RUN_ERROR if result.errors else 0
+        return exitcodes.VERDICT
+    return exitcodes.LAB_FAILED if result.errors else exitcodes.OK

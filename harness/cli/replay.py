@@ -54,7 +54,7 @@ def replay_cmd(
         replayable(schedule)
     except (ScheduleError, ReplayError) as exc:
         console.print(f"[red]{schedule_path}: {exc}[/]")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     check_spark_master(spark_master, Console(stderr=True, highlight=False))
     seed = secrets.randbelow(2**31) if seed is None else seed
     console.print(f"[bold]replay[/] {schedule_path} ({schedule.setup}, seed {seed})")
@@ -72,7 +72,7 @@ def replay_cmd(
         result = analyze(run_dir, master=spark_master, console=console)
     except (HistoryError, AnalysisInputError) as exc:
         console.print(f"[red]analysis failed[/]: {exc}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     try:
         from reports.run_report import render_run_report
 
@@ -98,4 +98,4 @@ def replay_cmd(
         console.print(f"[red]not seen on the real stack[/]: {', '.join(comparison.missing)}")
     if comparison.extra:
         console.print(f"[red]seen only on the real stack[/]: {', '.join(comparison.extra)}")
-    raise typer.Exit(1)
+    raise typer.Exit(exitcodes.VERDICT)

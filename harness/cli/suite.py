@@ -74,10 +74,10 @@ def suite(
             check_scenario(sc)
     except (KeyError, ValueError) as exc:
         err.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     if not chosen:
         err.print("[red]error:[/] no scenario registered for any claim")
-        raise typer.Exit(2)
+        raise typer.Exit(exitcodes.BAD_INPUT)
     check_spark_master(spark_master, err)
     raise typer.Exit(run_suite(console, chosen, seed, runs_dir, spark_master, backend))
 
@@ -93,7 +93,6 @@ def run_suite(
     """Run `chosen` scenarios on one stack; write the index; return the exit status."""
     from harness.app.suite_index import write_index
     from harness.architectures.registry import SETUPS
-    from harness.runner.runner import EXIT_INTERRUPTED
     from harness.services.base import ServiceError
 
     services = sorted({s for sc in chosen for s in SETUPS[sc.setup].services})
@@ -108,15 +107,15 @@ def run_suite(
     except KeyboardInterrupt:
         # Between runs (starting or stopping the stack): the stack is already down.
         console.print("[yellow]interrupted[/]")
-        return EXIT_INTERRUPTED
+        return exitcodes.INTERRUPTED
     wall = time.monotonic() - started
     index = write_index(runs_dir, chosen, results, wall)
     _table(console, chosen, results, wall)
     console.print(f"index: {index}")
-    if any(r.exit_code == EXIT_INTERRUPTED for r in results):
+    if any(r.exit_code == exitcodes.INTERRUPTED for r in results):
         for r in results[-1:]:
             print_result(console, r)
-        return EXIT_INTERRUPTED
+        return exitcodes.INTERRUPTED
     codes = {r.exit_code for r in results}
     # A wrong verdict outranks a failed run: 1 must mean the verdict, 3 the lab alone.
     for code in (exitcodes.VERDICT, exitcodes.LAB_FAILED, exitcodes.BAD_INPUT):
@@ -137,7 +136,6 @@ def _run_all(
     """Run the scenarios in order on one stack, appending to `results`."""
     from checkers.spark_start import warm_up
     from harness.app.run import run_scenario
-    from harness.runner.runner import EXIT_INTERRUPTED
     from harness.runner.stack_use import acquire_stack
 
     with progress() as prog:
@@ -159,7 +157,7 @@ def _run_all(
                     f"{label}: [bold]{result.verdict or result.error or 'not judged'}[/] "
                     f"({result.wall_s:.0f} s)"
                 )
-                if result.exit_code == EXIT_INTERRUPTED:
+                if result.exit_code == exitcodes.INTERRUPTED:
                     break
 
 

@@ -37,12 +37,6 @@ from scenarios.model import Scenario
 
 log = logging.getLogger("driftlab.runner")
 
-EXIT_OK = exitcodes.OK  # reproduced, or no expectations
-EXIT_VERDICT = exitcodes.VERDICT  # not reproduced, or an unexpected (forbidden) anomaly
-EXIT_BAD_INPUT = exitcodes.BAD_INPUT  # the scenario's parameters cannot be used
-EXIT_LAB_FAILED = exitcodes.LAB_FAILED  # the lab failed: services, disk, Spark
-EXIT_INTERRUPTED = exitcodes.INTERRUPTED
-
 
 @dataclass
 class RunResult:
@@ -52,7 +46,7 @@ class RunResult:
     scenario: str
     seed: int
     verdict: str | None = None
-    exit_code: int = EXIT_OK
+    exit_code: int = exitcodes.OK
     stats: WorkloadStats = field(default_factory=WorkloadStats)
     interrupted: bool = False
     analysis_interrupted: bool = False  # during the analysis: the history is complete
@@ -151,14 +145,14 @@ def record_run(
             result.exit_code, result.error = failure(ex.error)
         if ex.recorder_failure is not None and not result.interrupted:
             log.error("recording the history failed: %s", ex.recorder_failure)
-            result.exit_code = EXIT_LAB_FAILED
+            result.exit_code = exitcodes.LAB_FAILED
             problem = exitcodes.os_problem(ex.recorder_failure) or str(ex.recorder_failure)
             result.error = (
                 f"the history stops early: {problem}; what was recorded is readable "
                 f"(`driftlab analyze {run_dir}` once there is room)"
             )
         if result.interrupted:
-            result.exit_code = EXIT_INTERRUPTED
+            result.exit_code = exitcodes.INTERRUPTED
         elif result.error is None and judge is not None:
             judge(run_dir, result)
     result.wall_s = time.monotonic() - started
@@ -177,9 +171,9 @@ def failure(exc: Exception) -> tuple[int, str]:
         return described
     if isinstance(exc, ValueError):
         # Setups validate their parameters in prepare() and raise ValueError.
-        return EXIT_BAD_INPUT, str(exc).strip()[:300]
+        return exitcodes.BAD_INPUT, str(exc).strip()[:300]
     first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-    return EXIT_LAB_FAILED, f"{type(exc).__name__}: {first}"
+    return exitcodes.LAB_FAILED, f"{type(exc).__name__}: {first}"
 
 
 def _write_summary(run_dir: RunDir, result: RunResult) -> None:
