@@ -9,13 +9,10 @@ whatever the history. Only aggregates and a few sampled rows reach the driver.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import os
 import shutil
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,18 +29,17 @@ from checkers.reference.reorder import RealtimeLag, worst_realtime_lag
 from checkers.series import bucket_seconds
 from checkers.spark_start import start_spark
 from checkers.verdict import ExpectationError, check_expectations, judge
-from harness.history.reader import PARQUET_NAME, HistoryInfo, convert_to_parquet
+from harness.history.reader import HistoryInfo, convert_to_parquet
+from harness.logfile import log_to
 from harness.rundir import (
-    ANALYSIS_JSON,
     ANALYSIS_OUTPUTS,
     ANALYZE_LOG,
     ANOMALIES_PARQUET,
     CONFIG_JSON,
-    EXAMPLES_JSON,
-    LOGS_DIR,
-    SERIES_JSON,
     NotAJsonObject,
+    RunDir,
     strict_json_object,
+    write_json_atomically,
 )
 
 ANALYSIS_SCHEMA = 1
@@ -108,7 +104,7 @@ class AnalysisResult:
 
 
 def analyze(
-    run_dir: str | os.PathLike[str],
+    run_dir: RunDir | str | os.PathLike[str],
     master: str | None = None,
     *,
     console: Console | None = None,
@@ -122,13 +118,16 @@ def analyze(
     config.json; a failing checker is recorded, not raised.
     """
     started = time.perf_counter()
-    run = _run_dir(run_dir)
+    folder = RunDir(_run_dir(run_dir))
+    run = folder.path
     config = _read_config(run)
     expectations = _expectations(config)
-    logs = run / LOGS_DIR
-    logs.mkdir(exist_ok=True)
+    folder.logs.mkdir(exist_ok=True)
     say = console.print if console is not None else (lambda *a, **k: None)
-    with _log_to(logs / LOG_NAME):
+    # PySpark logs a failing query's context to stderr on its own loggers: a checker's
+    # error belongs in the log file, the terminal gets one line.
+    pyspark_loggers = [PySparkLogger.getLogger(n) for n in _PYSPARK_LOGGERS]
+    with log_to(folder.analyze_log, take_over=pyspark_loggers):
         log.info("analysing %s", run)
         timings: dict[str, float] = {}
         t = time.perf_counter()
@@ -136,16 +135,16 @@ def analyze(
         timings["convert_s"] = time.perf_counter() - t
         say(f"[dim]history:[/] {info.events:,} events in {info.segments} segment(s)")
 
-        spark = start_spark(master, logs / LOG_NAME)
+        spark = start_spark(master, folder.analyze_log)
         scratch = run / SCRATCH
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir()
         try:
             t = time.perf_counter()
             done = keyed_pass(
-                spark, run / PARQUET_NAME, scratch / ANOMALIES_PARQUET, info.events, per_kind
+                spark, folder.parquet, scratch / ANOMALIES_PARQUET, info.events, per_kind
             )
-            os.replace(scratch / ANOMALIES_PARQUET, run / ANOMALIES_PARQUET)
+            os.replace(scratch / ANOMALIES_PARQUET, folder.anomalies)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         figures, t0_ns, t1_ns = done.figures, done.t0_ns, done.t1_ns
@@ -156,13 +155,14 @@ def analyze(
 
         t = time.perf_counter()
         counts = _counts(runs)
-        _write_json(
-            run / EXAMPLES_JSON,
+        write_json_atomically(
+            folder.examples,
             {
                 "schema": ANALYSIS_SCHEMA,
                 "per_kind": per_kind,
                 "kinds": examples(figures.examples, counts, t0_ns),
             },
+            indent=None,
         )
         series: dict[str, Any] = {
             "t0_ns": t0_ns,
@@ -180,7 +180,7 @@ def analyze(
             realtime = _realtime_lag(series[REALTIME_SERIES], t0_ns)
         # Notes come from the lost checker's groups: a failure leaves them unknown.
         notes = {} if "lost" in figures.errors else {n: figures.notes[n] for n in NOTES}
-        _write_json(run / SERIES_JSON, {"schema": ANALYSIS_SCHEMA, **series})
+        write_json_atomically(folder.series, {"schema": ANALYSIS_SCHEMA, **series}, indent=None)
         timings["outputs_s"] = time.perf_counter() - t
 
         lost_where = {} if "lost" in figures.errors else dict(sorted(figures.lost_where.items()))
@@ -213,12 +213,12 @@ def analyze(
             "timings": {k: round(v, 3) for k, v in timings.items()},
             "spark": {"master": spark.sparkContext.master, "version": spark.version},
         }
-        _write_json(run / ANALYSIS_JSON, analysis, indent=2)
+        write_json_atomically(folder.analysis, analysis)
         log.info("verdict %s; counts %s; timings %s", verdict.verdict, counts, timings)
     return AnalysisResult(run, analysis)
 
 
-def _run_dir(run_dir: str | os.PathLike[str]) -> Path:
+def _run_dir(run_dir: RunDir | str | os.PathLike[str]) -> Path:
     """The run directory, `runs/latest` and other links resolved."""
     p = Path(run_dir)
     if not p.exists():
@@ -249,31 +249,6 @@ def _expectations(config: dict[str, Any]) -> dict[str, str]:
         return check_expectations(config.get("expectations"))
     except ExpectationError as e:
         raise AnalysisInputError(str(e)) from None
-
-
-@contextlib.contextmanager
-def _log_to(path: Path) -> Iterator[None]:
-    """driftlab's log records go to `path` for the analysis (never to the terminal)."""
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("driftlab")
-    root.addHandler(handler)
-    level = root.level
-    root.setLevel(logging.INFO)
-    # PySpark logs a failing query's context to stderr on its own loggers: a checker's
-    # error belongs in the log file, the terminal gets one line.
-    pyspark_loggers = [PySparkLogger.getLogger(n) for n in _PYSPARK_LOGGERS]
-    saved = [lg.handlers for lg in pyspark_loggers]
-    for lg in pyspark_loggers:
-        lg.handlers = [handler]
-    try:
-        yield
-    finally:
-        for lg, handlers in zip(pyspark_loggers, saved, strict=True):
-            lg.handlers = handlers
-        root.removeHandler(handler)
-        root.setLevel(level)
-        handler.close()
 
 
 def _checker_runs(figures: PassFigures, seconds: float) -> list[CheckerRun]:
@@ -335,10 +310,3 @@ def _history_block(info: HistoryInfo, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         "t0_ns": t0_ns,
         "t1_ns": t1_ns,
     }
-
-
-def _write_json(path: Path, data: dict[str, Any], indent: int | None = None) -> None:
-    """Write atomically: a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=indent, separators=None if indent else (",", ":")))
-    os.replace(tmp, path)

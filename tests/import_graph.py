@@ -20,7 +20,10 @@ PACKAGES = ("harness", "checkers", "reports", "scenarios")
 # that names it or a package above it ("harness" alone is the package's `__init__`, which
 # holds only the version); it may import its own layer or one below, never one above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("history", ("harness", "harness.exitcodes", "harness.history", "harness.rundir")),
+    (
+        "history",
+        ("harness", "harness.exitcodes", "harness.history", "harness.logfile", "harness.rundir"),
+    ),
     ("checkers", ("checkers", "harness.importers", "harness.testing.synthetic")),
     (
         "lab toolkit",

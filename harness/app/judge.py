@@ -33,7 +33,7 @@ def judge_run(
 
     try:
         with interruptible():
-            analysis = analyze(run_dir.path, master=master).analysis
+            analysis = analyze(run_dir, master=master).analysis
     except KeyboardInterrupt:
         log.info("analysis of %s interrupted; the history is intact", run_dir)
         result.interrupted = result.analysis_interrupted = True
@@ -66,6 +66,6 @@ def write_report(run_dir: RunDir) -> None:
     try:
         from reports.run_report import render_run_report
 
-        render_run_report(run_dir.path)
+        render_run_report(run_dir)
     except Exception:
         log.exception("the HTML report of %s failed; retry with driftlab report", run_dir)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 from pathlib import Path
 from typing import Annotated
@@ -18,6 +17,7 @@ from harness.explore.schedule import Schedule, ScheduleError, describe
 from harness.history.errors import HistoryError
 from harness.replay.replay import compare
 from harness.replay.turnstile import ReplayError
+from harness.rundir import RunDir, write_json_atomically
 from harness.services.base import ServiceError
 
 _HELP = (
@@ -82,12 +82,9 @@ def replay_cmd(
         console.print(f"[yellow]report.html not rendered[/]: {exc} (retry: driftlab report)")
     found = [kind for kind, n in result.counts.items() if n]
     comparison = compare(schedule, found)
-    (run_dir / "replay.json").write_text(
-        json.dumps(
-            {"simulated": sorted(comparison.expected), "real": sorted(comparison.found)},
-            indent=2,
-        )
-        + "\n"
+    write_json_atomically(
+        RunDir(run_dir).replay,
+        {"simulated": sorted(comparison.expected), "real": sorted(comparison.found)},
     )
     console.print(f"simulated kinds: {', '.join(sorted(comparison.expected)) or 'none'}")
     console.print(f"real kinds:      {', '.join(sorted(comparison.found)) or 'none'}")
