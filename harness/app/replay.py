@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.architectures.registry import DRIVERS, SIMULATED_SETUPS
+from harness.architectures.registry import REPLAY_DRIVERS, SIMULATED_SETUPS
 from harness.explore.schedule import Schedule
 from harness.explore.spec import SetupSpec
-from harness.replay.driver import Driver
+from harness.replay.driver import ReplayDriver
 from harness.replay.replay import check_replayable, replay_schedule
 from harness.replay.turnstile import ReplayError
 from harness.services.stack_protocol import ServiceStack
 
 
-def replayable(schedule: Schedule) -> tuple[SetupSpec, type[Driver]]:
+def replayable(schedule: Schedule) -> tuple[SetupSpec, type[ReplayDriver]]:
     """The simulated setup and the replay driver of `schedule`; ReplayError, naming the
     fix, when it cannot be replayed: an unknown setup or a step its simulator never
-    takes. Every simulated setup has a driver (tests/test_replay_cli.py holds DRIVERS
+    takes. Every simulated setup has a driver (tests/test_replay_cli.py holds REPLAY_DRIVERS
     to SIMULATED_SETUPS)."""
     spec = SIMULATED_SETUPS.get(schedule.setup)
     if spec is None:
@@ -26,7 +26,7 @@ def replayable(schedule: Schedule) -> tuple[SetupSpec, type[Driver]]:
             f"names one of {', '.join(SIMULATED_SETUPS)}"
         )
     check_replayable(schedule, spec)
-    return spec, DRIVERS[schedule.setup]
+    return spec, REPLAY_DRIVERS[schedule.setup]
 
 
 def replay(

@@ -44,7 +44,7 @@ from harness.architectures.work_queue import sim as work_queue_sim
 from harness.architectures.work_queue.replay import WorkQueueDriver
 from harness.architectures.work_queue.setup import WorkQueue
 from harness.explore.spec import SetupSpec
-from harness.replay.driver import Driver
+from harness.replay.driver import ReplayDriver
 from harness.setups.base import Setup
 from scenarios.model import Scenario
 
@@ -98,7 +98,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
 SETUPS: dict[str, type[Setup]] = {s.name: s for a in ARCHITECTURES for s in a.setups}
 """A scenario's `setup` name -> its class."""
 
-DRIVERS: dict[str, type[Driver]] = {
+REPLAY_DRIVERS: dict[str, type[ReplayDriver]] = {
     spec.name: a.driver for a in ARCHITECTURES if a.driver is not None for spec in a.sims
 }
 """Simulated setup -> the driver that replays its schedules."""

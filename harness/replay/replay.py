@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.explore.schedule import Action, Schedule, describe
 from harness.explore.spec import SetupSpec
-from harness.replay.driver import Driver
+from harness.replay.driver import ReplayDriver
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.rundir import RunDir
 from harness.runner.lifecycle import RunPlan, execute, run_log
@@ -82,7 +82,7 @@ def check_replayable(schedule: Schedule, spec: SetupSpec) -> None:
 def replay_schedule(
     schedule: Schedule,
     spec: SetupSpec,
-    driver_class: type[Driver],
+    driver_class: type[ReplayDriver],
     *,
     runs_dir: Path,
     seed: int = 0,
@@ -129,7 +129,7 @@ def replay_schedule(
 class _ScheduleDriver:
     """A lifecycle Driver that forces the schedule's steps, one at a time."""
 
-    def __init__(self, driver: Driver, schedule: Schedule) -> None:
+    def __init__(self, driver: ReplayDriver, schedule: Schedule) -> None:
         self.driver = driver
         self.steps = schedule.steps[:-1]  # the last one is the quiesce
         self.finished = False
