@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from harness.app import matrix as matrix_module
 from harness.app.matrix import Cell, junit_xml, parse_seeds, plan, run_matrix, with_schedule
 from harness.app.suite_index import write_matrix_outputs
 from harness.cli import app
-from harness.runner import matrix as matrix_module
 from scenarios.registry import get_scenario
 
 
