@@ -38,7 +38,7 @@ def expect(*, present: Iterable[str] = (), absent: Iterable[str] = ()) -> dict[s
 class Scenario:
     """One experiment.
 
-    `name` names the run folder; `claim` is the id in CLAIMS.md (or None);
+    `name` names the run folder; `claim` is the id in docs/claims.md (or None);
     `setup` a setup's name (harness.architectures.registry.SETUPS) with `setup_params`;
     `faults` windows in seconds from the workload's start (scaled with `--duration` when
     `scale_faults`); `expectations` maps anomaly kinds (docs/checkers.md) to

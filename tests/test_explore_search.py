@@ -1,4 +1,4 @@
-"""The search: each claim's property holds or breaks as CLAIMS.md predicts, shrunk."""
+"""The search: each claim's property holds or breaks as docs/claims.md predicts, shrunk."""
 
 from __future__ import annotations
 

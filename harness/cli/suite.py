@@ -46,7 +46,7 @@ def suite(
     ] = None,
     backend: Annotated[str, BACKEND_OPTION] = "local",
 ) -> None:
-    """Run the scenario of every claim of CLAIMS.md on one shared stack.
+    """Run the scenario of every claim of docs/claims.md on one shared stack.
 
     Writes one run folder per scenario, then runs/index.json (and runs/index.html when
     the report module is installed). Exit status: 0 when every verdict is the expected
