@@ -34,25 +34,23 @@ HELP = (
 
 
 class BadInput(Exception):
-    """The user's input cannot be used; `str(error)` names the problem and the fix."""
+    """The user's input cannot be used; `str(error)` names the problem and the fix.
+    A history that cannot be read (harness.history.errors.HistoryError) is one."""
 
 
 class LabFailure(Exception):
     """The lab's own machinery failed (not the system under test); the message names the
-    problem and the fix."""
+    problem and the fix. A service that fails (harness.services.base.ServiceError) is one."""
 
 
 def describe(exc: BaseException) -> tuple[int, str] | None:
     """The exit code and one-line message of an expected failure, None for anything else
     (a bug, which deserves its traceback)."""
-    from harness.history.errors import HistoryError
-    from harness.services.base import ServiceError
-
     if isinstance(exc, KeyboardInterrupt):
         return INTERRUPTED, "interrupted"
-    if isinstance(exc, BadInput | HistoryError):
+    if isinstance(exc, BadInput):
         return BAD_INPUT, str(exc)
-    if isinstance(exc, LabFailure | ServiceError):
+    if isinstance(exc, LabFailure):
         return LAB_FAILED, str(exc)
     if isinstance(exc, OSError):
         message = os_problem(exc)

@@ -52,21 +52,21 @@ def _load_json(path: Path, required: bool) -> dict[str, Any]:
         raise ReportError(f"{e}; re-run `driftlab analyze {path.parent}`") from None
 
 
-def render_run_report(run_dir: str | Path) -> Path:
+def render_run_report(run_dir: RunDir | str | Path) -> Path:
     """Write RUN_DIR/report.html from the run's analysis outputs and return its path.
 
     Raises ReportError naming the missing or unreadable file and the command that
     makes it.
     """
-    run = Path(run_dir)
-    if not run.is_dir():
-        raise ReportError(f"{run} is not a run directory; pass runs/<scenario>/<run>")
-    return write_html(RunDir(run).report, "run.html.j2", build_context(run))
+    folder = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+    if not folder.path.is_dir():
+        raise ReportError(f"{folder} is not a run directory; pass runs/<scenario>/<run>")
+    return write_html(folder.report, "run.html.j2", build_context(folder))
 
 
-def build_context(run: Path) -> dict[str, Any]:
+def build_context(folder: RunDir) -> dict[str, Any]:
     """Everything the run template shows, from the run's files."""
-    folder = RunDir(run)
+    run = folder.path
     config = _load_json(folder.config, required=False)
     analysis = _load_json(folder.analysis, required=True)
     examples = _load_json(folder.examples, required=False)
@@ -116,11 +116,11 @@ def build_context(run: Path) -> dict[str, Any]:
         "runner": summary,
         "classes": _classes(analysis, examples, t0),
         "foreign": _foreign_names(config),
-        "diagrams": diagrams_for_run(run, examples, t0) if examples else [],
+        "diagrams": diagrams_for_run(folder, examples, t0) if examples else [],
         "charts": _charts(series, duration, windows, marks),
         "faults": series.get("faults", []),
         "consumers": _consumers(series, duration, windows),
-        "files": _files(run),
+        "files": _files(folder),
     }
 
 
@@ -367,15 +367,14 @@ def _carry(points: list[tuple[float, Any]]) -> list[tuple[float, float | None]]:
     return out
 
 
-def _files(run: Path) -> list[dict[str, Any]]:
+def _files(folder: RunDir) -> list[dict[str, Any]]:
     """Relative links to the run's raw files, with sizes."""
-    folder = RunDir(run)
     paths = [folder.config, *folder.analysis_outputs, folder.parquet]
     for sub in (folder.history, folder.logs):
         if sub.is_dir():
             paths.extend(sorted(sub.iterdir()))
     return [
-        {"href": p.relative_to(run).as_posix(), "size": p.stat().st_size}
+        {"href": p.relative_to(folder.path).as_posix(), "size": p.stat().st_size}
         for p in paths
         if p.is_file()
     ]

@@ -18,6 +18,7 @@ from setup_fixtures import make_context
 
 from checkers.reference.lost import IN_LOG, NOT_IN_LOG
 from checkers.verdict import PRESENT, judge
+from harness.app.run import run_scenario
 from harness.architectures.bounded_log.setup import (
     CONSUMER_LINK,
     FAST,
@@ -27,7 +28,6 @@ from harness.architectures.bounded_log.setup import (
 )
 from harness.architectures.registry import register_setup
 from harness.history.schema import LOG_AUDIT
-from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
 from harness.setups.base import SetupContext
 from harness.workload.spec import WorkloadSpec

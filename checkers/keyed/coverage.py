@@ -11,8 +11,8 @@ from collections import Counter
 
 from duckdb import DuckDBPyConnection
 
+from checkers.keyed.columns import MESSAGE, PARTITION
 from checkers.keyed.facts import Facts
-from checkers.keyed.step import MESSAGE, PARTITION
 from checkers.reference.common import WRITE_FS
 from checkers.reference.eventsourcing import PROJECTION_PREFIX
 from harness.history.schema import LOG_AUDIT, SOURCE_STORE

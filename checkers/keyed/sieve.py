@@ -27,10 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.anomaly import ALL_KINDS
+from checkers.keyed.columns import GROUP_COLUMN, KEY, MESSAGE, PARTITION, ROUTE_COLUMN
 from checkers.keyed.coverage import chances
 from checkers.keyed.duck import cursor
 from checkers.keyed.facts import Facts
-from checkers.keyed.step import GROUP_COLUMN, KEY, MESSAGE, PARTITION, ROUTE_COLUMN
 from checkers.reference.common import WRITE_FS
 from checkers.reference.eventsourcing import PROJECTION_PREFIX
 from checkers.reference.reorder import RealtimeLag

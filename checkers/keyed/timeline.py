@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from checkers.keyed.columns import OP_COUNT, OP_LATENCY, SERIES_ROW
 from checkers.keyed.duck import cursor
 from checkers.keyed.step import output_schema
 from checkers.series import COMPLETIONS, NS
 from harness.history.schema import EventType, FaultPhase, MsgAction, OpPhase
 
-OP_COUNT, OP_LATENCY, SERIES_ROW = "c", "o", "s"
 _COMPLETIONS = ", ".join(f"'{phase}'" for phase in COMPLETIONS)
 _OFFSET_ACTIONS = f"'{MsgAction.DELIVER}', '{MsgAction.COMMIT}'"
 

@@ -17,16 +17,14 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import check_spark_master, fail, lost_where_lines, progress
+from harness.cli.app import app
+from harness.cli.common import check_spark_master, fail
+from harness.cli.printing import lost_where_lines, progress
 from harness.rundir import RunDir
 
 if TYPE_CHECKING:
     from checkers.analyze import AnalysisResult
     from harness.services.base import Endpoint
-
-EXIT_FORBIDDEN = exitcodes.VERDICT
-EXIT_BAD_INPUT = exitcodes.BAD_INPUT
 
 
 FOREIGN = ("jepsen",)
@@ -155,7 +153,7 @@ def analyze(
     code = EXIT_CODES.get(result.verdict, exitcodes.LAB_FAILED)
     # analyze exits 1 for a forbidden anomaly only: a prediction not reproduced is a
     # result of the analysis, not a failure of it.
-    if code == EXIT_FORBIDDEN and result.verdict != UNEXPECTED:
+    if code == exitcodes.VERDICT and result.verdict != UNEXPECTED:
         code = exitcodes.OK
     if code:
         raise typer.Exit(code)
@@ -227,10 +225,10 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
     """Import `source` into a new run folder under `runs` and return that folder."""
     if tool not in FOREIGN:
         err.print(f"[red]error:[/] --from {tool}: unknown; the tools are {', '.join(FOREIGN)}")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(exitcodes.BAD_INPUT)
     if not source.is_file():
         err.print(f"[red]error:[/] {source}: no such file; pass a Jepsen history.edn or .json")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(exitcodes.BAD_INPUT)
     from harness.importers.jepsen import SCENARIO, JepsenImportError, import_history
 
     run_dir = RunDir.create(runs, SCENARIO, 0)
@@ -253,7 +251,7 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
         shutil.rmtree(run_dir.path, ignore_errors=True)
         run_dir.runs.drop_dangling_latest()
         err.print(f"[red]error:[/] {e}")
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     console.print(
         f"imported {summary.ops:,} Jepsen ops ({summary.keys:,} keys, {summary.sends:,} "
         f"sends acknowledged, {summary.polled:,} messages polled) as {summary.events:,} "
