@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from checkers.anomaly import KINDS
+from checkers.kinds import BY_NAME
 from checkers.reference.lost import where_lost
+from checkers.verdict import LAB_FAILED
 from harness import __version__
 from harness.history.schema import LOG_AUDIT
 from harness.rundir import NotAJsonObject, RunDir, strict_json_object
@@ -50,21 +52,21 @@ def _load_json(path: Path, required: bool) -> dict[str, Any]:
         raise ReportError(f"{e}; re-run `driftlab analyze {path.parent}`") from None
 
 
-def render_run_report(run_dir: str | Path) -> Path:
+def render_run_report(run_dir: RunDir | str | Path) -> Path:
     """Write RUN_DIR/report.html from the run's analysis outputs and return its path.
 
     Raises ReportError naming the missing or unreadable file and the command that
     makes it.
     """
-    run = Path(run_dir)
-    if not run.is_dir():
-        raise ReportError(f"{run} is not a run directory; pass runs/<scenario>/<run>")
-    return write_html(RunDir(run).report, "run.html.j2", build_context(run))
+    folder = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+    if not folder.path.is_dir():
+        raise ReportError(f"{folder} is not a run directory; pass runs/<scenario>/<run>")
+    return write_html(folder.report, "run.html.j2", build_context(folder))
 
 
-def build_context(run: Path) -> dict[str, Any]:
+def build_context(folder: RunDir) -> dict[str, Any]:
     """Everything the run template shows, from the run's files."""
-    folder = RunDir(run)
+    run = folder.path
     config = _load_json(folder.config, required=False)
     analysis = _load_json(folder.analysis, required=True)
     examples = _load_json(folder.examples, required=False)
@@ -97,6 +99,9 @@ def build_context(run: Path) -> dict[str, Any]:
         "versions": _versions(config, analysis),
         "verdict": analysis.get("verdict", "not judged"),
         "inconclusive": analysis.get("inconclusive") or [],
+        "lab_failed": analysis.get("reasons") or []
+        if analysis.get("verdict") == LAB_FAILED
+        else [],
         "verdict_rows": _verdict_rows(analysis),
         "forbidden_found": analysis.get("forbidden_found", []),
         "expected_missing": analysis.get("expected_missing", []),
@@ -111,11 +116,11 @@ def build_context(run: Path) -> dict[str, Any]:
         "runner": summary,
         "classes": _classes(analysis, examples, t0),
         "foreign": _foreign_names(config),
-        "diagrams": diagrams_for_run(run, examples, t0) if examples else [],
+        "diagrams": diagrams_for_run(folder, examples, t0) if examples else [],
         "charts": _charts(series, duration, windows, marks),
         "faults": series.get("faults", []),
         "consumers": _consumers(series, duration, windows),
-        "files": _files(run),
+        "files": _files(folder),
     }
 
 
@@ -134,11 +139,13 @@ def _versions(config: dict[str, Any], analysis: dict[str, Any]) -> dict[str, str
 def _verdict_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     """Expected against observed, one row per expectation."""
     counts = analysis.get("counts", {})
+    coverage = analysis.get("coverage") or {}
     rows = []
     for kind, want in analysis.get("expectations", {}).items():
         n = int(counts.get(kind, 0))
-        met = (n > 0) if want == "present" else (n == 0)
-        rows.append({"kind": kind, "expected": want, "observed": n, "met": met})
+        chances = coverage.get(kind)
+        met = (n > 0) if want == "present" else (n == 0 and chances != 0)
+        rows.append({"kind": kind, "expected": want, "observed": n, "met": met, "chances": chances})
     return rows
 
 
@@ -159,9 +166,13 @@ def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> lis
         rows = []
         for kind in kinds:
             ex = ex_kinds.get(kind, {})
+            known_kind = BY_NAME.get(kind)
             rows.append(
                 {
                     "kind": kind,
+                    "label": known_kind.label if known_kind else kind,
+                    "chance_is": known_kind.chance if known_kind else "",
+                    "chances": (analysis.get("coverage") or {}).get(kind),
                     "count": int(counts.get(kind, 0)),
                     "expected": expectations.get(kind),
                     "examples": [_example(e, t0) for e in ex.get("examples", [])],
@@ -356,15 +367,14 @@ def _carry(points: list[tuple[float, Any]]) -> list[tuple[float, float | None]]:
     return out
 
 
-def _files(run: Path) -> list[dict[str, Any]]:
+def _files(folder: RunDir) -> list[dict[str, Any]]:
     """Relative links to the run's raw files, with sizes."""
-    folder = RunDir(run)
     paths = [folder.config, *folder.analysis_outputs, folder.parquet]
     for sub in (folder.history, folder.logs):
         if sub.is_dir():
             paths.extend(sorted(sub.iterdir()))
     return [
-        {"href": p.relative_to(run).as_posix(), "size": p.stat().st_size}
+        {"href": p.relative_to(folder.path).as_posix(), "size": p.stat().st_size}
         for p in paths
         if p.is_file()
     ]

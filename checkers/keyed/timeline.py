@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from checkers.keyed.columns import OP_COUNT, OP_LATENCY, SERIES_ROW
 from checkers.keyed.duck import cursor
 from checkers.keyed.step import output_schema
 from checkers.series import COMPLETIONS, NS
 from harness.history.schema import EventType, FaultPhase, MsgAction, OpPhase
 
-OP_COUNT, OP_LATENCY, SERIES_ROW = "c", "o", "s"
 _COMPLETIONS = ", ".join(f"'{phase}'" for phase in COMPLETIONS)
 _OFFSET_ACTIONS = f"'{MsgAction.DELIVER}', '{MsgAction.COMMIT}'"
 
 SERIES_ROWS = f"""
 SELECT type, "time", phase, f, op_id, kind, target, fault_id, action, consumer, channel,
-  "partition", "offset", attempt,
+  "partition", "offset", attempt, CASE WHEN type = '{EventType.FAULT}' THEN error END AS error,
   (CASE type WHEN '{EventType.OP}' THEN hash(op_id)
              WHEN '{EventType.FAULT}' THEN hash(fault_id)
              WHEN '{EventType.MSG}' THEN hash(consumer, channel, "partition")
@@ -64,10 +64,11 @@ UNION ALL
 SELECT '{SERIES_ROW}', NULL, 'faults', NULL,
   CAST(json_object('fault_id', fault_id, 'kind', kind, 'target', target,
     'start', round((coalesce(start, stop) - $t0) / 1e9, 6),
-    'stop', round((stop - $t0) / 1e9, 6)) AS VARCHAR),
+    'stop', round((stop - $t0) / 1e9, 6), 'error', error) AS VARCHAR),
   NULL
 FROM (
   SELECT fault_id, any_value(kind) AS kind, any_value(target) AS target,
+    any_value(error) AS error,
     min("time") FILTER (phase = '{FaultPhase.START}') AS start,
     max("time") FILTER (phase = '{FaultPhase.STOP}') AS stop
   FROM s WHERE type = '{EventType.FAULT}' AND fault_id IS NOT NULL GROUP BY fault_id)

@@ -12,10 +12,11 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import BACKEND_OPTION
+from harness.cli.app import app
+from harness.cli.common import BACKEND_OPTION
 from harness.runner.clean_stack import find_leftovers, live_namespaces
 from harness.services.analysis import ANALYSIS
+from harness.services.backends import attach_stack
 from harness.services.base import ServiceError
 from harness.services.kinds import REGISTRY, default_services
 from harness.services.stack import DEFAULT_STACK_DIR, Stack
@@ -63,7 +64,7 @@ def _attach(root: Path, backend: str = "local") -> Stack:
             exitcodes.BAD_INPUT,
         )
     try:
-        return _stack_class(backend).attach(root)
+        return attach_stack(root, _stack_class(backend))
     except ServiceError as error:
         raise _fail(error) from None
 
@@ -145,7 +146,7 @@ def up(
     begun = time.monotonic()
     try:
         with stack_lock(root, on_wait=lambda: _waiting(root)):
-            stack = cls.attach(root) if (root / STATE_FILE).exists() else cls(root)
+            stack = attach_stack(root, cls) if (root / STATE_FILE).exists() else cls(root)
             # A stack started here outlives this command, whoever started the folder
             # before.
             stack.owned = False

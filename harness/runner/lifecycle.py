@@ -19,13 +19,14 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.exitcodes import BadInput, LabFailure
 from harness.history.recorder import Recorder
 from harness.history.schema import Mark, RunHeader
+from harness.logfile import log_to
 from harness.rundir import RunDir
 from harness.runner.clean_stack import clean, run_lease
 from harness.runner.stack_use import acquire_stack, service_logs
@@ -228,18 +229,6 @@ def _stop_watching(watchdog: Watchdog, driver: Driver, ex: Execution) -> None:
     ex.lab_failures = list(watchdog.breakdowns)
 
 
-@contextlib.contextmanager
-def run_log(run_dir: RunDir) -> Iterator[None]:
+def run_log(run_dir: RunDir) -> contextlib.AbstractContextManager[None]:
     """Send the harness's log records to logs/runner.log for the run's duration."""
-    handler = logging.FileHandler(run_dir.runner_log)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("driftlab")
-    root.addHandler(handler)
-    old_level = root.level
-    root.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
-        handler.close()
+    return log_to(run_dir.runner_log)

@@ -15,7 +15,6 @@ failed probes in a row, so a loaded machine's slow answer is no failure.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -24,13 +23,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.rundir import RunDir, write_json_atomically
 from harness.services.stack_protocol import ServiceStack
 
 log = logging.getLogger("driftlab.runner")
 
 TOXIPROXY = "toxiproxy"
-LAB_FAILED = "lab failed"
 """The verdict of a run whose lab failed under it."""
 
 
@@ -204,24 +201,3 @@ class Watchdog:
             return
         if lost and not self.disturbed(TOXIPROXY):
             self.report(TOXIPROXY, f"lost its proxies {', '.join(lost)}")
-
-
-def mark_lab_failed(run_dir: RunDir, analysis: dict[str, Any]) -> str | None:
-    """When logs/run.json records failures of the lab, make `analysis` (and
-    analysis.json) say `lab failed` and return the line that says why; None otherwise.
-
-    For `driftlab analyze` of a run whose lab failed: the history may look like the
-    pipeline's anomalies, and is not judged. Issue 28's single verdict function is
-    to take this over.
-    """
-    try:
-        summary = json.loads(run_dir.summary.read_text())
-    except (OSError, ValueError):
-        return None
-    failures = summary.get("lab_failures") if isinstance(summary, dict) else None
-    if not failures:
-        return None
-    analysis["verdict"] = LAB_FAILED
-    analysis["lab_failures"] = failures
-    write_json_atomically(run_dir.analysis, analysis)
-    return failure_line([LabBreakdown.from_json(f) for f in failures])

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from harness.exitcodes import LabFailure
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
@@ -146,5 +148,5 @@ class ServiceGroup(Service, Generic[S]):
         return self.members[0].endpoint()
 
 
-class ServiceError(RuntimeError):
+class ServiceError(LabFailure, RuntimeError):
     """A service failed to start, answer or stop; the message names the fix."""

@@ -294,8 +294,7 @@ class Stack:
         """The stack described by `root/stack.json`, its live processes adopted.
 
         The caller does not own the processes: `down()` stops them all the same. A
-        stack the docker backend started is attached as one (a DockerStack), whichever
-        class is asked: its services are containers, which only it can stop.
+        stack the docker backend started wants harness.services.backends.attach_stack.
         """
         root = Path(root).absolute()
         path = root / STATE_FILE
@@ -304,10 +303,6 @@ class Stack:
                 f"no stack in {root} (no {STATE_FILE}); start one with `driftlab up`"
             )
         state = read_state(path)
-        if state.get("docker") and cls is Stack:
-            from harness.services.docker_backend import DockerStack
-
-            return DockerStack.attach(root)
         stack = cls(root, owned=bool(state.get("owned", False)))
         stack._saved_specs = state.get("services", {})
         for name, data in stack._saved_specs.items():
