@@ -16,11 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from checkers.anomaly import KINDS
+from checkers.kinds import BY_NAME
 from checkers.reference.lost import where_lost
-from checkers.verdict import shown_verdict
+from checkers.verdict import LAB_FAILED, shown_verdict
 from harness import __version__
 from harness.history.schema import LOG_AUDIT, Mark
-from harness.rundir import NotAJsonObject, RunDir, strict_json_object
+from harness.rundir import (
+    ANALYZE_LOG,
+    RUNNER_LOG,
+    SUMMARY_JSON,
+    NotAJsonObject,
+    RunDir,
+    strict_json_object,
+)
 from reports.plots import PALETTE, Chart, Line, Window, render_chart
 from reports.render import ReportError, write_html
 from reports.sequence import diagrams_for_run
@@ -41,9 +49,9 @@ MAX_KEY_EVENTS = 4
 """Evidence events shown open per example: those that make the anomaly; the rest fold."""
 SERVICE_LOGS = {
     "app.log": ("the application instances' error output", "they wrote no error output"),
-    "runner.log": ("the harness's log of the run", "nothing logged"),
-    "analyze.log": ("the analysis's log", "nothing logged"),
-    "run.json": ("the runner's figures: operations, rate, timings", "not written"),
+    RUNNER_LOG: ("the harness's log of the run", "nothing logged"),
+    ANALYZE_LOG: ("the analysis's log", "nothing logged"),
+    SUMMARY_JSON: ("the runner's figures: operations, rate, timings", "not written"),
 }
 """What a file of logs/ holds, and what it means empty, where its name does not say it
 (a service's own log is `<service>.log`: what the service logged during the run)."""
@@ -62,21 +70,21 @@ def _load_json(path: Path, required: bool) -> dict[str, Any]:
         raise ReportError(f"{e}; re-run `driftlab analyze {path.parent}`") from None
 
 
-def render_run_report(run_dir: str | Path) -> Path:
+def render_run_report(run_dir: RunDir | str | Path) -> Path:
     """Write RUN_DIR/report.html from the run's analysis outputs and return its path.
 
     Raises ReportError naming the missing or unreadable file and the command that
     makes it.
     """
-    run = Path(run_dir)
-    if not run.is_dir():
-        raise ReportError(f"{run} is not a run directory; pass runs/<scenario>/<run>")
-    return write_html(RunDir(run).report, "run.html.j2", build_context(run))
+    folder = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+    if not folder.path.is_dir():
+        raise ReportError(f"{folder} is not a run directory; pass runs/<scenario>/<run>")
+    return write_html(folder.report, "run.html.j2", build_context(folder))
 
 
-def build_context(run: Path) -> dict[str, Any]:
+def build_context(folder: RunDir) -> dict[str, Any]:
     """Everything the run template shows, from the run's files."""
-    folder = RunDir(run)
+    run = folder.path
     config = _load_json(folder.config, required=False)
     analysis = _load_json(folder.analysis, required=True)
     examples = _load_json(folder.examples, required=False)
@@ -111,6 +119,9 @@ def build_context(run: Path) -> dict[str, Any]:
         "versions": _versions(config, analysis),
         "verdict": shown_verdict(analysis.get("verdict", "not judged"), expectations),
         "inconclusive": analysis.get("inconclusive") or [],
+        "lab_failed": analysis.get("reasons") or []
+        if analysis.get("verdict") == LAB_FAILED
+        else [],
         "verdict_rows": _verdict_rows(analysis),
         "forbidden_found": analysis.get("forbidden_found", []),
         "expected_missing": analysis.get("expected_missing", []),
@@ -127,14 +138,14 @@ def build_context(run: Path) -> dict[str, Any]:
         "runner": summary,
         "classes": _classes(analysis, examples, t0),
         "foreign": _foreign_names(config),
-        "diagrams": diagrams_for_run(run, examples, t0) if examples else [],
+        "diagrams": diagrams_for_run(folder, examples, t0) if examples else [],
         "charts": _charts(series, duration, windows, marks),
         "workload_start": workload_start,
         "fault_rows": fault_rows(
             params.get("faults") or [], series.get("faults", []), workload_start
         ),
         "consumers": _consumers(series, duration, windows),
-        "files": _files(run),
+        "files": _files(folder),
     }
 
 
@@ -160,11 +171,13 @@ def _versions(config: dict[str, Any], analysis: dict[str, Any]) -> dict[str, str
 def _verdict_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     """Expected against observed, one row per expectation."""
     counts = analysis.get("counts", {})
+    coverage = analysis.get("coverage") or {}
     rows = []
     for kind, want in analysis.get("expectations", {}).items():
         n = int(counts.get(kind, 0))
-        met = (n > 0) if want == "present" else (n == 0)
-        rows.append({"kind": kind, "expected": want, "observed": n, "met": met})
+        chances = coverage.get(kind)
+        met = (n > 0) if want == "present" else (n == 0 and chances != 0)
+        rows.append({"kind": kind, "expected": want, "observed": n, "met": met, "chances": chances})
     return rows
 
 
@@ -229,9 +242,13 @@ def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> lis
         rows = []
         for kind in kinds:
             ex = ex_kinds.get(kind, {})
+            known_kind = BY_NAME.get(kind)
             rows.append(
                 {
                     "kind": kind,
+                    "label": known_kind.label if known_kind else kind,
+                    "chance_is": known_kind.chance if known_kind else "",
+                    "chances": (analysis.get("coverage") or {}).get(kind),
                     "count": int(counts.get(kind, 0)),
                     "expected": expectations.get(kind),
                     "examples": [_example(e, t0) for e in ex.get("examples", [])],
@@ -468,11 +485,10 @@ def _carry(points: list[tuple[float, Any]]) -> list[tuple[float, float | None]]:
     return out
 
 
-def _files(run: Path) -> list[dict[str, Any]]:
+def _files(folder: RunDir) -> list[dict[str, Any]]:
     """Relative links to the run's raw files, with sizes; a log says what it holds (an
     empty one is a service that logged nothing during the run: PostgreSQL, for one,
     logs only warnings and errors)."""
-    folder = RunDir(run)
     paths = [folder.config, *folder.analysis_outputs, folder.parquet]
     for sub in (folder.history, folder.logs):
         if sub.is_dir():

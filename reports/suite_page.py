@@ -132,6 +132,8 @@ def evidence_line(run: RunInfo) -> str:
         return f"recorded, not analysed: driftlab analyze runs/{run.path}"
     if run.inconclusive:
         return "inconclusive, missing: " + "; ".join(run.inconclusive)
+    if run.verdict == "lab failed":
+        return run.error or "lab failed"
     found = [
         f"{k} {run.counts.get(k, 0)}"
         for k, w in run.expectations.items()

@@ -20,10 +20,10 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-
-from harness.cli.matrix import write_outputs
 from harness.runner.matrix import Cell, MatrixResult, with_schedule
 from harness.runner.outcome import outcome_of
+
+from harness.app.suite_index import write_matrix_outputs
 from harness.runner.runner import RunResult, run_scenario
 from reports.run_report import MAX_KEY_EVENTS
 from scenarios.registry import get_scenario
@@ -59,7 +59,7 @@ def runs(stack: object, spark: object, tmp_path_factory: pytest.TempPathFactory)
         results[r.scenario] = r
         matrix.outcomes.append((cell, outcome_of(r, cell.scenario)))
     # As `driftlab matrix` leaves the folder: its index (with its wall time), its page.
-    write_outputs(root, matrix, None)
+    write_matrix_outputs(root, matrix, None)
     return Runs(root, results)
 
 

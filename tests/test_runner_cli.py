@@ -11,7 +11,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.cli.run import parse_duration, print_result
+from harness.cli.common import parse_duration
+from harness.cli.printing import print_result
 from harness.runner.runner import RunResult
 
 runner = CliRunner()

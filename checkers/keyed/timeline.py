@@ -30,18 +30,18 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from checkers.keyed.columns import OP_COUNT, OP_LATENCY, SERIES_ROW
 from checkers.keyed.duck import cursor
 from checkers.keyed.step import output_schema
 from checkers.series import COMPLETIONS, NS
 from harness.history.schema import LOG_AUDIT, STEP, EventType, FaultPhase, MsgAction, OpPhase
 
-OP_COUNT, OP_LATENCY, SERIES_ROW = "c", "o", "s"
 _COMPLETIONS = ", ".join(f"'{phase}'" for phase in COMPLETIONS)
 _OFFSET_ACTIONS = f"'{MsgAction.DELIVER}', '{MsgAction.COMMIT}'"
 
 SERIES_ROWS = f"""
 SELECT type, "time", phase, f, op_id, kind, target, fault_id, action, consumer, channel,
-  "partition", "offset", msg_id,
+  "partition", "offset", msg_id, CASE WHEN type = '{EventType.FAULT}' THEN error END AS error,
   CASE WHEN type = '{EventType.OP}' AND json_valid(extra)
     THEN json_extract_string(extra, '$.{STEP}') IS NOT NULL ELSE false END AS step,
   CASE WHEN type = '{EventType.FAULT}' AND phase = '{FaultPhase.START}' AND json_valid(extra)
@@ -84,11 +84,12 @@ UNION ALL
 SELECT '{SERIES_ROW}', NULL, 'faults', NULL,
   CAST(json_object('fault_id', fault_id, 'kind', kind, 'target', target,
     'start', round((coalesce(start, stop) - $t0) / 1e9, 6),
-    'stop', round((stop - $t0) / 1e9, 6), 'planned_at', planned_at) AS VARCHAR),
+    'stop', round((stop - $t0) / 1e9, 6), 'planned_at', planned_at,
+    'error', error) AS VARCHAR),
   NULL
 FROM (
   SELECT fault_id, any_value(kind) AS kind, any_value(target) AS target,
-    any_value(planned_at) AS planned_at,
+    any_value(planned_at) AS planned_at, any_value(error) AS error,
     min("time") FILTER (phase = '{FaultPhase.START}') AS start,
     max("time") FILTER (phase = '{FaultPhase.STOP}') AS stop
   FROM s WHERE type = '{EventType.FAULT}' AND fault_id IS NOT NULL GROUP BY fault_id)

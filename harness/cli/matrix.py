@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,18 +11,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import (
+from harness.cli.app import app
+from harness.cli.common import (
     BACKEND_OPTION,
+    check_runs_dir,
     check_spark_master,
     enter_backend,
     parse_duration,
-    verdict_word,
 )
-from harness.rundir import RunsDir
-
-EXIT_FORBIDDEN = exitcodes.VERDICT
-EXIT_RUN_ERROR = exitcodes.LAB_FAILED
+from harness.cli.printing import verdict_word
 
 
 @app.command()
@@ -86,7 +81,7 @@ def matrix(
 
     Example: driftlab matrix --budget 20m --scenarios C1,C3 --seeds 2 --junit matrix.xml
     """
-    from harness.runner.matrix import parse_seeds, plan
+    from harness.app.matrix import parse_seeds, plan
     from harness.runner.stack_use import check_backend
     from scenarios.registry import claims_scenarios, get_scenario
 
@@ -106,16 +101,17 @@ def matrix(
         )
     except (KeyError, ValueError, typer.BadParameter) as exc:
         err.print(f"[red]error:[/] {escape(str(exc.args[0] if exc.args else exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     if not cells:
         err.print("[red]error:[/] no cell to run: check --scenarios and --schedules")
-        raise typer.Exit(2)
+        raise typer.Exit(exitcodes.BAD_INPUT)
     if dry_run:
         for c in cells:
             console.print(f"{c.scenario.name} seed {c.seed} ({c.scenario.workload.duration:g} s)")
         seeds_run = ", ".join(map(str, sorted({c.seed for c in cells})))
         console.print(f"{len(cells)} cells, seeds {seeds_run}, budget {budget_s:.0f} s")
         return
+    check_runs_dir(runs_dir, err)
     check_spark_master(spark_master, err)
     raise typer.Exit(_run(console, err, cells, budget_s, runs_dir, junit, spark_master, backend))
 
@@ -130,8 +126,8 @@ def _run(
     spark_master: str | None,
     backend: str,
 ) -> int:
-    from harness.runner.matrix import run_matrix
-    from harness.runner.runner import EXIT_INTERRUPTED
+    from harness.app.matrix import run_matrix
+    from harness.app.suite_index import write_matrix_outputs
     from harness.runner.stack_use import running_stack
 
     def show(cell: Any, outcome: Any) -> None:
@@ -152,7 +148,7 @@ def _run(
         if stack is None:
             stack = enter_backend(scope, backend, err)
         result = run_matrix(cells, budget_s, runs_dir, stack, spark_master, on_result=show)
-    index = write_outputs(runs_dir, result, junit)
+    index = write_matrix_outputs(runs_dir, result, junit)
     if junit is not None:
         console.print(f"JUnit: {junit}")
     for outcome in result.forbidden:
@@ -169,60 +165,7 @@ def _run(
         f"{len(result.errors)} failed runs; index: {index}"
     )
     if result.interrupted:
-        return EXIT_INTERRUPTED
+        return exitcodes.INTERRUPTED
     if result.forbidden:
-        return EXIT_FORBIDDEN
-    return EXIT_RUN_ERROR if result.errors else 0
-
-
-def write_outputs(runs_dir: Path, result: Any, junit: Path | None) -> Path:
-    """runs/index.json and the suite page (every run of the matrix), runs/matrix.json
-    and the JUnit report; returns the suite page's path."""
-    from harness.cli.suite import write_index
-    from harness.runner.matrix import junit_xml
-
-    chosen = {c.scenario.name: c.scenario for c, _ in result.outcomes}
-    runs = [o.result for _, o in result.outcomes]
-    index = write_index(runs_dir, list(chosen.values()), runs, result.wall_s, "matrix")
-    _write_matrix_json(runs_dir, result)
-    if junit is not None:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_bytes(junit_xml(result))
-    return index
-
-
-def _write_matrix_json(runs_dir: Path, result: Any) -> None:
-    """runs/matrix.json: every cell run (with its verdict and folder) and skipped."""
-    data = {
-        "schema": 1,
-        "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "wall_s": round(result.wall_s, 1),
-        "runs": [
-            {
-                "scenario": cell.scenario.name,
-                "schedule": cell.schedule,
-                "seed": cell.seed,
-                "verdict": o.result.verdict,
-                "forbidden": o.forbidden,
-                "error": o.result.error,
-                "run_dir": str(Path(o.result.run_dir).relative_to(runs_dir)),
-                "wall_s": round(o.result.wall_s, 1),
-            }
-            for cell, o in result.outcomes
-        ],
-        "cut": [
-            {
-                "scenario": cell.scenario.name,
-                "schedule": cell.schedule,
-                "seed": cell.seed,
-                "run_dir": str(Path(o.result.run_dir).relative_to(runs_dir)),
-                "wall_s": round(o.result.wall_s, 1),
-            }
-            for cell, o in result.cut
-        ],
-        "skipped": [
-            {"scenario": c.scenario.name, "schedule": c.schedule, "seed": c.seed}
-            for c in result.skipped
-        ],
-    }
-    RunsDir(runs_dir).matrix_json.write_text(json.dumps(data, indent=2) + "\n")
+        return exitcodes.VERDICT
+    return exitcodes.LAB_FAILED if result.errors else exitcodes.OK

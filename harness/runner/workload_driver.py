@@ -66,6 +66,15 @@ class WorkloadDriver:
         self.stats = workload.join(timeout=60)
         return stopped
 
+    def disturbed(self, service: str) -> bool:
+        """Whether a scheduled fault holds the stack's `service` down now."""
+        return self._nemesis is not None and self._nemesis.disturbed(service)
+
+    def breakdowns(self) -> list[tuple[float, str, str]]:
+        """Faults that could not be injected or healed: (seconds since the workload's
+        start, service, what)."""
+        return list(self._nemesis.failures) if self._nemesis is not None else []
+
     def heal(self) -> None:
         """Close every fault window still open (also after a failure)."""
         if self._nemesis is None:

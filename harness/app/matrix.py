@@ -32,10 +32,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import exitcodes
+from harness.app.outcome import Outcome, outcome_of
+from harness.app.run import check_scenario, run_scenario
 from harness.architectures.registry import SETUPS
 from harness.nemesis.schedule import FaultSpec, Schedule
-from harness.runner.outcome import Outcome, outcome_of
-from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
 from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
 
@@ -85,7 +86,9 @@ class MatrixResult:
     def errors(self) -> list[Outcome]:
         """Runs that could not complete (no verdict)."""
         return [
-            o for _, o in self.outcomes if o.result.error and o.result.exit_code != EXIT_INTERRUPTED
+            o
+            for _, o in self.outcomes
+            if o.result.error and o.result.exit_code != exitcodes.INTERRUPTED
         ]
 
 
@@ -132,7 +135,7 @@ def plan(scenarios: list[Scenario], schedules: list[str], seeds: list[int]) -> l
             for sc in scenarios:
                 variant = with_schedule(sc, schedule)
                 if variant is not None:
-                    variant.validate()
+                    check_scenario(variant)
                     cells.append(Cell(variant, schedule, seed))
     return cells
 
@@ -213,7 +216,7 @@ def run_matrix(
         result.outcomes.append((cell, outcome))
         if on_result:
             on_result(cell, outcome)
-        if run.exit_code == EXIT_INTERRUPTED:
+        if run.exit_code == exitcodes.INTERRUPTED:
             result.interrupted = True
     result.wall_s = time.monotonic() - started
     return result
@@ -263,7 +266,7 @@ def junit_xml(result: MatrixResult) -> bytes:
                 case, "failure", message=f"{outcome.headline()}: {kinds}", type=UNEXPECTED
             )
             failure.text = outcome.summary()
-        elif r.error or r.exit_code == EXIT_INTERRUPTED:
+        elif r.error or r.exit_code == exitcodes.INTERRUPTED:
             errors += 1
             error = ET.SubElement(case, "error", message=r.error or "interrupted", type="run error")
             error.text = outcome.summary()
