@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.architectures.registry import SIMULATED_SETUPS
 from harness.explore.properties import PROPERTIES, Property, reference_anomalies
 from harness.explore.search import search
-from harness.explore.setups import SETUPS
 from harness.explore.strategies import step_table
 
 
@@ -48,15 +48,16 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5, help="fresh seeds for Figure 11-4")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    reference_anomalies(SETUPS["dual-write"].run([]).events)  # imports, outside the timing
+    # The checkers' imports, outside the timing.
+    reference_anomalies(SIMULATED_SETUPS["dual-write"].run([]).events)
     print(f"{'setup':22} {'simulator (20 steps)':>38} {'search loop':>38} {'checkers':>14}")
-    for name, spec in SETUPS.items():
+    for name, spec in SIMULATED_SETUPS.items():
         table, rnd = step_table(spec), random.Random(0)
         scheds = [[rnd.choice(table) for _ in range(20)] for _ in range(args.examples)]
         sim = timed(lambda s=scheds, sp=spec: [sp.run(x) for x in s])
         # A property nothing breaks: the search runs every example and never shrinks.
         never = Property("bench", name, "-", "-", "holds", frozenset())
-        loop = timed(lambda p=never: search(p, examples=args.examples, seed=0))
+        loop = timed(lambda p=never, sp=spec: search(sp, p, examples=args.examples, seed=0))
         runs = [spec.run(x).events for x in scheds[:50]]
         check = timed(lambda r=runs: [reference_anomalies(e) for e in r])
         print(
@@ -67,7 +68,7 @@ def main() -> None:
     walls, cpus, sizes = [], [], []
     for seed in random.Random().sample(range(2**32), args.seeds):
         start_cpu = time.process_time()
-        result = search(race, examples=500, seed=seed)
+        result = search(SIMULATED_SETUPS[race.setup], race, 500, seed)
         cpus.append(time.process_time() - start_cpu)
         walls.append(result.seconds)
         sizes.append(len(result.run.executed) - 1 if result.run else -1)

@@ -72,7 +72,7 @@ def main() -> None:
 
 def in_process(file: Path, stack_dir: Path, rounds: int, runs: Path) -> None:
     """The rounds in this process: the first pays Spark's start, the others do not."""
-    from harness.pipeline.run import run_pipeline
+    from harness.app.pipeline import run_pipeline
     from harness.pipeline.spec import load
     from harness.runner.stack_use import stack_at
 

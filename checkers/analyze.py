@@ -9,14 +9,11 @@ whatever the history. Only aggregates and a few sampled rows reach the driver.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import os
 import shutil
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,25 +22,33 @@ from rich.console import Console
 
 from checkers.anomaly import ALL_KINDS, KINDS
 from checkers.figures import PassFigures
+from checkers.keyed.columns import REALTIME_SERIES
 from checkers.keyed.spark import keyed_pass
-from checkers.keyed.step import REALTIME_SERIES
 from checkers.outputs import examples
 from checkers.reference.reorder import RealtimeLag, worst_realtime_lag
+from checkers.run_facts import run_facts
 from checkers.series import bucket_seconds
 from checkers.spark_start import start_spark
-from checkers.verdict import ExpectationError, check_expectations, judge
-from harness.history.reader import PARQUET_NAME, HistoryInfo, convert_to_parquet
+from checkers.verdict import (
+    INCONCLUSIVE,
+    LAB_FAILED,
+    ExpectationError,
+    RunFacts,
+    check_expectations,
+    check_min_chances,
+    decide,
+)
+from harness.history.reader import HistoryInfo, convert_to_parquet
+from harness.logfile import log_to
 from harness.rundir import (
-    ANALYSIS_JSON,
     ANALYSIS_OUTPUTS,
     ANALYZE_LOG,
     ANOMALIES_PARQUET,
     CONFIG_JSON,
-    EXAMPLES_JSON,
-    LOGS_DIR,
-    SERIES_JSON,
     NotAJsonObject,
+    RunDir,
     strict_json_object,
+    write_json_atomically,
 )
 
 ANALYSIS_SCHEMA = 1
@@ -69,7 +74,6 @@ class CheckerRun:
 
     name: str
     status: str = "ok"
-    seconds: float = 0.0
     error: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -88,8 +92,19 @@ class AnalysisResult:
 
     @property
     def verdict(self) -> str:
-        """reproduced | not reproduced | unexpected anomaly | no expectations."""
+        """reproduced | not reproduced | unexpected anomaly | no expectations |
+        inconclusive | lab failed (checkers.verdict)."""
         return self.analysis["verdict"]
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the run is inconclusive or the lab failed, one line each (else empty)."""
+        return self.analysis["reasons"]
+
+    @property
+    def coverage(self) -> dict[str, int]:
+        """Each kind's chances in the history (checkers.coverage)."""
+        return self.analysis["coverage"]
 
     @property
     def forbidden_found(self) -> list[str]:
@@ -108,7 +123,7 @@ class AnalysisResult:
 
 
 def analyze(
-    run_dir: str | os.PathLike[str],
+    run_dir: RunDir | str | os.PathLike[str],
     master: str | None = None,
     *,
     console: Console | None = None,
@@ -122,13 +137,16 @@ def analyze(
     config.json; a failing checker is recorded, not raised.
     """
     started = time.perf_counter()
-    run = _run_dir(run_dir)
+    folder = RunDir(_run_dir(run_dir))
+    run = folder.path
     config = _read_config(run)
     expectations = _expectations(config)
-    logs = run / LOGS_DIR
-    logs.mkdir(exist_ok=True)
+    folder.logs.mkdir(exist_ok=True)
     say = console.print if console is not None else (lambda *a, **k: None)
-    with _log_to(logs / LOG_NAME):
+    # PySpark logs a failing query's context to stderr on its own loggers: a checker's
+    # error belongs in the log file, the terminal gets one line.
+    pyspark_loggers = [PySparkLogger.getLogger(n) for n in _PYSPARK_LOGGERS]
+    with log_to(folder.analyze_log, take_over=pyspark_loggers):
         log.info("analysing %s", run)
         timings: dict[str, float] = {}
         t = time.perf_counter()
@@ -136,33 +154,34 @@ def analyze(
         timings["convert_s"] = time.perf_counter() - t
         say(f"[dim]history:[/] {info.events:,} events in {info.segments} segment(s)")
 
-        spark = start_spark(master, logs / LOG_NAME)
+        spark = start_spark(master, folder.analyze_log)
         scratch = run / SCRATCH
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir()
         try:
             t = time.perf_counter()
             done = keyed_pass(
-                spark, run / PARQUET_NAME, scratch / ANOMALIES_PARQUET, info.events, per_kind
+                spark, folder.parquet, scratch / ANOMALIES_PARQUET, info.events, per_kind
             )
-            os.replace(scratch / ANOMALIES_PARQUET, run / ANOMALIES_PARQUET)
+            os.replace(scratch / ANOMALIES_PARQUET, folder.anomalies)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         figures, t0_ns, t1_ns = done.figures, done.t0_ns, done.t1_ns
-        runs = _checker_runs(figures, time.perf_counter() - t)
+        runs = _checker_runs(figures)
         timings["checkers_s"] = time.perf_counter() - t
         for r in runs:
             _say_checker(say, r)
 
         t = time.perf_counter()
         counts = _counts(runs)
-        _write_json(
-            run / EXAMPLES_JSON,
+        write_json_atomically(
+            folder.examples,
             {
                 "schema": ANALYSIS_SCHEMA,
                 "per_kind": per_kind,
                 "kinds": examples(figures.examples, counts, t0_ns),
             },
+            indent=None,
         )
         series: dict[str, Any] = {
             "t0_ns": t0_ns,
@@ -180,11 +199,13 @@ def analyze(
             realtime = _realtime_lag(series[REALTIME_SERIES], t0_ns)
         # Notes come from the lost checker's groups: a failure leaves them unknown.
         notes = {} if "lost" in figures.errors else {n: figures.notes[n] for n in NOTES}
-        _write_json(run / SERIES_JSON, {"schema": ANALYSIS_SCHEMA, **series})
+        write_json_atomically(folder.series, {"schema": ANALYSIS_SCHEMA, **series}, indent=None)
         timings["outputs_s"] = time.perf_counter() - t
 
         lost_where = {} if "lost" in figures.errors else dict(sorted(figures.lost_where.items()))
-        verdict = judge(counts, expectations)
+        coverage = {k: int(figures.chances.get(k, 0)) for k in ALL_KINDS}
+        facts = _facts(run, config, series, (t1_ns - t0_ns) / 1e9, sorted(figures.errors))
+        verdict = decide(counts, coverage, expectations, facts)
         timings["total_s"] = time.perf_counter() - started
         analysis = {
             "schema": ANALYSIS_SCHEMA,
@@ -195,6 +216,7 @@ def analyze(
             },
             "history": _history_block(info, t0_ns, t1_ns),
             "counts": counts,
+            "coverage": coverage,
             "counts_by_checker": {
                 name: sum(counts.get(k, 0) for k in kinds) for name, kinds in KINDS.items()
             },
@@ -206,19 +228,26 @@ def analyze(
             "verdict": verdict.verdict,
             "forbidden_found": verdict.forbidden_found,
             "expected_missing": verdict.expected_missing,
-            "checkers": {
-                r.name: {"status": r.status, "seconds": round(r.seconds, 3), "error": r.error}
-                for r in runs
-            },
+            "reasons": verdict.reasons,
+            "inconclusive": verdict.reasons if verdict.verdict == INCONCLUSIVE else [],
+            "lab_failures": list(facts.lab_failures) if verdict.verdict == LAB_FAILED else [],
+            "checkers": {r.name: {"status": r.status, "error": r.error} for r in runs},
             "timings": {k: round(v, 3) for k, v in timings.items()},
             "spark": {"master": spark.sparkContext.master, "version": spark.version},
         }
-        _write_json(run / ANALYSIS_JSON, analysis, indent=2)
-        log.info("verdict %s; counts %s; timings %s", verdict.verdict, counts, timings)
+        write_json_atomically(folder.analysis, analysis)
+        log.info(
+            "verdict %s %s; counts %s; chances %s; timings %s",
+            verdict.verdict,
+            verdict.reasons,
+            counts,
+            coverage,
+            timings,
+        )
     return AnalysisResult(run, analysis)
 
 
-def _run_dir(run_dir: str | os.PathLike[str]) -> Path:
+def _run_dir(run_dir: RunDir | str | os.PathLike[str]) -> Path:
     """The run directory, `runs/latest` and other links resolved."""
     p = Path(run_dir)
     if not p.exists():
@@ -244,43 +273,30 @@ def _read_config(run: Path) -> dict[str, Any]:
         ) from None
 
 
+def _facts(
+    run: Path, config: dict[str, Any], series: dict[str, Any], span_s: float, failed: list[str]
+) -> RunFacts:
+    """The run's facts for its verdict, with the checkers that `failed`."""
+    facts = run_facts(RunDir(run), config, series, span_s)
+    return replace(facts, failed_checkers=tuple(failed))
+
+
 def _expectations(config: dict[str, Any]) -> dict[str, str]:
+    """config.json's expectations; they and its `min_chances` are checked before any
+    work, as bad input."""
     try:
+        check_min_chances(config.get("min_chances"))
         return check_expectations(config.get("expectations"))
     except ExpectationError as e:
         raise AnalysisInputError(str(e)) from None
 
 
-@contextlib.contextmanager
-def _log_to(path: Path) -> Iterator[None]:
-    """driftlab's log records go to `path` for the analysis (never to the terminal)."""
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("driftlab")
-    root.addHandler(handler)
-    level = root.level
-    root.setLevel(logging.INFO)
-    # PySpark logs a failing query's context to stderr on its own loggers: a checker's
-    # error belongs in the log file, the terminal gets one line.
-    pyspark_loggers = [PySparkLogger.getLogger(n) for n in _PYSPARK_LOGGERS]
-    saved = [lg.handlers for lg in pyspark_loggers]
-    for lg in pyspark_loggers:
-        lg.handlers = [handler]
-    try:
-        yield
-    finally:
-        for lg, handlers in zip(pyspark_loggers, saved, strict=True):
-            lg.handlers = handlers
-        root.removeHandler(handler)
-        root.setLevel(level)
-        handler.close()
-
-
-def _checker_runs(figures: PassFigures, seconds: float) -> list[CheckerRun]:
-    """Each checker's status and counts; every one ran in the same pass of `seconds`."""
+def _checker_runs(figures: PassFigures) -> list[CheckerRun]:
+    """Each checker's status and counts. Every one ran in the same pass, interleaved
+    group by group: `timings.checkers_s` is that pass's time, no checker has its own."""
     runs = []
     for name in CHECKERS:
-        run = CheckerRun(name, seconds=seconds, counts=dict(figures.counts.get(name, {})))
+        run = CheckerRun(name, counts=dict(figures.counts.get(name, {})))
         if name in figures.errors:
             run.status, run.error, run.counts = "error", figures.errors[name].splitlines()[0], {}
             log.error("checker %s failed:\n%s", name, figures.errors[name])
@@ -335,10 +351,3 @@ def _history_block(info: HistoryInfo, t0_ns: int, t1_ns: int) -> dict[str, Any]:
         "t0_ns": t0_ns,
         "t1_ns": t1_ns,
     }
-
-
-def _write_json(path: Path, data: dict[str, Any], indent: int | None = None) -> None:
-    """Write atomically: a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=indent, separators=None if indent else (",", ":")))
-    os.replace(tmp, path)

@@ -1,6 +1,7 @@
 """The anomaly row every checker returns, in plain Python and in Spark alike.
 
-The kinds and their meaning are specified in docs/checkers.md.
+The kinds and their meaning are specified in docs/checkers.md, each once in
+checkers.kinds.TABLE.
 """
 
 from __future__ import annotations
@@ -10,26 +11,13 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from checkers.kinds import by_checker
 from harness.history.schema import Event
 
 MAX_EVIDENCE = 20
 
-KINDS: dict[str, tuple[str, ...]] = {
-    "lost": ("lost-message", "lost-write"),
-    "duplicates": ("duplicate-delivery", "duplicate-apply", "duplicate-offset"),
-    "reorder": (
-        "reorder-delivery",
-        "stale-overwrite",
-        "nonmonotonic-poll",
-        "poll-skip",
-        "nonmonotonic-send",
-        "inconsistent-offset",
-    ),
-    "divergence": ("missing", "extra", "stale", "phantom"),
-    "staleness": ("ryw-violation",),
-    "eventsourcing": ("projection-mismatch", "invariant-violation"),
-    "graph": ("contradictory-order",),
-}
+KINDS: dict[str, tuple[str, ...]] = by_checker()
+"""checker -> its kinds (checkers.kinds.TABLE)."""
 ALL_KINDS: tuple[str, ...] = tuple(k for kinds in KINDS.values() for k in kinds)
 
 ANOMALY_COLUMNS = ("checker", "kind", "store", "key", "consumer", "time", "detail", "evidence")

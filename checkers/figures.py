@@ -30,6 +30,7 @@ from checkers.anomaly import ANOMALY_COLUMNS, Anomaly, sample_rank
 from checkers.keyed.duck import cursor
 from checkers.keyed.step import (
     ANOMALY,
+    CHANCE,
     ERROR,
     EXAMPLE,
     LAG,
@@ -58,6 +59,8 @@ class PassFigures:
     errors: dict[str, str] = field(default_factory=dict)
     """checker -> its error, the trace after the first line"""
     notes: Counter[str] = field(default_factory=Counter)
+    chances: Counter[str] = field(default_factory=Counter)
+    """kind -> its chances in the history (checkers.coverage)"""
     anomaly_series: list[dict[str, Any]] = field(default_factory=list)
     lag_series: list[dict[str, Any]] = field(default_factory=list)
     lag: dict[str, dict[str, float | int]] = field(default_factory=dict)
@@ -137,6 +140,7 @@ def merged(parts: list[PassFigures]) -> PassFigures:
         out.counts.update(part.counts)
         out.errors.update(part.errors)
         out.notes.update(part.notes)
+        out.chances.update(part.chances)
         out.anomaly_series += part.anomaly_series
         out.lag_series += part.lag_series
         out.lag.update(part.lag)
@@ -194,7 +198,7 @@ def _add_up(rows: pa.Table, per_kind: int, out: PassFigures) -> None:
         con.register("rows", rows)
         grouped = con.sql(
             f"""SELECT "out", checker, kind, {BUCKET_COLUMN}, count(*) AS rows, sum(n) AS n
-            FROM rows WHERE "out" IN ({_quoted((ANOMALY, NOTE, WHERE, OP_COUNT))})
+            FROM rows WHERE "out" IN ({_quoted((ANOMALY, NOTE, CHANCE, WHERE, OP_COUNT))})
             GROUP BY ALL"""
         ).fetchall()
         details = con.sql(
@@ -210,6 +214,8 @@ def _add_up(rows: pa.Table, per_kind: int, out: PassFigures) -> None:
             series[(t, kind)] += count
         elif what == NOTE:
             out.notes[kind] += int(n)
+        elif what == CHANCE:
+            out.chances[kind] += int(n)
         elif what == WHERE:
             places = {IN_LOG: 0, NOT_IN_LOG: 0, UNKNOWN_PLACE: 0}
             out.lost_where.setdefault(kind, places)[checker] += int(n)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from checkers.keyed.step import REALTIME_SERIES
+from checkers.keyed.columns import REALTIME_SERIES
 from harness.history.schema import OpPhase
 
 MAX_BUCKETS = 1200

@@ -1,17 +1,41 @@
-"""A run's verdict from its anomaly counts and its expectations (docs/checkers.md)."""
+"""A run's verdict: one function (`decide`) from its anomaly counts, each kind's chances,
+its expectations and the run's facts (docs/checkers.md, Verdicts).
+
+Every command that judges a run (run, analyze, replay, suite, matrix, the pytest plugin,
+an import) gets its verdict from the analysis, which calls `decide` once and writes it
+to analysis.json; nothing rewrites it afterwards.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from checkers.anomaly import ALL_KINDS
+from checkers.kinds import BY_NAME
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 UNEXPECTED = "unexpected anomaly"
 NO_EXPECTATIONS = "no expectations"
+HELD = "held"
+"""How a reader is told `reproduced` when every expectation is `absent`: nothing was
+predicted to appear, the guarantee held (`shown_verdict`)."""
+INCONCLUSIVE = "inconclusive"
+LAB_FAILED = "lab failed"
 PRESENT, ABSENT = "present", "absent"
+
+EXIT_CODES = {
+    REPRODUCED: 0,
+    NO_EXPECTATIONS: 0,
+    NOT_REPRODUCED: 1,
+    UNEXPECTED: 1,
+    INCONCLUSIVE: 3,
+    LAB_FAILED: 3,
+}
+"""Each verdict's exit status (harness.exitcodes: 1 the verdict, 3 the lab or a claim
+the run did not test)."""
 
 
 class ExpectationError(ValueError):
@@ -20,11 +44,36 @@ class ExpectationError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The verdict and the kinds behind it (each list sorted)."""
+    """The verdict, the kinds behind it (each list sorted) and why it is inconclusive or
+    the lab failed, one line each (empty otherwise)."""
 
     verdict: str
     forbidden_found: list[str]
     expected_missing: list[str]
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """The exit status the verdict means."""
+        return EXIT_CODES[self.verdict]
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """What the verdict needs of a run beyond its counts and chances."""
+
+    lab_failures: Sequence[Mapping[str, Any]] = ()
+    """the lab's own failures (logs/run.json `lab_failures`): service, at (s), what"""
+    ran: bool = True
+    """some client operation completed"""
+    faults: Sequence[str] = ()
+    """fault windows that never took effect or had no operation, one line each"""
+    unreadable: Sequence[str] = ()
+    """what an importer could not read that the claim depends on, one line each"""
+    min_chances: Mapping[str, int] = field(default_factory=dict)
+    """kind -> the chances the scenario requires at least"""
+    failed_checkers: Sequence[str] = ()
+    """checkers that failed in the analysis: their kinds were not judged"""
 
 
 def check_expectations(expectations: object) -> dict[str, str]:
@@ -50,9 +99,32 @@ def check_expectations(expectations: object) -> dict[str, str]:
     return dict(expectations)
 
 
+def check_min_chances(minimum: object) -> dict[str, int]:
+    """Validate config.json's `min_chances`: a map from known kind to a count >= 1."""
+    if minimum is None:
+        return {}
+    if not isinstance(minimum, dict):
+        raise ExpectationError(
+            "config.json: 'min_chances' must be an object such as {\"lost-message\": 100}"
+        )
+    unknown = sorted(k for k in minimum if k not in ALL_KINDS)
+    if unknown:
+        raise ExpectationError(
+            f"config.json: unknown anomaly kind(s) in min_chances: {', '.join(unknown)}; "
+            f"the kinds are {', '.join(ALL_KINDS)}"
+        )
+    bad = sorted(k for k, v in minimum.items() if type(v) is not int or v < 1)
+    if bad:
+        raise ExpectationError(
+            f"config.json: min_chances of {', '.join(bad)} must be whole numbers of at least 1"
+        )
+    return dict(minimum)
+
+
 def judge(counts: Mapping[str, int], expectations: Mapping[str, str]) -> Verdict:
-    """`unexpected anomaly` if a kind expected absent appears, else `not reproduced` if a
-    kind expected present is missing, else `reproduced`; `no expectations` without any."""
+    """The counts against the expectations alone: `unexpected anomaly` if a kind expected
+    absent appears, else `not reproduced` if a kind expected present is missing, else
+    `reproduced`; `no expectations` without any. `decide` adds what the run tested."""
     forbidden = sorted(k for k, v in expectations.items() if v == ABSENT and counts.get(k, 0))
     missing = sorted(k for k, v in expectations.items() if v == PRESENT and not counts.get(k, 0))
     if not expectations:
@@ -64,3 +136,78 @@ def judge(counts: Mapping[str, int], expectations: Mapping[str, str]) -> Verdict
     else:
         verdict = REPRODUCED
     return Verdict(verdict, forbidden, missing)
+
+
+def decide(
+    counts: Mapping[str, int],
+    chances: Mapping[str, int],
+    expectations: Mapping[str, str],
+    facts: RunFacts,
+) -> Verdict:
+    """The verdict of a run, in this order:
+
+    1. `lab failed` when the lab recorded a failure of its own (a service died, a fault
+       could not be injected or healed): nothing the run shows can be blamed on the
+       system under test;
+    2. `inconclusive` when an importer could not read what the counts rest on (a
+       history's final polls without their reads);
+    3. `unexpected anomaly` when a forbidden kind was found, whatever else is missing;
+    4. `inconclusive` when the run did not test its claim: no client operation ran, a
+       fault window never took effect or had no operation, a kind the expectations name
+       had no chance, or fewer than the scenario's minimum;
+    5. otherwise the counts against the expectations (`judge`).
+    """
+    judged = judge(counts, expectations)
+    if facts.lab_failures:
+        return Verdict(
+            LAB_FAILED,
+            judged.forbidden_found,
+            judged.expected_missing,
+            [_lab_line(f) for f in facts.lab_failures],
+        )
+    if facts.unreadable:
+        # The counts themselves rest on what could not be read (every message a final
+        # poll without its reads read would count as lost): no finding stands on them.
+        return Verdict(INCONCLUSIVE, [], judged.expected_missing, list(facts.unreadable))
+    if judged.verdict == UNEXPECTED:
+        return judged
+    reasons = [] if facts.ran else ["the workload never ran: the history holds no client operation"]
+    reasons += list(facts.faults)
+    for kind in sorted(expectations):
+        n = int(chances.get(kind, 0))
+        checker = BY_NAME[kind].checker
+        if checker in facts.failed_checkers:
+            reasons.append(f"{kind} was not judged: the {checker} checker failed")
+        elif n == 0:
+            reasons.append(f"{kind} had no chance in this history: it holds no {_chance(kind)}")
+    for kind, least in sorted(facts.min_chances.items()):
+        n = int(chances.get(kind, 0))
+        if 0 < n < least or (n == 0 and kind not in expectations):
+            reasons.append(f"{kind} had {n:,} chance(s); the scenario requires at least {least:,}")
+    if reasons:
+        return Verdict(INCONCLUSIVE, [], judged.expected_missing, reasons)
+    return judged
+
+
+def _chance(kind: str) -> str:
+    """A kind's chance, as the line of a verdict names what the history lacked."""
+    text = BY_NAME[kind].chance.split(": one per ")[0]
+    for article in ("a ", "an "):
+        if text.startswith(article):
+            return text[len(article) :]
+    return text
+
+
+def _lab_line(failure: Mapping[str, Any]) -> str:
+    at = failure.get("at")
+    when = f" at {float(at):.1f} s" if isinstance(at, int | float) else ""
+    return f"the lab failed: {failure.get('service', '?')}{when}: {failure.get('what', '?')}"
+
+
+def shown_verdict(verdict: str, expectations: Mapping[str, str]) -> str:
+    """The verdict's word for a reader: `held` for a run `reproduced` whose expectations
+    are all `absent` (no anomaly predicted, none found); otherwise the verdict itself.
+    analysis.json and the exit status keep the verdict."""
+    if verdict == REPRODUCED and expectations and all(v == ABSENT for v in expectations.values()):
+        return HELD
+    return verdict

@@ -6,8 +6,9 @@ matrix and the pytest plugin never count a crash of the lab as an anomaly found.
     2    bad input: an unknown name, a malformed option, a missing or corrupt run folder
     3    the lab itself failed: a service down or not starting, a port taken, the Spark
          master unreachable, a full disk, a read-only runs folder, an internal error;
-         or an inconclusive run (nothing ran, nothing was observed downstream, a
-         scheduled fault never took effect: the claim was not tested)
+         or an inconclusive run (nothing ran, a kind the claim names had no chance,
+         a fault window never took effect or had no operation: the claim was not
+         tested), or a verdict of `lab failed` (the lab recorded a failure of its own)
     130  interrupted (Ctrl-C, SIGTERM)
 
 An expected failure prints one line naming the problem and the fix; the detail goes to
@@ -33,25 +34,23 @@ HELP = (
 
 
 class BadInput(Exception):
-    """The user's input cannot be used; `str(error)` names the problem and the fix."""
+    """The user's input cannot be used; `str(error)` names the problem and the fix.
+    A history that cannot be read (harness.history.errors.HistoryError) is one."""
 
 
 class LabFailure(Exception):
     """The lab's own machinery failed (not the system under test); the message names the
-    problem and the fix."""
+    problem and the fix. A service that fails (harness.services.base.ServiceError) is one."""
 
 
 def describe(exc: BaseException) -> tuple[int, str] | None:
     """The exit code and one-line message of an expected failure, None for anything else
     (a bug, which deserves its traceback)."""
-    from harness.history.errors import HistoryError
-    from harness.services.base import ServiceError
-
     if isinstance(exc, KeyboardInterrupt):
         return INTERRUPTED, "interrupted"
-    if isinstance(exc, BadInput | HistoryError):
+    if isinstance(exc, BadInput):
         return BAD_INPUT, str(exc)
-    if isinstance(exc, LabFailure | ServiceError):
+    if isinstance(exc, LabFailure):
         return LAB_FAILED, str(exc)
     if isinstance(exc, OSError):
         message = os_problem(exc)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness.runner.outcome import Outcome
+    from harness.app.outcome import Outcome
     from harness.services.stack_protocol import ServiceStack
     from harness.setups.base import Setup
     from scenarios.model import Scenario
@@ -109,7 +109,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 def _duration(text: str | float | None) -> float | None:
     if text is None or isinstance(text, int | float):
         return None if text is None else float(text)
-    from harness.cli.run import parse_duration
+    from harness.cli.common import parse_duration
 
     try:
         return parse_duration(text)
@@ -142,8 +142,9 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
     """A callable: `run_scenario("C1" | Scenario, seed=None, duration=None,
     analyze=True) -> Outcome` (verdict, counts, report path, run folder, summary),
     run on the session's stack into --driftlab-runs-dir."""
-    from harness.runner.outcome import outcome_of
-    from harness.runner.runner import run_scenario as run_once
+    from harness.app.outcome import outcome_of
+    from harness.app.run import check_scenario
+    from harness.app.run import run_scenario as run_once
     from scenarios.registry import get_scenario
 
     runs_dir = Path(pytestconfig.getoption("driftlab_runs_dir")).resolve()
@@ -162,7 +163,7 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
         assert not isinstance(scenario, Path)
         sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
         sc = sc.with_overrides(duration=secs)
-        sc.validate()
+        check_scenario(sc)
         result = run_once(
             sc,
             seed=0 if seed is None else seed,
@@ -173,7 +174,7 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
         return outcome_of(result, sc, duration=secs)
 
     def _run_pipeline_file(path: Path, seed: int, secs: float | None, analyze: bool) -> Outcome:
-        from harness.pipeline.run import run_pipeline
+        from harness.app.pipeline import run_pipeline
         from harness.pipeline.spec import PipelineError, load
 
         try:
@@ -202,6 +203,7 @@ def driftlab_scenario() -> Callable[..., Scenario]:
     """Build a Scenario from a user's own Setup class: `driftlab_scenario(MySetup,
     name=..., workload=WorkloadSpec(...), expectations={...}, faults=..., ...)`.
     The setup is registered (as `register_setup` does) so the runner finds it."""
+    from harness.app.run import check_scenario
     from harness.architectures.registry import register_setup
     from scenarios.model import Scenario
 
@@ -225,7 +227,7 @@ def driftlab_scenario() -> Callable[..., Scenario]:
             expectations=dict(expectations or {}),
             **fields,
         )
-        sc.validate()
+        check_scenario(sc)
         return sc
 
     return build

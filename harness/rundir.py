@@ -12,6 +12,7 @@ A run folder is the unit everything reads and writes (as Jepsen's store):
         history.parquet         the segments converted for analysis
         analysis.json, anomalies.parquet, examples.json, series.json   the analysis
         report.html             the run's report
+        replay.json             a replay's simulated and real anomaly kinds
         logs/                   runner.log, analyze.log, run.json, services' and workers' logs
 
 Every module asks these types for a path; no other module spells a file name of either
@@ -41,6 +42,8 @@ SERIES_JSON = "series.json"
 ANALYSIS_OUTPUTS = (ANALYSIS_JSON, ANOMALIES_PARQUET, EXAMPLES_JSON, SERIES_JSON)
 """What `driftlab analyze` writes into a run folder."""
 REPORT_HTML = "report.html"
+REPLAY_JSON = "replay.json"
+"""A replay's simulated and real anomaly kinds (`driftlab replay`)."""
 LOGS_DIR = "logs"
 SUMMARY_JSON = "run.json"
 """`logs/run.json`: the runner's own figures (ops, rate, timings)."""
@@ -59,11 +62,15 @@ def utc_stamp() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 
 
-def write_json_atomically(path: Path, data: Any, *, sort_keys: bool = False) -> Path:
+def write_json_atomically(
+    path: Path, data: Any, *, sort_keys: bool = False, indent: int | None = 2
+) -> Path:
     """Write `data` as JSON to `path` through a temporary file: no reader ever sees
-    half a file."""
+    half a file. `indent=None` writes it compact (large outputs such as series.json)."""
     tmp = path.with_suffix(f".{secrets.token_hex(4)}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=sort_keys, default=str) + "\n")
+    separators = None if indent else (",", ":")
+    text = json.dumps(data, indent=indent, separators=separators, sort_keys=sort_keys, default=str)
+    tmp.write_text(text + "\n")
     os.replace(tmp, path)
     return path
 
@@ -236,6 +243,12 @@ class RunDir(_Folder):
     def report(self) -> Path:
         """report.html."""
         return self.path / REPORT_HTML
+
+    @property
+    def replay(self) -> Path:
+        """replay.json: the anomaly kinds a replay's simulation showed and the real
+        stack showed."""
+        return self.path / REPLAY_JSON
 
     @property
     def logs(self) -> Path:

@@ -1,8 +1,9 @@
 """The claims of DDIA chapter 11 the lab puts to the test, short form.
 
-The full table (setup, fault, prediction, the verdict the lab must reach) is the
-project's CLAIMS.md; its predictions are kept here so that the suite page can name every
-claim, with or without a scenario yet, without reading files outside the repository.
+The full table (setup, fault, prediction, the verdict the lab must reach) is
+docs/claims.md; its predictions are kept here so that the suite page can name every
+claim, with or without a scenario yet, without reading the docs
+(tests/test_claims_doc.py holds the two together).
 """
 
 from __future__ import annotations

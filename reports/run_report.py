@@ -9,16 +9,26 @@ grow with the run.
 from __future__ import annotations
 
 import platform
+import re
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from checkers.anomaly import KINDS
+from checkers.kinds import BY_NAME
 from checkers.reference.lost import where_lost
+from checkers.verdict import LAB_FAILED, shown_verdict
 from harness import __version__
-from harness.history.schema import LOG_AUDIT
-from harness.rundir import NotAJsonObject, RunDir, strict_json_object
+from harness.history.schema import LOG_AUDIT, Mark
+from harness.rundir import (
+    ANALYZE_LOG,
+    RUNNER_LOG,
+    SUMMARY_JSON,
+    NotAJsonObject,
+    RunDir,
+    strict_json_object,
+)
 from reports.plots import PALETTE, Chart, Line, Window, render_chart
 from reports.render import ReportError, write_html
 from reports.sequence import diagrams_for_run
@@ -35,6 +45,16 @@ CLASSES: dict[str, str] = {
 """Anomaly classes of the summary, one per checker of checkers.anomaly.KINDS."""
 
 MAX_CONSUMER_CHARTS = 12
+MAX_KEY_EVENTS = 4
+"""Evidence events shown open per example: those that make the anomaly; the rest fold."""
+SERVICE_LOGS = {
+    "app.log": ("the application instances' error output", "they wrote no error output"),
+    RUNNER_LOG: ("the harness's log of the run", "nothing logged"),
+    ANALYZE_LOG: ("the analysis's log", "nothing logged"),
+    SUMMARY_JSON: ("the runner's figures: operations, rate, timings", "not written"),
+}
+"""What a file of logs/ holds, and what it means empty, where its name does not say it
+(a service's own log is `<service>.log`: what the service logged during the run)."""
 
 
 def _load_json(path: Path, required: bool) -> dict[str, Any]:
@@ -50,21 +70,21 @@ def _load_json(path: Path, required: bool) -> dict[str, Any]:
         raise ReportError(f"{e}; re-run `driftlab analyze {path.parent}`") from None
 
 
-def render_run_report(run_dir: str | Path) -> Path:
+def render_run_report(run_dir: RunDir | str | Path) -> Path:
     """Write RUN_DIR/report.html from the run's analysis outputs and return its path.
 
     Raises ReportError naming the missing or unreadable file and the command that
     makes it.
     """
-    run = Path(run_dir)
-    if not run.is_dir():
-        raise ReportError(f"{run} is not a run directory; pass runs/<scenario>/<run>")
-    return write_html(RunDir(run).report, "run.html.j2", build_context(run))
+    folder = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+    if not folder.path.is_dir():
+        raise ReportError(f"{folder} is not a run directory; pass runs/<scenario>/<run>")
+    return write_html(folder.report, "run.html.j2", build_context(folder))
 
 
-def build_context(run: Path) -> dict[str, Any]:
+def build_context(folder: RunDir) -> dict[str, Any]:
     """Everything the run template shows, from the run's files."""
-    folder = RunDir(run)
+    run = folder.path
     config = _load_json(folder.config, required=False)
     analysis = _load_json(folder.analysis, required=True)
     examples = _load_json(folder.examples, required=False)
@@ -79,7 +99,9 @@ def build_context(run: Path) -> dict[str, Any]:
         for f in series.get("faults", [])
     ]
     marks = [(float(m["t"]), str(m["kind"])) for m in series.get("marks", [])]
+    workload_start = next((t for t, kind in marks if kind == Mark.WORKLOAD_START), None)
     params = config.get("params", {})
+    expectations = analysis.get("expectations", {})
     return {
         "run_name": f"{run.parent.name}/{run.name}",
         "scenario": config.get("scenario") or analysis.get("run", {}).get("scenario"),
@@ -88,20 +110,25 @@ def build_context(run: Path) -> dict[str, Any]:
         "setup": params.get("setup"),
         "setup_params": params.get("setup_params") or {},
         "workload": params.get("workload") or {},
-        "fault_schedule": params.get("faults") or [],
         "seed": config.get("seed", analysis.get("run", {}).get("seed")),
         "started": config.get("started_utc")
         or (datetime.fromtimestamp(t0 / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if t0 else None),
         "duration_s": duration,
+        "t0_utc": _utc(t0),
         "history": history,
         "versions": _versions(config, analysis),
-        "verdict": analysis.get("verdict", "not judged"),
+        "verdict": shown_verdict(analysis.get("verdict", "not judged"), expectations),
         "inconclusive": analysis.get("inconclusive") or [],
+        "lab_failed": analysis.get("reasons") or []
+        if analysis.get("verdict") == LAB_FAILED
+        else [],
         "verdict_rows": _verdict_rows(analysis),
         "forbidden_found": analysis.get("forbidden_found", []),
         "expected_missing": analysis.get("expected_missing", []),
         "checkers": analysis.get("checkers", {}),
+        "checkers_s": (analysis.get("timings") or {}).get("checkers_s"),
         "incomplete": [n for n, c in analysis.get("checkers", {}).items() if c["status"] != "ok"],
+        "counts": analysis.get("counts", {}),
         "notes": analysis.get("notes", {}),
         "lost_where": {
             k: w for k, w in (analysis.get("lost_where") or {}).items() if any(w.values())
@@ -111,12 +138,22 @@ def build_context(run: Path) -> dict[str, Any]:
         "runner": summary,
         "classes": _classes(analysis, examples, t0),
         "foreign": _foreign_names(config),
-        "diagrams": diagrams_for_run(run, examples, t0) if examples else [],
+        "diagrams": diagrams_for_run(folder, examples, t0) if examples else [],
         "charts": _charts(series, duration, windows, marks),
-        "faults": series.get("faults", []),
+        "workload_start": workload_start,
+        "fault_rows": fault_rows(
+            params.get("faults") or [], series.get("faults", []), workload_start
+        ),
         "consumers": _consumers(series, duration, windows),
-        "files": _files(run),
+        "files": _files(folder),
     }
+
+
+def _utc(ns: int) -> str | None:
+    """`ns` since the epoch as UTC to the millisecond, None for 0 (unknown)."""
+    if not ns:
+        return None
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def _versions(config: dict[str, Any], analysis: dict[str, Any]) -> dict[str, str]:
@@ -134,11 +171,57 @@ def _versions(config: dict[str, Any], analysis: dict[str, Any]) -> dict[str, str
 def _verdict_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     """Expected against observed, one row per expectation."""
     counts = analysis.get("counts", {})
+    coverage = analysis.get("coverage") or {}
     rows = []
     for kind, want in analysis.get("expectations", {}).items():
         n = int(counts.get(kind, 0))
-        met = (n > 0) if want == "present" else (n == 0)
-        rows.append({"kind": kind, "expected": want, "observed": n, "met": met})
+        chances = coverage.get(kind)
+        met = (n > 0) if want == "present" else (n == 0 and chances != 0)
+        rows.append({"kind": kind, "expected": want, "observed": n, "met": met, "chances": chances})
+    return rows
+
+
+def fault_rows(
+    plan: list[dict[str, Any]], observed: list[dict[str, Any]], workload_start: float | None
+) -> list[dict[str, Any]]:
+    """One row per fault: its planned window and the window observed in the history,
+    both in seconds since the history's first event. The plan counts from the
+    `workload-start` mark; without one (a run recorded before it existed) the planned
+    window stays on its own clock (`at`, `duration`) and `start` is None."""
+    left = list(observed)
+    rows = []
+    for f in plan:
+        at, duration = float(f.get("at", 0.0)), float(f.get("duration", 0.0))
+        same = [
+            o for o in left if (o.get("kind"), o.get("target")) == (f.get("kind"), f.get("target"))
+        ]
+        # The window a fault opened names its planned `at`; older series do not.
+        match = next(
+            (
+                o
+                for o in same
+                if o.get("planned_at") is not None and abs(o["planned_at"] - at) < 1e-6
+            ),
+            None,
+        )
+        if match is None and not any(o.get("planned_at") is not None for o in same) and same:
+            match = same[0]
+        if match is not None:
+            left.remove(match)
+        start = None if workload_start is None else workload_start + at
+        rows.append(
+            {
+                "kind": f.get("kind"),
+                "target": f.get("target"),
+                "at": at,
+                "duration": duration,
+                "start": start,
+                "stop": None if start is None else start + duration,
+                "observed": match,
+            }
+        )
+    for o in left:
+        rows.append({"kind": o.get("kind"), "target": o.get("target"), "at": None, "observed": o})
     return rows
 
 
@@ -159,9 +242,13 @@ def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> lis
         rows = []
         for kind in kinds:
             ex = ex_kinds.get(kind, {})
+            known_kind = BY_NAME.get(kind)
             rows.append(
                 {
                     "kind": kind,
+                    "label": known_kind.label if known_kind else kind,
+                    "chance_is": known_kind.chance if known_kind else "",
+                    "chances": (analysis.get("coverage") or {}).get(kind),
                     "count": int(counts.get(kind, 0)),
                     "expected": expectations.get(kind),
                     "examples": [_example(e, t0) for e in ex.get("examples", [])],
@@ -185,6 +272,11 @@ def _foreign_names(config: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _example(ex: dict[str, Any], t0: int) -> dict[str, Any]:
+    """An example for the template: the events that make the anomaly (`evidence`, in
+    time order), then the rest of its evidence (`more`, folded, as the checker gave it)."""
+    evidence = [e for e in ex.get("evidence", []) if isinstance(e, dict)]
+    order = key_events(evidence, ex.get("detail") or "", ex.get("time_ns"))
+    key = set(order)
     return {
         "t": ex.get("t"),
         "store": ex.get("store"),
@@ -192,8 +284,34 @@ def _example(ex: dict[str, Any], t0: int) -> dict[str, Any]:
         "consumer": ex.get("consumer"),
         "detail": ex.get("detail", ""),
         "log": where_lost(ex.get("detail") or ""),
-        "evidence": [_evidence_line(e, t0) for e in ex.get("evidence", [])],
+        "evidence": [_evidence_line(evidence[i], t0) for i in order],
+        "more": [_evidence_line(e, t0) for i, e in enumerate(evidence) if i not in key],
     }
+
+
+def key_events(evidence: list[dict[str, Any]], detail: str, at_ns: int | None) -> list[int]:
+    """The positions in `evidence` of the events that make the anomaly, at most
+    MAX_KEY_EVENTS: the event at the anomaly's time (the one that makes it) and those
+    its detail names (a quoted value, a message id, a version), the nearest to the
+    anomaly's time first; in time order. An evidence of MAX_KEY_EVENTS or fewer events is
+    all key, as the checker gave it."""
+    if len(evidence) <= MAX_KEY_EVENTS:
+        return list(range(len(evidence)))
+    quoted = set(re.findall(r"'([^']*)'", detail))
+    words = set(re.findall(r"[^\s,;']+", detail))
+
+    def named(e: dict[str, Any]) -> bool:
+        return (
+            (at_ns is not None and e.get("time") == at_ns)
+            or (e.get("value") is not None and str(e["value"]) in quoted)
+            or (e.get("msg_id") is not None and str(e["msg_id"]) in words)
+            or (e.get("version") is not None and f"version {e['version']}" in detail)
+        )
+
+    picked = [i for i, e in enumerate(evidence) if named(e)] or list(range(len(evidence)))
+    if at_ns is not None:
+        picked.sort(key=lambda i: (abs(int(evidence[i].get("time") or 0) - at_ns), i))
+    return sorted(picked[:MAX_KEY_EVENTS], key=lambda i: (int(evidence[i].get("time") or 0), i))
 
 
 def _evidence_line(e: dict[str, Any], t0: int) -> str:
@@ -257,12 +375,17 @@ def _charts(
 
     ops = series.get("ops", [])
     fails: dict[float, float] = defaultdict(float)
+    done: dict[str, int] = defaultdict(int)
     for r in ops:
         fails[float(r["t"])] += r.get("fail", 0) + r.get("info", 0)
+        done[f"{r['f']} ok"] += int(r.get("ok", 0))
     throughput = lines(ops, "f", "ok", " ok", per_second=True)
     if any(fails.values()):
         fail_rows = [{"t": t, "f": "fail+info", "n": n} for t, n in sorted(fails.items())]
         throughput += lines(fail_rows, "f", "n", dashed=True, per_second=True)
+        done["fail+info"] = int(sum(fails.values()))
+    # Each line's legend says how many operations it draws: they add up to the header's.
+    throughput = [Line(f"{ln.name} ({done[ln.name]:,})", ln.points, ln.dashed) for ln in throughput]
     latency = lines(series.get("latency", []), "f", "p50_ms", suffix=" p50") + lines(
         series.get("latency", []), "f", "p95_ms", suffix=" p95", dashed=True
     )
@@ -282,8 +405,8 @@ def _charts(
         "count",
     )
     specs = [
-        ("throughput", "ops/s", throughput),
-        ("latency (invoke to completion)", "ms", latency),
+        ("throughput: operations completed per second", "ops/s", throughput),
+        ("latency of operations (invoke to completion)", "ms", latency),
         ("replication lag per store (source ok to first effect)", "ms", lag),
         ("anomalies per bucket and class, at the time of the anomaly", "count", anomalies),
     ]
@@ -295,8 +418,10 @@ def _charts(
 def _consumers(
     series: dict[str, Any], duration: float, windows: list[Window]
 ) -> list[dict[str, Any]]:
-    """Per consumer and channel: offsets delivered and committed per partition over time,
-    and a per-partition table with redeliveries."""
+    """Per consumer and channel: the highest offset delivered and the last processed per
+    partition over time, and a per-partition table with the messages delivered again.
+    A commit of offset N says that every offset below N is processed (Kafka commits the
+    next offset to read): the last processed is N - 1, in the chart as in the table."""
     bucket = float(series.get("bucket_s") or 1)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in series.get("offsets", []):
@@ -312,19 +437,23 @@ def _consumers(
         for i, (p, prow) in enumerate(ordered):
             name = "-" if p is None else str(p)
             delivered = [(r["t"] + bucket / 2, r.get("max_delivered")) for r in prow]
-            committed = [(r["t"] + bucket / 2, r.get("max_committed")) for r in prow]
+            committed = [
+                (r["t"] + bucket / 2, None if c is None else c - 1)
+                for r in prow
+                for c in [r.get("max_committed")]
+            ]
             color = PALETTE[i % len(PALETTE)]
             if any(v is not None for _, v in delivered):
                 chart_lines.append(Line(f"p{name} delivered", _carry(delivered), color=color))
             if any(v is not None for _, v in committed):
                 chart_lines.append(
-                    Line(f"p{name} committed", _carry(committed), dashed=True, color=color)
+                    Line(f"p{name} processed", _carry(committed), dashed=True, color=color)
                 )
             table.append(
                 {
                     "partition": name,
                     "max_delivered": max((v for _, v in delivered if v is not None), default=None),
-                    "max_committed": max((v for _, v in committed if v is not None), default=None),
+                    "processed": max((v for _, v in committed if v is not None), default=None),
                     "redeliveries": sum(int(r.get("redeliveries") or 0) for r in prow),
                 }
             )
@@ -332,7 +461,7 @@ def _consumers(
         if chart_lines:
             chart = render_chart(
                 Chart(
-                    "offsets per partition (solid: delivered, dashed: committed)",
+                    "offsets per partition (solid: highest delivered, dashed: last processed)",
                     "offset",
                     duration or bucket,
                     chart_lines,
@@ -356,15 +485,30 @@ def _carry(points: list[tuple[float, Any]]) -> list[tuple[float, float | None]]:
     return out
 
 
-def _files(run: Path) -> list[dict[str, Any]]:
-    """Relative links to the run's raw files, with sizes."""
-    folder = RunDir(run)
+def _files(folder: RunDir) -> list[dict[str, Any]]:
+    """Relative links to the run's raw files, with sizes; a log says what it holds (an
+    empty one is a service that logged nothing during the run: PostgreSQL, for one,
+    logs only warnings and errors)."""
     paths = [folder.config, *folder.analysis_outputs, folder.parquet]
     for sub in (folder.history, folder.logs):
         if sub.is_dir():
             paths.extend(sorted(sub.iterdir()))
-    return [
-        {"href": p.relative_to(run).as_posix(), "size": p.stat().st_size}
-        for p in paths
-        if p.is_file()
-    ]
+    out = []
+    for p in paths:
+        if not p.is_file():
+            continue
+        about = None
+        if p.parent == folder.logs:
+            held, empty = SERVICE_LOGS.get(p.name) or (
+                f"what {p.stem} logged during the run",
+                f"{p.stem} logged nothing during the run",
+            )
+            about = held if p.stat().st_size else f"empty: {empty}"
+        out.append(
+            {
+                "href": p.relative_to(folder.path).as_posix(),
+                "size": p.stat().st_size,
+                "about": about,
+            }
+        )
+    return out

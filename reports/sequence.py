@@ -278,11 +278,11 @@ def render_diagram(d: Diagram, t0_ns: int) -> Markup:
     return Markup("".join(out))
 
 
-def diagrams_for_run(run_dir: Path, examples: dict[str, Any], t0_ns: int) -> list[dict[str, Any]]:
+def diagrams_for_run(run_dir: RunDir, examples: dict[str, Any], t0_ns: int) -> list[dict[str, Any]]:
     """Every diagram of the run, ready for the template: svg, key, store, kind, detail,
     how many writes were left out."""
     targets = pick_targets(examples)
-    events = read_key_events(RunDir(run_dir).parquet, sorted({t[0] for t in targets}))
+    events = read_key_events(run_dir.parquet, sorted({t[0] for t in targets}))
     out = []
     for key, store, kind, detail, at_ns in targets:
         d = build_diagram(events.get(key, []), key, store, kind, detail, at_ns)

@@ -14,12 +14,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from checkers.verdict import NOT_REPRODUCED, shown_verdict
 from harness.rundir import REPORT_HTML, RunDir, RunsDir, read_json_object
 from reports.claims import CLAIMS
 from reports.render import ReportError, write_html
 
 MAX_TREND = 12
 _STAMP = re.compile(r"^(\d{8}T\d{6}Z)-")
+_CLAIM = re.compile(r"^(C\d+)(?:-(.+))?$", re.IGNORECASE)
+"""A claim id, `C10`, or a scenario's variant of one, `C10-misaligned`: the other half of
+the claim (the design without the guarantee, or the non-idempotent apply)."""
+WORST_FIRST = (
+    "unexpected anomaly",
+    "not reproduced",
+    "inconclusive",
+    "error",
+    "not judged",
+    "not run",
+    "no expectations",
+    "reproduced",
+    "held",
+)
+"""A claim's verdict is the first of these among its scenarios' verdicts."""
 
 
 @dataclass(slots=True)
@@ -37,6 +53,12 @@ class RunInfo:
     report: str | None = None  # relative link, when report.html exists
     error: str | None = None
     inconclusive: list[str] = field(default_factory=list)  # what the run lacked
+    faults: list[dict[str, Any]] | None = None  # the fault schedule it ran (config.json)
+
+    @property
+    def variant(self) -> str | None:
+        """The matrix's fault schedule of a variant run (`<scenario>+none`), else None."""
+        return self.scenario.split("+", 1)[1] if "+" in self.scenario else None
 
 
 def render_index(index_json: str | Path) -> Path:
@@ -74,20 +96,22 @@ def _run_info(runs: Path, run: Path) -> RunInfo:
     params = config.get("params") or {}
     started = config.get("started_utc") or _stamp(run.name, run)
     verdict = analysis.get("verdict") or ("error" if summary.get("error") else "not judged")
+    expectations = dict(analysis.get("expectations") or config.get("expectations") or {})
     return RunInfo(
         path=run.relative_to(runs).as_posix(),
         scenario=str(config.get("scenario") or run.parent.name),
         claim=config.get("claim") or params.get("claim"),
         summary=params.get("summary"),
         started=started,
-        verdict=verdict,
+        verdict=shown_verdict(verdict, expectations),
         counts={k: int(v) for k, v in (analysis.get("counts") or {}).items()},
-        expectations=dict(analysis.get("expectations") or config.get("expectations") or {}),
+        expectations=expectations,
         report=f"{run.relative_to(runs).as_posix()}/{REPORT_HTML}"
         if folder.report.exists()
         else None,
         error=summary.get("error"),
         inconclusive=[str(w) for w in analysis.get("inconclusive") or []],
+        faults=params.get("faults") if isinstance(params.get("faults"), list) else None,
     )
 
 
@@ -108,6 +132,8 @@ def evidence_line(run: RunInfo) -> str:
         return f"recorded, not analysed: driftlab analyze runs/{run.path}"
     if run.inconclusive:
         return "inconclusive, missing: " + "; ".join(run.inconclusive)
+    if run.verdict == "lab failed":
+        return run.error or "lab failed"
     found = [
         f"{k} {run.counts.get(k, 0)}"
         for k, w in run.expectations.items()
@@ -143,8 +169,22 @@ def _few(items: list[str], n: int = 5) -> str:
     return ", ".join(items[:n]) + more
 
 
+def faults_text(faults: list[dict[str, Any]] | None) -> str | None:
+    """The fault schedule a run ran, in one line (`no fault` for an empty one); None when
+    its config.json does not say."""
+    if faults is None:
+        return None
+    if not faults:
+        return "no fault"
+    return "; ".join(
+        f"{f.get('kind')} {f.get('target')} at {f.get('at')} s for {f.get('duration')} s"
+        for f in faults
+    )
+
+
 def build_suite_context(runs: Path) -> dict[str, Any]:
-    """Claims table rows, the other scenarios' rows and the suite's facts."""
+    """Claims table rows (each claim with its scenarios), the matrix variants' rows, the
+    other scenarios' rows and the suite's facts."""
     all_runs = scan_runs(runs)
     by_scenario: dict[str, list[RunInfo]] = {}
     for r in all_runs:
@@ -157,59 +197,89 @@ def build_suite_context(runs: Path) -> dict[str, Any]:
         suite_runs = [r for r in runs_of if r.path in in_suite]
         return (suite_runs or runs_of or [None])[-1]
 
-    def row(scenario: str, claim: str | None, text: str | None) -> dict[str, Any]:
+    def row(scenario: str, claim: str | None) -> dict[str, Any]:
         last = latest(scenario)
         history = by_scenario.get(scenario, [])
+        finding = bool(last and last.variant and last.verdict == NOT_REPRODUCED)
+        evidence = evidence_line(last) if last else "no run of this scenario yet"
+        if finding:
+            # The matrix fails a variant for a forbidden anomaly only (harness.runner.matrix).
+            evidence += (
+                "; a finding, not a failure: the prediction is for the scenario's own "
+                "faults, and this variant ran another schedule"
+            )
         return {
             "claim": claim,
-            "claim_text": text,
             "scenario": scenario,
             "summary": (last.summary if last else None),
+            "faults": faults_text(last.faults) if last else None,
             "last": last,
             "verdict": last.verdict if last else "not run",
-            "evidence": evidence_line(last) if last else "no run of this scenario yet",
+            "finding": finding,
+            "evidence": evidence,
             "trend": history[-MAX_TREND:],
             "n_runs": len(history),
         }
 
-    claim_scenarios = _claim_scenarios(all_runs)
+    groups = _claim_scenarios(all_runs)
     claims = []
     for claim_id, text in CLAIMS.items():
-        scenario = claim_scenarios.get(claim_id)
-        if scenario is None:
-            claims.append(
+        rows = [row(scenario, variant_id) for variant_id, scenario in groups.get(claim_id, [])]
+        if not rows:
+            rows = [
                 {
                     "claim": claim_id,
-                    "claim_text": text,
                     "scenario": None,
                     "summary": None,
+                    "faults": None,
                     "last": None,
                     "verdict": "not run",
+                    "finding": False,
                     "evidence": "no scenario has run yet",
                     "trend": [],
                     "n_runs": 0,
                 }
-            )
-        else:
-            claims.append(row(scenario, claim_id, text))
-    used = {c["scenario"] for c in claims}
-    others = [row(s, None, None) for s in sorted(by_scenario) if s not in used]
-    tally: dict[str, int] = {}
-    for c in claims:
-        tally[c["verdict"]] = tally.get(c["verdict"], 0) + 1
+            ]
+        verdict = min((r["verdict"] for r in rows), key=_severity)
+        claims.append({"claim": claim_id, "claim_text": text, "verdict": verdict, "rows": rows})
+    used = {r["scenario"] for c in claims for r in c["rows"]}
+    rest = [s for s in sorted(by_scenario) if s not in used]
+    variants = [row(s, None) for s in rest if "+" in s]
+    others = [row(s, None) for s in rest if "+" not in s]
+    scenario_rows = [r for c in claims for r in c["rows"]]
     return {
         "claims": claims,
+        "variants": variants,
         "others": others,
-        "tally": tally,
+        "claim_tally": _tally(c["verdict"] for c in claims),
+        "scenario_tally": _tally(r["verdict"] for r in scenario_rows),
+        "n_claims": len(claims),
+        "n_scenarios": len(scenario_rows),
         "n_runs": len(all_runs),
         "generated": index.get("generated_utc") or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "wall_s": index.get("wall_s"),
+        # Written by `driftlab suite` or `driftlab matrix` (an index.json without the
+        # field is a suite's: only the suite wrote one before).
+        "index_of": index.get("written_by") or "suite",
     }
 
 
-def _claim_scenarios(all_runs: list[RunInfo]) -> dict[str, str]:
-    """The scenario that tests each claim: the registry's choice, else the newest run
-    that names the claim."""
+def _severity(verdict: str) -> int:
+    return WORST_FIRST.index(verdict) if verdict in WORST_FIRST else 0
+
+
+def _tally(verdicts: Any) -> dict[str, int]:
+    """How many of each verdict, worst first."""
+    counts: dict[str, int] = {}
+    for v in verdicts:
+        counts[v] = counts.get(v, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: _severity(kv[0])))
+
+
+def _claim_scenarios(all_runs: list[RunInfo]) -> dict[str, list[tuple[str, str]]]:
+    """Per claim of the table, its scenarios as (claim or variant id, scenario name): the
+    claim's own first, then its variants (`C10-misaligned`); the registry's choice, else
+    the newest run that names the claim or variant."""
     chosen: dict[str, str] = {}
     try:
         from scenarios.registry import claims_scenarios
@@ -218,6 +288,14 @@ def _claim_scenarios(all_runs: list[RunInfo]) -> dict[str, str]:
     except (ImportError, KeyError, ValueError):
         chosen = {}
     for r in all_runs:
-        if r.claim and r.claim not in chosen:
+        if r.claim and r.claim not in chosen and not r.variant:
             chosen[r.claim] = r.scenario
-    return chosen
+    out: dict[str, list[tuple[str, str]]] = {}
+    for claim, scenario in chosen.items():
+        m = _CLAIM.match(claim)
+        if m is None:
+            continue
+        base = m.group(1).upper()
+        group = out.setdefault(base, [])
+        group.insert(0 if m.group(2) is None else len(group), (claim, scenario))
+    return out

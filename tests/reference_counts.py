@@ -11,9 +11,14 @@ from collections import Counter
 from pathlib import Path
 
 from checkers.anomaly import Anomaly
+from checkers.coverage import chances
 from checkers.reference import CHECKERS
+from checkers.run_facts import lab_failures
+from checkers.series import COMPLETIONS
+from checkers.verdict import RunFacts, Verdict, decide
 from harness.history.reader import read_history
-from harness.history.schema import Event
+from harness.history.schema import Event, EventType
+from harness.rundir import RunDir
 
 
 def run_events(run_dir: Path) -> list[Event]:
@@ -33,3 +38,21 @@ def reference_anomalies(run_dir: Path) -> list[Anomaly]:
 def reference_counts(run_dir: Path) -> dict[str, int]:
     """Anomaly counts by kind, as analysis.json has them."""
     return dict(Counter(a.kind for a in reference_anomalies(run_dir)))
+
+
+def reference_verdict(
+    run_dir: Path, expectations: dict[str, str] | None = None
+) -> tuple[Verdict, dict[str, int]]:
+    """The verdict of a run judged by the reference checkers and checkers.coverage
+    (config.json's expectations unless `expectations`), and each kind's chances."""
+    events = run_events(run_dir)
+    config = RunDir(run_dir).read_config()
+    found = chances(events)
+    facts = RunFacts(
+        lab_failures=lab_failures(RunDir(run_dir)),
+        ran=any(e.type == EventType.OP and e.phase in COMPLETIONS for e in events),
+        unreadable=config.get("unreadable") or [],
+    )
+    if expectations is None:
+        expectations = config.get("expectations") or {}
+    return decide(reference_counts(run_dir), found, expectations, facts), found

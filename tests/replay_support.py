@@ -6,17 +6,17 @@ from pathlib import Path
 
 from reference_counts import reference_anomalies as reference_anomalies_of
 
+from harness.architectures.registry import simulated_setup
 from harness.explore.properties import PROPERTIES, reference_anomalies
 from harness.explore.schedule import Schedule, Step
 from harness.explore.search import search
-from harness.explore.setups import get_setup
 from harness.replay.replay import compare
 
 
 def explored(prop_name: str, seed: int, examples: int = 500) -> Schedule:
     """The minimal schedule the search finds breaking property `prop_name`."""
     (prop,) = [p for p in PROPERTIES if p.name == prop_name]
-    result = search(prop, examples=examples, seed=seed)
+    result = search(simulated_setup(prop.setup), prop, examples=examples, seed=seed)
     assert result.found, f"the simulator found no break of {prop_name}"
     return result.schedule()
 
@@ -24,7 +24,7 @@ def explored(prop_name: str, seed: int, examples: int = 500) -> Schedule:
 def simulated(setup: str, steps: list[Step]) -> Schedule:
     """`steps` run on the simulator of `setup`: the executed schedule, with the anomaly
     kinds the reference checkers find in its history (as `driftlab explore` saves)."""
-    spec = get_setup(setup)
+    spec = simulated_setup(setup)
     run = spec.run(s for s in steps if s.action != "quiesce")
     anomalies, missing = reference_anomalies(run.events)
     assert not missing, f"reference checkers missing: {missing}"

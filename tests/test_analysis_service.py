@@ -4,8 +4,11 @@ stack of `driftlab up` runs it (harness/services/analysis.py)."""
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
+import threading
 from collections.abc import Iterator
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
 from pathlib import Path
 
@@ -109,3 +112,31 @@ def test_driftlab_analyze_uses_the_warm_server_of_the_stack_here(
         timeout=600,
     )
     assert "warm Spark" not in cold.stdout + cold.stderr
+
+
+def test_a_wrong_key_costs_one_connection_not_the_server(served: tuple[Path, Stack]) -> None:
+    _, stack = served
+    endpoint = stack.endpoint(ANALYSIS)
+    with pytest.raises(AuthenticationError):
+        Client((endpoint.host, endpoint.port), authkey=b"not the stack's secret")
+    assert stack[ANALYSIS].is_running()
+    assert _ping(endpoint) == "pong"
+
+
+def test_idle_connections_stall_no_other_client(served: tuple[Path, Stack]) -> None:
+    _, stack = served
+    endpoint = stack.endpoint(ANALYSIS)
+    key = endpoint.extra["secret"].encode()
+    # One that never answers the handshake, one that authenticates and never asks.
+    with (
+        socket.create_connection((endpoint.host, endpoint.port)) as silent,
+        Client((endpoint.host, endpoint.port), authkey=key),
+    ):
+        answered: list[str] = []
+        pinger = threading.Thread(target=lambda: answered.append(_ping(endpoint)), daemon=True)
+        pinger.start()
+        pinger.join(30)  # well before the idle clients are dropped (no timing asserted)
+        assert answered == ["pong"]
+        silent.settimeout(60)
+        assert silent.recv(1024)  # the server's challenge, then its end of the line
+    assert _ping(endpoint) == "pong"

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from checkers.analyze import CHECKERS, OUTPUTS
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
+from checkers.coverage import chances
 from checkers.reference.lost import where_lost
 from checkers.reference.reorder import realtime_lags, worst_realtime_lag, worst_realtime_lags
 from checkers.verdict import judge
@@ -93,6 +94,9 @@ def test_planted_counts_are_found_exactly(planted: dict[str, Any]) -> None:
     got = analysis["realtime_lag"]
     assert {k: got["worst"][k] for k in worst.to_dict()} == worst.to_dict()
     assert got["partitions"] == len(worst_realtime_lags(events))
+    # Each kind's chances, as the reference counts them; no kind found beyond them.
+    assert analysis["coverage"] == chances(events)
+    assert all(analysis["counts"][k] <= analysis["coverage"][k] for k in ALL_KINDS)
 
 
 @pytest.mark.spark
@@ -223,3 +227,36 @@ def test_verdict_rules() -> None:
     assert (v.verdict, v.expected_missing) == ("not reproduced", ["lost-message"])
     v = judge(counts, {"duplicate-delivery": "absent", "lost-message": "present"})
     assert (v.verdict, v.forbidden_found) == ("unexpected anomaly", ["duplicate-delivery"])
+
+
+@pytest.mark.spark
+def test_the_labs_own_failures_and_a_minimum_of_chances_decide_the_verdict(
+    spark: object, tmp_path: Path
+) -> None:
+    """The verdict reads the run's facts: logs/run.json's lab failures come before any
+    finding (exit 3, `lab failed`, their lines as reasons); a minimum of chances the
+    history does not reach makes it inconclusive."""
+    run = tmp_path / "run"
+    generate(run, 3_000, 2, {"lost-message": 1}, expectations={"lost-message": "absent"})
+    (run / "logs").mkdir(exist_ok=True)
+    failure = {"service": "kafka", "at": 4.0, "what": "exited with status 137"}
+    (run / "logs" / "run.json").write_text(json.dumps({"lab_failures": [failure]}))
+    result = _invoke(run)
+    assert result.exit_code == 3, result.output
+    analysis = _analysis(run)
+    assert analysis["verdict"] == "lab failed" and analysis["lab_failures"] == [failure]
+    assert analysis["reasons"] == ["the lab failed: kafka at 4.0 s: exited with status 137"]
+    assert "the lab failed: kafka at 4.0 s" in result.output
+    assert analysis["counts"]["lost-message"] == 1  # counted all the same
+    assert analysis["coverage"]["lost-message"] > 0
+    (run / "logs" / "run.json").unlink()
+    config = json.loads((run / "config.json").read_text())
+    least = analysis["coverage"]["duplicate-delivery"] + 1
+    config["expectations"] = {"duplicate-delivery": "absent"}
+    config["min_chances"] = {"duplicate-delivery": least}
+    (run / "config.json").write_text(json.dumps(config))
+    result = _invoke(run)
+    assert result.exit_code == 3, result.output
+    assert _analysis(run)["reasons"] == [
+        f"duplicate-delivery had {least - 1:,} chance(s); the scenario requires at least {least:,}"
+    ]

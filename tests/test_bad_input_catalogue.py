@@ -99,6 +99,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
     empty = tmp / "empty"
     empty.mkdir()
+    no_config = tmp / "no-config"
+    shutil.copytree(run, no_config)
+    (no_config / "config.json").unlink()
+    (tmp / "a-file").write_text("not a folder\n")
+    (tmp / "binary-schedule.json").write_bytes(bytes(range(256)) * 4)
+    (tmp / "empty.edn").write_bytes(b"")
 
     # A stack started and stopped: its stack.json remembers its ports.
     stopped = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
@@ -147,6 +153,12 @@ class Case:
     code: int
     message: str
     needs: str | None = None  # a World field that may be None (no tmpfs mount)
+    refused_up_front: bool = False  # nothing may be left in the folder _refused gives
+
+
+def _refused(w: World) -> str:
+    """The runs folder of a case refused up front: it must not come to exist."""
+    return str(w.tmp / "refused")
 
 
 CATALOGUE: dict[str, Case] = {
@@ -181,7 +193,6 @@ CATALOGUE: dict[str, Case] = {
     ),
     "unknown service": Case(lambda w: ["up", "--only", "bogus"], 2, "unknown service(s) bogus"),
     "status of no stack": Case(lambda w: ["status", "--dir", str(w.empty)], 2, "no stack in"),
-    "down of no stack": Case(lambda w: ["down", "--dir", str(w.empty)], 2, "no stack in"),
     "unreachable spark master (run)": Case(
         lambda w: ["run", "C1", "--spark-master", UNREACHABLE, "--runs-dir", str(w.tmp / "r")],
         3,
@@ -207,6 +218,45 @@ CATALOGUE: dict[str, Case] = {
         3,
         "is on a read-only file system",
         needs="readonly",
+    ),
+    "seed beyond 64 bits": Case(
+        lambda w: ["run", "C1", "--seed", str(2**70), "--runs-dir", _refused(w)],
+        2,
+        "does not fit in 64 bits",
+        refused_up_front=True,
+    ),
+    "--runs-dir under a regular file": Case(
+        lambda w: ["run", "C1", "--runs-dir", str(w.tmp / "a-file" / "runs")],
+        2,
+        "a-file is a file, not a folder",
+    ),
+    "binary schedule for replay": Case(
+        lambda w: ["replay", str(w.tmp / "binary-schedule.json"), "--runs-dir", _refused(w)],
+        2,
+        "the file is not UTF-8 text",
+        refused_up_front=True,
+    ),
+    "analyze of a folder without config.json": Case(
+        lambda w: ["analyze", str(w.tmp / "no-config")], 2, "has no config.json, so it is no run"
+    ),
+    "empty Jepsen file": Case(
+        lambda w: [
+            "analyze",
+            "--from",
+            "jepsen",
+            str(w.tmp / "empty.edn"),
+            "--runs-dir",
+            _refused(w),
+        ],
+        2,
+        "empty.edn is empty",
+        refused_up_front=True,
+    ),
+    "duration too short for any fault": Case(
+        lambda w: ["run", "C3", "--duration", "1ms", "--runs-dir", _refused(w)],
+        2,
+        "leaves no room for any of scenario cdc-consumer-crash's 2 fault(s)",
+        refused_up_front=True,
     ),
     "disk full (analyze)": Case(
         lambda w: ["analyze", str(w.full / "run")],  # type: ignore[operator]
@@ -236,6 +286,8 @@ def test_catalogue(name: str, world: World) -> None:
     # The unreachable master is found before any scenario starts: no run folder.
     if "spark master" in name:
         assert not (world.tmp / "r").exists()
+    if case.refused_up_front:
+        assert not Path(_refused(world)).exists()
 
 
 def test_a_port_taken_since_is_named_with_its_holder(world: World) -> None:

@@ -31,18 +31,16 @@ from typer.testing import CliRunner
 from harness.cli import app
 from harness.services.base import Endpoint, ServiceError
 from harness.services.containers import (
+    DEFAULT_DOCKER_HOST,
     IMAGES,
     LABEL_STACK,
+    docker_client,
+    docker_host,
     missing_images,
     stack_containers,
     stack_id,
 )
-from harness.services.docker_backend import (
-    DEFAULT_DOCKER_HOST,
-    DockerStack,
-    docker_client,
-    docker_host,
-)
+from harness.services.docker_backend import DockerStack
 from harness.services.stack import Stack
 from harness.services.stack_protocol import ServiceStack
 

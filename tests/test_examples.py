@@ -13,9 +13,9 @@ import pytest
 from reference_counts import reference_counts
 
 from checkers.verdict import REPRODUCED, judge
+from harness.app.run import run_scenario
 from harness.architectures.dual_write.setup import DualWrite
 from harness.architectures.registry import SETUPS, register_setup
-from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cache_aside"

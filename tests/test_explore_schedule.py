@@ -8,21 +8,21 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
+from harness.architectures.registry import SIMULATED_SETUPS
 from harness.explore.schedule import Schedule, ScheduleError, Step
 from harness.explore.search import simulate
-from harness.explore.setups import SETUPS
 from harness.explore.strategies import schedules
 
 
 @settings(max_examples=40, deadline=None)
-@given(schedules(SETUPS["cdc"]))
+@given(schedules(SIMULATED_SETUPS["cdc"]))
 def test_executed_schedule_round_trips_through_json(steps: list[Step]) -> None:
-    run = SETUPS["cdc"].run(steps)
+    run = SIMULATED_SETUPS["cdc"].run(steps)
     sched = Schedule("cdc", run.executed, seed=7, property="p", examples=3, params={"x": 1})
     back = Schedule.from_json(sched.to_json())
     assert back == sched
     # The executed schedule runs again to the same history: nothing it needs is left out.
-    assert simulate(back).events == run.events
+    assert simulate(SIMULATED_SETUPS["cdc"], back).events == run.events
 
 
 def test_schedule_file_round_trips(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The search: each claim's property holds or breaks as CLAIMS.md predicts, shrunk."""
+"""The search: each claim's property holds or breaks as docs/claims.md predicts, shrunk."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from checkers.anomaly import KINDS
+from harness.architectures.registry import simulated_setup
 from harness.cli import app
 from harness.explore.properties import PROPERTIES, Property, available_checkers
 from harness.explore.schedule import Schedule
@@ -33,7 +34,7 @@ def _examples(prop: Property) -> int:
 
 @pytest.mark.parametrize("prop", PROPERTIES, ids=lambda p: p.name)
 def test_property_holds_or_breaks_as_predicted(prop: Property) -> None:
-    result = search(prop, examples=_examples(prop), seed=0)
+    result = search(simulated_setup(prop.setup), prop, examples=_examples(prop), seed=0)
     assert result.as_predicted, result.run and result.run.executed
     if not result.found:
         assert result.examples == _examples(prop)
@@ -48,7 +49,7 @@ def test_property_holds_or_breaks_as_predicted(prop: Property) -> None:
 
 @pytest.mark.parametrize("seed", [5, 11])
 def test_dual_write_shrinks_to_figure_11_4(seed: int) -> None:
-    result = search(PROPERTIES[0], examples=500, seed=seed)
+    result = search(simulated_setup(PROPERTIES[0].setup), PROPERTIES[0], examples=500, seed=seed)
     assert result.run is not None
     steps = [(s.action, s.actor, s.key) for s in result.run.executed]
     assert steps == [
@@ -64,14 +65,15 @@ def test_dual_write_shrinks_to_figure_11_4(seed: int) -> None:
 def test_one_crash_suffices_for_loss_and_reorder() -> None:
     by_name = {p.name: p for p in PROPERTIES}
     for name in ("commit-before-apply-loses", "amqp-keeps-order", "counter-double-counts"):
-        result = search(by_name[name], examples=600, seed=0)
+        result = search(simulated_setup(by_name[name].setup), by_name[name], examples=600, seed=0)
         assert result.run is not None
         assert [s.action for s in result.run.executed].count("crash") == 1
 
 
 def test_same_seed_same_search() -> None:
     prop = next(p for p in PROPERTIES if p.name == "amqp-keeps-order")
-    first, second = search(prop, 600, seed=3), search(prop, 600, seed=3)
+    spec = simulated_setup(prop.setup)
+    first, second = search(spec, prop, 600, seed=3), search(spec, prop, 600, seed=3)
     assert first.run is not None and second.run is not None
     assert first.examples == second.examples
     assert first.run.executed == second.run.executed
@@ -115,3 +117,17 @@ def test_cli_explore_refuses_an_unknown_setup() -> None:
     result = CliRunner().invoke(app, ["explore", "dual-wirte"])
     assert result.exit_code == 2
     assert "unknown setup 'dual-wirte'" in result.output and "dual-write" in result.output
+
+
+def test_cli_explore_saves_into_the_runs_folder_and_cuts_no_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Piped (CliRunner: no terminal, 80 columns), from a folder that must stay clean.
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "elsewhere" / "runs"
+    args = ["explore", "dual-write", "--seed", "7", "-n", "100", "--runs-dir", str(runs)]
+    result = CliRunner().invoke(app, args, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    assert Schedule.load(runs / "explore" / "dual-write-7.json").seed == 7
+    assert list(tmp_path.iterdir()) == [tmp_path / "elsewhere"]
+    assert "contradictory-order" in result.output and "…" not in result.output

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.anomaly import KINDS, Anomaly
+from harness.architectures.registry import SIMULATED_SETUPS
 from harness.explore.properties import PROPERTIES, available_checkers, reference_anomalies
 from harness.explore.schedule import Step
-from harness.explore.setups import SETUPS
 from harness.explore.sim.recorder import to_jsonl
 from harness.explore.sim.tally import Finding
 from harness.explore.spec import SetupSpec
@@ -21,12 +21,12 @@ from harness.explore.strategies import schedules
 from harness.history.reader import read_history
 from harness.history.schema import COLUMNS, SOURCE_STORE, Event
 
-SETUP_NAMES = sorted(SETUPS)
+SETUP_NAMES = sorted(SIMULATED_SETUPS)
 
 
 def any_setup_and_schedule() -> st.SearchStrategy[tuple[SetupSpec, list[Step]]]:
     return st.sampled_from(SETUP_NAMES).flatmap(
-        lambda name: st.tuples(st.just(SETUPS[name]), schedules(SETUPS[name]))
+        lambda name: st.tuples(st.just(SIMULATED_SETUPS[name]), schedules(SIMULATED_SETUPS[name]))
     )
 
 
@@ -140,21 +140,21 @@ def test_figure_11_4_race_leaves_the_cache_on_the_older_value() -> None:
         Step("cache-write", "c2"),
         Step("cache-write", "c1"),
     ]
-    run = SETUPS["dual-write"].run(race)
+    run = SIMULATED_SETUPS["dual-write"].run(race)
     assert _state(run.events, "source") == {"k1": "c2-1"}
     assert _state(run.events, "cache") == {"k1": "c1-1"}
     assert ("stale", "cache", "k1", None) in run.findings
 
 
 def test_dual_write_quiesce_completes_operations_in_flight() -> None:
-    run = SETUPS["dual-write"].run([Step("db-write", "c1", "k1")])
+    run = SIMULATED_SETUPS["dual-write"].run([Step("db-write", "c1", "k1")])
     assert [s.action for s in run.executed] == ["db-write", "cache-write", "quiesce"]
     assert _state(run.events, "cache") == {"k1": "c1-1"}
     assert not run.findings
 
 
 def test_disabled_steps_are_skipped() -> None:
-    run = SETUPS["cdc"].run(
+    run = SIMULATED_SETUPS["cdc"].run(
         [Step("apply", "g"), Step("commit", "g"), Step("restart", "g"), Step("heal")]
     )
     assert [s.action for s in run.executed] == ["quiesce"]
@@ -172,7 +172,7 @@ def _applied_then_crash(partition: int) -> list[Step]:
 
 
 def test_cdc_crash_redelivers_and_the_idempotent_consumer_skips() -> None:
-    run = SETUPS["cdc"].run(_applied_then_crash(partition=1))
+    run = SIMULATED_SETUPS["cdc"].run(_applied_then_crash(partition=1))
     delivers = [e for e in run.events if e.action == "deliver"]
     assert [(e.process, e.attempt) for e in delivers] == [("g#1", 1), ("g#2", 2)]
     assert [e.action for e in run.events if e.action in ("apply", "skip")] == ["apply", "skip"]
@@ -181,7 +181,7 @@ def test_cdc_crash_redelivers_and_the_idempotent_consumer_skips() -> None:
 
 
 def test_counter_consumer_counts_a_redelivered_message_twice() -> None:
-    run = SETUPS["cdc-counter"].run(_applied_then_crash(partition=0))
+    run = SIMULATED_SETUPS["cdc-counter"].run(_applied_then_crash(partition=0))
     assert _state(run.events, "source") == {"k1": "1"}
     assert _state(run.events, "counter") == {"k1": "2"}
 
@@ -195,14 +195,14 @@ def test_partitioned_link_blocks_apply_until_heal() -> None:
         Step("heal"),
         Step("apply", "g"),
     ]
-    run = SETUPS["cdc"].run(steps)
+    run = SIMULATED_SETUPS["cdc"].run(steps)
     assert [s.action for s in run.executed][2:] == ["partition", "heal", "apply", "quiesce"]
     faults = [(e.phase, e.kind, e.target) for e in run.events if e.type == "fault"]
     assert faults == [("start", "partition", "g->cache"), ("stop", "partition", "g->cache")]
 
 
 def test_bounded_log_drops_the_oldest_for_the_slow_consumer_only() -> None:
-    run = SETUPS["bounded-log"].run([Step("db-write", "c1", "k1")] * 4)
+    run = SIMULATED_SETUPS["bounded-log"].run([Step("db-write", "c1", "k1")] * 4)
     got = defaultdict(list)
     for e in run.events:
         if e.action == "deliver":
@@ -219,7 +219,7 @@ def test_amqp_crash_requeues_at_the_front() -> None:
         Step("poll", "w2"),
         Step("crash", "w1"),
     ]
-    run = SETUPS["amqp"].run(steps)
+    run = SIMULATED_SETUPS["amqp"].run(steps)
     delivered = [(e.process, e.version, e.attempt) for e in run.events if e.action == "deliver"]
     assert delivered == [("w1#1", 1, 1), ("w2#1", 2, 1), ("w2#1", 1, 2)]
     assert ("reorder-delivery", None, "k1", "workers") in run.findings
@@ -236,7 +236,7 @@ def test_expected_version_check_prevents_the_overdraft(setup: str, violates: boo
         Step("append", "c1"),
         Step("append", "c2"),
     ]
-    run = SETUPS[setup].run(steps)
+    run = SIMULATED_SETUPS[setup].run(steps)
     assert _state(run.events, "projection:balance") == {"a1": "-1" if violates else "0"}
     assert (("invariant-violation", None, "a1", None) in run.findings) is violates
     fails = [e.error for e in run.events if e.type == "op" and e.phase == "fail"]
@@ -252,7 +252,7 @@ def test_compaction_keeps_the_latest_record_of_each_key_for_a_rebuild() -> None:
         Step("compact"),
         Step("db-write", "c2", "k2"),
     ]
-    run = SETUPS["compacted-log"].run(steps)
+    run = SIMULATED_SETUPS["compacted-log"].run(steps)
     assert [s.action for s in run.executed] == [
         *(["db-write"] * 3),
         "compact",
@@ -293,7 +293,7 @@ def test_tombstones_keep_a_redelivered_older_write_from_resurrecting_a_key() -> 
         Step("apply", "g"),
         Step("crash", "g"),
     ]
-    run = SETUPS["cdc"].run(steps)
+    run = SIMULATED_SETUPS["cdc"].run(steps)
     # After the restart both messages come again: the write is skipped, not re-applied.
     redone = [(e.action, e.value) for e in run.events if e.action in ("apply", "skip")][2:]
     assert redone == [("skip", "c1-1"), ("skip", None)]
@@ -309,7 +309,7 @@ def test_compacted_tombstone_deletes_the_key_from_the_rebuild() -> None:
         Step("compact"),
         Step("db-delete", "c2", "k1"),  # absent: not enabled
     ]
-    run = SETUPS["compacted-log"].run(steps)
+    run = SIMULATED_SETUPS["compacted-log"].run(steps)
     assert [s.action for s in run.executed] == [
         "db-write",
         "db-write",

@@ -15,16 +15,17 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
-from reference_counts import reference_anomalies, run_events
+from reference_counts import reference_anomalies, reference_verdict, run_events
 from rich.console import Console
 from rich.progress import Progress
 from typer.testing import CliRunner
 
 from checkers.reference.reorder import realtime_lags, worst_realtime_lag
 from harness.cli import app
-from harness.importers.jepsen import JEPSEN_NAMES, JepsenImportError, import_history
+from harness.importers.jepsen import FORBIDDEN, JEPSEN_NAMES, JepsenImportError, import_history
 
 
 def o(index: int, process: int | str, type_: str, f: str, value: str) -> str:
@@ -705,29 +706,154 @@ def test_analyze_from_jepsen_runs_the_pipeline(spark: object, tmp_path: Path) ->
 
 
 @pytest.mark.spark
-def test_sends_that_no_poll_read_are_an_empty_graph_not_a_verdict(
+def test_sends_that_no_poll_read_are_lost_and_nothing_at_all_is_inconclusive(
     spark: object, tmp_path: Path
 ) -> None:
-    """Jepsen's "empty transaction graph": acknowledged sends and polls that read
-    nothing. Every send counts as a lost message (the consumer is done at the end), but
-    nothing was observed: the run is inconclusive (exit 3) and says what was missing."""
+    """Acknowledged sends and a final poll that read nothing: every send is a lost
+    message (Jepsen: :unseen, an error), found in as many chances, exit 1. A history with
+    no send and no poll (one assign) gave no kind a chance: inconclusive, exit 3, each
+    forbidden kind named."""
     ops = [
         o(0, 0, "invoke", "send", "[[:send :x :a] [:send :y :b]]"),
         o(1, 0, "ok", "send", "[[:send :x [0 :a]] [:send :y [0 :b]]]"),
         o(2, 1, "invoke", "poll", "[[:poll]]"),
         o(3, 1, "ok", "poll", "[[:poll {}]]"),
     ]
-    source = tmp_path / "history.edn"
+    result, analysis = _analyze_from_jepsen(tmp_path / "sends", ops)
+    assert result.exit_code == 1, result.output
+    assert analysis["counts"]["lost-message"] == analysis["coverage"]["lost-message"] == 2
+    assert analysis["verdict"] == "unexpected anomaly"
+    result, analysis = _analyze_from_jepsen(
+        tmp_path / "assign", [o(0, 0, "invoke", "assign", "[:x]"), o(1, 0, "ok", "assign", "[:x]")]
+    )
+    assert result.exit_code == 3, result.output
+    assert analysis["verdict"] == "inconclusive"
+    assert "lost-message had no chance in this history" in result.output
+    assert {line.split()[0] for line in analysis["inconclusive"]} == set(FORBIDDEN)
+    html = ((tmp_path / "assign" / "runs" / "latest").resolve() / "report.html").read_text()
+    assert 'id="inconclusive"' in html and "no chance: not tested" in html
+
+
+def _analyze_from_jepsen(where: Path, ops: list[str]) -> tuple[Any, dict[str, Any]]:
+    """`driftlab analyze --from jepsen` of `ops`; its result and analysis.json."""
+    where.mkdir()
+    source = where / "history.edn"
     source.write_text("\n".join(ops) + "\n")
-    runs = tmp_path / "runs"
+    runs = where / "runs"
     result = CliRunner().invoke(
         app, ["analyze", "--from", "jepsen", str(source), "--runs-dir", str(runs)]
     )
-    assert result.exit_code == 3, result.output
-    assert "nothing was delivered: 2 message(s) produced on x, y" in result.output
-    analysis = json.loads(((runs / "latest").resolve() / "analysis.json").read_text())
-    assert analysis["counts"]["lost-message"] == 2
-    assert analysis["verdict"] == "inconclusive"
-    assert analysis["inconclusive"][0].startswith("nothing was delivered")
-    html = ((runs / "latest").resolve() / "report.html").read_text()
-    assert 'id="inconclusive"' in html
+    return result, json.loads(((runs / "latest").resolve() / "analysis.json").read_text())
+
+
+# --- the verdict from coverage (issue: a verdict says what it tested) ----------------
+
+
+def test_no_acknowledged_send_and_no_read_is_inconclusive(tmp_path: Path) -> None:
+    """Every send failed and every poll crashed: Jepsen calls it invalid; driftlab
+    inconclusive, not reproduced."""
+    ops = [
+        o(0, 0, "invoke", "send", "[[:send :x :a]]"),
+        o(1, 0, "fail", "send", "[[:send :x :a]]"),
+        o(2, 1, "invoke", "poll", "[[:poll]]"),
+        o(3, 1, "info", "poll", "[[:poll]]"),
+    ]
+    found, chances = reference_verdict(imported(tmp_path, ops))
+    assert found.verdict == "inconclusive" and found.exit_code == 3
+    assert not any(chances.values())
+    assert len(found.reasons) == len(FORBIDDEN)
+
+
+def test_no_send_and_no_poll_is_inconclusive(tmp_path: Path) -> None:
+    ops = [o(0, 0, "invoke", "assign", "[:x]"), o(1, 0, "ok", "assign", "[:x]")]
+    found, _ = reference_verdict(imported(tmp_path, ops))
+    assert found.verdict == "inconclusive"
+    assert any(r.startswith("lost-message had no chance in this history") for r in found.reasons)
+
+
+def test_sends_only_predicted_anomalies_are_reproduced_forbidden_ones_fail(
+    tmp_path: Path,
+) -> None:
+    """Two producers acknowledged at one offset, and a producer's offsets going back:
+    these anomalies need no consumer. Predicted, they are reproduced; forbidden (as an
+    import forbids them), the run fails with exit 1."""
+    conflict = [
+        o(0, 0, "invoke", "send", "[[:send :x :a]]"),
+        o(1, 0, "ok", "send", "[[:send :x [0 :a]]]"),
+        o(2, 1, "invoke", "send", "[[:send :x :b]]"),
+        o(3, 1, "ok", "send", "[[:send :x [0 :b]]]"),
+    ]
+    run = imported(tmp_path, conflict)
+    predicted, chances = reference_verdict(run, {"inconsistent-offset": "present"})
+    assert predicted.verdict == "reproduced" and chances["inconsistent-offset"] == 1
+    forbidden, _ = reference_verdict(run)
+    assert forbidden.verdict == "unexpected anomaly" and forbidden.exit_code == 1
+    assert "inconsistent-offset" in forbidden.forbidden_found
+    backwards = imported(tmp_path, [*SEND_34, *SEND_12])
+    predicted, chances = reference_verdict(backwards, {"nonmonotonic-send": "present"})
+    assert predicted.verdict == "reproduced" and chances["nonmonotonic-send"] == 3
+    assert reference_verdict(backwards)[0].exit_code == 1
+
+
+def test_ops_that_cannot_be_read_are_counted_and_named(tmp_path: Path) -> None:
+    """An :ok poll without its reads (never valid in Jepsen's format) and an op of an
+    unknown :f are counted in a warning; when the final polls are the ones without
+    reads, what the consumer read is unknown: inconclusive, saying why."""
+    ops = [
+        o(0, 0, "invoke", "send", "[[:send :x :a]]"),
+        o(1, 0, "ok", "send", "[[:send :x [0 :a]]]"),
+        o(2, 1, "invoke", "frobnicate", "nil"),
+        o(3, 1, "ok", "frobnicate", "nil"),
+        o(4, 1, "invoke", "poll", "[[:poll]]"),
+        o(5, 1, "ok", "poll", "[[:poll]]"),
+    ]
+    source = tmp_path / "history.edn"
+    source.write_text("\n".join(ops) + "\n")
+    summary = import_history(source, tmp_path / "run")
+    assert summary.warnings == [
+        "1 op(s) not read, :ok poll without its reads (the first at index 5)",
+        "1 op(s) not read, op with unknown :f :frobnicate (the first at index 3)",
+    ]
+    found, _ = reference_verdict(tmp_path / "run")
+    assert found.verdict == "inconclusive"
+    assert found.reasons == [
+        "1 of the 1 final poll(s) (the :ok polls after the last send) carry no reads: what "
+        "the consumer read by the end is unknown, so a lost message cannot be told from a "
+        "read one"
+    ]
+    # A poll without reads before a later send and a good final poll: warned, judged.
+    later = [
+        *ops,
+        o(6, 0, "invoke", "send", "[[:send :x :b]]"),
+        o(7, 0, "ok", "send", "[[:send :x [1 :b]]]"),
+        o(8, 1, "invoke", "poll", "[[:poll]]"),
+        o(9, 1, "ok", "poll", "[[:poll {:x [[0 :a] [1 :b]]}]]"),
+    ]
+    judged, _ = reference_verdict(imported(tmp_path, later))
+    assert judged.verdict == "reproduced"
+
+
+def test_a_skip_across_empty_polls_is_a_poll_skip(tmp_path: Path) -> None:
+    """Stricter than Jepsen (docs/jepsen.md): one process reads 57011, then two empty
+    polls, then 57013, with 57012 acknowledged. Jepsen's rule compares a poll with the
+    process's previous poll, empty ones included, and misses it; driftlab compares
+    consecutive deliveries of the consumer instance."""
+    ops = [
+        o(0, 0, "invoke", "send", "[[:send :x :a] [:send :x :b] [:send :x :c]]"),
+        o(
+            1,
+            0,
+            "ok",
+            "send",
+            "[[:send :x [57011 :a]] [:send :x [57012 :b]] [:send :x [57013 :c]]]",
+        ),
+        o(2, 1, "invoke", "poll", "[[:poll]]"),
+        o(3, 1, "ok", "poll", "[[:poll {:x [[57011 :a]]}]]"),
+        o(4, 1, "invoke", "poll", "[[:poll]]"),
+        o(5, 1, "ok", "poll", "[[:poll {:x []}]]"),
+        o(6, 1, "invoke", "poll", "[[:poll]]"),
+        o(7, 1, "ok", "poll", "[[:poll {}]]"),
+        o(8, 1, "invoke", "poll", "[[:poll]]"),
+        o(9, 1, "ok", "poll", "[[:poll {:x [[57013 :c]]}]]"),
+    ]
+    assert judge(tmp_path, ops) == {"poll-skip": 1, "lost-message": 1}

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from keyed_support import ROW_GROUP_ROWS, any_history, history_table, run_pass
 from strategies_states import apply, write
 
-from checkers.anomaly import Anomaly
+from checkers.anomaly import ALL_KINDS, Anomaly
+from checkers.coverage import chances
 from checkers.keyed.facts import facts_of
 from checkers.keyed.spark import _CORRUPT, _UNSEEN, _read, _write, keyed_pass, task_failure
 from checkers.keyed.step import REALTIME_SERIES, group_history, judge
@@ -77,9 +78,33 @@ def test_spark_gives_the_reference_rows_with_their_evidence(spark, events: list[
     }
     # The summary's percentiles are exact nearest ranks, as the reference's.
     assert out.figures.lag == staleness.lag(events)
+    # Each kind's chances, counted in the same pass, are the reference's.
+    assert {k: out.figures.chances.get(k, 0) for k in ALL_KINDS} == chances(events)
     realtime = out.figures.history_series[REALTIME_SERIES]
     got_lags = Counter(RealtimeLag.from_dict(r) for r in realtime)
     assert got_lags == Counter(reorder.worst_realtime_lags(events))
+
+
+@pytest.mark.spark
+def test_the_chances_come_from_the_passs_one_job(spark) -> None:
+    """Coverage adds no Spark job nor pass over the history: one job counts every
+    kind's chances beside its anomalies."""
+    events = [
+        write(0, "a", "a1", 1, phase="invoke", op_id="o1"),
+        write(1_000, "a", "a1", 1, op_id="o1"),
+        apply(5_000, "cache", "a", "a1", 1),
+        write(6_000, "a", "a2", 2, op_id="o2"),
+        apply(7_000, "cache", "a", "a2", 2),
+    ]
+    sc = spark.sparkContext
+    sc.setJobGroup("coverage-one-job", "the keyed pass and its chances")
+    try:
+        out = run_pass(spark, events)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup("coverage-one-job")) == 1
+    assert out.figures.chances["stale-overwrite"] == 1
+    assert {k: out.figures.chances.get(k, 0) for k in ALL_KINDS} == chances(events)
 
 
 @pytest.mark.spark

@@ -13,10 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from keyed_support import any_history
 
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS
+from checkers.coverage import chances
 from checkers.keyed.facts import facts_of
 from checkers.keyed.sieve import sieve
 from checkers.keyed.step import (
     ANOMALY,
+    CHANCE,
     GROUP_COLUMN,
     LAG,
     NOTE,
@@ -92,6 +94,35 @@ def test_the_sieve_keeps_what_the_reference_finds(events: list[Event]) -> None:
     assert stepped(events) == judged(events)
 
 
+def stepped_chances(events: list[Event]) -> tuple[dict[str, int], Counter[str]]:
+    """Each kind's chances as the partition step counts them (checkers.keyed.coverage),
+    and the kinds it found."""
+    table = routed_table(events)
+    got: Counter[str] = Counter({k: 0 for k in ALL_KINDS})
+    found: Counter[str] = Counter()
+    if table.num_rows == 0:
+        return dict(got), found
+    for batch in partition_step(facts_of(events), 5)(iter(table.to_batches())):
+        for row in batch.to_pylist():
+            if row["out"] == CHANCE:
+                got[row["kind"]] += row["n"]
+            elif row["out"] == ANOMALY:
+                found[row["kind"]] += 1
+    return dict(got), found
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_history())
+def test_the_step_counts_every_kinds_chances_as_the_reference(events: list[Event]) -> None:
+    """Coverage is tested as the counts are: every kind's chances in the keyed pass's
+    step equal checkers.coverage's over the whole history, and no kind is found more
+    often than it had a chance."""
+    expected = chances(events)
+    got, found = stepped_chances(events)
+    assert got == expected
+    assert all(found[k] <= expected[k] for k in ALL_KINDS), (found, expected)
+
+
 def test_a_synthetic_history_with_every_kind_planted(tmp_path) -> None:
     """Mostly clean groups with every kind planted: the sieve clears most of them and
     the step still gives the reference's rows."""
@@ -99,6 +130,7 @@ def test_a_synthetic_history_with_every_kind_planted(tmp_path) -> None:
     t = pq.read_table(tmp_path / "history.parquet")
     events = [Event(*v) for v in zip(*(t.column(c).to_pylist() for c in COLUMNS), strict=True)]
     assert stepped(events) == judged(events)
+    assert stepped_chances(events)[0] == chances(events)
     sieved = sieve(routed_table(events), facts_of(events))
     groups = len(group_history(events))
     assert sieved.suspects.num_rows < groups / 4

@@ -1,59 +1,53 @@
-"""Which package may import which: the history is a leaf library, and the runtime does
-not load the report renderer."""
+"""Layers, one direction: which module may import which.
+
+The order, bottom to top (`LAYERS` in tests/import_graph.py names the modules of each):
+the history; the checkers; the lab toolkit (services, the setup contract, workload,
+nemesis, the scenario model, the lifecycle and the run, replay and explore engines); the
+architectures; the scenario catalogue; the application (run, suite, matrix, replay and
+explore orchestration, the analyse-judge-report sequence, the report renderer); the CLI
+and the pytest plugin. Every import counts, those inside functions included; only those
+under `if TYPE_CHECKING:` (which never run) may point up or close a circle.
+"""
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
+import networkx as nx
+from import_graph import LAYERS, ROOT, graph, imports, layer_of, modules
 
 
-def _imports(path: Path, *, nested: bool) -> Iterator[str]:
-    """The modules `path` imports (at module level only, unless `nested`)."""
-    tree = ast.parse(path.read_text())
-    nodes = ast.walk(tree) if nested else iter(tree.body)
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            yield node.module
+def test_every_module_is_in_a_layer() -> None:
+    unplaced = []
+    for module in modules():
+        try:
+            layer_of(module)
+        except LookupError:
+            unplaced.append(module)
+    assert unplaced == []
+
+
+def test_no_import_points_up_a_layer() -> None:
+    edges = graph()
+    upward = sorted(
+        f"{source} ({LAYERS[layer_of(source)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
+        for source, target in edges.edges
+        if layer_of(target) > layer_of(source)
+    )
+    assert upward == []
+
+
+def test_no_import_circle() -> None:
+    circles = [sorted(c) for c in nx.strongly_connected_components(graph()) if len(c) > 1]
+    assert circles == []
 
 
 def test_the_history_imports_only_itself_and_the_exit_codes() -> None:
+    known = modules()
     found = {
-        f"{path.relative_to(ROOT)}: {module}"
-        for path in (ROOT / "harness" / "history").rglob("*.py")
-        for module in _imports(path, nested=True)
-        if module.split(".")[0] in ("harness", "checkers", "reports", "scenarios")
-        and not module.startswith("harness.history")
-        and module != "harness.exitcodes"
-    }
-    assert found == set()
-
-
-def test_the_runtime_does_not_load_the_reports() -> None:
-    runtime = [
-        path
-        for path in (ROOT / "harness").rglob("*.py")
-        if (ROOT / "harness" / "cli") not in path.parents
-    ]
-    found = {
-        f"{path.relative_to(ROOT)}: {module}"
-        for path in runtime
-        for module in _imports(path, nested=False)
-        if module.split(".")[0] == "reports"
-    }
-    assert found == set()
-
-
-def test_the_shared_setup_plumbing_imports_no_architecture() -> None:
-    found = {
-        f"{path.relative_to(ROOT)}: {module}"
-        for path in (ROOT / "harness" / "setups").rglob("*.py")
-        for module in _imports(path, nested=True)
-        if module.startswith("harness.architectures")
+        f"{name}: {target}"
+        for name, path in known.items()
+        if name.startswith("harness.history")
+        for target in imports(path, known)
+        if not target.startswith("harness.history") and target != "harness.exitcodes"
     }
     assert found == set()
 
@@ -69,15 +63,16 @@ def test_an_architecture_imports_another_only_where_it_builds_on_it() -> None:
         "compacted_log": {"cdc"},
         "bounded_log": {"direct_producer"},
     }
-    root = ROOT / "harness" / "architectures"
+    known = modules()
     found = set()
-    for package in (p for p in root.iterdir() if p.is_dir() and p.name != "__pycache__"):
-        for path in package.rglob("*.py"):
-            for module in _imports(path, nested=True):
-                parts = module.split(".")
-                if parts[:2] != ["harness", "architectures"] or len(parts) < 3:
-                    continue
-                other = parts[2]
-                if other != package.name and other not in builds_on.get(package.name, set()):
-                    found.add(f"{path.relative_to(ROOT)}: {module}")
+    for name, path in known.items():
+        parts = name.split(".")
+        if parts[:2] != ["harness", "architectures"] or len(parts) < 4:
+            continue
+        for target in imports(path, known):
+            other = target.split(".")
+            if other[:2] != ["harness", "architectures"] or len(other) < 3:
+                continue
+            if other[2] not in {parts[2], *builds_on.get(parts[2], ())}:
+                found.add(f"{path.relative_to(ROOT)}: {target}")
     assert found == set()

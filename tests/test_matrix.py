@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from harness.app import matrix as matrix_module
+from harness.app.matrix import Cell, junit_xml, parse_seeds, plan, run_matrix, with_schedule
+from harness.app.suite_index import write_matrix_outputs
 from harness.cli import app
-from harness.cli.matrix import write_outputs
-from harness.runner import matrix as matrix_module
-from harness.runner.matrix import Cell, junit_xml, parse_seeds, plan, run_matrix, with_schedule
 from scenarios.registry import get_scenario
 
 
@@ -88,7 +88,7 @@ def test_a_forbidden_anomaly_is_a_junit_failure_and_the_page_lists_every_run(
     result = run_matrix([Cell(claimed_safe, "own", 7)], 600, runs, stack)
     assert [o.result.verdict for _, o in result.outcomes] == ["unexpected anomaly"]
     assert result.forbidden and not result.errors
-    index = write_outputs(runs, result, tmp_path / "matrix.xml")
+    index = write_matrix_outputs(runs, result, tmp_path / "matrix.xml")
     case = ET.parse(tmp_path / "matrix.xml").getroot().find("testsuite/testcase")
     assert case is not None and case.get("name") == "own seed 7"
     failure = case.find("failure")

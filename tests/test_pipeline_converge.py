@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.pipeline.run import PipelineResult, run_pipeline
+from harness.app.pipeline import PipelineResult, run_pipeline
 from harness.pipeline.spec import load
 from harness.runner.runner import EXIT_OK, EXIT_VERDICT
 from harness.services.stack import Stack

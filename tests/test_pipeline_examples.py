@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
-from harness.pipeline.observer import NOT_CONVERGED, OBSERVER
-from harness.pipeline.run import run_pipeline
-from harness.pipeline.spec import load
 from harness.runner.outcome import Outcome
+
+from harness.app.pipeline import run_pipeline
+from harness.pipeline.observer import NOT_CONVERGED, OBSERVER
+from harness.pipeline.spec import load
 from harness.runner.runner import EXIT_OK, EXIT_VERDICT
 from harness.services.stack import Stack
 

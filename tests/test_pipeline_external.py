@@ -13,8 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from harness.app.pipeline import run_pipeline
 from harness.pipeline.observer import OBSERVER
-from harness.pipeline.run import run_pipeline
 from harness.pipeline.spec import PipelineError, load
 from harness.runner.runner import EXIT_OK
 from harness.services.stack import Stack

@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from harness.runner.matrix import Cell, run_matrix
 from typer.testing import CliRunner
 
+from harness.app.pipeline import register, unregister
 from harness.cli import app
 from harness.cli.matrix import _judge, write_outputs
-from harness.pipeline.run import register, unregister
 from harness.pipeline.spec import load
-from harness.runner.matrix import Cell, run_matrix
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]

@@ -9,8 +9,8 @@ import pytest
 from reference_counts import reference_anomalies, run_events
 from replay_support import explored, judged, simulated
 
+from harness.app.replay import replay
 from harness.explore.schedule import Step
-from harness.replay.replay import replay
 from harness.replay.turnstile import ReplayError
 from harness.services.stack import Stack
 

@@ -6,10 +6,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from harness.architectures.registry import DRIVERS
+from harness.architectures.registry import REPLAY_DRIVERS, SIMULATED_SETUPS
 from harness.cli import app
 from harness.explore.schedule import Schedule, Step
-from harness.explore.setups import SETUPS
 
 
 def test_replay_refuses_a_file_that_is_not_a_schedule(tmp_path: Path) -> None:
@@ -32,7 +31,7 @@ def _refused(tmp_path: Path, schedule: Schedule) -> str:
 
 
 def test_every_simulated_setup_has_a_replay_driver() -> None:
-    assert set(DRIVERS) == set(SETUPS)
+    assert set(REPLAY_DRIVERS) == set(SIMULATED_SETUPS)
 
 
 def test_replay_refuses_a_setup_the_simulator_does_not_know(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import pytest
 from reference_counts import run_events
 from replay_support import judged, simulated
 
+from harness.app.replay import replay
 from harness.explore.schedule import Step
-from harness.replay.replay import replay
 from harness.replay.turnstile import ReplayError
 from harness.services.stack import Stack
 

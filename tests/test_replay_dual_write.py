@@ -9,8 +9,9 @@ import pytest
 from reference_counts import run_events
 from replay_support import explored, judged
 
+from harness.app.replay import replay
 from harness.explore.schedule import Schedule, Step
-from harness.replay.replay import compare, replay
+from harness.replay.replay import compare
 from harness.replay.turnstile import ReplayError
 from harness.services.stack import Stack
 

@@ -9,7 +9,7 @@ import pytest
 from reference_counts import run_events
 from replay_support import explored, judged
 
-from harness.replay.replay import replay
+from harness.app.replay import replay
 from harness.services.stack import Stack
 
 pytestmark = pytest.mark.services

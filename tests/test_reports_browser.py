@@ -137,7 +137,7 @@ def test_raw_file_links_resolve(runs: Path, browser: object) -> None:
 
 def test_suite_page_links_each_claim_to_its_report(runs: Path, browser: object) -> None:
     page, errors = _open(browser, runs / "index.html")
-    assert page.locator("#claims-table tbody tr").count() == 17
+    assert page.locator("#claims-table tbody.claim").count() == 17
     other = page.locator("#others-table tbody tr", has_text="synthetic")
     assert "reproduced" in other.inner_text()
     other.locator("a").first.click()

@@ -13,7 +13,7 @@ from harness.cli import app
 from harness.testing.synthetic import generate_history
 from reports.plots import Chart, Line, Window, render_chart
 from reports.render import ReportError
-from reports.run_report import render_run_report
+from reports.run_report import MAX_KEY_EVENTS, fault_rows, key_events, render_run_report
 from reports.sequence import build_diagram, pick_targets, read_key_events, render_diagram
 from reports.suite_page import RunInfo, build_suite_context, evidence_line, render_suite, scan_runs
 
@@ -185,8 +185,9 @@ def test_suite_page_gives_each_claim_its_latest_verdict_and_trend(tmp_path: Path
 
     assert len(scan_runs(tmp_path)) == 4
     ctx = build_suite_context(tmp_path)
-    c1 = next(c for c in ctx["claims"] if c["claim"] == "C1")
-    assert c1["verdict"] == "unexpected anomaly"
+    claim = next(c for c in ctx["claims"] if c["claim"] == "C1")
+    assert claim["verdict"] == "unexpected anomaly"
+    (c1,) = claim["rows"]
     assert [r.verdict for r in c1["trend"]] == [
         "not reproduced",
         "reproduced",
@@ -318,3 +319,50 @@ def test_lost_examples_say_whether_the_log_still_holds_them(tmp_path: Path) -> N
     assert '<span class="log-place">in the log</span> m7 produced' in page
     assert '<span class="log-place">not in the log</span> m2 produced' in page
     assert "in the log, read back after quiescence: t[0] offset 7 m7" in page
+
+
+def test_the_events_that_make_an_anomaly_come_first_the_rest_fold() -> None:
+    def write(t: int, store: str, value: str) -> dict:
+        return {
+            "type": "op",
+            "phase": "ok",
+            "f": "write",
+            "key": "k",
+            "value": value,
+            "store": store,
+            "time": T0 + t * MS,
+        }
+
+    state = {"type": "state", "key": "k", "store": "cache", "value": "old", "time": T0 + 99 * MS}
+    evidence = [
+        {"type": "state", "key": "k", "store": "source", "value": "new", "time": T0 + 98 * MS},
+        state,
+        *[write(i, "source", f"v{i}") for i in range(10)],
+        write(20, "cache", "new"),
+        write(21, "cache", "old"),
+    ]
+    detail = "cache holds 'k' = 'old', an older committed value; the source holds 'new'"
+    picked = key_events(evidence, detail, T0 + 99 * MS)
+    assert len(picked) == MAX_KEY_EVENTS
+    # In time order: the newer value reached the cache, then the older one; the finals.
+    assert [evidence[i]["value"] for i in picked] == ["new", "old", "new", "old"]
+    assert key_events(evidence[:3], detail, None) == [0, 1, 2]
+
+
+def test_a_fault_is_one_row_planned_and_observed_on_the_history_clock() -> None:
+    plan = [
+        {"kind": "crash", "target": "consumer", "at": 2.5, "duration": 0.5},
+        {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 0.5},
+        {"kind": "cut", "target": "redis", "at": 9.0, "duration": 1.0},
+    ]
+    seen = [
+        {"kind": "crash", "target": "consumer", "start": 28.9, "stop": 31.1, "planned_at": 7.0},
+        {"kind": "crash", "target": "consumer", "start": 23.7, "stop": 26.3, "planned_at": 2.5},
+    ]
+    rows = fault_rows(plan, seen, 21.16)
+    assert [(r["start"], r["observed"]["start"] if r["observed"] else None) for r in rows] == [
+        (pytest.approx(23.66), 23.7),
+        (pytest.approx(28.16), 28.9),
+        (pytest.approx(30.16), None),  # planned, never started
+    ]
+    assert fault_rows(plan[:1], seen[1:], None)[0]["start"] is None  # no workload-start mark

@@ -61,6 +61,7 @@ def test_no_module_spells_a_run_folder_file_name() -> None:
         rundir.CONFIG_JSON,
         *rundir.ANALYSIS_OUTPUTS,
         rundir.REPORT_HTML,
+        rundir.REPLAY_JSON,
         rundir.SUMMARY_JSON,
         rundir.RUNNER_LOG,
         rundir.ANALYZE_LOG,

@@ -11,7 +11,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.cli.run import parse_duration, print_result
+from harness.cli.common import parse_duration
+from harness.cli.printing import print_result
 from harness.runner.runner import RunResult
 
 runner = CliRunner()
@@ -73,3 +74,27 @@ def test_the_summary_of_an_inconclusive_run_lists_what_was_missing() -> None:
     assert "inconclusive, the run did not test its claim; missing:" in text
     assert "    - nothing was delivered: 80 message(s) produced on t\n    - fault x" in text
     assert "error:" not in text
+
+
+def test_suite_list_gives_each_claim_its_sentence() -> None:
+    result = runner.invoke(app, ["suite", "--list"], terminal_width=80)
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "Dual write with concurrent clients on hot keys" in text
+    # A variant of a claim (its other half) says what it is, not the claim again.
+    assert text.count("CDC with an initial snapshot at a known log position") == 1
+
+
+def test_down_with_nothing_running_is_not_an_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["down", "--dir", str(tmp_path)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "nothing to stop" in result.output
+
+
+def test_matrix_says_which_seeds_a_count_means() -> None:
+    args = ["matrix", "--scenarios", "C1", "--schedules", "own", "--dry-run"]
+    one = runner.invoke(app, [*args, "--seeds", "1"], terminal_width=200)
+    assert one.exit_code == 0, one.output
+    assert "seed 0" in one.output and "seeds 0," in one.output
+    seven = runner.invoke(app, [*args, "--seeds", "7,"], terminal_width=200)
+    assert "seed 7" in seven.output and "seeds 7," in seven.output

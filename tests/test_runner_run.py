@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from harness import exitcodes
+from harness.app.run import run_scenario
 from harness.history.schema import SCHEMA_VERSION
-from harness.runner.runner import EXIT_INTERRUPTED, EXIT_OK, run_scenario
 from harness.services.stack import Stack
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, faults
@@ -40,7 +41,7 @@ def test_a_run_leaves_a_complete_folder(stack: Stack, tmp_path: Path) -> None:
     )
     runs = tmp_path / "runs"
     result = run_scenario(sc, seed=5, runs_dir=runs, stack=stack, analyze=False)
-    assert result.exit_code == EXIT_OK and result.error is None
+    assert result.exit_code == exitcodes.OK and result.error is None
     run_dir = result.run_dir
     assert run_dir.parent == runs / "runner-smoke"
     assert re.fullmatch(r"\d{8}T\d{6}Z-5", run_dir.name)
@@ -58,7 +59,7 @@ def test_a_run_leaves_a_complete_folder(stack: Stack, tmp_path: Path) -> None:
     (header,) = [json.loads(e["extra"]) for e in evs if e["type"] == "header"]
     assert header["params"] == config["params"] and header["schema"] == SCHEMA_VERSION
     marks = [e["kind"] for e in evs if e["type"] == "mark"]
-    assert marks == ["workload-done", "healed", "quiesced", "end"]
+    assert marks == ["workload-start", "workload-done", "healed", "quiesced", "end"]
     faults_seen = [(e["phase"], e["kind"]) for e in evs if e["type"] == "fault"]
     assert faults_seen == [("start", "pause"), ("stop", "pause")]
     stores = {e["store"] for e in evs if e["type"] == "state"}
@@ -80,7 +81,7 @@ def test_a_run_leaves_a_complete_folder(stack: Stack, tmp_path: Path) -> None:
 _INTERRUPTED_RUN = """
 import sys
 from pathlib import Path
-from harness.runner.runner import run_scenario
+from harness.app.run import run_scenario
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, faults
 sc = Scenario(
@@ -112,7 +113,7 @@ def test_sigterm_heals_closes_the_history_and_leaves_no_process(tmp_path: Path) 
             time.sleep(0.2)
         assert run_dir is not None, "the run did not reach its fault window"
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=90) == EXIT_INTERRUPTED
+        assert proc.wait(timeout=90) == exitcodes.INTERRUPTED
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -18,9 +18,10 @@ from reference_counts import reference_counts, run_events
 
 from checkers.reference import lost as lost_checker
 from checkers.verdict import REPRODUCED, judge
+from harness.app.run import run_scenario
 from harness.history.schema import LOG_AUDIT
 from harness.rundir import RunDir
-from harness.runner.runner import RunResult, run_scenario
+from harness.runner.runner import RunResult
 from harness.services.stack import Stack
 from scenarios.model import CONVERGES, expect, faults
 from scenarios.registry import get_scenario

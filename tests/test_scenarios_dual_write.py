@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.runner.runner import EXIT_OK, run_scenario
+from harness import exitcodes
+from harness.app.run import run_scenario
 from harness.services.stack import Stack
 from scenarios.registry import get_scenario
 
@@ -23,6 +24,6 @@ def test_claim_verdict(name: str, stack: Stack, spark: object, tmp_path: Path) -
     result = run_scenario(sc, seed=1, runs_dir=tmp_path / "runs", stack=stack)
     assert result.error is None
     assert result.verdict == "reproduced", (result.verdict, result.counts, sc.expectations)
-    assert result.exit_code == EXIT_OK
+    assert result.exit_code == exitcodes.OK
     for kind, want in sc.expectations.items():
         assert (result.counts.get(kind, 0) > 0) == (want == "present"), kind

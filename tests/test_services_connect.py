@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
+import ssl
+import stat
+import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -265,3 +272,46 @@ def test_connect_reaches_kafka_only_through_its_link(cdc: Cdc, stack: Any) -> No
     arrived = [e for e in events if e["after"]["id"] == 500]
     assert arrived, "the event never arrived after the link healed"
     print(f"\ncdc: event arrived {arrived[0]['_arrived'] - healed:.1f}s after the link healed")
+
+
+@pytest.mark.services
+def test_no_connector_config_hands_out_the_database_password(cdc: Cdc) -> None:
+    password = cdc.connector.config()["database.password"]
+    assert password
+    shown = json.dumps(cdc.connect.rest("GET", "/connectors?expand=info"))
+    assert "items-cdc" in shown and "${file:" in shown
+    assert password not in shown
+    files = [*cdc.connect.connectors_dir.glob("*.properties")]
+    assert files and not any(password in f.read_text() for f in files)
+    secrets = cdc.connect.secrets_dir / "items-cdc.properties"
+    assert password in secrets.read_text()  # where the worker resolves it from
+    assert stat.S_IMODE(secrets.stat().st_mode) == 0o600
+    assert stat.S_IMODE(cdc.connect.secrets_dir.stat().st_mode) == 0o700
+    if os.geteuid() == 0:  # another local account cannot read it
+        done = subprocess.run(
+            ["su", "nobody", "-s", "/bin/sh", "-c", f"cat {secrets}"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        assert done.returncode != 0 and password not in done.stdout
+    # The worker resolved the reference: the connector streams (the fixture waited).
+    assert cdc.connect.status("items-cdc")["connector"]["state"] == "RUNNING"
+
+
+@pytest.mark.services
+def test_the_rest_api_refuses_a_client_without_the_stacks_certificate(cdc: Cdc) -> None:
+    url = f"{cdc.connect.rest_url}/connectors?expand=info"
+    assert url.startswith("https://127.0.0.1:")
+    assert cdc.connect.rest("GET", "/connectors") == ["items-cdc"]  # the stack's client
+    stranger = ssl.create_default_context(cafile=str(cdc.connect.tls.ca))  # no certificate
+    with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+        _read(url, stranger)
+    with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+        _read(url.replace("https", "http"), None)
+    tls = cdc.connect.tls.folder
+    assert stat.S_IMODE(tls.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in tls.iterdir())
+
+
+def _read(url: str, context: ssl.SSLContext | None) -> bytes:
+    with urllib.request.urlopen(url, timeout=10, context=context) as answer:
+        return answer.read()

@@ -12,9 +12,9 @@ from reference_counts import reference_anomalies, run_events
 
 from checkers.reference.lost import NOT_IN_LOG, where_lost
 from checkers.verdict import judge
+from harness.app.run import run_scenario
 from harness.architectures.compacted_log.setup import REBUILT
 from harness.history.schema import SOURCE_STORE
-from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
 from scenarios.registry import get_scenario
 

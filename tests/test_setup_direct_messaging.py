@@ -13,7 +13,7 @@ import pytest
 from reference_counts import reference_anomalies, run_events
 
 from checkers.verdict import REPRODUCED, judge
-from harness.runner.runner import run_scenario
+from harness.app.run import run_scenario
 from harness.services.stack import Stack
 from scenarios.registry import get_scenario
 

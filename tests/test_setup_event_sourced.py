@@ -13,8 +13,8 @@ import pytest
 from reference_counts import reference_anomalies, reference_counts, run_events
 
 from checkers.verdict import REPRODUCED, judge
+from harness.app.run import run_scenario
 from harness.architectures.event_sourced.setup import LIVE, REBUILT, EventSourced
-from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
 from harness.setups.base import SetupContext
 from scenarios.registry import get_scenario

@@ -11,9 +11,9 @@ import pytest
 from reference_counts import reference_counts, run_events
 
 from checkers.verdict import judge
+from harness.app.run import run_scenario
 from harness.architectures.snapshot.setup import VIEW
 from harness.history.schema import LOG_AUDIT, SOURCE_STORE
-from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
 from scenarios.registry import get_scenario
 

@@ -12,8 +12,8 @@ import pytest
 from reference_counts import reference_counts, run_events
 
 from checkers.verdict import REPRODUCED, judge
+from harness.app.run import run_scenario
 from harness.architectures.work_queue.setup import WorkQueue
-from harness.runner.runner import run_scenario
 from harness.services.stack import Stack
 from harness.setups.base import SetupContext
 from scenarios.registry import get_scenario

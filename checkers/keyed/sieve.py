@@ -20,14 +20,17 @@ tests/test_keyed_sieve.py holds the sieve to the reference on random histories.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from checkers.anomaly import ALL_KINDS
+from checkers.keyed.columns import GROUP_COLUMN, KEY, MESSAGE, PARTITION, ROUTE_COLUMN
+from checkers.keyed.coverage import chances
 from checkers.keyed.duck import cursor
 from checkers.keyed.facts import Facts
-from checkers.keyed.step import GROUP_COLUMN, KEY, MESSAGE, PARTITION, ROUTE_COLUMN
 from checkers.reference.common import WRITE_FS
 from checkers.reference.eventsourcing import PROJECTION_PREFIX
 from checkers.reference.reorder import RealtimeLag
@@ -282,6 +285,21 @@ its instance had read after each poll, and the earliest observation of an offset
 it."""
 
 
+SIEVE_QUERIES: dict[str, str] = {
+    **_KEY_SUSPECTS,
+    "lost-write": _LOST_WRITE,
+    "divergence": _DIVERGENCE,
+    "projection-mismatch": _PROJECTION,
+    "invariant-violation": _INVARIANT,
+    **_MESSAGE_SUSPECTS,
+    "polls": _POLL_PAIRS,
+    "sends": _SEND_PAIRS,
+    "offsets": _OFFSET_ROWS,
+}
+"""Every query that keeps a group (or a pair, or an offset) for the reference to judge,
+by the name checkers.kinds.TABLE gives each kind's (`Kind.sieve`)."""
+
+
 @dataclass
 class Narrowed:
     """The few events of the channel partitions that the partition checks must judge:
@@ -320,6 +338,8 @@ class Sieved:
     """recovered-write count of the cleared key groups"""
     realtime: list[RealtimeLag]
     """the worst realtime lag of each channel partition with a poll"""
+    chances: Counter[str] = field(default_factory=Counter)
+    """each kind's chances in every group of the partition (checkers.keyed.coverage)"""
 
 
 def _consumers(facts: Facts) -> pa.Table:
@@ -395,4 +415,5 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
             con.sql(_expand(_SEND_PAIRS)).fetchall(),
             con.sql(_OFFSET_ROWS).fetchall(),
         )
-        return Sieved(suspects, narrowed, lags, unseen, recovered, realtime)
+        found_chances = chances(con, facts, ALL_KINDS)
+        return Sieved(suspects, narrowed, lags, unseen, recovered, realtime, found_chances)

@@ -28,13 +28,23 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.anomaly import ANOMALY_COLUMNS, Anomaly, sample_rank
+from checkers.keyed.columns import (
+    GROUP_COLUMN,
+    KEY,
+    MESSAGE,
+    PARTITION,
+    POSITION_COLUMN,
+    REALTIME_SERIES,
+    ROUTE_COLUMN,
+    SERIES_ROW,
+)
 from checkers.keyed.facts import Facts
+from checkers.keyed.sieve import Narrowed, sieve
 from checkers.reference import (
     divergence,
     duplicates,
@@ -49,15 +59,7 @@ from checkers.reference.eventsourcing import is_log_event
 from checkers.reference.reorder import RealtimeLag
 from harness.history.schema import COLUMNS, Event, EventType, MsgAction, OpPhase
 
-if TYPE_CHECKING:
-    from checkers.keyed.sieve import Narrowed
-
-KEY, PARTITION, MESSAGE = 0, 1, 2
-REALTIME_SERIES = "realtime_lag"
-"""The series of series.json that holds each channel partition's worst realtime lag
-(RealtimeLag.to_dict), a SERIES_ROW of checkers.keyed.timeline per partition."""
-ROUTE_COLUMN, GROUP_COLUMN, POSITION_COLUMN = "_r", "_g", "_pos"
-ANOMALY, NOTE, LAG, ERROR, EXAMPLE, WHERE = "a", "n", "l", "e", "x", "w"
+ANOMALY, NOTE, LAG, ERROR, EXAMPLE, WHERE, CHANCE = "a", "n", "l", "e", "x", "w", "v"
 UNKNOWN_PLACE = "unknown"
 OUTPUT_DDL = (
     "out string, checker string, kind string, store string, key string, consumer string, "
@@ -70,7 +72,8 @@ checker and the error in `detail`), or an anomaly again as a candidate example
 lost rows of a kind (`kind`) say where the message was (WHERE: `checker` holds
 checkers.reference.lost.where_lost's answer or UNKNOWN_PLACE, `n` the count), or a
 channel partition's worst realtime lag as a row of the REALTIME_SERIES series
-(checkers.keyed.timeline.SERIES_ROW, the lag's JSON in `detail`)."""
+(SERIES_ROW, the lag's JSON in `detail`), or a kind's chances (CHANCE: `kind`, the
+count in `n`)."""
 
 _KEY_ACTIONS = frozenset({MsgAction.DELIVER, MsgAction.APPLY, MsgAction.SKIP})
 _POLL_ACTIONS = frozenset({MsgAction.PRODUCE, MsgAction.DELIVER})
@@ -118,6 +121,8 @@ class Judged:
     realtime: list[RealtimeLag] = field(default_factory=list)
     """each channel partition's worst realtime lag"""
     errors: dict[str, str] = field(default_factory=dict)
+    chances: Counter[str] = field(default_factory=Counter)
+    """each kind's chances (checkers.coverage)"""
 
 
 Check = Callable[[Sequence[Event], Facts, Judged], None]
@@ -285,9 +290,6 @@ def _plain(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def output_batch(judged: Judged, per_kind: int) -> pa.RecordBatch:
     """The rows of OUTPUT_DDL for what a partition's groups gave."""
-    # timeline imports this module: imported here, not at the top, to break the cycle.
-    from checkers.keyed.timeline import SERIES_ROW
-
     rows: dict[str, list] = {c: [] for c in ("out", *ANOMALY_COLUMNS, "n")}
 
     def add(out: str, n: int | None = None, **values: object) -> None:
@@ -305,6 +307,8 @@ def output_batch(judged: Judged, per_kind: int) -> pa.RecordBatch:
             add(EXAMPLE, **{c: getattr(a, c) for c in ANOMALY_COLUMNS})
     for note, count in judged.notes.items():
         add(NOTE, count, kind=note)
+    for kind, count in judged.chances.items():
+        add(CHANCE, count, kind=kind)
     places = Counter(
         (a.kind, lost.where_lost(a.detail or "") or UNKNOWN_PLACE)
         for a in judged.anomalies
@@ -362,8 +366,6 @@ def partition_step(
     `per_kind` examples of each kind it found. The sieve (checkers.keyed.sieve) clears
     the clean groups; the reference judges the rest, and of the channel partitions only
     their suspect pairs and offsets."""
-    # The sieve imports this module's routes: imported here, not at the top, to break the cycle.
-    from checkers.keyed.sieve import sieve
 
     def step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         chunks = list(batches)
@@ -376,6 +378,7 @@ def partition_step(
         judged.notes["unseen-message"] += sieved.unseen
         judged.realtime += sieved.realtime
         judged.notes["recovered-write"] += sieved.recovered
+        judged.chances += sieved.chances
         yield output_batch(judged, per_kind)
         if sieved.lags.num_rows:
             yield from lag_rows(sieved.lags).to_batches()

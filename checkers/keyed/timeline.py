@@ -10,8 +10,18 @@ into pass rows (checkers.keyed.step.OUTPUT_DDL):
 - OP_COUNT: completions of one `f` and phase (in `checker`) in one time bucket, `n`
   of them (a partition's part: the summary adds them up);
 - OP_LATENCY: one operation's latency in ns (`n`), `f` in `kind`, at its completion;
+
+both of operations only: an op whose invocation names a `step` in its `extra`
+(harness.history.schema.STEP, a dual write's write to a derived store) is part of a
+client's operation, as the runner counts them, not one of its own;
 - SERIES_ROW: one finished row of the faults, offsets or marks series (`kind` names
-  it), as JSON in `detail`.
+  it), as JSON in `detail`. A fault's `planned_at` is the `at` of the schedule's window
+  it opened (its start's `extra`), seconds after the `workload-start` mark. A
+  partition's `redeliveries` are the deliveries that repeat one of a message already
+  delivered to that consumer, counted at the second one: the events and the time at
+  which the duplicates checker finds a duplicate-delivery (the consumer's `attempt`
+  cannot say so after a crash, when the new instance does not know what its
+  predecessor received).
 
 The pass's summary stage adds them up (checkers.figures).
 """
@@ -20,18 +30,22 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from checkers.keyed.columns import OP_COUNT, OP_LATENCY, SERIES_ROW
 from checkers.keyed.duck import cursor
 from checkers.keyed.step import output_schema
 from checkers.series import COMPLETIONS, NS
-from harness.history.schema import EventType, FaultPhase, MsgAction, OpPhase
+from harness.history.schema import LOG_AUDIT, STEP, EventType, FaultPhase, MsgAction, OpPhase
 
-OP_COUNT, OP_LATENCY, SERIES_ROW = "c", "o", "s"
 _COMPLETIONS = ", ".join(f"'{phase}'" for phase in COMPLETIONS)
 _OFFSET_ACTIONS = f"'{MsgAction.DELIVER}', '{MsgAction.COMMIT}'"
 
 SERIES_ROWS = f"""
 SELECT type, "time", phase, f, op_id, kind, target, fault_id, action, consumer, channel,
-  "partition", "offset", attempt,
+  "partition", "offset", msg_id, CASE WHEN type = '{EventType.FAULT}' THEN error END AS error,
+  CASE WHEN type = '{EventType.OP}' AND json_valid(extra)
+    THEN json_extract_string(extra, '$.{STEP}') IS NOT NULL ELSE false END AS step,
+  CASE WHEN type = '{EventType.FAULT}' AND phase = '{FaultPhase.START}' AND json_valid(extra)
+    THEN TRY_CAST(json_extract_string(extra, '$.at') AS DOUBLE) END AS planned_at,
   (CASE type WHEN '{EventType.OP}' THEN hash(op_id)
              WHEN '{EventType.FAULT}' THEN hash(fault_id)
              WHEN '{EventType.MSG}' THEN hash(consumer, channel, "partition")
@@ -48,26 +62,34 @@ _BUCKET = f'CAST(floor(("time" - $t0) / ($bucket_s::BIGINT * {NS})) * $bucket_s 
 _START = f"$t0 + {_BUCKET} * {NS}"
 """The start of an event's time bucket, in ns: the summary buckets it back to `t`."""
 
+_OPS = f"""(SELECT *, CASE WHEN op_id IS NULL THEN step
+    ELSE bool_or(step) OVER (PARTITION BY op_id) END AS of_step
+  FROM s WHERE type = '{EventType.OP}')"""
+"""The share's op events, each with whether its op is a step of another (`of_step`):
+only the invocation says so, and an op's events all land in one share."""
+
 _ROWS = f"""
 SELECT '{OP_COUNT}' AS out, phase AS checker, f AS kind, ({_START}) AS "time",
   NULL::VARCHAR AS detail, count(*) AS n
-FROM s WHERE type = '{EventType.OP}' AND phase IN ({_COMPLETIONS})
+FROM {_OPS} WHERE phase IN ({_COMPLETIONS}) AND NOT of_step
 GROUP BY phase, f, {_BUCKET}
 UNION ALL
 SELECT '{OP_LATENCY}', NULL, f, "end", NULL, "end" - start FROM (
   SELECT any_value(f) AS f,
     min("time") FILTER (phase = '{OpPhase.INVOKE}') AS start,
     max("time") FILTER (phase IN ({_COMPLETIONS})) AS "end"
-  FROM s WHERE type = '{EventType.OP}' AND op_id IS NOT NULL GROUP BY op_id)
+  FROM {_OPS} WHERE op_id IS NOT NULL AND NOT of_step GROUP BY op_id)
 WHERE start IS NOT NULL AND "end" IS NOT NULL
 UNION ALL
 SELECT '{SERIES_ROW}', NULL, 'faults', NULL,
   CAST(json_object('fault_id', fault_id, 'kind', kind, 'target', target,
     'start', round((coalesce(start, stop) - $t0) / 1e9, 6),
-    'stop', round((stop - $t0) / 1e9, 6)) AS VARCHAR),
+    'stop', round((stop - $t0) / 1e9, 6), 'planned_at', planned_at,
+    'error', error) AS VARCHAR),
   NULL
 FROM (
   SELECT fault_id, any_value(kind) AS kind, any_value(target) AS target,
+    any_value(planned_at) AS planned_at, any_value(error) AS error,
     min("time") FILTER (phase = '{FaultPhase.START}') AS start,
     max("time") FILTER (phase = '{FaultPhase.STOP}') AS stop
   FROM s WHERE type = '{EventType.FAULT}' AND fault_id IS NOT NULL GROUP BY fault_id)
@@ -81,8 +103,13 @@ FROM (
   SELECT consumer, channel, "partition", {_BUCKET} AS t,
     max("offset") FILTER (action = '{MsgAction.DELIVER}') AS max_delivered,
     max("offset") FILTER (action = '{MsgAction.COMMIT}') AS max_committed,
-    count(*) FILTER (action = '{MsgAction.DELIVER}' AND attempt > 1) AS redeliveries
-  FROM s WHERE type = '{EventType.MSG}' GROUP BY consumer, channel, "partition", t)
+    count(*) FILTER (again = 2) AS redeliveries
+  FROM (SELECT *, CASE WHEN action = '{MsgAction.DELIVER}' AND msg_id IS NOT NULL
+          AND consumer <> '{LOG_AUDIT}'
+        THEN row_number() OVER (PARTITION BY consumer, msg_id, action ORDER BY "time") END
+        AS again
+      FROM s WHERE type = '{EventType.MSG}')
+  GROUP BY consumer, channel, "partition", t)
 UNION ALL
 SELECT '{SERIES_ROW}', NULL, 'marks', NULL,
   CAST(json_object('kind', kind, 't', round(("time" - $t0) / 1e9, 6), 'consumer', consumer,

@@ -132,12 +132,12 @@ def messages(events: Sequence[Event], facts: Consumers | None = None) -> Outcome
         elif _is(e, MsgAction.PRODUCE) and e.channel is not None and e.msg_id is not None:
             produced[e.msg_id].append(e)
     out = Outcome()
-    audited = _done_on(facts, LOG_AUDIT)
+    audited = done_on(facts, LOG_AUDIT)
     for consumer in sorted(facts.delivered_on.keys() | facts.marked.keys()):
         consumes = facts.delivered_on.get(consumer, frozenset()) | facts.marked.get(
             consumer, frozenset()
         )
-        done = _done_on(facts, consumer)
+        done = done_on(facts, consumer)
         for msg_id, produces in produced.items():
             if (consumer, msg_id) in delivered:
                 continue
@@ -172,7 +172,7 @@ def where_lost(detail: str) -> str | None:
     return None
 
 
-def _done_on(facts: Consumers, consumer: str) -> frozenset[str]:
+def done_on(facts: Consumers, consumer: str) -> frozenset[str]:
     """The channels `consumer` is done on."""
     marked = facts.marked.get(consumer, frozenset())
     if consumer in facts.done_everywhere:

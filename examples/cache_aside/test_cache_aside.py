@@ -14,7 +14,7 @@ import pytest
 from cache_aside import CacheAside
 from scenario import SCENARIO
 
-from harness.runner.outcome import Outcome
+from harness.app.outcome import Outcome
 from scenarios.model import Scenario
 
 

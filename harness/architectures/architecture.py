@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from harness.explore.spec import SetupSpec
-    from harness.replay.driver import Driver
+    from harness.replay.driver import ReplayDriver
     from harness.setups.base import Setup
     from scenarios.model import Scenario
 
@@ -22,4 +22,4 @@ class Architecture:
     setups: tuple[type[Setup], ...]
     scenarios: tuple[Scenario, ...]
     sims: tuple[SetupSpec, ...] = ()
-    driver: type[Driver] | None = None
+    driver: type[ReplayDriver] | None = None

@@ -1,6 +1,8 @@
 """The one registry of architectures; the lookups by name are derived from it.
 
-A new architecture is a package of its own and one entry here. A setup defined
+A new architecture is a package of its own and one entry here. The engine never reads
+this module: the application looks a scenario's setup, a simulated setup or a replay
+driver up here and hands it over. A setup defined
 outside the package (a user's own, see examples/) joins `SETUPS` with `register_setup`.
 """
 
@@ -41,8 +43,10 @@ from harness.architectures.work_queue import scenarios as work_queue_scenarios
 from harness.architectures.work_queue import sim as work_queue_sim
 from harness.architectures.work_queue.replay import WorkQueueDriver
 from harness.architectures.work_queue.setup import WorkQueue
-from harness.replay.driver import Driver
+from harness.explore.spec import SetupSpec
+from harness.replay.driver import ReplayDriver
 from harness.setups.base import Setup
+from scenarios.model import Scenario
 
 ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture(
@@ -94,10 +98,35 @@ ARCHITECTURES: tuple[Architecture, ...] = (
 SETUPS: dict[str, type[Setup]] = {s.name: s for a in ARCHITECTURES for s in a.setups}
 """A scenario's `setup` name -> its class."""
 
-DRIVERS: dict[str, type[Driver]] = {
+REPLAY_DRIVERS: dict[str, type[ReplayDriver]] = {
     spec.name: a.driver for a in ARCHITECTURES if a.driver is not None for spec in a.sims
 }
 """Simulated setup -> the driver that replays its schedules."""
+
+SIMULATED_SETUPS: dict[str, SetupSpec] = {s.name: s for a in ARCHITECTURES for s in a.sims}
+"""Simulated setup name -> its spec (the simulator twin `driftlab explore` searches),
+in registry order."""
+
+
+def setup_class(scenario: Scenario) -> type[Setup]:
+    """The setup class `scenario` runs on, or a ValueError naming the known ones."""
+    try:
+        return SETUPS[scenario.setup]
+    except KeyError:
+        raise ValueError(
+            f"scenario {scenario.name}: setup {scenario.setup!r} is unknown; "
+            f"known setups: {', '.join(sorted(SETUPS))}"
+        ) from None
+
+
+def simulated_setup(name: str) -> SetupSpec:
+    """The simulated setup of that name, or a ValueError listing the known ones."""
+    try:
+        return SIMULATED_SETUPS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown setup {name!r}: choose one of {', '.join(SIMULATED_SETUPS)}"
+        ) from None
 
 
 def register_setup(setup: type[Setup]) -> type[Setup]:

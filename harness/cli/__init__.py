@@ -1,9 +1,11 @@
-"""The `driftlab` command. Each subcommand lives in a module of this package."""
+"""The `driftlab` command. Each subcommand lives in a module of this package and
+registers itself on `harness.cli.app.app`; `main` is the console script."""
 
 from __future__ import annotations
 
 import inspect
 import logging
+import os
 import re
 import sys
 import traceback
@@ -11,25 +13,7 @@ import traceback
 import typer
 
 from harness import exitcodes
-
-app = typer.Typer(
-    name="driftlab",
-    help=(
-        "A consistency test harness and fault-injection lab for data-integration "
-        "architectures.\n\n"
-        "Run a scenario against real PostgreSQL, Kafka/Debezium, Redis, RabbitMQ and "
-        "NATS under crashes, partitions and slowdowns; record its history; judge it "
-        "with PySpark checkers; read the verdict in an HTML report.\n\n" + exitcodes.HELP
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
-@app.callback()
-def _root() -> None:
-    """Keeps `driftlab` a group of subcommands even while it has only one."""
+from harness.cli.app import app
 
 
 def main() -> None:
@@ -41,6 +25,9 @@ def main() -> None:
     logging.getLogger().addHandler(logging.NullHandler())
     # A log file on a full disk must not print a traceback for every record it drops.
     logging.raiseExceptions = False
+    # Stack and run folders (and what the servers write in them) are never writable by
+    # other users, whatever the umask: write permission for group and others is masked.
+    os.umask(os.umask(0o022) | 0o022)
     try:
         app()
     except Exception as exc:

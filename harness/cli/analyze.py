@@ -17,16 +17,14 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import check_spark_master, fail, lost_where_lines, progress
+from harness.cli.app import app
+from harness.cli.common import check_spark_master, fail
+from harness.cli.printing import lost_where_lines, progress
 from harness.rundir import RunDir
 
 if TYPE_CHECKING:
     from checkers.analyze import AnalysisResult
     from harness.services.base import Endpoint
-
-EXIT_FORBIDDEN = exitcodes.VERDICT
-EXIT_BAD_INPUT = exitcodes.BAD_INPUT
 
 
 FOREIGN = ("jepsen",)
@@ -82,10 +80,12 @@ def analyze(
     anomalies.parquet, examples.json and series.json into RUN_DIR
     (formats: docs/analysis.md). The log goes to RUN_DIR/logs/analyze.log.
 
-    The verdict compares the counts with the expectations in config.json; a run
-    whose workload never ran, whose pipeline never delivered, applied or read
-    anything (for Jepsen: sends but no poll read a message) or whose scheduled
-    faults never took effect is inconclusive, with what was missing. Ctrl-C stops
+    The verdict compares the counts with the expectations in config.json, each
+    kind found N times in M chances (docs/checkers.md): a run is inconclusive, with
+    what was missing, when a kind its expectations name had no chance, its workload
+    never ran, or a fault window never took effect or had no operation; it is "lab
+    failed" when the lab recorded a failure of its own. A forbidden kind found fails
+    whatever else is missing. Ctrl-C stops
     the analysis at once; the history is left as it was. With the stack of a plain
     `driftlab up` running in this folder, its warm Spark (the `analysis` service) does
     the work, unless --spark-master or $DRIFTLAB_SPARK_MASTER names another master.
@@ -111,11 +111,19 @@ def analyze(
             f"{run_dir}: no such run directory; pass one such as runs/latest "
             "or runs/<scenario>/<time>-<seed>",
         )
+    if not RunDir(run_dir).config.is_file():
+        # Found only after the whole analysis, it was a lab failure (exit 3).
+        raise fail(
+            err,
+            exitcodes.BAD_INPUT,
+            f"{run_dir} has no config.json, so it is no run folder (or its run was killed "
+            "before it began); pass one such as runs/latest or runs/<scenario>/<time>-<seed>",
+        )
     check_spark_master(spark_master, err)
     from checkers.analyze import EXAMPLES_PER_KIND, AnalysisInputError
     from checkers.analyze import analyze as run_analysis
     from checkers.session import interruptible
-    from harness.runner import inconclusive
+    from checkers.verdict import EXIT_CODES, INCONCLUSIVE, UNEXPECTED
     from harness.services.analysis import analyze_remotely
 
     server = None if spark_master else _warm_server()
@@ -127,7 +135,6 @@ def analyze(
                 result = analyze_remotely(server, run_dir, console, EXAMPLES_PER_KIND)
             else:
                 result = run_analysis(run_dir, spark_master, console=console)
-        why = inconclusive.apply(RunDir(result.run_dir), result.analysis)
     except KeyboardInterrupt:
         console.quiet = True  # the checkers' threads report their cancelled jobs meanwhile
         raise fail(
@@ -141,14 +148,23 @@ def analyze(
     _summary(console, result)
     if from_ is not None:
         _report(run_dir, console, err)
-    if why:
-        console.print("[yellow]inconclusive[/], the run did not test its claim; missing:")
-    for line in why:
+    reasons = result.analysis.get("reasons") or []
+    if reasons:
+        what = (
+            "the run did not test its claim"
+            if result.verdict == INCONCLUSIVE
+            else "the lab failed, not the system under test"
+        )
+        console.print(f"[yellow]{result.verdict}[/], {what}:")
+    for line in reasons:
         console.print(f"  - {line}")
-    if why:
-        raise typer.Exit(exitcodes.LAB_FAILED)
-    if result.forbidden_found:
-        raise typer.Exit(EXIT_FORBIDDEN)
+    code = EXIT_CODES.get(result.verdict, exitcodes.LAB_FAILED)
+    # analyze exits 1 for a forbidden anomaly only: a prediction not reproduced is a
+    # result of the analysis, not a failure of it.
+    if code == exitcodes.VERDICT and result.verdict != UNEXPECTED:
+        code = exitcodes.OK
+    if code:
+        raise typer.Exit(code)
 
 
 @contextlib.contextmanager
@@ -217,10 +233,14 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
     """Import `source` into a new run folder under `runs` and return that folder."""
     if tool not in FOREIGN:
         err.print(f"[red]error:[/] --from {tool}: unknown; the tools are {', '.join(FOREIGN)}")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(exitcodes.BAD_INPUT)
     if not source.is_file():
         err.print(f"[red]error:[/] {source}: no such file; pass a Jepsen history.edn or .json")
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(exitcodes.BAD_INPUT)
+    if source.stat().st_size == 0:
+        # Refused before a run folder exists: an empty history is no run.
+        err.print(f"[red]error:[/] {source} is empty; pass a Jepsen history.edn or .json")
+        raise typer.Exit(exitcodes.BAD_INPUT)
     from harness.importers.jepsen import SCENARIO, JepsenImportError, import_history
 
     run_dir = RunDir.create(runs, SCENARIO, 0)
@@ -243,12 +263,14 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
         shutil.rmtree(run_dir.path, ignore_errors=True)
         run_dir.runs.drop_dangling_latest()
         err.print(f"[red]error:[/] {e}")
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     console.print(
         f"imported {summary.ops:,} Jepsen ops ({summary.keys:,} keys, {summary.sends:,} "
         f"sends acknowledged, {summary.polled:,} messages polled) as {summary.events:,} "
         f"events in {summary.seconds:.1f}s"
     )
+    for line in summary.warnings:
+        err.print(f"[yellow]warning:[/] {line}")
     return run_dir.path
 
 
@@ -269,15 +291,19 @@ def _summary(console: Console, result: AnalysisResult) -> None:
     expectations = a["expectations"]
     table = Table(title="anomalies", title_justify="left", show_edge=False)
     table.add_column("kind")
-    table.add_column("count", justify="right")
+    table.add_column("found", justify="right")
+    table.add_column("in chances", justify="right")
     table.add_column("expected")
+    coverage = a.get("coverage") or {}
     for kind, n in a["counts"].items():
         want = expectations.get(kind, "")
         if n == 0 and not want:
             continue
         bad = (want == "absent" and n) or (want == "present" and not n)
-        style = "red" if bad else ("green" if want else "")
-        table.add_row(kind, f"{n:,}", want, style=style)
+        untested = want and not coverage.get(kind)
+        style = "yellow" if untested else "red" if bad else ("green" if want else "")
+        chances = f"{coverage[kind]:,}" if kind in coverage else "?"
+        table.add_row(kind, f"{n:,}", chances, want, style=style)
     if table.row_count:
         console.print(table)
     else:
@@ -298,18 +324,23 @@ def _summary(console: Console, result: AnalysisResult) -> None:
             + ", ".join(result.incomplete_checkers)
             + " did not run (their kinds count zero); see analysis.json"
         )
+    from checkers.verdict import shown_verdict
+
+    word = shown_verdict(result.verdict, a.get("expectations") or {})
     colour = {
         "reproduced": "green",
+        "held": "green",
         "not reproduced": "yellow",
         "unexpected anomaly": "red",
-    }.get(result.verdict, "white")
+    }.get(word, "white")
     extra = ""
     # An inconclusive verdict is followed by what was missing, line by line.
-    if result.forbidden_found and result.verdict != "inconclusive":
+    judged = result.verdict in ("unexpected anomaly", "not reproduced")
+    if result.forbidden_found and judged:
         extra = f" (forbidden: {', '.join(result.forbidden_found)})"
-    elif a["expected_missing"] and result.verdict != "inconclusive":
+    elif a["expected_missing"] and judged:
         extra = f" (expected but absent: {', '.join(a['expected_missing'])})"
-    console.print(f"verdict: [bold {colour}]{result.verdict}[/]{extra}")
+    console.print(f"verdict: [bold {colour}]{word}[/]{extra}")
     console.print(
         f"[dim]{h['events']:,} events in {a['timings']['total_s']:.1f}s; "
         f"outputs in {result.run_dir}[/]"

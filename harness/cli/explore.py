@@ -10,15 +10,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli import app
+from harness import exitcodes
+from harness.architectures.registry import SIMULATED_SETUPS
+from harness.cli.app import app
+from harness.cli.common import seed_in_range
 from harness.explore.properties import properties_of
 from harness.explore.schedule import describe
 from harness.explore.search import SearchResult, search
-from harness.explore.setups import SETUPS
 from harness.explore.sim.recorder import to_jsonl
 
 _SETUP_LIST = "\n\n".join(
-    f"{name}: {spec.summary} ({', '.join(spec.claims)})" for name, spec in SETUPS.items()
+    f"{name}: {spec.summary} ({', '.join(spec.claims)})" for name, spec in SIMULATED_SETUPS.items()
 )
 
 
@@ -44,11 +46,21 @@ def explore(
         int, typer.Option("--examples", "-n", min=1, help="Schedules to try per property.")
     ] = 500,
     seed: Annotated[
-        int | None, typer.Option("--seed", help="Search seed (default: a random one).")
+        int | None,
+        typer.Option("--seed", help="Search seed (default: a random one).", callback=seed_in_range),
     ] = None,
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Where to save the minimal schedule.")
-    ] = Path("schedule.json"),
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Where to save the minimal schedule (default: "
+            "RUNS_DIR/explore/<setup>-<seed>.json).",
+        ),
+    ] = None,
+    runs_dir: Annotated[
+        Path, typer.Option("--runs-dir", help="The runs folder, where schedules are saved.")
+    ] = Path("runs"),
     history: Annotated[
         Path | None,
         typer.Option(
@@ -58,15 +70,21 @@ def explore(
 ) -> None:
     """Search the driftlab simulator for a minimal schedule breaking SETUP's claims."""
     console = Console()
-    if setup not in SETUPS:
-        console.print(f"[red]unknown setup {setup!r}[/]: choose one of {', '.join(SETUPS)}")
-        raise typer.Exit(2)
+    if setup not in SIMULATED_SETUPS:
+        console.print(
+            f"[red]unknown setup {setup!r}[/]: choose one of {', '.join(SIMULATED_SETUPS)}"
+        )
+        raise typer.Exit(exitcodes.BAD_INPUT)
     seed = secrets.randbelow(2**32) if seed is None else seed
-    console.print(f"[bold]driftlab simulator[/]: {setup} ({SETUPS[setup].summary}), seed {seed}")
+    # Beside the runs, never in the current folder (a repository's root, say).
+    out = out if out is not None else runs_dir / "explore" / f"{setup}-{seed}.json"
+    console.print(
+        f"[bold]driftlab simulator[/]: {setup} ({SIMULATED_SETUPS[setup].summary}), seed {seed}"
+    )
     results = []
     for prop in properties_of(setup):
         with console.status(f"searching: {prop.text} ({examples} schedules)"):
-            result = search(prop, examples=examples, seed=seed)
+            result = search(SIMULATED_SETUPS[setup], prop, examples=examples, seed=seed)
         results.append(result)
         _show(console, result)
     _save(console, [r for r in results if r.found], out, history)
@@ -75,12 +93,13 @@ def explore(
         if r.found or not r.as_predicted:
             console.print(
                 f"reproduce {r.prop.name}: driftlab explore {setup} --seed {r.seed} "
-                f"--examples {examples}"
+                f"--examples {examples}",
+                soft_wrap=True,  # a command to copy: never broken across lines
             )
     if surprises:
         names = ", ".join(r.prop.name for r in surprises)
         console.print(f"[red bold]not as the claims table predicts[/]: {names}")
-        raise typer.Exit(1)
+        raise typer.Exit(exitcodes.VERDICT)
 
 
 def _show(console: Console, r: SearchResult) -> None:
@@ -106,8 +125,15 @@ def _show(console: Console, r: SearchResult) -> None:
         caption="* breaks the property",
         caption_justify="left",
     )
-    for col in ("checker", "kind", "store", "key", "consumer", "detail"):
-        table.add_column(col)
+    # Names are what a reader searches and types: whole on one line, piped or not; only
+    # the detail wraps.
+    cells = [
+        (a.checker, a.kind + "*", a.store or "", a.key or "", a.consumer or "") for a in r.anomalies
+    ]
+    for i, col in enumerate(("checker", "kind", "store", "key", "consumer")):
+        width = max([len(col), *(len(c[i]) for c in cells)])
+        table.add_column(col, no_wrap=True, min_width=width)
+    table.add_column("detail", overflow="fold")
     for a in r.anomalies:
         mark = "*" if a in r.breaking else ""
         table.add_row(
@@ -129,6 +155,7 @@ def _save(console: Console, found: list[SearchResult], out: Path, history: Path 
         suffix = "" if i == 0 else f".{r.prop.name}"
         path = out.with_name(f"{out.stem}{suffix}{out.suffix}")
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             r.schedule().save(path)
             if history is not None and r.run is not None:
                 hpath = history.with_name(f"{history.stem}{suffix}{history.suffix}")
@@ -138,5 +165,5 @@ def _save(console: Console, found: list[SearchResult], out: Path, history: Path 
                 f"[red]cannot write {exc.filename}[/]: {exc.strerror}; "
                 "pass --out (and --history) in a writable directory"
             )
-            raise typer.Exit(2) from None
-        console.print(f"saved {r.prop.name}'s minimal schedule to {path}")
+            raise typer.Exit(exitcodes.BAD_INPUT) from None
+        console.print(f"saved {r.prop.name}'s minimal schedule to {path}", soft_wrap=True)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,12 +11,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import BACKEND_OPTION, check_spark_master, enter_backend, parse_duration
-from harness.rundir import RunsDir
-
-EXIT_FORBIDDEN = exitcodes.VERDICT
-EXIT_RUN_ERROR = exitcodes.LAB_FAILED
+from harness.cli.app import app
+from harness.cli.common import (
+    BACKEND_OPTION,
+    check_runs_dir,
+    check_spark_master,
+    enter_backend,
+    parse_duration,
+)
+from harness.cli.printing import verdict_word
 
 
 @app.command()
@@ -41,7 +42,11 @@ def matrix(
         str, typer.Option(help="Comma-separated fault schedules: own, none, latency.")
     ] = "own,none,latency",
     seeds: Annotated[
-        str, typer.Option(help="Seeds: a count (3 = 0,1,2), a list (1,5,9) or a range (0-4).")
+        str,
+        typer.Option(
+            help="Seeds: a count N runs seeds 0..N-1 (3 = seeds 0,1,2; 1 = seed 0), a list "
+            "(1,5,9; one seed: 7,) or a range (0-4)."
+        ),
     ] = "3",
     duration: Annotated[
         str | None,
@@ -79,9 +84,9 @@ def matrix(
 
     Example: driftlab matrix --budget 20m --scenarios C1,C3 --seeds 2 --junit matrix.xml
     """
-    from harness.pipeline.run import register
+    from harness.app.matrix import parse_seeds, plan
+    from harness.app.pipeline import register
     from harness.pipeline.spec import load
-    from harness.runner.matrix import parse_seeds, plan
     from harness.runner.stack_use import check_backend
     from scenarios.registry import claims_scenarios, get_scenario
 
@@ -102,15 +107,17 @@ def matrix(
         )
     except (KeyError, ValueError, typer.BadParameter) as exc:
         err.print(f"[red]error:[/] {escape(str(exc.args[0] if exc.args else exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     if not cells:
         err.print("[red]error:[/] no cell to run: check --scenarios and --schedules")
-        raise typer.Exit(2)
+        raise typer.Exit(exitcodes.BAD_INPUT)
     if dry_run:
         for c in cells:
             console.print(f"{c.scenario.name} seed {c.seed} ({c.scenario.workload.duration:g} s)")
-        console.print(f"{len(cells)} cells, budget {budget_s:.0f} s")
+        seeds_run = ", ".join(map(str, sorted({c.seed for c in cells})))
+        console.print(f"{len(cells)} cells, seeds {seeds_run}, budget {budget_s:.0f} s")
         return
+    check_runs_dir(runs_dir, err)
     check_spark_master(spark_master, err)
     raise typer.Exit(_run(console, err, cells, budget_s, runs_dir, junit, spark_master, backend))
 
@@ -125,19 +132,23 @@ def _run(
     spark_master: str | None,
     backend: str,
 ) -> int:
-    from harness.runner.matrix import run_matrix
-    from harness.runner.runner import EXIT_INTERRUPTED
+    from harness.app.matrix import run_matrix
+    from harness.app.suite_index import write_matrix_outputs
     from harness.runner.stack_use import running_stack
 
     def show(cell: Any, outcome: Any) -> None:
         r = outcome.result
-        what = r.verdict or r.error or "not judged"
+        what = verdict_word(r) or r.error or "not judged"
         colour = "red" if r.verdict == "unexpected anomaly" or r.error else "green"
         console.print(
             f"{cell.scenario.name} seed {cell.seed}: [{colour}]{escape(what)}[/] ({r.wall_s:.0f} s)"
         )
 
-    console.print(f"matrix: {len(cells)} cells, budget {budget_s:.0f} s")
+    chosen_seeds = sorted({c.seed for c in cells})
+    console.print(
+        f"matrix: {len(cells)} cells, seeds {', '.join(map(str, chosen_seeds))}, "
+        f"budget {budget_s:.0f} s"
+    )
     with contextlib.ExitStack() as scope:
         stack = running_stack() if backend == "local" else None
         if stack is None:
@@ -145,7 +156,7 @@ def _run(
         result = run_matrix(
             cells, budget_s, runs_dir, stack, spark_master, on_result=show, after_run=_judge
         )
-    index = write_outputs(runs_dir, result, junit)
+    index = write_matrix_outputs(runs_dir, result, junit)
     if junit is not None:
         console.print(f"JUnit: {junit}")
     for outcome in result.forbidden:
@@ -162,68 +173,15 @@ def _run(
         f"{len(result.errors)} failed runs; index: {index}"
     )
     if result.interrupted:
-        return EXIT_INTERRUPTED
+        return exitcodes.INTERRUPTED
     if result.forbidden:
-        return EXIT_FORBIDDEN
-    return EXIT_RUN_ERROR if result.errors else 0
+        return exitcodes.VERDICT
+    return exitcodes.LAB_FAILED if result.errors else exitcodes.OK
 
 
 def _judge(result: Any, scenario: Any) -> None:
     """A pipeline file's run also fails when a store did not converge."""
-    from harness.pipeline.run import is_pipeline, judge_convergence
+    from harness.app.pipeline import is_pipeline, judge_convergence
 
     if is_pipeline(scenario):
         judge_convergence(result, scenario)
-
-
-def write_outputs(runs_dir: Path, result: Any, junit: Path | None) -> Path:
-    """runs/index.json and the suite page (every run of the matrix), runs/matrix.json
-    and the JUnit report; returns the suite page's path."""
-    from harness.cli.suite import write_index
-    from harness.runner.matrix import junit_xml
-
-    chosen = {c.scenario.name: c.scenario for c, _ in result.outcomes}
-    runs = [o.result for _, o in result.outcomes]
-    index = write_index(runs_dir, list(chosen.values()), runs, result.wall_s)
-    _write_matrix_json(runs_dir, result)
-    if junit is not None:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_bytes(junit_xml(result))
-    return index
-
-
-def _write_matrix_json(runs_dir: Path, result: Any) -> None:
-    """runs/matrix.json: every cell run (with its verdict and folder) and skipped."""
-    data = {
-        "schema": 1,
-        "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "wall_s": round(result.wall_s, 1),
-        "runs": [
-            {
-                "scenario": cell.scenario.name,
-                "schedule": cell.schedule,
-                "seed": cell.seed,
-                "verdict": o.result.verdict,
-                "forbidden": o.forbidden,
-                "error": o.result.error,
-                "run_dir": str(Path(o.result.run_dir).relative_to(runs_dir)),
-                "wall_s": round(o.result.wall_s, 1),
-            }
-            for cell, o in result.outcomes
-        ],
-        "cut": [
-            {
-                "scenario": cell.scenario.name,
-                "schedule": cell.schedule,
-                "seed": cell.seed,
-                "run_dir": str(Path(o.result.run_dir).relative_to(runs_dir)),
-                "wall_s": round(o.result.wall_s, 1),
-            }
-            for cell, o in result.cut
-        ],
-        "skipped": [
-            {"scenario": c.scenario.name, "schedule": c.schedule, "seed": c.seed}
-            for c in result.skipped
-        ],
-    }
-    RunsDir(runs_dir).matrix_json.write_text(json.dumps(data, indent=2) + "\n")

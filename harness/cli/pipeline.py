@@ -11,16 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import (
-    attach_stack,
-    check_spark_master,
-    fail,
-    make_tick,
-    parse_duration,
-    print_result,
-    progress,
-)
+from harness.cli.app import app
+from harness.cli.common import attach_stack, check_spark_master, fail, parse_duration
+from harness.cli.printing import make_tick, print_result, progress
 from harness.pipeline.shapes import SHAPES, starting_file
 
 
@@ -59,7 +52,7 @@ def run_pipeline_file(
 ) -> None:
     """Run a pipeline file once and exit with its verdict's status (as `driftlab run`)."""
     from checkers.spark_start import warm_up
-    from harness.pipeline.run import run_pipeline
+    from harness.app.pipeline import run_pipeline
     from harness.pipeline.spec import PipelineError, load
     from harness.rundir import RunsDir
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 from pathlib import Path
 from typing import Annotated
@@ -11,12 +10,14 @@ import typer
 from rich.console import Console
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import check_spark_master
+from harness.app.replay import replay, replayable
+from harness.cli.app import app
+from harness.cli.common import check_spark_master, seed_in_range
 from harness.explore.schedule import Schedule, ScheduleError, describe
 from harness.history.errors import HistoryError
-from harness.replay.replay import check_replayable, compare, replay
+from harness.replay.replay import compare
 from harness.replay.turnstile import ReplayError
+from harness.rundir import RunDir, write_json_atomically
 from harness.services.base import ServiceError
 
 _HELP = (
@@ -40,7 +41,12 @@ def replay_cmd(
         Path, typer.Option("--runs-dir", resolve_path=True, help="Where run folders are written.")
     ] = Path("runs"),
     seed: Annotated[
-        int | None, typer.Option("--seed", help="Run seed (default: a random one).")
+        int | None,
+        typer.Option(
+            "--seed",
+            help="Run seed (default: the schedule's own, else a random one).",
+            callback=seed_in_range,
+        ),
     ] = None,
     spark_master: Annotated[
         str | None, typer.Option("--spark-master", help="Spark master URL (default local).")
@@ -50,13 +56,19 @@ def replay_cmd(
     console = Console()
     try:
         schedule = Schedule.load(schedule_path)
-        check_replayable(schedule)
+        replayable(schedule)
     except (ScheduleError, ReplayError) as exc:
         console.print(f"[red]{schedule_path}: {exc}[/]")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     check_spark_master(spark_master, Console(stderr=True, highlight=False))
-    seed = secrets.randbelow(2**31) if seed is None else seed
-    console.print(f"[bold]replay[/] {schedule_path} ({schedule.setup}, seed {seed})")
+    if seed is not None:
+        told = f"seed {seed}"
+    elif schedule.seed is not None:
+        seed, told = schedule.seed, f"seed {schedule.seed}, the schedule's"
+    else:
+        seed = secrets.randbelow(2**31)
+        told = f"seed {seed}, a random one: the schedule names none"
+    console.print(f"[bold]replay[/] {schedule_path} ({schedule.setup}, {told})")
     for i, step in enumerate(schedule.steps, start=1):
         console.print(f"  {i:>2}. {describe(step)}")
     try:
@@ -71,7 +83,7 @@ def replay_cmd(
         result = analyze(run_dir, master=spark_master, console=console)
     except (HistoryError, AnalysisInputError) as exc:
         console.print(f"[red]analysis failed[/]: {exc}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     try:
         from reports.run_report import render_run_report
 
@@ -79,14 +91,17 @@ def replay_cmd(
     except Exception as exc:
         # The verdict stands without its page; `driftlab report RUN_DIR` renders it again.
         console.print(f"[yellow]report.html not rendered[/]: {exc} (retry: driftlab report)")
+    console.print(f"verdict: [bold]{result.verdict}[/]")
+    for line in result.reasons:
+        console.print(f"  - {line}")
+    if result.reasons:
+        # Kinds the real run had no chance to show, or a lab that failed, compare nothing.
+        raise typer.Exit(exitcodes.LAB_FAILED)
     found = [kind for kind, n in result.counts.items() if n]
     comparison = compare(schedule, found)
-    (run_dir / "replay.json").write_text(
-        json.dumps(
-            {"simulated": sorted(comparison.expected), "real": sorted(comparison.found)},
-            indent=2,
-        )
-        + "\n"
+    write_json_atomically(
+        RunDir(run_dir).replay,
+        {"simulated": sorted(comparison.expected), "real": sorted(comparison.found)},
     )
     console.print(f"simulated kinds: {', '.join(sorted(comparison.expected)) or 'none'}")
     console.print(f"real kinds:      {', '.join(sorted(comparison.found)) or 'none'}")
@@ -97,4 +112,4 @@ def replay_cmd(
         console.print(f"[red]not seen on the real stack[/]: {', '.join(comparison.missing)}")
     if comparison.extra:
         console.print(f"[red]seen only on the real stack[/]: {', '.join(comparison.extra)}")
-    raise typer.Exit(1)
+    raise typer.Exit(exitcodes.VERDICT)

@@ -8,9 +8,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness.cli import app
-
-EXIT_BAD_INPUT = 2
+from harness import exitcodes
+from harness.cli.app import app
 
 
 @app.command()
@@ -49,6 +48,6 @@ def report(
         written = render_suite(path) if suite else render_run_report(path)
     except ReportError as exc:
         err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     size = written.stat().st_size
     Console(highlight=False, soft_wrap=True).print(f"{written} ({size / 1024:.0f} kB)")

@@ -12,13 +12,15 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import BACKEND_OPTION
+from harness.cli.app import app
+from harness.cli.common import BACKEND_OPTION
 from harness.runner.clean_stack import find_leftovers, live_namespaces
 from harness.services.analysis import ANALYSIS
+from harness.services.backends import attach_stack
 from harness.services.base import ServiceError
 from harness.services.kinds import REGISTRY, default_services
 from harness.services.stack import DEFAULT_STACK_DIR, Stack
+from harness.services.stack_lock import stack_lock
 from harness.services.stack_state import STATE_FILE
 
 StackDir = Annotated[
@@ -62,16 +64,19 @@ def _attach(root: Path, backend: str = "local") -> Stack:
             exitcodes.BAD_INPUT,
         )
     try:
-        return _stack_class(backend).attach(root)
+        return attach_stack(root, _stack_class(backend))
     except ServiceError as error:
         raise _fail(error) from None
 
 
-def _show(stack: Stack) -> None:
+def _show(stack: Stack) -> bool:
+    """Print the services and links; True when every service answers and Toxiproxy
+    has every link the stack made (what a run needs, not only live processes)."""
     table = Table(title=f"stack {stack.root}", title_justify="left")
     for column in ("service", "pid", "port", "state", "log"):
         table.add_column(column)
-    for row in stack.status():
+    rows = stack.status()
+    for row in rows:
         state = (
             "[green]healthy[/green]"
             if row.healthy
@@ -91,6 +96,22 @@ def _show(stack: Stack) -> None:
         for name, link in sorted(stack.links_made.items()):
             links.add_row(name, f"{link['host']}:{link['port']}")
         console.print(links)
+    ready = bool(rows) and all(row.healthy for row in rows)
+    toxiproxy = stack.services.get("toxiproxy")
+    if toxiproxy is not None and toxiproxy.is_running():
+        try:
+            lost = stack.links.missing()
+        except ServiceError as error:
+            typer.echo(f"links not checked: {error}")
+            return False
+        for name in lost:
+            # Plain lines, never wrapped: scripts and tests read them.
+            typer.echo(
+                f"missing: link {name}: toxiproxy lost it (a restart); "
+                f"`driftlab up --dir {stack.root}` restores it"
+            )
+        ready = ready and not lost
+    return ready
 
 
 @app.command()
@@ -121,25 +142,35 @@ def up(
             ServiceError(f"unknown service(s) {', '.join(unknown)}; known: {known}"),
             exitcodes.BAD_INPUT,
         )
+    cls = _stack_class(backend)
+    begun = time.monotonic()
     try:
-        cls = _stack_class(backend)
-        stack = cls.attach(root) if (root / STATE_FILE).exists() else cls(root)
-        # A stack started here outlives this command, whoever started the folder before.
-        stack.owned = False
-        for service in stack.services.values():
-            service.spec.die_with_parent = False
-        begun = time.monotonic()
-        with console.status("starting services") as status:
+        with stack_lock(root, on_wait=lambda: _waiting(root)):
+            stack = attach_stack(root, cls) if (root / STATE_FILE).exists() else cls(root)
+            # A stack started here outlives this command, whoever started the folder
+            # before.
+            stack.owned = False
+            for service in stack.services.values():
+                service.spec.die_with_parent = False
+            with console.status("starting services") as status:
 
-            def progress(name: str, event: str) -> None:
-                status.update(f"{name}: {event}")
-                console.print(f"  {name}: {event}", highlight=False)
+                def progress(name: str, event: str) -> None:
+                    status.update(f"{name}: {event}")
+                    console.print(f"  {name}: {event}", highlight=False)
 
-            stack.up(*names, progress=progress)
+                stack.up(*names, progress=progress)
     except ServiceError as error:
         raise _fail(error) from None
     console.print(f"[green]up[/green] in {time.monotonic() - begun:.1f}s")
-    _show(stack)
+    if not _show(stack):
+        raise typer.Exit(exitcodes.LAB_FAILED)
+
+
+def _waiting(root: Path) -> None:
+    console.print(
+        f"another `driftlab up` or `down` is working on {root}; waiting for it to finish",
+        highlight=False,
+    )
 
 
 @app.command()
@@ -153,7 +184,7 @@ def status(
     next run removes; the runs in progress. Exit status: 0 up, 2 no stack in the
     folder, 3 some service is not running."""
     stack = _attach(root, backend)
-    _show(stack)
+    ready = _show(stack)
     try:
         leftovers = find_leftovers(stack)
     except (ServiceError, OSError, psycopg.Error) as error:
@@ -167,7 +198,7 @@ def status(
             typer.echo("no active toxics, no leftovers of earlier runs")
     for namespace in sorted(live_namespaces(stack)):
         typer.echo(f"run in progress: {namespace}")
-    if not stack.is_up():
+    if not ready:
         raise typer.Exit(exitcodes.LAB_FAILED)
 
 
@@ -178,15 +209,20 @@ def down(
     """Stop every service of the stack, including one whose harness died.
 
     With --backend docker, also remove the containers of any driftlab stack whose
-    folder is gone (a killed run's). Exit status: 0 stopped (or already down), 2 no
-    stack in the folder (local only), 3 no Docker engine."""
+    folder is gone (a killed run's). Exit status: 0 stopped, already down or nothing to
+    stop (no stack in the folder), 3 no Docker engine."""
     if backend == "docker":
         _down_docker(root)
         return
-    stack = _attach(root, backend)
-    running = [name for name, s in stack.services.items() if s.is_running()]
-    with console.status("stopping " + ", ".join(running) if running else "nothing running"):
-        stack.down()
+    if not (root / STATE_FILE).exists():
+        # Nothing to stop is what `down` wants: not an error.
+        console.print(f"nothing to stop: no stack in {root.absolute()}", soft_wrap=True)
+        return
+    with stack_lock(root, on_wait=lambda: _waiting(root)):
+        stack = _attach(root, backend)
+        running = [name for name, s in stack.services.items() if s.is_running()]
+        with console.status("stopping " + ", ".join(running) if running else "nothing running"):
+            stack.down()
     console.print(f"[green]down[/green]: stopped {', '.join(running) or 'nothing (already down)'}")
 
 

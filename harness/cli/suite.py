@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import json
 import textwrap
 import time
 from pathlib import Path
@@ -15,15 +13,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness import exitcodes
-from harness.cli import app
-from harness.cli.run import (
+from harness.cli.app import app
+from harness.cli.common import (
     BACKEND_OPTION,
+    check_runs_dir,
     check_spark_master,
-    make_tick,
     parse_duration,
-    print_result,
-    progress,
+    seed_in_range,
 )
+from harness.cli.printing import make_tick, print_result, progress, verdict_word
 from harness.rundir import RunsDir
 
 if TYPE_CHECKING:
@@ -46,7 +44,7 @@ def suite(
         str | None,
         typer.Option(help="Workload duration of every scenario, e.g. 10s (default: each one's)."),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of every run.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of every run.", callback=seed_in_range)] = 0,
     runs_dir: Annotated[
         Path,
         typer.Option("--runs-dir", resolve_path=True, help="Where run folders and the index go."),
@@ -57,7 +55,7 @@ def suite(
     ] = None,
     backend: Annotated[str, BACKEND_OPTION] = "local",
 ) -> None:
-    """Run the scenario of every claim of CLAIMS.md on one shared stack.
+    """Run the scenario of every claim of docs/claims.md on one shared stack.
 
     Writes one run folder per scenario, then runs/index.json (and runs/index.html when
     the report module is installed). Exit status: 0 when every verdict is the expected
@@ -69,7 +67,8 @@ def suite(
 
     Your pipelines, nightly: driftlab suite --only mirror.toml,app.toml
     """
-    from harness.pipeline.run import register
+    from harness.app.pipeline import register
+    from harness.app.run import check_scenario
     from harness.pipeline.spec import load
     from harness.runner.stack_use import check_backend
     from scenarios.registry import all_scenarios, claims_scenarios
@@ -89,13 +88,14 @@ def suite(
         chosen = [sc.with_overrides(duration=secs) for sc in chosen]
         chosen += [register(load(Path(f)), secs) for f in files]
         for sc in chosen:
-            sc.validate()
+            check_scenario(sc)
     except (KeyError, ValueError) as exc:
         err.print(f"[red]error:[/] {exc.args[0] if exc.args else exc}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exitcodes.BAD_INPUT) from None
     if not chosen:
         err.print("[red]error:[/] no scenario registered for any claim")
-        raise typer.Exit(2)
+        raise typer.Exit(exitcodes.BAD_INPUT)
+    check_runs_dir(runs_dir, err)
     check_spark_master(spark_master, err)
     raise typer.Exit(run_suite(console, chosen, seed, runs_dir, spark_master, backend))
 
@@ -109,8 +109,8 @@ def run_suite(
     backend: str = "local",
 ) -> int:
     """Run `chosen` scenarios on one stack; write the index; return the exit status."""
+    from harness.app.suite_index import write_index
     from harness.architectures.registry import SETUPS
-    from harness.runner.runner import EXIT_INTERRUPTED
     from harness.services.base import ServiceError
 
     services = sorted({s for sc in chosen for s in SETUPS[sc.setup].services})
@@ -125,15 +125,15 @@ def run_suite(
     except KeyboardInterrupt:
         # Between runs (starting or stopping the stack): the stack is already down.
         console.print("[yellow]interrupted[/]")
-        return EXIT_INTERRUPTED
+        return exitcodes.INTERRUPTED
     wall = time.monotonic() - started
     index = write_index(runs_dir, chosen, results, wall)
     _table(console, chosen, results, wall)
     console.print(f"index: {index}")
-    if any(r.exit_code == EXIT_INTERRUPTED for r in results):
+    if any(r.exit_code == exitcodes.INTERRUPTED for r in results):
         for r in results[-1:]:
             print_result(console, r)
-        return EXIT_INTERRUPTED
+        return exitcodes.INTERRUPTED
     codes = {r.exit_code for r in results}
     # A wrong verdict outranks a failed run: 1 must mean the verdict, 3 the lab alone.
     for code in (exitcodes.VERDICT, exitcodes.LAB_FAILED, exitcodes.BAD_INPUT):
@@ -153,9 +153,8 @@ def _run_all(
 ) -> None:
     """Run the scenarios in order on one stack, appending to `results`."""
     from checkers.spark_start import warm_up
-    from harness.pipeline.run import is_pipeline, judge_convergence
-    from harness.rundir import RunsDir
-    from harness.runner.runner import EXIT_INTERRUPTED, run_scenario
+    from harness.app.pipeline import is_pipeline, judge_convergence
+    from harness.app.run import run_scenario
     from harness.runner.stack_use import acquire_stack
 
     with progress() as prog:
@@ -176,63 +175,22 @@ def _run_all(
                     judge_convergence(result, sc)
                 results.append(result)
                 prog.console.print(
-                    f"{label}: [bold]{result.verdict or result.error or 'not judged'}[/] "
+                    f"{label}: [bold]{verdict_word(result) or result.error or 'not judged'}[/] "
                     f"({result.wall_s:.0f} s)"
                 )
-                if result.exit_code == EXIT_INTERRUPTED:
+                if result.exit_code == exitcodes.INTERRUPTED:
                     break
 
 
-def write_index(runs_dir: Path, chosen: list[Any], results: list[RunResult], wall: float) -> Path:
-    """runs/index.json (one entry per claim run), then runs/index.html if the report
-    module offers `reports.suite_page.render_index(index_json) -> Path`."""
-    by_name = {sc.name: sc for sc in chosen}
-    entries = []
-    for r in results:
-        sc = by_name[r.scenario]
-        entries.append(
-            {
-                "claim": sc.claim,
-                "scenario": sc.name,
-                "summary": sc.summary,
-                "setup": sc.setup,
-                "run_dir": str(Path(r.run_dir).relative_to(runs_dir)),
-                "seed": r.seed,
-                "expectations": sc.expectations,
-                "verdict": r.verdict,
-                "counts": r.counts,
-                "error": r.error,
-                "exit_code": r.exit_code,
-                "ops": r.stats.ops,
-                "ops_per_s": round(r.stats.rate, 1),
-                "wall_s": round(r.wall_s, 1),
-            }
-        )
-    path = RunsDir(runs_dir).index_json
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        json.dumps(
-            {
-                "schema": 1,
-                "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "wall_s": round(wall, 1),
-                "runs": entries,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    try:
-        render = importlib.import_module("reports.suite_page").render_index
-    except (ImportError, AttributeError):
-        return path
-    return Path(render(path))
-
-
 def _list(console: Console, registry: dict[str, Any]) -> None:
-    """One scenario per line (claim, name, setup, seconds), its expectations wrapped
-    below it: names are what a user types next, so nothing is ever shortened, and the
-    listing reads the same piped, in a file or in an 80-column terminal."""
+    """One scenario per line (claim, name, setup, seconds), the claim's sentence (once
+    per claim) or the scenario's summary (a variant of a claim, a control case) and its
+    expectations wrapped below it: names are what a user types next, so nothing is ever
+    shortened, and the listing reads the same piped, in a file or in an 80-column
+    terminal."""
+    from reports.claims import CLAIMS
+
+    said: set[str] = set()
     name_w = max((len(name) for name in registry), default=8)
     setup_w = max((len(sc.setup) for sc in registry.values()), default=5)
     claim_w = max((len(sc.claim or "-") for sc in registry.values()), default=3)
@@ -240,15 +198,20 @@ def _list(console: Console, registry: dict[str, Any]) -> None:
     for sc in registry.values():
         head = f"{sc.claim or '-':<{claim_w}} {sc.name:<{name_w}}  {sc.setup:<{setup_w}}"
         console.print(f"{head}  {sc.workload.duration:.0f} s", markup=False, soft_wrap=True)
+        sentence = CLAIMS.get(sc.claim or "")
+        if sentence is None or sc.claim in said:
+            sentence = sc.summary
+        said.add(sc.claim or "")
         exp = ", ".join(f"{k}={v}" for k, v in sc.expectations.items()) or "(none)"
-        for line in textwrap.wrap(
-            f"expects {exp}",
-            width=width,
-            initial_indent="    ",
-            subsequent_indent="      ",
-            break_on_hyphens=False,
-        ):
-            console.print(line, markup=False, soft_wrap=True)
+        for text in (sentence, f"expects {exp}"):
+            for line in textwrap.wrap(
+                text,
+                width=width,
+                initial_indent="    ",
+                subsequent_indent="      ",
+                break_on_hyphens=False,
+            ):
+                console.print(line, markup=False, soft_wrap=True)
 
 
 def _table(console: Console, chosen: list[Any], results: list[RunResult], wall: float) -> None:
@@ -259,7 +222,7 @@ def _table(console: Console, chosen: list[Any], results: list[RunResult], wall: 
     table.add_column("verdict")
     for r in results:
         sc = next(s for s in chosen if s.name == r.scenario)
-        verdict = r.verdict or r.error or "not judged"
+        verdict = verdict_word(r) or r.error or "not judged"
         style = "green" if r.exit_code == 0 else "red"
         table.add_row(sc.claim or "-", sc.name, f"{r.stats.rate:.0f}", verdict, style=style)
     console.print(table)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from harness import __version__
-from harness.cli import app
+from harness.cli.app import app
 from harness.history.schema import SCHEMA_VERSION
 
 

@@ -1,4 +1,4 @@
-"""The properties the search puts to the test, one or more per setup, from CLAIMS.md.
+"""The properties the search puts to the test, one or more per setup, from docs/claims.md.
 
 A property names the anomaly kinds that would break it. `predicted` says what the
 claims table expects: `holds` (no schedule breaks it: a break is a finding of the

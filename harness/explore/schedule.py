@@ -176,9 +176,14 @@ class Schedule:
     def load(cls, path: Path) -> Schedule:
         """Read a schedule file; a missing or malformed file raises ScheduleError."""
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ScheduleError(f"cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise ScheduleError(
+                "not a schedule: the file is not UTF-8 text (a binary file?); pass a "
+                "schedule.json that `driftlab explore` saved"
+            ) from None
         return cls.from_json(text)
 
 

@@ -18,7 +18,6 @@ from hypothesis.errors import NoSuchExample
 from checkers.anomaly import Anomaly
 from harness.explore.properties import Property, reference_anomalies
 from harness.explore.schedule import Action, Schedule, Step
-from harness.explore.setups import get_setup
 from harness.explore.sim.machine import SimResult
 from harness.explore.spec import SetupSpec
 from harness.explore.strategies import schedules
@@ -28,6 +27,7 @@ from harness.explore.strategies import schedules
 class SearchResult:
     """The outcome of one property's search."""
 
+    spec: SetupSpec
     prop: Property
     seed: int
     examples: int  # schedules run: until the first break, or all of them
@@ -56,7 +56,7 @@ class SearchResult:
     def schedule(self) -> Schedule:
         """The executed minimal schedule as a schedule file (requires `found`)."""
         assert self.run is not None, "no breaking schedule was found"
-        spec = get_setup(self.prop.setup)
+        spec = self.spec
         return Schedule(
             setup=spec.name,
             steps=self.run.executed,
@@ -78,12 +78,12 @@ class SearchResult:
         )
 
 
-def search(prop: Property, examples: int = 500, seed: int = 0) -> SearchResult:
-    """Run up to `examples` schedules; shrink the first that breaks `prop`.
+def search(spec: SetupSpec, prop: Property, examples: int = 500, seed: int = 0) -> SearchResult:
+    """Run up to `examples` schedules of the simulated setup `spec` (the one
+    `prop.setup` names); shrink the first that breaks `prop`.
 
     The same seed gives the same search, hence the same minimal schedule.
     """
-    spec = get_setup(prop.setup)
     runs = 0
     first_break = 0
 
@@ -106,7 +106,7 @@ def search(prop: Property, examples: int = 500, seed: int = 0) -> SearchResult:
     try:
         minimal = find(schedules(spec), broken, settings=config, random=Random(seed))
     except NoSuchExample:
-        return SearchResult(prop, seed, runs, 0, time.perf_counter() - start)
+        return SearchResult(spec, prop, seed, runs, 0, time.perf_counter() - start)
     elapsed = time.perf_counter() - start
     run = spec.run(minimal)
     # The executed steps make every client completion explicit, so renaming them keeps
@@ -117,6 +117,7 @@ def search(prop: Property, examples: int = 500, seed: int = 0) -> SearchResult:
         run = spec.run(renamed)
     anomalies, missing = reference_anomalies(run.events)
     return SearchResult(
+        spec,
         prop,
         seed,
         first_break,
@@ -162,7 +163,7 @@ def _same_shape_and_broken(spec: SetupSpec, prop: Property, steps: list[Step]) -
     return len(run.executed) == len(steps) + 1 and prop.broken_by(run.findings)
 
 
-def simulate(schedule: Schedule) -> SimResult:
-    """Run a schedule file's steps on the simulator (its quiesce step is implied)."""
-    spec = get_setup(schedule.setup)
+def simulate(spec: SetupSpec, schedule: Schedule) -> SimResult:
+    """Run a schedule file's steps on the simulated setup `spec` (its quiesce step is
+    implied)."""
     return spec.run(s for s in schedule.steps if s.action != "quiesce")

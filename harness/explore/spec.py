@@ -6,7 +6,7 @@ harness.history.schema) and tallies the cheap anomaly kinds as it goes; a step t
 not enabled in the current state is skipped (`step` returns None).
 
 Each architecture's simulator twin (harness/architectures/<arch>/sim.py) declares its
-setups with `spec`; harness.explore.setups lists them all.
+setups with `spec`; harness.architectures.registry.SIMULATED_SETUPS lists them all.
 """
 
 from __future__ import annotations

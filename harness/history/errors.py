@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from harness.exitcodes import BadInput
 
-class HistoryError(Exception):
+
+class HistoryError(BadInput):
     """A history cannot be read as written; `str(error)` is meant for the user.
 
     The message names the file, the line (JSON lines) or row group (Parquet), what is

@@ -55,6 +55,7 @@ class FaultPhase(StrEnum):
 class Mark(StrEnum):
     """Named points of a run, recorded as MARK events in `kind`."""
 
+    WORKLOAD_START = "workload-start"  # the clients and the fault schedule's clock start
     WORKLOAD_DONE = "workload-done"
     HEALED = "healed"
     QUIESCED = "quiesced"
@@ -65,6 +66,11 @@ class Mark(StrEnum):
 SOURCE_STORE = "source"
 """The `store` name of the source of truth (the system of record)."""
 
+STEP = "step"
+"""The `extra` key of an op invocation that is a step of a client's operation rather than
+an operation of its own: a dual write's write to a derived store (`derived-write`) or its
+deletion of a key whose derived write failed (`invalidate`). The checkers judge it as
+any op; throughput and latency count operations only, as the runner does."""
 LOG_AUDIT = "log-audit"
 """The `consumer` of a broker's log read back after quiescence: its `deliver` of a
 message says the message was still in the log then, its `consumer-done` mark for a

@@ -11,6 +11,7 @@ import logging
 import random
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,29 @@ class Nemesis:
         self._open: dict[int, _Open] = {}
         self._thread: threading.Thread | None = None
         self.errors: list[str] = []
+        # (seconds since the start, service, what): faults that could not be injected
+        # or healed, which make the run's lab failed.
+        self.failures: list[tuple[float, str, str]] = []
         self.windows = 0
+        self._t0 = time.monotonic()
+        self._disturbed: Counter[str] = Counter()
+
+    def disturbed(self, service: str) -> bool:
+        """Whether a fault of the schedule holds the stack's `service` down now (its
+        window is open, or being healed): the lab's watchdog leaves it alone then."""
+        with self._lock:
+            return self._disturbed[service] > 0
+
+    def _service_fault(self, spec: FaultSpec) -> str | None:
+        """The stack service a crash, pause or restart acts on (None: a link, the
+        setup's own process, or another kind)."""
+        if spec.kind not in ("crash", "pause", "restart"):
+            return None
+        return None if self.setup.process(spec.target) is not None else spec.target
+
+    def _failed(self, spec: FaultSpec, what: str) -> None:
+        service = "toxiproxy" if spec.kind in LINK_KINDS else spec.target
+        self.failures.append((time.monotonic() - self._t0, service, what))
 
     def start(self) -> None:
         """Start the schedule now (time 0 of its windows)."""
@@ -90,16 +113,29 @@ class Nemesis:
             extra["busy"] = self._await_busy(spec)
         fault_id = self.rec.fault_start(spec.kind, spec.target, extra=extra)
         self.windows += 1
+        service = self._service_fault(spec)
+        if service is not None:
+            with self._lock:
+                self._disturbed[service] += 1
         try:
             undo = self._apply(spec)
         except Exception as exc:
             # A fault that could not be injected is history too: close its window at once.
             log.exception("fault %s on %s could not be injected", spec.kind, spec.target)
             self.errors.append(f"{spec.kind} {spec.target}: {exc}")
+            self._failed(spec, f"could not take fault {spec.kind} {spec.target}: {_first(exc)}")
             self.rec.fault_stop(fault_id, error=f"not injected: {exc}"[:300])
+            self._undisturb(service)
             return
+        if spec.kind == "restart":
+            self._undisturb(service)  # done at once: back and healthy already
         with self._lock:
             self._open[index] = _Open(spec, fault_id, undo)
+
+    def _undisturb(self, service: str | None) -> None:
+        if service is not None:
+            with self._lock:
+                self._disturbed[service] -= 1
 
     def _await_busy(self, spec: FaultSpec) -> bool:
         """Wait until the target is mid-batch (False if it never was within `wait` s).
@@ -125,7 +161,11 @@ class Nemesis:
         except Exception as exc:
             log.exception("healing %s on %s failed", o.spec.kind, o.spec.target)
             self.errors.append(f"heal {o.spec.kind} {o.spec.target}: {exc}")
+            self._failed(o.spec, f"could not be healed of {o.spec.kind}: {_first(exc)}")
             error = f"heal failed: {exc}"[:300]
+        finally:
+            if o.spec.kind != "restart":
+                self._undisturb(self._service_fault(o.spec))
         self.rec.fault_stop(o.fault_id, error=error)
 
     def _apply(self, spec: FaultSpec) -> actions.Undo:
@@ -140,7 +180,7 @@ class Nemesis:
             return actions.pause(stack, spec.target)
         if spec.kind == "restart":
             return actions.restart(stack, spec.target)
-        if spec.kind in ("cut", "down", "latency", "bandwidth", "reset"):
+        if spec.kind in LINK_KINDS:
             return actions.link_fault(stack, spec.target, spec.kind, p)
         if spec.kind == "app-crash":
             return self._app_crash(spec)
@@ -173,3 +213,13 @@ class Nemesis:
 
         self.ctx.steps.add(hook)
         return lambda: self.ctx.steps.remove(hook)
+
+
+LINK_KINDS = ("cut", "down", "latency", "bandwidth", "reset")
+"""The fault kinds Toxiproxy injects."""
+
+
+def _first(exc: BaseException) -> str:
+    """The first line of an error, short enough for one line of the terminal."""
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = {
+FAULT_KINDS = {
     "crash": (
         "SIGKILL the target service, restart it when the window closes; with `when: busy`"
         " the kill waits (up to `wait` seconds, default 5) until the target is mid-batch"
@@ -45,9 +45,9 @@ class FaultSpec:
 
     def validate(self) -> None:
         """Raise ValueError naming the bad field and the fix."""
-        if self.kind not in KINDS:
+        if self.kind not in FAULT_KINDS:
             raise ValueError(
-                f"fault kind {self.kind!r} is unknown; use one of: {', '.join(sorted(KINDS))}"
+                f"fault kind {self.kind!r} is unknown; use one of: {', '.join(sorted(FAULT_KINDS))}"
             )
         if self.at < 0 or self.duration < 0:
             raise ValueError(f"fault {self.kind} on {self.target}: at and duration must be >= 0")

@@ -11,7 +11,7 @@ After the heal, `converge` waits until every store equals the source (the same v
 for every key, no key more or less) or has settled (unchanged for `window` seconds,
 the source too), or the time runs out. A store that does not converge is recorded as
 a `not-converged` mark naming the store, how many keys differ, the first of them and
-since when: the run's verdict says so (harness.pipeline.run).
+since when: the run's verdict says so (harness.app.pipeline).
 """
 
 from __future__ import annotations

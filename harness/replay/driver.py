@@ -21,7 +21,7 @@ from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.stepping import Control, StepFailed, SteppedProcess
 
 
-class Driver(ABC):
+class ReplayDriver(ABC):
     """Runs the steps of one simulated setup on its real counterpart."""
 
     setup: Setup
@@ -49,7 +49,7 @@ class Driver(ABC):
 class Clients:
     """The application clients of a replay, one per scheduled client name."""
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self, driver: ReplayDriver) -> None:
         self.driver = driver
         self.by_name: dict[str, Client] = {}
 

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.architectures.registry import DRIVERS
 from harness.explore.schedule import Action, Schedule, describe
-from harness.explore.setups import SETUPS
-from harness.replay.driver import Driver
+from harness.explore.spec import SetupSpec
+from harness.replay.driver import ReplayDriver
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.rundir import RunDir
 from harness.runner.lifecycle import RunPlan, execute, run_log
@@ -59,21 +58,15 @@ def scenario_name(schedule: Schedule) -> str:
     return f"replay-{schedule.setup}"
 
 
-def check_replayable(schedule: Schedule) -> None:
-    """Raise ReplayError, naming the fix, when the schedule cannot be replayed: an
-    unknown setup or a step its simulator never takes. Every simulated setup has a
-    driver (tests/test_replay_cli.py holds DRIVERS to SETUPS)."""
-    if schedule.setup not in SETUPS:
-        raise ReplayError(
-            f"setup {schedule.setup!r} is not one `driftlab explore` simulates: a schedule "
-            f"names one of {', '.join(SETUPS)}"
-        )
+def check_replayable(schedule: Schedule, spec: SetupSpec) -> None:
+    """Raise ReplayError, naming the fix, when the schedule cannot be replayed on the
+    simulated setup `spec`: a step its simulator never takes, or no final quiesce."""
     if not schedule.steps or schedule.steps[-1].action != Action.QUIESCE:
         raise ReplayError(
             "the schedule does not end with `quiesce`: replay an executed schedule as "
             "`driftlab explore` saves it"
         )
-    moves = {m.action: m for m in SETUPS[schedule.setup].moves}
+    moves = {m.action: m for m in spec.moves}
     for i, step in enumerate(schedule.steps[:-1], start=1):
         move = moves.get(step.action)
         if move is None or (move.actors and step.actor not in move.actors):
@@ -86,8 +79,10 @@ def check_replayable(schedule: Schedule) -> None:
             )
 
 
-def replay(
+def replay_schedule(
     schedule: Schedule,
+    spec: SetupSpec,
+    driver_class: type[ReplayDriver],
     *,
     runs_dir: Path,
     seed: int = 0,
@@ -95,14 +90,15 @@ def replay(
     stack: ServiceStack | None = None,
     step_timeout: float = 60.0,
 ) -> Path:
-    """Run `schedule` on the real services and return its run directory (not analysed).
+    """Run `schedule`, drawn on the simulated setup `spec`, on the real services
+    through a `driver_class` driver and return its run directory (not analysed).
 
     `stack` is a running stack to use (tests share one); None reuses one started by
     `driftlab up` or starts one for this replay. Raises ReplayError (the history is
     then closed without its END mark) when a step cannot be forced.
     """
-    check_replayable(schedule)
-    driver = DRIVERS[schedule.setup](Turnstile(step_timeout), schedule.params)
+    check_replayable(schedule, spec)
+    driver = driver_class(Turnstile(step_timeout), schedule.params)
     scenario = scenario_name(schedule)
     run_dir = RunDir.create(runs_dir, scenario, seed)
     plan = RunPlan(
@@ -133,7 +129,7 @@ def replay(
 class _ScheduleDriver:
     """A lifecycle Driver that forces the schedule's steps, one at a time."""
 
-    def __init__(self, driver: Driver, schedule: Schedule) -> None:
+    def __init__(self, driver: ReplayDriver, schedule: Schedule) -> None:
         self.driver = driver
         self.steps = schedule.steps[:-1]  # the last one is the quiesce
         self.finished = False
@@ -152,6 +148,14 @@ class _ScheduleDriver:
         self.driver.finish()
         self.finished = True
         return False
+
+    def disturbed(self, service: str) -> bool:
+        """Never: a replay's steps act on the setup's own processes, not the stack's."""
+        return False
+
+    def breakdowns(self) -> list[tuple[float, str, str]]:
+        """None: a step the stack will not take is the replay's own error."""
+        return []
 
     def heal(self) -> None:
         """After a failed step: stop the actors without hiding the step's error."""

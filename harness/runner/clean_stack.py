@@ -8,7 +8,10 @@ replication slot, and the next run gave a false verdict. Before its workload, a 
 - removes the leftovers of runs that are no longer alive: Debezium connectors, their
   replication slots and publications (their names start with the run's namespace);
 - holds a lease `leases/<namespace>.json` in the stack folder (pid and start time)
-  while it runs, which tells a live run's resources from a dead run's.
+  while it runs, which tells a live run's resources from a dead run's. The lease is
+  taken first, under an exclusive lock of `leases/run.lock` held for the whole run, so
+  that of two runs started together on one stack exactly one proceeds (the lock goes
+  with its process, even a SIGKILLed one).
 
 `driftlab status` shows the same: active toxics and leftovers.
 """
@@ -16,6 +19,7 @@ replication slot, and the next run gave a false verdict. Before its workload, a 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -37,6 +41,7 @@ from harness.setups.base import NAMESPACE_PREFIX
 log = logging.getLogger("driftlab.runner")
 
 LEASES = "leases"
+RUN_LOCK = "run.lock"
 SLOT_PREFIX = "dbz_"  # DebeziumPostgres.slot: dbz_<connector name>
 
 
@@ -80,18 +85,36 @@ def live_namespaces(stack: ServiceStack) -> set[str]:
     return alive
 
 
+def _in_use(stack: ServiceStack, others: set[str]) -> LabFailure:
+    runs = ", ".join(sorted(others)) or "another driftlab process"
+    return LabFailure(
+        f"the stack in {stack.root} is in use by run(s) {runs}: runs on one stack share "
+        "its links and would suffer each other's faults; wait for them, or start another "
+        "stack (`driftlab up --dir DIR`, --stack-dir DIR)"
+    )
+
+
 @contextlib.contextmanager
 def run_lease(stack: ServiceStack, namespace: str) -> Iterator[None]:
-    """Mark `namespace` as a live run on `stack` for the block."""
+    """Mark `namespace` as the live run on `stack` for the block; LabFailure at once
+    when another run holds the stack (its lock, taken atomically)."""
     folder = _lease_dir(stack)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{namespace}.json"
-    pid = os.getpid()
-    path.write_text(json.dumps({"pid": pid, "start_time": read_start_time(pid)}) + "\n")
+    fd = os.open(folder / RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        yield
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _in_use(stack, live_namespaces(stack)) from None
+        path = folder / f"{namespace}.json"
+        pid = os.getpid()
+        path.write_text(json.dumps({"pid": pid, "start_time": read_start_time(pid)}) + "\n")
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
     finally:
-        path.unlink(missing_ok=True)
+        os.close(fd)  # releases the lock
 
 
 def _dead(name: str, prefix: str, alive: set[str]) -> bool:
@@ -129,20 +152,17 @@ def find_leftovers(stack: ServiceStack) -> Leftovers:
     return found
 
 
-def clean(stack: ServiceStack) -> Leftovers:
+def clean(stack: ServiceStack, own: str | None = None) -> Leftovers:
     """Heal every link, remove what dead runs left, and prove the stack clean.
 
-    Returns what was found (and removed). Raises LabFailure when another run is in
-    progress on the stack (runs share its links, so each would be judged on the other's
-    faults), or when a link still has a toxic afterwards.
+    Returns what was found (and removed). Raises LabFailure when another run than the
+    caller's own (`own`, its namespace) is in progress on the stack (runs share its
+    links, so each would be judged on the other's faults), or when a link still has a
+    toxic afterwards.
     """
-    others = live_namespaces(stack)
+    others = live_namespaces(stack) - {own}
     if others:
-        raise LabFailure(
-            f"the stack in {stack.root} is in use by run(s) {', '.join(sorted(others))}: "
-            "runs on one stack share its links and would suffer each other's faults; wait "
-            "for them, or start another stack (`driftlab up --dir DIR`, --stack-dir DIR)"
-        )
+        raise _in_use(stack, others)
     before = find_leftovers(stack)
     if _running(stack, "toxiproxy"):
         stack.links.heal_all()

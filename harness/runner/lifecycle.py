@@ -19,16 +19,18 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.exitcodes import BadInput
+from harness.exitcodes import BadInput, LabFailure
 from harness.history.recorder import Recorder
 from harness.history.schema import Mark, RunHeader
+from harness.logfile import log_to
 from harness.rundir import RunDir
 from harness.runner.clean_stack import clean, run_lease
 from harness.runner.stack_use import acquire_stack, service_logs
+from harness.runner.watchdog import LabBreakdown, Watchdog, failure_line
 from harness.services.stack import Stack
 from harness.services.stack_protocol import ServiceStack
 from harness.services.versions import component_versions
@@ -52,6 +54,13 @@ class Driver(Protocol):
     def heal(self) -> None:
         """End every fault and actor, also after a failure (called once, always)."""
 
+    def disturbed(self, service: str) -> bool:
+        """Whether a fault of the driver's holds the stack's `service` down now."""
+
+    def breakdowns(self) -> list[tuple[float, str, str]]:
+        """Faults that could not be injected or healed: (seconds since the workload's
+        start, service, what)."""
+
 
 @dataclass(frozen=True)
 class RunPlan:
@@ -74,6 +83,7 @@ class Execution:
     completed: bool = False  # every store read: the history has its END mark
     error: Exception | None = None
     recorder_failure: BaseException | None = None  # the history could not grow (disk)
+    lab_failures: list[LabBreakdown] = field(default_factory=list)  # the watchdog's
 
 
 def execute(
@@ -110,13 +120,18 @@ def execute(
     try:
         _run(run_dir, setup, driver, plan, rec, stack, stop, on_phase or _quiet, ex)
         # A stop during the quiesce or the final reads also cuts the run short.
-        ex.interrupted = ex.interrupted or stop.is_set()
+        ex.interrupted = ex.interrupted or (stop.is_set() and not ex.lab_failures)
     except KeyboardInterrupt:
         ex.interrupted = True
     except Exception as exc:
         log.exception("run %s failed", run_dir.run_id)
         ex.error = exc
     finally:
+        if ex.lab_failures:
+            # The lab broke first: whatever failed after (a teardown that could not
+            # reach a dead service) follows from it.
+            ex.error = LabFailure(failure_line(ex.lab_failures))
+            ex.interrupted = False
         if ex.completed and not ex.interrupted and ex.error is None and rec.failure is None:
             rec.end()
         else:
@@ -156,10 +171,14 @@ def _run(
         )
         log.info("namespace %s", ctx.namespace)
         if isinstance(live, Stack):
-            for line in clean(live).lines():
+            # The lease first: of two runs started together, the second stops here.
+            scope.enter_context(run_lease(live, ctx.namespace))
+            for line in clean(live, own=ctx.namespace).lines():
                 log.warning("stack: removed %s", line)
             log.info("stack: every link healed and free of toxics, no leftovers")
-            scope.enter_context(run_lease(live, ctx.namespace))
+        watchdog = Watchdog(live, setup.services, driver.disturbed, stop.set)
+        watchdog.start()
+        scope.callback(_stop_watching, watchdog, driver, ex)
         try:
             setup.prepare(ctx)
         except ValueError as exc:
@@ -170,12 +189,15 @@ def _run(
         scope.callback(setup.teardown)
         try:
             driver.start(ctx)
+            watchdog.workload_started()
             ex.interrupted = driver.drive(stop)
             rec.mark(Mark.WORKLOAD_DONE)
         finally:
             # Heal even when the run failed: no fault may outlive its run.
             driver.heal()
             rec.mark(Mark.HEALED)
+        if watchdog.breakdowns or driver.breakdowns():
+            return  # the lab failed under the run: nothing after this would count
         if ex.interrupted:
             return
         on_phase("quiesce")
@@ -194,18 +216,19 @@ def _run(
         ex.completed = True
 
 
-@contextlib.contextmanager
-def run_log(run_dir: RunDir) -> Iterator[None]:
+def _stop_watching(watchdog: Watchdog, driver: Driver, ex: Execution) -> None:
+    """End the watch (before the setup's teardown and the stack's stop) and keep what
+    it saw, with the faults the driver could not inject or heal."""
+    watchdog.stop()
+    # One last look: a service whose death made the run fail just now (its client's
+    # error, often without a word, ended the run) is named as what failed.
+    with contextlib.suppress(Exception):
+        watchdog.check(probe=False)
+    for at, service, what in driver.breakdowns():
+        watchdog.report(service, what, at=at)
+    ex.lab_failures = list(watchdog.breakdowns)
+
+
+def run_log(run_dir: RunDir) -> contextlib.AbstractContextManager[None]:
     """Send the harness's log records to logs/runner.log for the run's duration."""
-    handler = logging.FileHandler(run_dir.runner_log)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("driftlab")
-    root.addHandler(handler)
-    old_level = root.level
-    root.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
-        handler.close()
+    return log_to(run_dir.runner_log)

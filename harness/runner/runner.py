@@ -1,7 +1,11 @@
 """One run of one scenario, from a fresh run directory to a verdict.
 
     run folder -> lifecycle.execute with the WorkloadDriver (workload and nemesis
-    concurrently) -> analysis -> inconclusive? -> verdict, logs/run.json, report.html
+    concurrently) -> the judge it was handed (analysis and its verdict,
+    checkers.verdict) -> logs/run.json
+
+The runner receives the setup it runs and the judge; harness.app.run looks the setup up
+and renders the report.
 
 SIGINT and SIGTERM stop the workload and the nemesis, heal every fault and close the
 history (without its END mark: the run was cut short); a second signal stops waiting.
@@ -17,28 +21,23 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.verdict import LAB_FAILED
 from harness import exitcodes
-from harness.architectures.registry import SETUPS
 from harness.rundir import RunDir
-from harness.runner import inconclusive
 from harness.runner.lifecycle import RunPlan, execute, run_log
+from harness.runner.watchdog import LabBreakdown, failure_line
 from harness.runner.workload_driver import Tick, WorkloadDriver
 from harness.services.stack_protocol import ServiceStack
+from harness.setups.base import Setup
 from harness.workload import WorkloadStats
 from scenarios.model import Scenario
 
 log = logging.getLogger("driftlab.runner")
-
-EXIT_OK = exitcodes.OK  # reproduced, or no expectations
-EXIT_VERDICT = exitcodes.VERDICT  # not reproduced, or an unexpected (forbidden) anomaly
-EXIT_BAD_INPUT = exitcodes.BAD_INPUT  # the scenario's parameters cannot be used
-EXIT_LAB_FAILED = exitcodes.LAB_FAILED  # the lab failed: services, disk, Spark
-EXIT_INTERRUPTED = exitcodes.INTERRUPTED
 
 
 @dataclass
@@ -49,7 +48,7 @@ class RunResult:
     scenario: str
     seed: int
     verdict: str | None = None
-    exit_code: int = EXIT_OK
+    exit_code: int = exitcodes.OK
     stats: WorkloadStats = field(default_factory=WorkloadStats)
     interrupted: bool = False
     analysis_interrupted: bool = False  # during the analysis: the history is complete
@@ -57,6 +56,9 @@ class RunResult:
     fault_windows: int = 0
     fault_errors: list[str] = field(default_factory=list)
     inconclusive: list[str] = field(default_factory=list)  # why the verdict proves nothing
+    lab_failures: list[dict[str, Any]] = field(default_factory=list)  # the watchdog's
+    reasons: list[str] = field(default_factory=list)  # why inconclusive or the lab failed
+    coverage: dict[str, int] = field(default_factory=dict)  # chances per kind
     counts: dict[str, int] = field(default_factory=dict)
     lost_where: dict[str, dict[str, int]] = field(default_factory=dict)  # analysis.json's
     wall_s: float = 0.0
@@ -92,34 +94,41 @@ class _Signals:
                 signal.signal(sig, old)
 
 
-def run_scenario(
+Judge = Callable[[RunDir, RunResult], None]
+"""What judges a completed run in place: fills the result's verdict (harness.app.judge)."""
+
+
+def record_run(
     scenario: Scenario,
+    setup: Setup,
     *,
     seed: int,
     runs_dir: Path,
-    spark_master: str | None = None,
     stack: ServiceStack | None = None,
-    analyze: bool = True,
+    judge: Judge | None = None,
     tick: Tick | None = None,
     stop: threading.Event | None = None,
 ) -> RunResult:
-    """Run `scenario` once and judge it; never raises for a failed run, see `exit_code`.
+    """Run `scenario` once on `setup`, hand the run to `judge` when it completed, write
+    logs/run.json; never raises for a failed run, see `exit_code`.
 
     `stack` is a running stack to use (the suite shares one); None reuses a stack
     started by `driftlab up` or starts one for this run and stops it afterwards.
     `stop` lets a caller outside the main thread cut the run short.
     """
-    scenario.validate()
     started = time.monotonic()
     run_dir = RunDir.create(runs_dir, scenario.name, seed)
-    setup = SETUPS[scenario.setup]()
     driver = WorkloadDriver(scenario, setup, seed, tick)
     plan = RunPlan(
         scenario=scenario.name,
         seed=seed,
         params=scenario.to_config(),
         setup_params=dict(scenario.setup_params),
-        config={"claim": scenario.claim, "expectations": dict(scenario.expectations)},
+        config={
+            "claim": scenario.claim,
+            "expectations": dict(scenario.expectations),
+            "min_chances": dict(scenario.min_chances),
+        },
         quiesce_timeout=scenario.quiesce_timeout,
     )
     result = RunResult(run_dir.path, scenario.name, seed)
@@ -142,92 +151,54 @@ def run_scenario(
         result.stats = driver.stats
         result.fault_windows, result.fault_errors = driver.fault_windows, driver.fault_errors
         if ex.error is not None:
-            result.exit_code, result.error = _failure(ex.error)
+            result.exit_code, result.error = failure(ex.error)
+        if ex.lab_failures:
+            _lab_failed(result, [b.to_json() for b in ex.lab_failures])
         if ex.recorder_failure is not None and not result.interrupted:
             log.error("recording the history failed: %s", ex.recorder_failure)
-            result.exit_code = EXIT_LAB_FAILED
+            result.exit_code = exitcodes.LAB_FAILED
             problem = exitcodes.os_problem(ex.recorder_failure) or str(ex.recorder_failure)
             result.error = (
                 f"the history stops early: {problem}; what was recorded is readable "
                 f"(`driftlab analyze {run_dir}` once there is room)"
             )
         if result.interrupted:
-            result.exit_code = EXIT_INTERRUPTED
-        elif result.error is None and analyze:
-            _analyze(run_dir, spark_master, result, tick)
+            result.exit_code = exitcodes.INTERRUPTED
+        elif result.error is None and judge is not None:
+            # The verdict reads the run's facts (its lab failures) from logs/run.json.
+            with contextlib.suppress(OSError):
+                _write_summary(run_dir, result)
+            judge(run_dir, result)
     result.wall_s = time.monotonic() - started
     try:
         _write_summary(run_dir, result)
     except OSError:
         log.exception("logs/run.json of %s not written", run_dir)  # a full disk: say the rest
-    if result.verdict is not None:
-        _write_report(run_dir)
     return result
 
 
-def _analyze(run_dir: RunDir, master: str | None, result: RunResult, tick: Tick | None) -> None:
-    if tick:
-        tick("analyze", 0.0, result.stats)
-    t = time.monotonic()
-    try:
-        from checkers.analyze import analyze
-    except ImportError:
-        log.warning("checkers.analyze is not available: the run is recorded, not judged")
-        result.verdict = None
-        return
-    from checkers.session import interruptible
-
-    try:
-        with interruptible():
-            analysis = analyze(run_dir.path, master=master).analysis
-    except KeyboardInterrupt:
-        log.info("analysis of %s interrupted; the history is intact", run_dir)
-        result.interrupted = result.analysis_interrupted = True
-        result.exit_code = EXIT_INTERRUPTED
-        return
-    except Exception as exc:
-        log.exception("analysis of %s failed", run_dir)
-        code, message = _failure(exc)
-        result.exit_code, result.error = code, f"analysis failed: {message}"
-        return
-    finally:
-        result.analysis_s = time.monotonic() - t
-    result.inconclusive = inconclusive.apply(run_dir, analysis)
-    result.verdict = analysis.get("verdict")
-    result.counts = {k: v for k, v in analysis.get("counts", {}).items() if v}
-    result.lost_where = analysis.get("lost_where") or {}
-    if result.inconclusive:
-        # An error too: the matrix, the suite and the plugin count it as a failed run.
-        result.error = "inconclusive: " + "; ".join(result.inconclusive)
-        result.exit_code = EXIT_LAB_FAILED
-    elif result.verdict in ("reproduced", "no expectations"):
-        result.exit_code = EXIT_OK
-    else:
-        result.exit_code = EXIT_VERDICT
+def _lab_failed(result: RunResult, failures: list[dict[str, Any]]) -> None:
+    """The lab failed under the run (run.json's `lab_failures`): exit 3 and the verdict
+    `lab failed`, whatever the history shows. The analysis is skipped: the verdict
+    (checkers.verdict.decide) would say the same from run.json."""
+    result.lab_failures = failures
+    result.verdict = LAB_FAILED
+    result.exit_code = exitcodes.LAB_FAILED
+    result.error = failure_line([LabBreakdown.from_json(f) for f in failures])
 
 
-def _failure(exc: Exception) -> tuple[int, str]:
-    """The exit code and one line for a run that could not complete: bad input (a
-    setup's parameter) exits 2, anything else is the lab failing (3)."""
+def failure(exc: Exception) -> tuple[int, str]:
+    """The exit code and one line for a run or an analysis that could not complete: bad
+    input (a setup's parameter) exits 2, anything else is the lab failing (3)."""
     described = exitcodes.describe(exc)
     if described is not None:
         return described
     if isinstance(exc, ValueError):
         # Setups validate their parameters in prepare() and raise ValueError.
-        return EXIT_BAD_INPUT, str(exc).strip()[:300]
+        return exitcodes.BAD_INPUT, str(exc).strip()[:300]
     first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-    return EXIT_LAB_FAILED, f"{type(exc).__name__}: {first}"
-
-
-def _write_report(run_dir: RunDir) -> None:
-    """RUN_DIR/report.html from the analysis outputs; a report that fails to render
-    is logged, never a failed run (`driftlab report RUN_DIR` renders it again)."""
-    try:
-        from reports.run_report import render_run_report
-
-        render_run_report(run_dir.path)
-    except Exception:
-        log.exception("the HTML report of %s failed; retry with driftlab report", run_dir)
+    # pika's connection errors carry no message: say at least what kind of error it was.
+    return exitcodes.LAB_FAILED, f"{type(exc).__name__}: {first or 'no message (see runner.log)'}"
 
 
 def _write_summary(run_dir: RunDir, result: RunResult) -> None:
@@ -242,12 +213,14 @@ def _write_summary(run_dir: RunDir, result: RunResult) -> None:
         "error": result.error,
         "ops": s.ops,
         "ops_per_s": round(s.rate, 1),
+        "workload_s": round(s.elapsed, 2),
         "by_op": s.by_op,
         "app_crashes": s.crashes,
         "client_errors": s.errors,
         "fault_windows": result.fault_windows,
         "fault_errors": result.fault_errors,
         "inconclusive": result.inconclusive,
+        "lab_failures": result.lab_failures,
         "wall_s": round(result.wall_s, 2),
         "analysis_s": round(result.analysis_s, 2),
     }

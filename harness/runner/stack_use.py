@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from harness.exitcodes import BadInput, LabFailure
+from harness.services.backends import attach_stack
 from harness.services.stack import DEFAULT_STACK_DIR, Stack
 from harness.services.stack_protocol import ServiceStack
 from harness.services.stack_state import STATE_FILE
@@ -70,7 +71,7 @@ def stack_at(root: Path) -> Stack:
             f"no stack in {root.absolute()} (no {STATE_FILE}); start one with "
             f"`driftlab up --dir {root}`, or leave out --stack-dir"
         )
-    stack = Stack.attach(root)
+    stack = attach_stack(root)
     stopped = sorted(n for n, s in stack.services.items() if not s.is_running())
     if stopped or not stack.services:
         raise LabFailure(
@@ -84,7 +85,7 @@ def running_stack(root: Path = DEFAULT_STACK_DIR) -> Stack | None:
     """The stack `driftlab up` left running in `root`, or None."""
     if not (root / "stack.json").exists():
         return None
-    stack = Stack.attach(root)
+    stack = attach_stack(root)
     return stack if stack.is_up() else None
 
 

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from harness.history.schema import Mark
 from harness.nemesis import Nemesis
 from harness.setups.base import Setup, SetupContext
 from harness.workload import Workload, WorkloadStats
@@ -39,6 +40,9 @@ class WorkloadDriver:
         self._nemesis = Nemesis(self.scenario.faults, self.setup, ctx)
         self.setup.start()
         self._workload.prepare()
+        # Time 0 of the fault schedule, on the history's clock: the report puts the
+        # planned and the observed fault windows on one clock with it.
+        ctx.recorder.mark(Mark.WORKLOAD_START)
         self._nemesis.start()
         self._workload.start()
 
@@ -61,6 +65,15 @@ class WorkloadDriver:
                 self.tick("workload", time.monotonic() - t0, workload.stats)
         self.stats = workload.join(timeout=60)
         return stopped
+
+    def disturbed(self, service: str) -> bool:
+        """Whether a scheduled fault holds the stack's `service` down now."""
+        return self._nemesis is not None and self._nemesis.disturbed(service)
+
+    def breakdowns(self) -> list[tuple[float, str, str]]:
+        """Faults that could not be injected or healed: (seconds since the workload's
+        start, service, what)."""
+        return list(self._nemesis.failures) if self._nemesis is not None else []
 
     def heal(self) -> None:
         """Close every fault window still open (also after a failure)."""

@@ -13,6 +13,11 @@ one at a time (one SparkSession per process):
 
 A client that goes away (Ctrl-C) cancels its analysis: its Spark jobs are cancelled and
 the run folder gets no outputs, as with an interrupted analysis in process.
+
+No client can stop or stall the server: the accept loop only accepts, and each
+connection is handled in a thread of its own, which drops a client that fails the
+handshake (a wrong key) or sends nothing for `IDLE_TIMEOUT_S` seconds. Analyses still
+run one at a time.
 """
 
 from __future__ import annotations
@@ -21,9 +26,18 @@ import argparse
 import contextlib
 import io
 import logging
+import os
 import pickle
+import socket
+import struct
 import threading
-from multiprocessing.connection import Connection, Listener
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import (
+    Connection,
+    Listener,
+    answer_challenge,
+    deliver_challenge,
+)
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +46,10 @@ from rich.console import Console
 from harness.services.ports import LOOPBACK
 
 log = logging.getLogger("driftlab.analysis_server")
+
+IDLE_TIMEOUT_S = 10
+"""How long a client may stay silent where the server waits for it (the handshake, its
+request): the real client answers at once."""
 
 
 class _Lines(io.TextIOBase):
@@ -113,24 +131,55 @@ def serve(port: int, secret: bytes, master: str | None = None) -> None:
     log.info("starting Spark (%s)", master or "local[*]")
     # Spark's own log lines go to this process's stderr: the service's log.
     start_workers(get_spark(master).sparkContext)
-    with Listener((LOOPBACK, port), authkey=secret) as listener:
+    one_at_a_time = threading.Lock()  # one SparkSession: one analysis at a time
+    # No authkey here: the handshake runs in each connection's thread, where a client
+    # that never answers it stalls that thread alone.
+    with Listener((LOOPBACK, port), backlog=16) as listener:
         log.info("listening on %s:%d", LOOPBACK, port)
         while True:
             try:
                 conn = listener.accept()
-            except (OSError, EOFError) as e:  # a client that failed authentication
-                log.warning("refused a connection: %s", e)
+            except OSError as e:
+                log.warning("accept failed: %s", e)
                 continue
-            with conn:
-                try:
-                    _serve_one(conn, master)
-                except (EOFError, OSError) as e:  # the client is gone
-                    log.warning("dropped a request: %s", e)
-                except Exception as e:  # one unreadable request must not end the server
-                    log.warning("refused a malformed request: %s", e, exc_info=True)
-                    # A builtin exception: this module runs as __main__, whose classes
-                    # the client could not unpickle.
-                    _send_error(conn, ValueError(f"malformed request: {e}"))
+            threading.Thread(
+                target=_handle, args=(conn, secret, master, one_at_a_time), daemon=True
+            ).start()
+
+
+def _handle(conn: Connection, secret: bytes, master: str | None, serving: threading.Lock) -> None:
+    """One connection: the handshake, then its request, each within IDLE_TIMEOUT_S."""
+    with conn:
+        _limit_reads(conn, IDLE_TIMEOUT_S)
+        try:
+            deliver_challenge(conn, secret)
+            answer_challenge(conn, secret)
+        except (AuthenticationError, EOFError, OSError) as e:
+            log.warning("refused a connection: %s", e or type(e).__name__)
+            return
+        try:
+            if not conn.poll(IDLE_TIMEOUT_S):
+                log.warning("dropped a client that sent no request in %d s", IDLE_TIMEOUT_S)
+                return
+            with serving:
+                _serve_one(conn, master)
+        except (EOFError, OSError) as e:  # the client is gone
+            log.warning("dropped a request: %s", e)
+        except Exception as e:  # one unreadable request must not end the server
+            log.warning("refused a malformed request: %s", e, exc_info=True)
+            # A builtin exception: this module runs as __main__, whose classes the
+            # client could not unpickle.
+            _send_error(conn, ValueError(f"malformed request: {e}"))
+
+
+def _limit_reads(conn: Connection, seconds: int) -> None:
+    """Make a blocking read of `conn` fail after `seconds` of silence (SO_RCVTIMEO):
+    the handshake's reads cannot be given a timeout otherwise."""
+    sock = socket.socket(fileno=os.dup(conn.fileno()))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", seconds, 0))
+    finally:
+        sock.close()  # the duplicate only; the option stays on the socket
 
 
 def main() -> None:

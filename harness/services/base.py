@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from harness.exitcodes import LabFailure
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
@@ -63,6 +65,11 @@ class Service(ABC):
     @abstractmethod
     def endpoint(self) -> Endpoint:
         """The service's own address (clients go through Toxiproxy links instead)."""
+
+    def answers(self) -> bool:
+        """Whether it answers a client now (one try, no waiting), as the lab's watchdog
+        asks; a service that cannot tell says whether it runs."""
+        return self.is_running()
 
     def busy(self) -> bool:
         """Whether the service is in the middle of work that a crash now would cut short.
@@ -128,6 +135,10 @@ class ServiceGroup(Service, Generic[S]):
         """Whether any member is alive."""
         return any(m.is_running() for m in self.members)
 
+    def answers(self) -> bool:
+        """Whether every member answers."""
+        return all(m.answers() for m in self.members)
+
     def busy(self) -> bool:
         """Whether any member is busy."""
         return any(m.busy() for m in self.members)
@@ -137,5 +148,5 @@ class ServiceGroup(Service, Generic[S]):
         return self.members[0].endpoint()
 
 
-class ServiceError(RuntimeError):
+class ServiceError(LabFailure, RuntimeError):
     """A service failed to start, answer or stop; the message names the fix."""

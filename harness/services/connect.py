@@ -9,6 +9,11 @@ writes that file and, when the worker is up, applies the same config through the
 API (PUT /connectors/<name>/config), so registering or replacing a connector needs no
 restart. Connect reaches PostgreSQL and Kafka through the endpoints it is given, which
 lets a stack route both through Toxiproxy links.
+
+No connector config carries a password: the worker resolves `${file:...}` references
+through Connect's FileConfigProvider, and the values live in `secrets/<connector>`
+(mode 600, the stack user's), so neither the REST API (`GET /connectors?expand=info`)
+nor the connector files hand the database's password to another local user.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 from harness.services import jvm
 from harness.services.base import Endpoint, ServiceError
+from harness.services.connect_tls import ConnectTls
 
 # wait_slot_streaming is imported from here by benchmarks/cdc_latency_bench.py.
 from harness.services.debezium import DebeziumPostgres, wait_slot_streaming
@@ -100,9 +106,18 @@ class ConnectService(ProcessService):
             # Plugins are found through their ServiceLoader manifests instead of a
             # reflective scan of ~110 jars: seconds less CPU at every start.
             "plugin.discovery": "service_load",
-            "listeners": f"http://{LOOPBACK}:{port}",
+            # Connector configs name their secrets as ${file:PATH:KEY} (sealed_config).
+            "config.providers": "file",
+            "config.providers.file.class": (
+                "org.apache.kafka.common.config.provider.FileConfigProvider"
+            ),
+            # HTTPS with client certificates: no other local user may use the API
+            # (harness/services/connect_tls.py).
+            "listeners": f"https://{LOOPBACK}:{port}",
+            "rest.advertised.listener": "https",
             "rest.advertised.host.name": LOOPBACK,
             "rest.advertised.port": port,
+            **self.tls.worker_properties(),
         }
         props.update(self.settings.extra)
         return props
@@ -110,21 +125,49 @@ class ConnectService(ProcessService):
     def _connector_file(self, name: str) -> Path:
         return self.connectors_dir / f"{name}.properties"
 
-    def _write_connector(self, connector: DebeziumPostgres) -> None:
-        path = self._connector_file(connector.name)
-        jvm.write_properties(path, connector.config())
-        os.chmod(path, 0o600)  # it holds the database password
+    @property
+    def secrets_dir(self) -> Path:
+        return self.spec.data_dir / "secrets"
+
+    def sealed_config(self, connector: DebeziumPostgres) -> dict[str, str]:
+        """The connector's config with each secret replaced by a reference the worker
+        resolves (FileConfigProvider), the values written to a file only the stack's
+        user reads."""
+        config = dict(connector.config())
+        secrets = {k: config[k] for k in SECRET_KEYS if k in config}
+        if not secrets:
+            return config
+        self.secrets_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.secrets_dir, 0o700)
+        path = self.secrets_dir / f"{connector.name}.properties"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.close(fd)
+        jvm.write_properties(path, secrets)
+        for key in secrets:
+            config[key] = f"${{file:{path}:{key}}}"
+        return config
+
+    def _write_connector(self, config: Mapping[str, str], name: str) -> None:
+        path = self._connector_file(name)
+        jvm.write_properties(path, dict(config))
+        os.chmod(path, 0o600)
 
     # --- ProcessService ----------------------------------------------------------------
+
+    @property
+    def tls(self) -> ConnectTls:
+        """The REST API's keys and certificates (made by `prepare`)."""
+        return ConnectTls(self.spec.data_dir / "tls", self.spec.secret("tls"))
 
     def prepare(self) -> None:
         """Write the worker config and the connectors given at construction."""
         self.spec.runtime.kafka_libs()  # missing jars are named now
+        self.tls.ensure(self.spec.runtime, self.log_path)
         self.connectors_dir.mkdir(parents=True, exist_ok=True)
         jvm.write_properties(self.worker_path, self.worker_properties())
         jvm.write_log4j(self.spec.data_dir / "log4j.properties")
         for connector in self._initial:
-            self._write_connector(connector)
+            self._write_connector(self.sealed_config(connector), connector.name)
 
     def command(self) -> list[str]:
         files = sorted(self.connectors_dir.glob("*.properties"))
@@ -140,6 +183,14 @@ class ConnectService(ProcessService):
     def probe(self) -> bool:
         """The REST API answers, and every registered connector and task is RUNNING."""
         return self._rest_ready() and all(self._running(name) for name in self.registered())
+
+    def answers(self) -> bool:
+        """The REST API answers: the worker serves. Its connectors' states are the
+        pipeline's (a task failed by a fault is for the verdict), not the lab's."""
+        try:
+            return self._rest_ready()
+        except (ServiceError, OSError, ValueError):
+            return False
 
     def _rest_ready(self) -> bool:
         return port_accepts(self.spec.port()) and isinstance(self.rest("GET", "/connectors"), list)
@@ -162,7 +213,7 @@ class ConnectService(ProcessService):
 
     @property
     def rest_url(self) -> str:
-        return f"http://{LOOPBACK}:{self.spec.port()}"
+        return f"https://{LOOPBACK}:{self.spec.port()}"
 
     def rest(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         """One REST call; returns the decoded JSON (None for an empty answer)."""
@@ -174,7 +225,8 @@ class ConnectService(ProcessService):
             headers={"Content-Type": "application/json", "Accept": "application/json"},
         )
         try:
-            with urllib.request.urlopen(request, timeout=10) as answer:
+            context = self.tls.client_context()
+            with urllib.request.urlopen(request, timeout=10, context=context) as answer:
                 raw = answer.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")
@@ -194,15 +246,17 @@ class ConnectService(ProcessService):
         rejected config raises and is not kept, so it cannot break the next start.
         """
         self.connectors_dir.mkdir(parents=True, exist_ok=True)
+        config = self.sealed_config(connector)
         if self.is_running():
-            self.rest("PUT", f"/connectors/{connector.name}/config", connector.config())
-        self._write_connector(connector)
+            self.rest("PUT", f"/connectors/{connector.name}/config", config)
+        self._write_connector(config, connector.name)
         if self.is_running():
             self.wait_connector_running(connector.name, timeout)
 
     def delete_connector(self, name: str) -> None:
         """Unregister a connector (its slot and offsets stay: drop the slot yourself)."""
         self._connector_file(name).unlink(missing_ok=True)
+        (self.secrets_dir / f"{name}.properties").unlink(missing_ok=True)
         if self.is_running():
             try:
                 self.rest("DELETE", f"/connectors/{name}")
@@ -259,6 +313,10 @@ def connect_from_deps(spec: ServiceSpec, deps: Mapping[str, object]) -> ConnectS
     # Made when the worker starts: `driftlab down` attaches to stacks whose Toxiproxy is
     # dead (a SIGKILLed owner), and asking it for a link failed the whole command.
     return ConnectService(spec, lambda: kafka.link(toxiproxy.client(), "connect"))
+
+
+SECRET_KEYS = ("database.password",)
+"""Connector config keys that hold a secret (sealed_config moves them to a file)."""
 
 
 class RestError(ServiceError):

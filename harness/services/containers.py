@@ -37,6 +37,32 @@ from harness.services.process import (
     read_start_time,
 )
 
+DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
+
+
+def docker_host() -> str:
+    """The engine address the Docker SDK uses: $DOCKER_HOST, else the default socket."""
+    return os.environ.get("DOCKER_HOST") or DEFAULT_DOCKER_HOST
+
+
+def docker_client() -> Any:
+    """A Docker SDK client that has answered a ping, or ServiceError with the fix."""
+    from docker.errors import DockerException
+
+    import docker
+
+    url = docker_host()
+    try:
+        client = docker.DockerClient(base_url=url, timeout=60)
+        client.ping()
+    except DockerException as exc:
+        raise ServiceError(
+            f"no Docker engine at {url}: start Docker (`bash scripts/docker-images` starts "
+            f"one and builds the images) or use --backend local ({exc})"
+        ) from None
+    return client
+
+
 LABEL_STACK = "driftlab.stack"
 LABEL_ROOT = "driftlab.root"  # the stack folder, to tell a dead stack's leftovers
 IMAGE_TAG = "dev"  # scripts/docker-images builds driftlab/<image>:dev

@@ -17,7 +17,6 @@ reaper, which removes a dead harness's containers by their stack label.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from harness.services.base import ServiceError
 from harness.services.containers import (
     LABEL_ROOT,
     ContainerRuntime,
+    docker_client,
     image_for,
     missing_images,
     remove_containers,
@@ -36,31 +36,6 @@ from harness.services.kinds import default_services, start_order
 from harness.services.runtime import Runtime
 from harness.services.stack import Progress, Stack
 from harness.services.stack_state import STATE_FILE
-
-DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
-
-
-def docker_host() -> str:
-    """The engine address the Docker SDK uses: $DOCKER_HOST, else the default socket."""
-    return os.environ.get("DOCKER_HOST") or DEFAULT_DOCKER_HOST
-
-
-def docker_client() -> Any:
-    """A Docker SDK client that has answered a ping, or ServiceError with the fix."""
-    from docker.errors import DockerException
-
-    import docker
-
-    url = docker_host()
-    try:
-        client = docker.DockerClient(base_url=url, timeout=60)
-        client.ping()
-    except DockerException as exc:
-        raise ServiceError(
-            f"no Docker engine at {url}: start Docker (`bash scripts/docker-images` starts "
-            f"one and builds the images) or use --backend local ({exc})"
-        ) from None
-    return client
 
 
 class DockerStack(Stack):

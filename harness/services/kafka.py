@@ -186,6 +186,10 @@ class KafkaNode(ProcessService):
         """The node's PLAINTEXT listener."""
         return Endpoint(LOOPBACK, self.spec.port("main"), {"node_id": str(self.node_id)})
 
+    def bound_ports(self) -> dict[str, int]:
+        """Its listeners; the `proxyN` ports it advertises are Toxiproxy's."""
+        return {k: p for k, p in self.spec.ports.items() if not k.startswith("proxy")}
+
     def link_ports(self, slot: int) -> tuple[int, int]:
         """(listener port, advertised proxy port) of link slot `slot`."""
         return self.spec.port(f"link{slot}"), self.spec.port(f"proxy{slot}")
@@ -287,6 +291,15 @@ class KafkaCluster(ServiceGroup[KafkaNode]):
             )
             addresses.append(made.address)
         return ",".join(addresses)
+
+    def bound_ports(self) -> dict[str, int]:
+        """Every stopped node's listeners (a running node's are its own already)."""
+        return {
+            f"{node.name} {role}": port
+            for node in self.nodes
+            if not node.is_running()
+            for role, port in node.bound_ports().items()
+        }
 
     def healthy(self) -> bool:
         """One probe of every node, without waiting."""

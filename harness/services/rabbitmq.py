@@ -85,6 +85,11 @@ class RabbitMQService(ProcessService):
             "RABBITMQ_LOG_BASE": str(data / "log"),
             "RABBITMQ_LOGS": "-",
             "RABBITMQ_PID_FILE": str(data / "rabbitmq.pid"),
+            # The script then execs the Erlang VM instead of running it as a child and
+            # forwarding signals: the pid the stack records and signals is beam.smp's
+            # (a SIGKILL to the wrapper left the broker serving, orphaned). The VM
+            # itself stops gracefully on SIGTERM.
+            "RUNNING_UNDER_SYSTEMD": "1",
         }
 
     def command(self) -> list[str]:
@@ -108,6 +113,13 @@ class RabbitMQService(ProcessService):
             self.epmd.start()
             self.epmd.wait_for_port(self.spec.port("epmd"), timeout=10)
         super().start()
+
+    def bound_ports(self) -> dict[str, int]:
+        """Its ports, but epmd's while its own epmd still serves (a start reuses it)."""
+        ports = dict(self.spec.ports)
+        if self.epmd is not None and self.epmd.is_running():
+            ports.pop("epmd", None)
+        return ports
 
     def records(self) -> dict[str, ProcessRecord]:
         records = super().records()

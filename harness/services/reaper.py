@@ -52,8 +52,7 @@ def reap(state_path: Path) -> list[int]:
 
 def remove_docker_stack(sid: str) -> None:
     """Remove every container of the docker stack `sid` (labelled with it)."""
-    from harness.services.containers import remove_containers, stack_containers
-    from harness.services.docker_backend import docker_client
+    from harness.services.containers import docker_client, remove_containers, stack_containers
 
     client = docker_client()
     removed = remove_containers(client, stack_containers(client, sid))

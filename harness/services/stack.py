@@ -143,6 +143,9 @@ class Stack:
                 for future in done:
                     future.result()  # a failure is raised at once
                     healthy.add(probes.pop(future))
+            if TOXIPROXY in self.services and self._running(TOXIPROXY):
+                # A server restarted behind the stack's back has lost its proxies too.
+                self.links.restore()
         except BaseException:
             # Nothing started here has served anyone yet: no need for a graceful stop,
             # which a booting server may not even heed (RabbitMQ finishes booting first).
@@ -168,7 +171,7 @@ class Stack:
             service = REGISTRY[name].factory(self._spec(name), deps)
             service.on_launch = lambda _spec: self.write_state()
             self.services[name] = service
-        for role, port in service.spec.ports.items():
+        for role, port in service.bound_ports().items():
             # A port remembered in stack.json may have been taken since: say so, instead
             # of a server that exits at once with the reason only in its log.
             if not port_is_free(port, allow_time_wait=True):
@@ -253,7 +256,8 @@ class Stack:
         return endpoint
 
     def status(self) -> list[ServiceStatus]:
-        """Each service's pids, port, liveness and health (one probe each)."""
+        """Each service's pids, port, liveness and health: whether it answers a client
+        (one probe each; a connector's state is the pipeline's, not the worker's)."""
         rows = []
         for name, service in self.services.items():
             running = service.is_running()
@@ -263,7 +267,7 @@ class Stack:
                     {role: r.pid for role, r in service.records().items()},
                     service.spec.ports.get("main"),
                     running,
-                    running and service.healthy(),
+                    running and service.answers(),
                     service.log_path,
                 )
             )
@@ -290,8 +294,7 @@ class Stack:
         """The stack described by `root/stack.json`, its live processes adopted.
 
         The caller does not own the processes: `down()` stops them all the same. A
-        stack the docker backend started is attached as one (a DockerStack), whichever
-        class is asked: its services are containers, which only it can stop.
+        stack the docker backend started wants harness.services.backends.attach_stack.
         """
         root = Path(root).absolute()
         path = root / STATE_FILE
@@ -300,10 +303,6 @@ class Stack:
                 f"no stack in {root} (no {STATE_FILE}); start one with `driftlab up`"
             )
         state = read_state(path)
-        if state.get("docker") and cls is Stack:
-            from harness.services.docker_backend import DockerStack
-
-            return DockerStack.attach(root)
         stack = cls(root, owned=bool(state.get("owned", False)))
         stack._saved_specs = state.get("services", {})
         for name, data in stack._saved_specs.items():

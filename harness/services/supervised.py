@@ -152,6 +152,12 @@ class ProcessService(SupervisedService):
     def after_healthy(self) -> None:
         """Runs once the probe succeeds (create the lab database, ...)."""
 
+    def bound_ports(self) -> dict[str, int]:
+        """The ports a start of this service binds, by role, which must be free first:
+        all of its spec's, unless a subclass knows some are another program's (the
+        Toxiproxy listeners Kafka advertises) or a helper's still serving (epmd)."""
+        return dict(self.spec.ports)
+
     # --- the Service interface ---------------------------------------------------------
 
     def _new_process(self) -> SupervisedProcess:
@@ -202,3 +208,7 @@ class ProcessService(SupervisedService):
             return bool(self.probe())
         except Exception:  # any client error means unhealthy
             return False
+
+    def answers(self) -> bool:
+        """The probe, once (the watchdog's question)."""
+        return self.healthy()

@@ -3,15 +3,25 @@
 A link is a named proxy ("app->postgres") listening on a free loopback port and
 forwarding to one service. A fault cuts, slows or resets that link only, leaving the
 others (the CDC connector's, the checker's final reads) untouched.
+
+Toxiproxy keeps its proxies in memory only: a restarted server has none, and every
+client of a link would find its port closed. So each proxy made through `Links` is also
+written to `proxies.json` in the server's folder (Toxiproxy's own config format), and a
+(re)started server gets them back before it counts as healthy.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import requests
 from toxiproxy.api import APIConsumer
@@ -57,9 +67,21 @@ class ToxiproxyService(ProcessService):
         reply = requests.get(f"http://{LOOPBACK}:{self.spec.port()}/version", timeout=2)
         return reply.ok
 
+    @property
+    def proxies_path(self) -> Path:
+        """Every proxy made through this server's links, kept across its restarts."""
+        return self.spec.data_dir / "proxies.json"
+
+    def after_healthy(self) -> None:
+        """Give a restarted server back the proxies it had (a new one has none to get)."""
+        restored = self.client().restore()
+        if restored:
+            with open(self.log_path, "a") as log:
+                log.write(f"--- driftlab: restored proxies {', '.join(restored)}\n")
+
     def client(self) -> Links:
         """The links of this server."""
-        return Links(LOOPBACK, self.spec.port())
+        return Links(LOOPBACK, self.spec.port(), self.proxies_path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +96,16 @@ class LinkInfo:
 
 
 class Links:
-    """Creates links and injects faults on them, through one Toxiproxy server."""
+    """Creates links and injects faults on them, through one Toxiproxy server.
 
-    def __init__(self, host: str, port: int) -> None:
+    With `memory`, each proxy made is also kept in that file, which `restore` and
+    `missing` read (the server's own memory does not survive it).
+    """
+
+    def __init__(self, host: str, port: int, memory: Path | None = None) -> None:
         self.host = host
         self.port = port
+        self.memory = memory
 
     @contextmanager
     def _api(self) -> Iterator[Toxiproxy]:
@@ -108,6 +135,7 @@ class Links:
             existing = api.get_proxy(name)
             if existing is not None and existing.upstream == upstream.address:
                 host, port = existing.listen.rsplit(":", 1)
+                self._remember(name, existing.listen, upstream.address)
                 return Endpoint(host, int(port), dict(upstream.extra))
             if existing is not None:
                 existing.destroy()
@@ -115,7 +143,79 @@ class Links:
                 listen_port = free_port()
             port = listen_port
             api.create(upstream=upstream.address, name=name, listen=f"{LOOPBACK}:{port}")
+        self._remember(name, f"{LOOPBACK}:{port}", upstream.address)
         return Endpoint(LOOPBACK, port, dict(upstream.extra))
+
+    # --- the proxies a restarted server must get back --------------------------------
+
+    @contextmanager
+    def _memory_locked(self) -> Iterator[Path]:
+        """The memory file, locked against the other harness processes of this stack."""
+        assert self.memory is not None
+        self.memory.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.memory.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield self.memory
+        finally:
+            os.close(fd)
+
+    def remembered(self) -> dict[str, dict[str, Any]]:
+        """The proxies this server should have, by name (empty without a memory)."""
+        if self.memory is None:
+            return {}
+        try:
+            entries = json.loads(self.memory.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            raise ServiceError(
+                f"toxiproxy: {self.memory} is unreadable ({exc}); delete it and make the "
+                "links again (`driftlab down`, `driftlab up`)"
+            ) from exc
+        return {e["name"]: e for e in entries if isinstance(e, dict) and "name" in e}
+
+    def _remember(self, name: str, listen: str, upstream: str) -> None:
+        if self.memory is None:
+            return
+        with self._memory_locked() as path:
+            entries = self.remembered()
+            entry = {"name": name, "listen": listen, "upstream": upstream, "enabled": True}
+            if entries.get(name) == entry:
+                return
+            entries[name] = entry
+            tmp = path.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                json.dump(sorted(entries.values(), key=lambda e: e["name"]), out, indent=1)
+            tmp.replace(path)
+
+    def missing(self) -> list[str]:
+        """The remembered proxies the server does not have (it lost them: a restart)."""
+        remembered = self.remembered()
+        if not remembered:
+            return []
+        with self._api() as api:
+            have = set(api.proxies())
+        return sorted(set(remembered) - have)
+
+    def restore(self) -> list[str]:
+        """Create every remembered proxy the server lacks, on its old port; returns
+        their names. A port taken since is named (clients and Kafka's advertised
+        listeners know the old one)."""
+        lost = self.missing()
+        remembered = self.remembered()
+        with self._api() as api:
+            for name in lost:
+                entry = remembered[name]
+                try:
+                    api.create(upstream=entry["upstream"], name=name, listen=entry["listen"])
+                except Exception as exc:  # toxiproxy-python raises bare Exceptions
+                    raise ServiceError(
+                        f"toxiproxy: cannot restore link {name} on {entry['listen']} ({exc}); "
+                        "stop the program on that port, or `driftlab down` and `driftlab up`"
+                    ) from exc
+        return lost
 
     def list(self) -> list[LinkInfo]:
         """Every link with its state and active toxics."""

@@ -32,11 +32,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness.services.stack_protocol import ServiceStack
 
+from harness.history.recorder import Recorder
 from harness.rundir import RunDir
 
 StepHook = Callable[[str, str, str], None]
@@ -82,18 +83,6 @@ class StepPoints:
             hooks = list(self._hooks)
         for hook in hooks:
             hook(point, process, key)
-
-
-class Recorder(Protocol):
-    """What a setup needs of harness.history.recorder.Recorder."""
-
-    failure: OSError | None  # why the history stopped growing (a full disk)
-
-    def op(self, **fields: Any) -> Any: ...
-    def msg(self, **fields: Any) -> Any: ...
-    def mark(self, kind: str, **fields: Any) -> Any: ...
-    def fault_start(self, kind: str, target: str | None = None) -> str: ...
-    def fault_stop(self, fault_id: str) -> None: ...
 
 
 @dataclass

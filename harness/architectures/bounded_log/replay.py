@@ -6,12 +6,12 @@ from typing import Any
 
 from harness.architectures.bounded_log.setup import FAST, SLOW, BoundedLog
 from harness.explore.schedule import Action, Step, describe
-from harness.replay.driver import Driver, refuse, wait_for
+from harness.replay.driver import ReplayDriver, refuse, wait_for
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.setups.base import SetupContext
 
 
-class BoundedLogDriver(Driver):
+class BoundedLogDriver(ReplayDriver):
     """`bounded-log`: acknowledged produces into a one-partition topic read by `fast`
     (its own thread, free-running) and `slow` (read one record per scheduled `poll`).
 

@@ -52,10 +52,11 @@ from confluent_kafka import (
 )
 
 from harness.architectures.direct_producer.setup import AckedLog, AckedLogSetup, message_fields
+from harness.history.recorder import Recorder
 from harness.history.schema import LOG_AUDIT
 from harness.services.base import ServiceError
 from harness.services.kafka_admin import TopicSpec, admin_client, create_topics
-from harness.setups.base import Recorder, SetupContext
+from harness.setups.base import SetupContext
 from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS
 
 FAST, SLOW = "fast", "slow"

@@ -16,8 +16,8 @@ import uuid
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from harness.architectures.cdc.protocol import parse_change
+from harness.history.recorder import Recorder
 from harness.history.schema import LOG_AUDIT
-from harness.setups.base import Recorder
 
 log = logging.getLogger("driftlab.setups.cdc")
 

@@ -11,8 +11,9 @@ import redis
 from psycopg import sql
 
 from harness.architectures.cdc.wiring import Wiring
+from harness.history.recorder import Recorder
 from harness.history.schema import SOURCE_STORE
-from harness.setups.base import Client, ReadResult, Recorder
+from harness.setups.base import Client, ReadResult
 from harness.setups.connect import redis_client
 from harness.setups.stores import UPSERT, AppConnection, Outcome, classify_pg
 

@@ -17,7 +17,7 @@ from harness.architectures.cdc.processes import CONSUMER
 from harness.architectures.cdc.protocol import AFTER_APPLY, VERSIONED, parse_change
 from harness.architectures.cdc.setup import Cdc
 from harness.explore.schedule import Action, Step, describe
-from harness.replay.driver import Driver, Stepped, kill, refuse
+from harness.replay.driver import ReplayDriver, Stepped, kill, refuse
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.services.toxiproxy import link_name
 from harness.setups.base import Setup, SetupContext
@@ -33,7 +33,7 @@ class PipelineSetup(Protocol):
     pipeline: CdcPipeline | None
 
 
-class CdcDriver(Driver):
+class CdcDriver(ReplayDriver):
     """`cdc`, `cdc-commit-before`, `cdc-counter`: one stepped consumer `g`.
 
     The one consumer `g` is the OS process `consumer-0` in stepped mode: it receives,

@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.architectures.compacted_log.setup import CompactedLog, Record, read_record
 from harness.explore.schedule import Action, Step, describe
-from harness.replay.driver import Driver, refuse, wait_for
+from harness.replay.driver import ReplayDriver, refuse, wait_for
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.services.kafka_admin import set_topic_configs
 
@@ -17,7 +17,7 @@ HOLD_MS = 3_600_000
 """`min.compaction.lag.ms` between compact steps: an hour, so the cleaner stays away."""
 
 
-class CompactedLogDriver(Driver):
+class CompactedLogDriver(ReplayDriver):
     """`compacted-log`: changes captured one at a time, compaction only at `compact`.
 
     The topic's cleaner is held off by a compaction lag of an hour and a segment rolls

@@ -37,9 +37,10 @@ from confluent_kafka import (
 )
 
 from harness.history.events import MsgFields
+from harness.history.recorder import Recorder
 from harness.history.schema import LOG_AUDIT
 from harness.services.kafka_admin import TopicSpec, create_topics
-from harness.setups.base import Client, Recorder, Setup, SetupContext
+from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import APP, KAFKA_CLIENT_TIMEOUTS
 
 LOG_STORE = "log"

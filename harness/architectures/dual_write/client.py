@@ -7,7 +7,7 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
-from harness.history.schema import SOURCE_STORE
+from harness.history.schema import SOURCE_STORE, STEP
 from harness.setups.app_process import AFTER_SOURCE_WRITE, AppDied, AppProcess
 from harness.setups.base import AppCrash, Client, ReadResult
 from harness.setups.stores import CACHE, SEARCH, Outcome
@@ -85,7 +85,7 @@ class DualWriteClient(Client):
             setup.enqueue_index(key, value, version)
             return
         f = "write" if value is not None else "delete"
-        op = self._invoke(f, key, value, store)
+        op = self._invoke(f, key, value, store, step="derived-write")
         attempts = 1 + (setup.retries if setup.on_failure == "retry" else 0)
         outcome: Outcome | None = None
         for attempt in range(attempts):
@@ -114,7 +114,7 @@ class DualWriteClient(Client):
             with setup.pending_lock:
                 todo = list(keys)
             for key in todo:
-                op = self._invoke("invalidate", key, None, store)
+                op = self._invoke("invalidate", key, None, store, step="invalidate")
                 try:
                     self._store_write(store, key, None, None)
                 except Outcome as o:
@@ -158,8 +158,12 @@ class DualWriteClient(Client):
         if isinstance(o, AppDied):
             raise AppCrash(str(o)) from o
 
-    def _invoke(self, f: str, key: str, value: str | None, store: str) -> str:
-        return self.rec.invoke(self.process, f, key=key, value=value, store=store)
+    def _invoke(
+        self, f: str, key: str, value: str | None, store: str, step: str | None = None
+    ) -> str:
+        # A step is part of the client's operation (harness.history.schema.STEP).
+        extra = None if step is None else {STEP: step}
+        return self.rec.invoke(self.process, f, key=key, value=value, store=store, extra=extra)
 
     def _complete(self, op_id: str, phase: str, **fields: Any) -> None:
         self.rec.complete(op_id, phase, **fields)

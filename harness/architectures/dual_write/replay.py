@@ -6,14 +6,14 @@ from typing import Any
 
 from harness.architectures.dual_write.setup import DualWrite
 from harness.explore.schedule import Action, Step, describe
-from harness.replay.driver import Driver, refuse
+from harness.replay.driver import ReplayDriver, refuse
 from harness.replay.turnstile import IDLE, ReplayError, Turnstile
 from harness.setups.app_process import AFTER_SOURCE_WRITE
 from harness.setups.base import AppCrash, Client
 from harness.setups.stores import CACHE
 
 
-class DualWriteDriver(Driver):
+class DualWriteDriver(ReplayDriver):
     """`dual-write`, `dual-write-crash`: clients writing PostgreSQL, then the Redis cache.
 
     `db-write` starts the client's write and holds it at `after-source-write`;

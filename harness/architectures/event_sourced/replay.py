@@ -10,11 +10,11 @@ from harness.architectures.event_sourced.setup import (
     EventSourcedClient,
 )
 from harness.explore.schedule import Action, Step, describe
-from harness.replay.driver import Driver, refuse
+from harness.replay.driver import ReplayDriver, refuse
 from harness.replay.turnstile import IDLE, ReplayError, Turnstile
 
 
-class EventSourcedDriver(Driver):
+class EventSourcedDriver(ReplayDriver):
     """`event-sourced(-checked)`: commands validated against the replayed aggregate.
 
     `deposit` runs a +1 command to its end; `validate` starts a -1 command and holds it

@@ -7,14 +7,14 @@ from typing import Any
 
 from harness.architectures.work_queue.setup import WorkQueue
 from harness.explore.schedule import Action, Step, describe
-from harness.replay.driver import Driver, Stepped, kill, refuse, wait_for
+from harness.replay.driver import ReplayDriver, Stepped, kill, refuse, wait_for
 from harness.replay.turnstile import ReplayError, Turnstile
 from harness.setups.base import SetupContext
 from harness.setups.stepping import RUN
 from harness.setups.worker_process import WorkerProcess
 
 
-class WorkQueueDriver(Driver):
+class WorkQueueDriver(ReplayDriver):
     """`amqp`: confirmed publishes -> RabbitMQ queue -> competing workers -> Redis.
 
     The simulator's worker `w<n>` is the process `worker-<n-1>` in stepped mode

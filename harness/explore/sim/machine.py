@@ -12,7 +12,7 @@ from harness.explore.sim.database import Database
 from harness.explore.sim.kv import KeyValueStore
 from harness.explore.sim.log import LogBroker, Record
 from harness.explore.sim.queue import Message
-from harness.explore.sim.recorder import Recorder
+from harness.explore.sim.recorder import SimRecorder
 from harness.explore.sim.tally import Finding, Tally
 from harness.history.events import MsgFields
 from harness.history.schema import SOURCE_STORE, Event, FaultPhase, Mark, MsgAction, OpPhase
@@ -52,7 +52,7 @@ class Sim(ABC):
     def __init__(self, params: dict[str, Any] | None = None, name: str | None = None) -> None:
         self.name = name or self.name
         self.params = dict(params or {})
-        self.rec = Recorder()
+        self.rec = SimRecorder()
         self.tally = Tally(invariant_min=self.invariant_min())
         self.rec.header(self.name, self.params)
         self._writes: dict[str, int] = {}

@@ -18,7 +18,7 @@ TICK = 1_000_000
 
 
 @dataclass(slots=True)
-class Recorder:
+class SimRecorder:
     """Appends events with strictly increasing times and sequence numbers."""
 
     writer: str = "sim"

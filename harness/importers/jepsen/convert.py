@@ -17,6 +17,10 @@ from harness.importers.jepsen.values import index_extra, op_f, send_parts, sends
 CONSUMER = "jepsen"
 """The one logical consumer every Jepsen process polls for: a message is lost when no
 process ever read it, as Jepsen's :unseen and :lost-write judge it."""
+KNOWN_FS = frozenset({"send", "poll", "txn", "assign", "subscribe", "crash"})
+"""The :f of a Jepsen kafka client op; any other is counted as not read."""
+OK_POLL_WITHOUT_READS = ":ok poll without its reads"
+"""What an `:ok` poll whose [:poll] carries no read map is called in the warnings."""
 
 
 @dataclass(slots=True)
@@ -67,6 +71,11 @@ class Converter:
         self.watch: dict[tuple[str, str], _Sends] = {}
         self.deferred: list[tuple[_Sends, list[_Message]]] = []
         self.nemesis = Nemesis(self._mark, self._fault)
+        self.unread: dict[str, list[Any]] = {}
+        """what could not be read -> [how many ops, the first one's index]"""
+        self.final_polls = 0
+        self.final_unread = 0
+        """:ok polls since the last send completed, and those without their reads"""
 
     # --- ops -------------------------------------------------------------------------
 
@@ -126,6 +135,11 @@ class Converter:
             extra=index_extra(op),
         )
         sends, p.sends, p.op_id = p.sends, None, None
+        if f not in KNOWN_FS:
+            self._not_read(f"op with unknown :f :{f}", op)
+        if sends is not None and typ != "fail":
+            # The final reads are the polls after the last send: a send resets them.
+            self.final_polls = self.final_unread = 0
         if f in ("assign", "subscribe"):
             self.subscribe |= f == "subscribe"
             if typ != "fail":
@@ -159,7 +173,15 @@ class Converter:
                 k, v, offset = send_parts(mop)
                 if typ == "ok" or (typ == "info" and offset is not None):
                     produced.append(_Message(k, v, offset, self._producer(proc, p, k), t, extra))
+            elif (
+                name == "poll" and typ == "ok" and not (len(mop) >= 2 and isinstance(mop[1], dict))
+            ):
+                # Never valid in Jepsen's format: taken as empty, it would read as loss.
+                self._not_read(OK_POLL_WITHOUT_READS, op)
+                self.final_polls += 1
+                self.final_unread += 1
             elif name == "poll" and len(mop) >= 2 and isinstance(mop[1], dict):
+                self.final_polls += typ == "ok"
                 for raw_key, pairs in mop[1].items():
                     k = text(raw_key)
                     instance = self._instance(proc, p, k, typ, index)
@@ -259,6 +281,28 @@ class Converter:
         for pair in sends.pairs:
             if self.watch.get(pair) is sends:
                 del self.watch[pair]
+
+    def _not_read(self, what: str, op: dict[str, Any]) -> None:
+        seen = self.unread.setdefault(what, [0, op.get("index", self.ops)])
+        seen[0] += 1
+
+    def warnings(self) -> list[str]:
+        """One line per kind of op that could not be read: how many, the first's index."""
+        return [
+            f"{n:,} op(s) not read, {what} (the first at index {first})"
+            for what, (n, first) in sorted(self.unread.items())
+        ]
+
+    def unreadable(self) -> list[str]:
+        """Why the history cannot be judged for loss: its final polls (the `:ok` polls
+        after the last send) carry no reads, so what they read is unknown."""
+        if not self.final_unread:
+            return []
+        return [
+            f"{self.final_unread:,} of the {self.final_polls:,} final poll(s) (the :ok polls "
+            "after the last send) carry no reads: what the consumer read by the end is "
+            "unknown, so a lost message cannot be told from a read one"
+        ]
 
     # --- the end ---------------------------------------------------------------------
 

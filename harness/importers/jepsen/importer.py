@@ -39,6 +39,10 @@ class ImportSummary:
     started_ns: int = 0
     seconds: float = 0.0
     expectations: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """ops that could not be read, one line per kind (docs/jepsen.md)"""
+    unreadable: list[str] = field(default_factory=list)
+    """why the history cannot be judged (it becomes inconclusive), one line each"""
 
 
 def import_history(
@@ -86,6 +90,8 @@ def import_history(
         summary.keys = len(converter.channels)
         summary.processes = len(converter.procs)
         summary.subscribe = converter.subscribe
+        summary.warnings = converter.warnings()
+        summary.unreadable = converter.unreadable()
     summary.expectations = {
         kind: "absent"
         for kind in FORBIDDEN
@@ -103,6 +109,7 @@ def _write_config(run: Path, source: Path, summary: ImportSummary) -> None:
         "seed": 0,
         "started_utc": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "expectations": summary.expectations,
+        "unreadable": summary.unreadable,
         "params": {
             "summary": f"Jepsen kafka history {source.name}, imported (docs/jepsen.md)",
             "setup": "imported Jepsen kafka history",

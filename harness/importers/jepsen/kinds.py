@@ -1,14 +1,10 @@
 """How driftlab's kinds relate to Jepsen's anomaly names, and which of them make
 Jepsen's checker fail (an imported run's expectations)."""
 
+from checkers.kinds import TABLE
+
 JEPSEN_NAMES: dict[str, str] = {
-    "lost-message": ":lost-write, :unseen",
-    "poll-skip": ":poll-skip, :int-poll-skip",
-    "nonmonotonic-poll": ":nonmonotonic-poll, :int-nonmonotonic-poll",
-    "inconsistent-offset": ":inconsistent-offsets",
-    "duplicate-offset": ":duplicate",
-    "nonmonotonic-send": ":nonmonotonic-send, :int-nonmonotonic-send",
-    "duplicate-delivery": "(none: redelivery is allowed)",
+    **{k.name: k.jepsen for k in TABLE if k.jepsen is not None},
     "realtime-lag": ":worst-realtime-lag",
 }
 """Beside each driftlab kind an imported history can show, Jepsen's names for the same

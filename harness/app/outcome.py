@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import exitcodes
 from harness.rundir import RunDir, read_json_object
-from harness.runner.runner import EXIT_INTERRUPTED, EXIT_OK, RunResult
+from harness.runner.runner import RunResult
 from scenarios.model import Scenario
 from scenarios.registry import all_scenarios
 
@@ -33,7 +34,7 @@ class Outcome:
     @property
     def passed(self) -> bool:
         """Reproduced (or no expectations): the run behaved as the scenario predicts."""
-        return self.result.exit_code == EXIT_OK
+        return self.result.exit_code == exitcodes.OK
 
     @property
     def report(self) -> Path | None:
@@ -65,7 +66,7 @@ class Outcome:
         """`scenario (claim): verdict` in one line."""
         claim = f" (claim {self.scenario.claim})" if self.scenario.claim else ""
         what = self.result.verdict or ("error" if self.result.error else "not judged")
-        if self.result.exit_code == EXIT_INTERRUPTED:
+        if self.result.exit_code == exitcodes.INTERRUPTED:
             what = "interrupted"
         return f"driftlab scenario {self.scenario.name}{claim}, seed {self.result.seed}: {what}"
 

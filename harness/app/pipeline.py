@@ -13,11 +13,14 @@ import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from harness import exitcodes
+from harness.app.run import run_scenario
 from harness.architectures.registry import SETUPS
 from harness.pipeline.observer import Divergence
 from harness.pipeline.setup import SETUP_PREFIX, pipeline_setup
 from harness.pipeline.spec import Pipeline
-from harness.runner.runner import EXIT_VERDICT, RunResult, run_scenario
+from harness.rundir import RunDir, write_json_atomically
+from harness.runner.runner import RunResult
 from harness.runner.workload_driver import Tick
 from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
@@ -78,7 +81,7 @@ def judge_convergence(result: RunResult, scenario: Scenario) -> list[Divergence]
         reason = "not converged: " + "; ".join(d.line() for d in divergences)
         result.error = reason if result.error is None else f"{result.error}; {reason}"
         if result.exit_code == 0:
-            result.exit_code = EXIT_VERDICT
+            result.exit_code = exitcodes.VERDICT
         _note(result.run_dir, divergences, result.error)
     return divergences
 
@@ -116,7 +119,7 @@ def run_pipeline(
 def _note(run_dir: Path, divergences: list[Divergence], error: str) -> None:
     """logs/run.json gains `not_converged` (the stores, keys and since when) and the
     run's error and exit code say so."""
-    summary = run_dir / "logs" / "run.json"
+    summary = RunDir(run_dir).summary
     try:
         data = json.loads(summary.read_text())
     except (OSError, ValueError):
@@ -133,5 +136,5 @@ def _note(run_dir: Path, divergences: list[Divergence], error: str) -> None:
         for d in divergences
     ]
     data["error"] = error
-    data["exit_code"] = EXIT_VERDICT if data.get("exit_code") == 0 else data.get("exit_code")
-    summary.write_text(json.dumps(data, indent=2) + "\n")
+    data["exit_code"] = exitcodes.VERDICT if data.get("exit_code") == 0 else data.get("exit_code")
+    write_json_atomically(summary, data)

@@ -32,10 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import exitcodes
+from harness.app.outcome import Outcome, outcome_of
+from harness.app.run import check_scenario, run_scenario
 from harness.architectures.registry import SETUPS
 from harness.nemesis.schedule import FaultSpec, Schedule
-from harness.runner.outcome import Outcome, outcome_of
-from harness.runner.runner import EXIT_INTERRUPTED, EXIT_VERDICT, RunResult, run_scenario
+from harness.runner.runner import RunResult
 from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
 
@@ -88,13 +90,14 @@ class MatrixResult:
         return [
             o
             for _, o in self.outcomes
-            if o.result.error and o.result.exit_code not in (EXIT_INTERRUPTED, EXIT_VERDICT)
+            if o.result.error
+            and o.result.exit_code not in (exitcodes.INTERRUPTED, exitcodes.VERDICT)
         ]
 
 
 def _judged(o: Outcome) -> bool:
     """A run that failed with a reason about the system under test, not the lab."""
-    return o.result.error is not None and o.result.exit_code == EXIT_VERDICT
+    return o.result.error is not None and o.result.exit_code == exitcodes.VERDICT
 
 
 def with_schedule(sc: Scenario, schedule: str) -> Scenario | None:
@@ -102,7 +105,14 @@ def with_schedule(sc: Scenario, schedule: str) -> Scenario | None:
     if schedule == "own":
         return sc
     if schedule == "none":
-        return dataclasses.replace(sc, name=f"{sc.name}+none", faults=Schedule((), 0.0))
+        summary = (
+            f"{sc.name} with no fault at all, the matrix's control: which anomalies its "
+            "design makes by itself. Its predictions are for its own faults: one it does "
+            "not show here is a finding, not a failure."
+        )
+        return dataclasses.replace(
+            sc, name=f"{sc.name}+none", faults=Schedule((), 0.0), summary=summary
+        )
     if schedule == "latency":
         stores = [s for s in SETUPS[sc.setup].services if s in LATENCY_STORES]
         if not stores:
@@ -112,7 +122,13 @@ def with_schedule(sc: Scenario, schedule: str) -> Scenario | None:
             "latency", stores[0], at=0.25 * d, duration=0.5 * d, params={"ms": 100, "jitter_ms": 30}
         )
         faults = Schedule((*sc.faults.faults, window), sc.faults.recovery)
-        return dataclasses.replace(sc, name=f"{sc.name}+latency", faults=faults.fitted(d))
+        summary = (
+            f"{sc.name} with its own faults and 100 ms +- 30 ms of latency on the link to "
+            f"{stores[0]} for the middle half of the workload. {sc.summary}"
+        )
+        return dataclasses.replace(
+            sc, name=f"{sc.name}+latency", faults=faults.fitted(d), summary=summary
+        )
     raise ValueError(f"unknown fault schedule {schedule!r}; choose from {', '.join(SCHEDULES)}")
 
 
@@ -127,13 +143,14 @@ def plan(scenarios: list[Scenario], schedules: list[str], seeds: list[int]) -> l
             for sc in scenarios:
                 variant = with_schedule(sc, schedule)
                 if variant is not None:
-                    variant.validate()
+                    check_scenario(variant)
                     cells.append(Cell(variant, schedule, seed))
     return cells
 
 
 def parse_seeds(text: str) -> list[int]:
-    """`3` (seeds 0..2), `1,5,9` or `0-4`; ValueError naming the forms otherwise."""
+    """`3` (a count: seeds 0..2), `1,5,9` (or `7,` for seed 7 alone) or `0-4`; ValueError
+    naming the forms otherwise."""
     text = text.strip()
     try:
         if "," in text:
@@ -147,7 +164,8 @@ def parse_seeds(text: str) -> list[int]:
         seeds = []
     if not seeds:
         raise ValueError(
-            f"--seeds {text!r}: write a count (3 = seeds 0,1,2), a list (1,5,9) or a range (0-4)"
+            f"--seeds {text!r}: write a count N for seeds 0..N-1 (3 = seeds 0,1,2), a list "
+            "(1,5,9; one seed: 7,) or a range (0-4)"
         )
     return seeds
 
@@ -217,7 +235,7 @@ def run_matrix(
         result.outcomes.append((cell, outcome))
         if on_result:
             on_result(cell, outcome)
-        if run.exit_code == EXIT_INTERRUPTED:
+        if run.exit_code == exitcodes.INTERRUPTED:
             result.interrupted = True
     result.wall_s = time.monotonic() - started
     return result
@@ -267,7 +285,7 @@ def junit_xml(result: MatrixResult) -> bytes:
                 case, "failure", message=f"{outcome.headline()}: {kinds}", type=UNEXPECTED
             )
             failure.text = outcome.summary()
-        elif r.error or r.exit_code == EXIT_INTERRUPTED:
+        elif r.error or r.exit_code == exitcodes.INTERRUPTED:
             errors += 1
             error = ET.SubElement(case, "error", message=r.error or "interrupted", type="run error")
             error.text = outcome.summary()

@@ -1,0 +1,140 @@
+"""Each kind's chances in a partition of the keyed pass, in DuckDB: checkers.coverage's
+definitions over every group of the partition (the clean ones too), in the sieve's own
+connection and over its tables (checkers.keyed.sieve), so the pass reads nothing again.
+
+tests/test_keyed_sieve.py holds these counts to checkers.coverage on random histories.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from duckdb import DuckDBPyConnection
+
+from checkers.keyed.columns import MESSAGE, PARTITION
+from checkers.keyed.facts import Facts
+from checkers.reference.common import WRITE_FS
+from checkers.reference.eventsourcing import PROJECTION_PREFIX
+from harness.history.schema import LOG_AUDIT, SOURCE_STORE
+
+_WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))
+_CONSUMER = f"consumer IS NOT NULL AND consumer <> '{LOG_AUDIT}'"
+
+
+def _followers(table: str, where: str, group: str) -> str:
+    """How many rows `where` keeps follow an earlier one of their group."""
+    return f"""SELECT coalesce(sum(n - 1), 0) FROM (
+      SELECT count(*) AS n FROM {table} WHERE {where} GROUP BY _g, {group})"""
+
+
+def _distinct(where: str, columns: str) -> str:
+    return f"SELECT count(*) FROM (SELECT DISTINCT _g, {columns} FROM r WHERE {where})"
+
+
+_MSG = f"_r = {MESSAGE} AND type = 'msg'"
+_POLL = f"_r = {PARTITION} AND type = 'msg'"
+
+QUERIES: dict[str, str] = {
+    "lost-message": f"""
+    SELECT count(*) FROM (SELECT DISTINCT p._g, c.consumer FROM r p
+      JOIN consumers c ON c.channel = p.channel
+      WHERE p._r = {MESSAGE} AND p.type = 'msg' AND p.action = 'produce' AND c.done
+        AND c.consumer <> '{LOG_AUDIT}')""",
+    "lost-write": "SELECT count(*) * (SELECT count(*) FROM effect_stores) FROM okw",
+    "duplicate-delivery": _distinct(f"{_MSG} AND action = 'deliver' AND {_CONSUMER}", "consumer"),
+    "duplicate-apply": _distinct(f"{_MSG} AND action = 'apply' AND store IS NOT NULL", "store"),
+    "duplicate-offset": _distinct(
+        f"""{_MSG} AND action IN ('produce', 'deliver') AND channel IS NOT NULL
+        AND "offset" IS NOT NULL""",
+        'channel, "partition"',
+    ),
+    "reorder-delivery": _followers(
+        "k",
+        f"type = 'msg' AND action = 'deliver' AND {_CONSUMER} AND version IS NOT NULL",
+        "consumer, process",
+    ),
+    "stale-overwrite": _followers("eff", "version IS NOT NULL", "store"),
+    "polls": _followers(
+        "r",
+        f"""{_POLL} AND action = 'deliver' AND {_CONSUMER} AND "offset" IS NOT NULL""",
+        "consumer, process",
+    ),
+    "nonmonotonic-send": _followers(
+        "r",
+        f"""{_POLL} AND action = 'produce' AND "offset" IS NOT NULL AND process IS NOT NULL""",
+        "process",
+    ),
+    "inconsistent-offset": _distinct(
+        f"""{_POLL} AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL
+        AND msg_id IS NOT NULL""",
+        '"offset"',
+    ),
+    "divergence": f"""
+    SELECT coalesce(sum(CASE WHEN src THEN $derived ELSE n END), 0) FROM (
+      SELECT _g, bool_or(store = '{SOURCE_STORE}') AS src,
+        count(*) FILTER (store <> '{SOURCE_STORE}') AS n
+      FROM (SELECT DISTINCT _g, store FROM fin WHERE value IS NOT NULL) GROUP BY _g)""",
+    "ryw-violation": """
+    WITH rd AS (SELECT * FROM k WHERE type = 'op' AND f = 'read' AND store IS NOT NULL
+                  AND process IS NOT NULL AND op_id IS NOT NULL),
+      inv AS (SELECT _g, process, op_id, min(time) AS t FROM rd WHERE phase = 'invoke'
+              GROUP BY ALL),
+      ok AS (SELECT rd._g, rd.process, inv.t FROM rd JOIN inv USING (_g, process, op_id)
+             WHERE rd.phase = 'ok')
+    SELECT count(*) FROM ok WHERE EXISTS (
+      SELECT 1 FROM okw w WHERE w._g = ok._g AND w.process = ok.process
+        AND w.version IS NOT NULL AND w.time <= ok.t)""",
+    "projection-mismatch": f"""
+    SELECT coalesce(sum(CASE WHEN logged THEN $projections ELSE n END), 0) FROM (
+      SELECT _g, bool_or(store IS NULL) AS logged, count(store) AS n FROM (
+        SELECT DISTINCT _g, NULL AS store FROM log
+        UNION ALL
+        SELECT DISTINCT _g, store FROM fin
+        WHERE value IS NOT NULL AND starts_with(store, '{PROJECTION_PREFIX}'))
+      GROUP BY _g)""",
+    "invariant-violation": "SELECT count(*) FROM log",
+    "contradictory-order": f"""
+    WITH w AS (SELECT _g, value, version, f FROM k
+               WHERE type = 'op' AND store = '{SOURCE_STORE}' AND f IN ({_WRITE_FS})
+                 AND phase = 'ok' AND version IS NOT NULL)
+    SELECT count(*) FROM (SELECT DISTINCT e._g, e.store FROM eff e JOIN w ON w._g = e._g
+      AND ((e.value IS NOT NULL AND w.value = e.value)
+        OR (e.value IS NULL AND e.version IS NOT NULL AND w.value IS NULL
+            AND w.f = 'delete' AND w.version = e.version)))""",
+}
+"""The chances of each kind, or of the kinds that share them (`OF_KIND`), over the
+sieve's tables: r (the routed rows), k (the key route's), okw, eff, fin, log and the
+facts' consumers and effect_stores."""
+
+OF_KIND: dict[str, str] = {
+    **{kind: "polls" for kind in ("nonmonotonic-poll", "poll-skip")},
+    **{kind: "divergence" for kind in ("missing", "extra", "stale", "phantom")},
+}
+"""Kinds whose chances a query of another name counts."""
+
+
+def chances(con: DuckDBPyConnection, facts: Facts, kinds: tuple[str, ...]) -> Counter[str]:
+    """Each of `kinds`' chances in the partition the sieve's connection `con` holds."""
+    derived = facts.state_stores - {SOURCE_STORE}
+    judged = {
+        "divergence": SOURCE_STORE in facts.state_stores and bool(derived),
+        "projection-mismatch": any(s.startswith(PROJECTION_PREFIX) for s in facts.state_stores),
+        "invariant-violation": facts.limits is not None,
+    }
+    projections = sum(1 for s in facts.state_stores if s.startswith(PROJECTION_PREFIX))
+    counted: dict[str, int] = {}
+    out: Counter[str] = Counter()
+    for kind in kinds:
+        name = OF_KIND.get(kind, kind)
+        if name not in counted:
+            if not judged.get(name, True):
+                counted[name] = 0
+            else:
+                query = (
+                    QUERIES[name]
+                    .replace("$derived", str(len(derived)))
+                    .replace("$projections", str(projections))
+                )
+                ((counted[name],),) = con.sql(query).fetchall()
+        out[kind] = int(counted[name])
+    return out

@@ -1,0 +1,58 @@
+"""Run a scenario: look its setup up, run it on the engine, judge it, render its
+report. The CLI's `run`, `suite` and `matrix` and the pytest plugin come through here."""
+
+from __future__ import annotations
+
+import threading
+from functools import partial
+from pathlib import Path
+
+from harness.app.judge import judge_run, write_report
+from harness.architectures.registry import setup_class
+from harness.rundir import RunDir
+from harness.runner.runner import RunResult, record_run
+from harness.runner.workload_driver import Tick
+from harness.services.stack_protocol import ServiceStack
+from harness.setups.base import Setup
+from scenarios.model import Scenario
+
+
+def check_scenario(scenario: Scenario) -> type[Setup]:
+    """The class of the setup `scenario` runs on, once the scenario is valid; a
+    ValueError names what is wrong and how to fix it."""
+    scenario.validate()
+    return setup_class(scenario)
+
+
+def run_scenario(
+    scenario: Scenario,
+    *,
+    seed: int,
+    runs_dir: Path,
+    spark_master: str | None = None,
+    stack: ServiceStack | None = None,
+    analyze: bool = True,
+    tick: Tick | None = None,
+    stop: threading.Event | None = None,
+) -> RunResult:
+    """Run `scenario` once and judge it; never raises for a failed run, see `exit_code`.
+
+    `stack` is a running stack to use (the suite shares one); None reuses a stack
+    started by `driftlab up` or starts one for this run and stops it afterwards.
+    `stop` lets a caller outside the main thread cut the run short.
+    """
+    setup = check_scenario(scenario)()
+    judge = partial(judge_run, master=spark_master, tick=tick) if analyze else None
+    result = record_run(
+        scenario,
+        setup,
+        seed=seed,
+        runs_dir=runs_dir,
+        stack=stack,
+        judge=judge,
+        tick=tick,
+        stop=stop,
+    )
+    if result.verdict is not None:
+        write_report(RunDir(result.run_dir))
+    return result

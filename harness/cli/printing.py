@@ -1,0 +1,123 @@
+"""What the commands print while they work and when they are done: the progress line
+and the summary of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:
+    from harness.runner.runner import RunResult
+
+
+def progress(console: Console | None = None) -> Progress:
+    """The terminal progress line shared by `run`, `suite` and `analyze`."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def make_tick(
+    prog: Progress, task: TaskID, label: str, duration: float
+) -> Callable[[str, float, object], None]:
+    """A runner tick that shows the phase, the elapsed workload time and the op count."""
+
+    def tick(phase: str, elapsed: float, stats: object) -> None:
+        if phase == "workload":
+            ops = getattr(stats, "ops", 0)
+            text = f"{label}: workload {elapsed:4.1f}/{duration:.0f} s, {ops:,} ops"
+        else:
+            text = {
+                "stack": f"{label}: starting services",
+                "quiesce": f"{label}: healed; waiting for the pipelines to drain",
+                "analyze": f"{label}: analysing the history (Spark)",
+            }.get(phase, f"{label}: {phase}")
+        prog.update(task, description=text)
+
+    return tick
+
+
+def lost_where_lines(lost_where: dict[str, dict[str, int]]) -> list[str]:
+    """One line per lost kind whose rows say where the loss went (analysis.json's
+    `lost_where`): still in the broker's log, or not."""
+    out = []
+    for kind, where in lost_where.items():
+        if where.get("in the log") or where.get("not in the log"):
+            unknown = f", {where['unknown']:,} not known" if where.get("unknown") else ""
+            out.append(
+                f"{kind}: {where['in the log']:,} still in the broker's log (the consumer "
+                f"skipped them), {where['not in the log']:,} not in it (the broker lost "
+                f"them, or retention or compaction removed them){unknown}"
+            )
+    return out
+
+
+def verdict_word(r: RunResult) -> str | None:
+    """The run's verdict as a reader is told it: `held` for a reproduced run whose
+    scenario expects every kind absent (checkers.verdict.shown_verdict)."""
+    from checkers.verdict import shown_verdict
+    from scenarios.registry import all_scenarios
+
+    if r.verdict is None:
+        return None
+    # A matrix variant (`<scenario>+none`) keeps its scenario's expectations.
+    sc = all_scenarios().get(r.scenario.split("+", 1)[0])
+    return shown_verdict(r.verdict, sc.expectations if sc is not None else {})
+
+
+def print_result(console: Console, r: RunResult) -> None:
+    """The short summary of one run: where, how much, what verdict."""
+    s = r.stats
+    console.print(
+        f"[bold]{r.scenario}[/] seed {r.seed}: {s.ops:,} ops in {s.elapsed:.1f} s "
+        f"({s.rate:.0f} ops/s), {r.fault_windows} fault window(s), "
+        f"{s.crashes} app crash(es); wall {r.wall_s:.1f} s"
+    )
+    console.print(f"  run folder: {r.run_dir}")
+    for e in r.fault_errors:
+        # The first line names the problem; a service's log tail follows in runner.log.
+        console.print(f"  [yellow]fault problem:[/] {escape(e.strip().splitlines()[0])}")
+    if r.inconclusive:
+        console.print("  [yellow]inconclusive[/], the run did not test its claim; missing:")
+        for why in r.inconclusive:
+            console.print(f"    - {why}")
+    elif r.verdict == "lab failed":
+        console.print("  [yellow]lab failed[/], not the system under test:")
+        for why in r.reasons:
+            console.print(f"    - {why}")
+    elif r.error:
+        console.print(f"  [red]error:[/] {r.error} (see {r.run_dir}/logs/runner.log)")
+    if r.analysis_interrupted:
+        console.print(
+            "  [yellow]interrupted[/] during the analysis; the history is complete: "
+            f"`driftlab analyze {r.run_dir}` judges it"
+        )
+    elif r.interrupted:
+        console.print(
+            "  [yellow]interrupted:[/] faults healed, history closed without its end mark; "
+            f"`driftlab analyze {r.run_dir}` still reads it"
+        )
+    if r.verdict is not None:
+        word = verdict_word(r)
+        colour = {"reproduced": "green", "held": "green", "unexpected anomaly": "red"}.get(
+            word or "", "yellow"
+        )
+        counts = (
+            ", ".join(
+                f"{k} {v}" + (f" in {r.coverage[k]:,} chances" if k in r.coverage else "")
+                for k, v in sorted(r.counts.items())
+            )
+            or "no anomalies"
+        )
+        console.print(f"  anomalies: {counts}")
+        for line in lost_where_lines(r.lost_where):
+            console.print(f"  {line}")
+        console.print(f"  verdict: [{colour}]{word}[/]")

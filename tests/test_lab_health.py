@@ -1,0 +1,323 @@
+"""The lab never blames the pipeline for its own failure, and its services come back.
+
+On a stack of `driftlab up --dir` (not owned by the tests): a stack service killed in
+the middle of a run, by no scheduled fault, makes the run `lab failed` (exit 3) with one
+line naming the service and when, and run.json records it; `driftlab up` then brings
+the service back (Toxiproxy with its proxies, Kafka past the Toxiproxy listeners it
+advertises, RabbitMQ past its own epmd) and `driftlab status` says so. Two runs started
+together on one stack: exactly one proceeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+from cli_support import DRIFTLAB
+
+from harness.runner.watchdog import Watchdog
+from harness.services.process import read_start_time
+from harness.services.stack import Stack
+
+pytestmark = pytest.mark.services
+
+
+def _driftlab(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [DRIFTLAB, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _said(done: subprocess.CompletedProcess[str]) -> str:
+    return " ".join((done.stdout + done.stderr).split())
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[Path]:
+    """A stack of `driftlab up --dir` with what CDC runs and the broker tests need."""
+    # Not tmp_path: PostgreSQL's unprivileged account must enter every parent folder.
+    root = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
+    try:
+        up = _driftlab("up", "--dir", str(root), "--only", "postgres,redis,kafka,connect,rabbitmq")
+        assert up.returncode == 0, up.stdout + up.stderr
+        yield root
+    finally:
+        _driftlab("down", "--dir", str(root))
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _processes(root: Path, service: str) -> dict[str, dict[str, int]]:
+    state = json.loads((root / "stack.json").read_text())
+    return state["services"][service]["processes"]
+
+
+def _kill(root: Path, service: str) -> None:
+    """SIGKILL every process group of `service` and wait until they are gone."""
+    groups = [p["pgid"] for p in _processes(root, service).values()]
+    assert groups, f"{service} has no live process to kill"
+    for pgid in groups:
+        os.killpg(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while any(_group_alive(g) for g in groups):
+        assert time.monotonic() < deadline, f"{service} survived SIGKILL"
+        time.sleep(0.1)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _run_and_kill(
+    root: Path, runs: Path, scenario: str, service: str, after: str = '"type":"op"'
+) -> tuple[str, int, Path]:
+    """`driftlab run scenario` on the stack; once its history holds `after` (an
+    operation: the workload runs), SIGKILL `service` outside any fault of the scenario.
+    Returns what the run said, its exit status and its folder."""
+    argv = [DRIFTLAB, "run", scenario, "--stack-dir", str(root), "--seed", "3"]
+    argv += ["--duration", "20s", "--runs-dir", str(runs), "--no-analyze"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not any(
+            '"type":"op"' in s.read_text(errors="replace") for s in runs.glob("*/*/history/*.jsonl")
+        ):
+            assert proc.poll() is None, f"the run ended before its workload: {proc.stdout}"
+            assert time.monotonic() < deadline, "the workload did not start in 300 s"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        _kill(root, service)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    run_dir = next(p.parent.parent for p in runs.glob("*/*/logs/run.json"))
+    return " ".join(out.split()), proc.returncode, run_dir
+
+
+def _up(root: Path) -> str:
+    done = _driftlab("up", "--dir", str(root), "--only", "postgres,redis,kafka,connect,rabbitmq")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return _said(done)
+
+
+def test_toxiproxy_killed_mid_run_is_the_lab_failing_and_up_restores_its_proxies(
+    lab: Path, tmp_path: Path
+) -> None:
+    said, code, run_dir = _run_and_kill(lab, tmp_path / "runs", "C15", "toxiproxy")
+    assert code == 3, said
+    assert "lab failed: toxiproxy died at" in said, said
+    assert "into the workload, which no scheduled fault did" in said
+    assert "unexpected anomaly" not in said and "Traceback" not in said
+    summary = json.loads((run_dir / "logs" / "run.json").read_text())
+    assert summary["verdict"] == "lab failed"
+    assert summary["lab_failures"][0]["service"] == "toxiproxy"
+    assert summary["lab_failures"][0]["at"] >= 0
+
+    status = _driftlab("status", "--dir", str(lab))
+    assert status.returncode == 3, _said(status)
+    assert "toxiproxy" in _said(status) and "stopped" in _said(status)
+
+    _up(lab)
+    status = _driftlab("status", "--dir", str(lab))
+    assert status.returncode == 0, _said(status)
+    assert "missing: link" not in _said(status)
+    # Every proxy the stack made is back on its port: a client of a link gets through.
+    proxies = json.loads((lab / "data" / "toxiproxy" / "proxies.json").read_text())
+    assert {p["name"] for p in proxies} >= {"connect->kafka", "connect->postgres"}
+    after = _driftlab(
+        "run", "C3", "--stack-dir", str(lab), "--seed", "5", "--duration", "6s",
+        "--runs-dir", str(tmp_path / "after"), "--no-analyze",
+    )  # fmt: skip
+    assert after.returncode == 0, _said(after)
+
+
+def test_connect_killed_mid_cdc_run_is_the_lab_failing_and_up_brings_it_back(
+    lab: Path, tmp_path: Path
+) -> None:
+    said, code, run_dir = _run_and_kill(lab, tmp_path / "runs", "C3", "connect")
+    assert code == 3, said
+    assert "lab failed: connect died at" in said, said
+    assert "Traceback" not in said
+    summary = json.loads((run_dir / "logs" / "run.json").read_text())
+    assert [f["service"] for f in summary["lab_failures"]][:1] == ["connect"]
+    assert summary["quiesced"] is False
+
+    _up(lab)
+    status = _driftlab("status", "--dir", str(lab))
+    assert status.returncode == 0, _said(status)
+
+
+def test_kafka_killed_after_its_scheduled_crash_is_one_line_not_a_client_error(
+    lab: Path, tmp_path: Path
+) -> None:
+    # C16 crashes Kafka itself in a window: once that window closed, Kafka is the lab's.
+    said, code, _ = _run_and_kill(
+        lab, tmp_path / "runs", "C16", "kafka", after='"type":"fault","phase":"stop"'
+    )
+    assert code == 3, said
+    assert "lab failed: kafka died at" in said, said
+    assert "KafkaException" not in said and "rdkafka" not in said and "Traceback" not in said
+    _up(lab)
+
+
+def test_a_broker_death_is_one_line_naming_rabbitmq(lab: Path, tmp_path: Path) -> None:
+    said, code, _ = _run_and_kill(lab, tmp_path / "runs", "C7", "rabbitmq")
+    assert code == 3, said
+    assert "lab failed: rabbitmq died at" in said, said
+    assert "AMQPConnectionError" not in said and "Traceback" not in said
+    _up(lab)
+
+
+def test_up_brings_back_a_killed_kafka_past_the_toxiproxy_listeners_it_advertises(
+    lab: Path,
+) -> None:
+    _kill(lab, "kafka")
+    said = _up(lab)
+    assert "kafka: healthy in" in said, said
+    assert "in use by" not in said
+    assert _driftlab("status", "--dir", str(lab)).returncode == 0
+
+
+def test_the_broker_pid_is_the_broker_and_up_brings_it_back_past_its_epmd(lab: Path) -> None:
+    processes = _processes(lab, "rabbitmq")
+    broker, epmd = processes["main"]["pid"], processes["epmd"]["pid"]
+    # What `status` lists is the Erlang VM itself, not a shell that would orphan it.
+    assert Path(f"/proc/{broker}/comm").read_text().strip() == "beam.smp"
+    os.kill(broker, signal.SIGKILL)  # as a user with the pid from `status` would
+    deadline = time.monotonic() + 30
+    while read_start_time(broker) is not None:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert read_start_time(epmd) is not None  # its epmd, left serving
+    status = _driftlab("status", "--dir", str(lab))
+    assert status.returncode == 3 and "stopped" in _said(status)
+    said = _up(lab)
+    assert "rabbitmq: healthy in" in said, said
+    assert _processes(lab, "rabbitmq")["epmd"]["pid"] == epmd  # reused, not in the way
+    assert _driftlab("status", "--dir", str(lab)).returncode == 0
+
+
+def test_two_runs_started_together_on_one_stack_one_refuses(lab: Path, tmp_path: Path) -> None:
+    argv = [DRIFTLAB, "run", "C1", "--stack-dir", str(lab), "--duration", "8s", "--no-analyze"]
+    procs = [
+        subprocess.Popen(
+            [*argv, "--runs-dir", str(tmp_path / f"runs{i}")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    outs = [" ".join(p.communicate(timeout=600)[0].split()) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 3], outs
+    refused = next(o for p, o in zip(procs, outs, strict=True) if p.returncode == 3)
+    assert f"the stack in {lab} is in use by run(s)" in refused, refused
+    assert "Traceback" not in refused
+
+
+def test_the_watchdog_excuses_a_scheduled_fault_and_names_a_silent_service(stack: Stack) -> None:
+    stack.up("redis")
+    redis = stack["redis"]
+    held: set[str] = set()  # what a scheduled fault holds down
+    stopped = threading.Event()
+    dog = Watchdog(
+        stack, ["redis"], held.__contains__, stopped.set,
+        interval=0.1, answer_every=0.2, answer_grace=2.0,
+    )  # fmt: skip
+    dog.start()
+    try:
+        held.add("redis")
+        redis.pause()  # a scheduled pause: silent, and no failure of the lab
+        time.sleep(4)
+        assert dog.breakdowns == [] and not stopped.is_set()
+        redis.resume()
+        time.sleep(1)
+        held.clear()
+        dog.workload_started()
+        redis.pause()  # frozen by nobody's schedule: the lab failed
+        deadline = time.monotonic() + 20
+        while not dog.breakdowns:
+            assert time.monotonic() < deadline, "a silent redis went unnoticed"
+            time.sleep(0.1)
+    finally:
+        redis.resume()
+        dog.stop()
+    [found] = dog.breakdowns
+    assert found.service == "redis" and found.what.startswith("stopped answering")
+    assert 0 <= found.at < 5
+    assert stopped.is_set()
+
+
+def test_two_ups_on_one_folder_take_turns() -> None:
+    root = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
+    argv = [DRIFTLAB, "up", "--dir", str(root), "--only", "redis"]
+    try:
+        procs = [
+            subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for _ in range(2)
+        ]
+        outs = [" ".join(p.communicate(timeout=300)[0].split()) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outs
+        # The second found the first's stack: one redis, started once.
+        assert sum("redis: starting" in o for o in outs) == 1, outs
+        status = _driftlab("status", "--dir", str(root))
+        assert status.returncode == 0, _said(status)
+    finally:
+        _driftlab("down", "--dir", str(root))
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_status_names_a_link_toxiproxy_lost_and_up_gives_it_back(lab: Path) -> None:
+    state = json.loads((lab / "stack.json").read_text())
+    api = f"http://127.0.0.1:{state['services']['toxiproxy']['spec']['ports']['main']}"
+    assert requests.delete(f"{api}/proxies/connect->kafka", timeout=10).status_code == 204
+    status = _driftlab("status", "--dir", str(lab))
+    assert status.returncode == 3, _said(status)
+    assert "missing: link connect->kafka: toxiproxy lost it" in _said(status)
+    _up(lab)
+    assert requests.get(f"{api}/proxies/connect->kafka", timeout=10).ok
+    assert _driftlab("status", "--dir", str(lab)).returncode == 0
+
+
+def test_under_umask_000_nothing_of_a_stack_or_run_is_writable_by_others(tmp_path: Path) -> None:
+    root = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
+    runs = tmp_path / "runs"
+
+    def driftlab(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [DRIFTLAB, *args], capture_output=True, text=True, timeout=600, check=False,
+            preexec_fn=lambda: os.umask(0),
+        )  # fmt: skip
+
+    try:
+        assert driftlab("up", "--dir", str(root), "--only", "redis").returncode == 0
+        run = driftlab(
+            "run", "C1", "--stack-dir", str(root), "--duration", "3s", "--no-analyze",
+            "--runs-dir", str(runs),
+        )  # fmt: skip
+        assert run.returncode == 0, _said(run)
+        for top in (root, runs):
+            open_to_all = [
+                p for p in (top, *top.rglob("*"))
+                if not p.is_symlink() and p.stat().st_mode & 0o002
+            ]  # fmt: skip
+            assert open_to_all == [], open_to_all
+    finally:
+        _driftlab("down", "--dir", str(root))
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,286 @@
+"""Every number a reader sees on the pages agrees with the run's own files.
+
+Real runs (dual-write-race, cdc-consumer-crash, and cdc-consumer-crash with no fault,
+as `driftlab matrix --schedules none` runs it) on the real stack, analysed by Spark and
+rendered; headless Chromium reads the numbers as shown (text, and the throughput chart
+from its drawn points and axis ticks), and each is checked against history.parquet,
+analysis.json, series.json or logs/run.json, where it comes from. Screenshots go to
+test-artifacts/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from harness.runner.matrix import Cell, MatrixResult, with_schedule
+from harness.runner.outcome import outcome_of
+
+from harness.app.suite_index import write_matrix_outputs
+from harness.runner.runner import RunResult, run_scenario
+from reports.run_report import MAX_KEY_EVENTS
+from scenarios.registry import get_scenario
+
+pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.browser, pytest.mark.slow]
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+DURATION_S = 4
+
+
+@dataclass
+class Runs:
+    """The runs folder and each run's result, by scenario."""
+
+    root: Path
+    results: dict[str, RunResult]
+
+
+@pytest.fixture(scope="module")
+def runs(stack: object, spark: object, tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    root = tmp_path_factory.mktemp("numbers") / "runs"
+    dual = get_scenario("dual-write-race").with_overrides(duration=DURATION_S)
+    cdc = get_scenario("cdc-consumer-crash").with_overrides(duration=DURATION_S)
+    none = with_schedule(cdc, "none")
+    assert none is not None
+    cells = [Cell(dual, "own", 7), Cell(cdc, "own", 7), Cell(none, "none", 7)]
+    matrix = MatrixResult(wall_s=123.4)
+    results = {}
+    for cell in cells:
+        r = run_scenario(cell.scenario, seed=7, runs_dir=root, stack=stack)  # type: ignore[arg-type]
+        assert r.error is None and r.verdict is not None, (r.scenario, r.error)
+        results[r.scenario] = r
+        matrix.outcomes.append((cell, outcome_of(r, cell.scenario)))
+    # As `driftlab matrix` leaves the folder: its index (with its wall time), its page.
+    write_matrix_outputs(root, matrix, None)
+    return Runs(root, results)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _open(browser: Any, page: Path, shot: str) -> Any:
+    tab = browser.new_page(viewport={"width": 1200, "height": 900})
+    tab.set_default_timeout(3000)  # a page missing an element fails fast
+    tab.goto(page.as_uri())
+    ARTIFACTS.mkdir(exist_ok=True)
+    tab.screenshot(path=str(ARTIFACTS / f"numbers-{shot}.png"), full_page=True)
+    return tab
+
+
+def _json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def _number(text: str) -> float:
+    """A number as the pages print it: 1,494 or 1.2k."""
+    text = text.replace(",", "").strip()
+    return float(text[:-1]) * 1000 if text.endswith("k") else float(text)
+
+
+def history_operations(run: Path) -> int:
+    """Client operations completed, from the history alone: completions of ops whose
+    invocation is not a step of another (docs/history.md)."""
+    ops = pq.read_table(run / "history.parquet", columns=["type", "phase", "op_id", "extra"])
+    ops = ops.filter(pc.equal(ops["type"], "op"))
+    steps = {
+        op_id
+        for op_id, phase, extra in zip(
+            ops["op_id"].to_pylist(),
+            ops["phase"].to_pylist(),
+            ops["extra"].to_pylist(),
+            strict=True,
+        )
+        if phase == "invoke" and extra and "step" in json.loads(extra)
+    }
+    return sum(
+        1
+        for op_id, phase in zip(ops["op_id"].to_pylist(), ops["phase"].to_pylist(), strict=True)
+        if phase in ("ok", "fail", "info") and op_id not in steps
+    )
+
+
+CHART_JS = """e => ({
+  grid: [...e.querySelectorAll('line.grid')].map(l => +l.getAttribute('y1')),
+  ylabels: [...e.querySelectorAll('text.yt')].map(t => t.textContent),
+  xticks: [...e.querySelectorAll('text.xt')].map(t => [+t.getAttribute('x'), t.textContent]),
+  lines: [...e.querySelectorAll('polyline')].map(p => p.getAttribute('points')),
+  dots: [...e.querySelectorAll('circle')].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy')]),
+  legend: [...e.querySelectorAll('text.lg')].map(t => t.textContent),
+})"""
+"""What a chart shows: its axes' ticks, its drawn points and its legend."""
+
+
+def chart_operations(chart: dict[str, Any], bucket_s: float, t_max: float) -> float:
+    """How many operations a throughput chart draws: each drawn point's rate (read off
+    the y axis's ticks) times its bucket's width (read off the x axis's ticks)."""
+    yticks = list(zip(chart["grid"], map(_number, chart["ylabels"]), strict=True))
+    xticks = [(x, _number(label.rstrip("s"))) for x, label in chart["xticks"]]
+    (y0, v0), (y1, v1) = yticks[0], yticks[-1]
+    (x0, t0), (x1, t1) = xticks[0], xticks[-1]
+    points = [
+        (float(x), float(y))
+        for pts in chart["lines"]
+        for x, y in (p.split(",") for p in pts.split())
+    ] + [(float(x), float(y)) for x, y in chart["dots"]]
+    total = 0.0
+    for x, y in points:
+        t = t0 + (x - x0) * (t1 - t0) / (x1 - x0)
+        rate = v0 + (y - y0) * (v1 - v0) / (y1 - y0)
+        start = (t // bucket_s) * bucket_s
+        total += rate * min(bucket_s, t_max - start)
+    return total
+
+
+def _run_dir(runs: Runs, scenario: str) -> Path:
+    return Path(runs.results[scenario].run_dir)
+
+
+def test_dual_write_race_report_agrees_with_its_files(runs: Runs, browser: Any) -> None:
+    run = _run_dir(runs, "dual-write-race")
+    summary, analysis = _json(run / "logs" / "run.json"), _json(run / "analysis.json")
+    series = _json(run / "series.json")
+    page = _open(browser, run / "report.html", "dual-write-race")
+    setup = page.locator("#setup").inner_text()
+    header_ops = int(re.search(r"runner\s+([\d,]+) op", setup)[1].replace(",", ""))  # type: ignore[index]
+    assert header_ops == summary["ops"] == history_operations(run)
+
+    # The throughput chart draws as many operations as the header counts.
+    chart = page.locator("#series svg.chart").first.evaluate(CHART_JS)
+    t_max = (analysis["history"]["t1_ns"] - analysis["history"]["t0_ns"]) / 1e9
+    drawn = chart_operations(chart, series["bucket_s"], t_max)
+    assert drawn == pytest.approx(header_ops, rel=0.03), (drawn, header_ops)
+    # Each line's legend gives its total: they add up to the header's count.
+    legend = [re.search(r"\(([\d,]+)\)$", name) for name in chart["legend"]]
+    assert sum(int(m[1].replace(",", "")) for m in legend if m) == header_ops
+
+    # No checker is given a time of its own: they run in one pass.
+    files = page.locator("#files")
+    assert "seconds" not in files.locator("table thead").inner_text()
+    assert str(analysis["timings"]["checkers_s"]) in files.locator("#checkers-time").inner_text()
+
+    # Every raw file at its size; an empty log says so.
+    for item in files.locator("ul.files li").all():
+        href = item.locator("a").get_attribute("href")
+        size = int(item.locator(".size").inner_text().replace(",", ""))
+        assert size == (run / href).stat().st_size, href
+        if href.startswith("logs/") and size == 0:
+            assert "empty" in item.inner_text(), href
+
+    # Evidence: the few events that make the anomaly shown, the rest folded, none lost.
+    examples = _json(run / "examples.json")["kinds"]
+    rows = page.locator("#examples tr.example").all()
+    shown = [e for k in examples.values() if k["count"] for e in k["examples"]]
+    assert len(rows) == len(shown) > 0
+    for row, ex in zip(rows, shown, strict=True):
+        open_lines = row.locator("td:last-child > ol.evidence > li").count()
+        folded = row.locator("details.more-evidence li").count()
+        assert open_lines <= MAX_KEY_EVENTS
+        assert open_lines + folded == len(ex["evidence"])
+        # The event that makes the anomaly (at its time), when the evidence holds it.
+        if any(e.get("time") == ex["time_ns"] for e in ex["evidence"]):
+            at = f"{(ex['time_ns'] - analysis['history']['t0_ns']) / 1e9:.6f}s"
+            assert at in row.locator("td:last-child > ol.evidence").inner_text(), ex["detail"]
+    page.close()
+
+
+def test_cdc_consumer_crash_report_agrees_with_its_files(runs: Runs, browser: Any) -> None:
+    run = _run_dir(runs, "cdc-consumer-crash")
+    analysis, config = _json(run / "analysis.json"), _json(run / "config.json")
+    t0 = analysis["history"]["t0_ns"]
+    history = pq.read_table(run / "history.parquet").to_pylist()
+    page = _open(browser, run / "report.html", "cdc-consumer-crash")
+
+    # Redeliveries come from the events duplicate-delivery counts.
+    again = [
+        int(cell.inner_text())
+        for cell in page.locator("#consumers table.data tbody tr td:last-child").all()
+    ]
+    assert sum(again) == analysis["counts"]["duplicate-delivery"] > 0
+
+    # The last offset processed is one below the highest committed, never above what
+    # was delivered.
+    consumer = page.locator("#consumers h3").first.inner_text().split(" on ")[0]
+    committed = max(
+        e["offset"] for e in history if e["action"] == "commit" and e["consumer"] == consumer
+    )
+    delivered = max(
+        e["offset"] for e in history if e["action"] == "deliver" and e["consumer"] == consumer
+    )
+    cells = page.locator("#consumers table.data").first.locator("tbody tr td").all_inner_texts()
+    assert [int(cells[1]), int(cells[2])] == [delivered, committed - 1]
+
+    # One row per planned fault, the plan and the observation on the history's clock.
+    plan = config["params"]["faults"]
+    rows = page.locator("#fault-table tbody tr").all()
+    assert len(rows) == len(plan) > 0
+    (start_mark,) = [
+        e["time"] for e in history if e["type"] == "mark" and e["kind"] == "workload-start"
+    ]
+    starts = {
+        e["fault_id"]: e["time"] for e in history if e["type"] == "fault" and e["phase"] == "start"
+    }
+    stops = {
+        e["fault_id"]: e["time"] for e in history if e["type"] == "fault" and e["phase"] == "stop"
+    }
+    observed = sorted((starts[f], stops[f]) for f in starts)
+    for row, f, (start, stop) in zip(rows, plan, observed, strict=True):
+        planned = [
+            _number(v) for v in re.findall(r"([\d.]+) s", row.locator("td.planned").inner_text())
+        ]
+        assert planned[0] == pytest.approx((start_mark - t0) / 1e9 + f["at"], abs=0.006)
+        seen = [
+            _number(v) for v in re.findall(r"([\d.]+) s", row.locator("td.observed").inner_text())
+        ]
+        assert seen == pytest.approx([(start - t0) / 1e9, (stop - t0) / 1e9], abs=0.006)
+    page.close()
+
+
+def test_suite_page_counts_claims_and_scenarios_and_describes_variants(
+    runs: Runs, browser: Any
+) -> None:
+    page = _open(browser, runs.root / "index.html", "suite")
+    head = page.locator("header").inner_text()
+    rows = page.locator("#claims-table tr.scenario-row")
+    claims = page.locator("#claims-table tbody.claim")
+    assert f"{claims.count()} claims" in head and f"{rows.count()} scenarios" in head
+    assert claims.count() == 17 and rows.count() > 17
+    for which, n in (("#tally-claims", claims.count()), ("#tally-scenarios", rows.count())):
+        counts = re.findall(r"(\d+) (?:[a-z ]+)", page.locator(which).inner_text().split(":", 1)[1])
+        assert sum(int(c) for c in counts) == n, which
+    # The "without it" half of C12 sits in C12's rows, not among other scenarios.
+    assert "event-sourced-no-occ" in page.locator("#claim-C12").inner_text()
+    # The header does not call the matrix's time the last suite's.
+    assert "last suite" not in head and "last matrix took 123.4 s" in head
+
+    # Each run's verdict as its analysis.json has it (held: every expectation absent).
+    for name in ("dual-write-race", "cdc-consumer-crash"):
+        analysis = _json(_run_dir(runs, name) / "analysis.json")
+        row = rows.filter(has=page.locator(f"a:text-is('{name}')"))
+        assert row.locator(".verdict-small").first.inner_text() == analysis["verdict"]
+
+    # A variant is described by the schedule it ran; without its faults, a prediction
+    # not shown is no red cross.
+    variant = page.locator("#variants-table tbody tr", has_text="cdc-consumer-crash+none")
+    config = _json(_run_dir(runs, "cdc-consumer-crash+none") / "config.json")
+    assert config["params"]["faults"] == []
+    assert variant.locator("td.faults").inner_text() == "no fault"
+    assert "SIGKILL" not in variant.inner_text()
+    assert "✗" not in variant.locator(".trend").inner_text()
+    page.close()

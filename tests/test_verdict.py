@@ -1,0 +1,236 @@
+"""The verdict from coverage (checkers.verdict.decide): each class of history the issue
+names, built small, judged right; what makes a run inconclusive or the lab failed."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checkers.coverage import chances
+from checkers.kinds import BY_NAME
+from checkers.reference import CHECKERS
+from checkers.run_facts import busy_spans, fault_lines
+from checkers.verdict import (
+    INCONCLUSIVE,
+    LAB_FAILED,
+    NO_EXPECTATIONS,
+    REPRODUCED,
+    UNEXPECTED,
+    RunFacts,
+    Verdict,
+    decide,
+)
+from harness.history import events as ev
+from harness.history.schema import COLUMNS, Event
+
+CHANNEL = "dbz.items"
+
+
+def history(*fields: dict[str, Any]) -> list[Event]:
+    """Events built by the typed constructors, in time order."""
+    return [Event(**({c: f.get(c) for c in COLUMNS} | {"time": i})) for i, f in enumerate(fields)]
+
+
+def verdict(events: list[Event], expectations: dict[str, str], **facts: Any) -> Verdict:
+    """The reference's counts and chances of `events` through decide()."""
+    counts = Counter(a.kind for m in CHECKERS.values() for a in m.check(events))
+    return decide(counts, chances(events), expectations, RunFacts(**facts))
+
+
+def write(key: str, value: str, version: int = 1, phase: str = "ok") -> dict[str, Any]:
+    return ev.op("c0", phase, "write", key=key, value=value, store="source", version=version)
+
+
+def test_a_forbidden_kind_with_no_chance_is_inconclusive_and_named() -> None:
+    # Writes went in, nothing downstream recorded anything: no delivery, no final state.
+    found = verdict(history(write("a", "a1"), ev.mark("quiesced")), {"lost-write": "absent"})
+    assert found.verdict == INCONCLUSIVE and found.exit_code == 3
+    assert found.reasons == [
+        "lost-write had no chance in this history: it holds no acknowledged source write, "
+        "in a history that quiesced, and a derived store with effects"
+    ]
+    # Kinds the claim does not name do not matter.
+    assert verdict(history(write("a", "a1")), {}).verdict == NO_EXPECTATIONS
+
+
+def test_a_history_without_client_operations_never_ran() -> None:
+    found = verdict(history(ev.mark("end")), {}, ran=False)
+    assert found.verdict == INCONCLUSIVE
+    assert found.reasons == ["the workload never ran: the history holds no client operation"]
+
+
+def test_a_forbidden_kind_found_fails_whatever_else_is_missing() -> None:
+    two_at_one_offset = history(
+        ev.msg("produce", channel=CHANNEL, msg_id="m1", partition=0, offset=0, process="p"),
+        ev.msg("produce", channel=CHANNEL, msg_id="m2", partition=0, offset=0, process="q"),
+    )
+    found = verdict(
+        two_at_one_offset,
+        {"inconsistent-offset": "absent", "missing": "absent"},
+        ran=False,
+        faults=["scheduled fault crash consumer at 2.0 s never started"],
+    )
+    assert found.verdict == UNEXPECTED and found.exit_code == 1
+    assert found.forbidden_found == ["inconsistent-offset"]
+
+
+def test_the_labs_own_failure_comes_before_anything_else() -> None:
+    failure = {"service": "kafka", "at": 12.5, "what": "exited with status 137"}
+    two_at_one_offset = history(
+        ev.msg("produce", channel=CHANNEL, msg_id="m1", partition=0, offset=0),
+        ev.msg("produce", channel=CHANNEL, msg_id="m2", partition=0, offset=0),
+    )
+    found = verdict(two_at_one_offset, {"inconsistent-offset": "absent"}, lab_failures=[failure])
+    assert found.verdict == LAB_FAILED and found.exit_code == 3
+    assert found.reasons == ["the lab failed: kafka at 12.5 s: exited with status 137"]
+
+
+def test_a_projection_read_without_deliveries_is_judged() -> None:
+    """An event-sourced history: events appended, the projection's final state read,
+    and no `deliver` event at all."""
+    appended = [
+        ev.msg("produce", channel="events:acct", key="acct-1", value=d, msg_id=f"e{i}", version=i)
+        for i, d in enumerate(("5", "-2", "4"), start=1)
+    ]
+    right = history(*appended, ev.state("projection:balance", "acct-1", "7"))
+    wrong = history(*appended, ev.state("projection:balance", "acct-1", "5"))
+    claim = {"projection-mismatch": "absent"}
+    assert verdict(right, claim).verdict == REPRODUCED
+    assert verdict(wrong, claim).verdict == UNEXPECTED
+    assert verdict(wrong, {"projection-mismatch": "present"}).verdict == REPRODUCED
+    assert chances(right)["projection-mismatch"] == 1
+
+
+def test_a_black_box_store_read_at_the_end_counts_as_observed() -> None:
+    """A consumer that records nothing; its store's final state was read."""
+    writes = [write("a", "a1"), write("b", "b1"), write("b", "b2", version=2)]
+    finals = [ev.state("source", k, v) for k, v in (("a", "a1"), ("b", "b2"))]
+    held = history(
+        *writes, *finals, *(ev.state("cache", k, v) for k, v in (("a", "a1"), ("b", "b2")))
+    )
+    claim = {"missing": "absent", "stale": "absent", "phantom": "absent"}
+    assert chances(held)["missing"] == 2
+    assert verdict(held, claim).verdict == REPRODUCED
+    behind = history(*writes, *finals, ev.state("cache", "a", "a1"), ev.state("cache", "b", "b1"))
+    found = verdict(behind, claim)
+    assert found.verdict == UNEXPECTED and found.forbidden_found == ["stale"]
+    # A store never read at the end gives the divergence kinds no chance.
+    assert verdict(history(*writes, *finals), claim).verdict == INCONCLUSIVE
+
+
+def test_a_scenario_may_require_a_minimum_of_chances() -> None:
+    sends = [
+        ev.msg("produce", channel=CHANNEL, msg_id=f"m{i}", partition=0, offset=i, process="p")
+        for i in range(3)
+    ]
+    events = history(*sends)
+    claim = {"nonmonotonic-send": "absent"}
+    assert verdict(events, claim, min_chances={"nonmonotonic-send": 2}).verdict == REPRODUCED
+    found = verdict(events, claim, min_chances={"nonmonotonic-send": 100})
+    assert found.verdict == INCONCLUSIVE
+    assert found.reasons == [
+        "nonmonotonic-send had 2 chance(s); the scenario requires at least 100"
+    ]
+
+
+def test_a_kind_whose_checker_failed_was_not_judged() -> None:
+    events = history(ev.msg("produce", channel=CHANNEL, msg_id="m1", partition=0, offset=0))
+    found = verdict(events, {"inconsistent-offset": "absent"}, failed_checkers=["reorder"])
+    assert found.verdict == INCONCLUSIVE
+    assert found.reasons == ["inconsistent-offset was not judged: the reorder checker failed"]
+
+
+SCHEDULE = [
+    {"kind": "crash", "target": "consumer", "at": 2.0, "duration": 1.0},
+    {"kind": "cut", "target": "consumer->redis", "at": 4.5, "duration": 1.0},
+    {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 1.0},
+]
+OPS = [{"t": t, "f": "write", "ok": 3, "fail": 0, "info": 0} for t in range(10)]
+BUSY = busy_spans(OPS, [], 1)
+
+
+def test_each_fault_that_never_took_effect_or_had_no_operation_is_named() -> None:
+    windows = [
+        {"fault_id": "f1", "kind": "crash", "target": "consumer", "start": 2.0, "stop": 3.0},
+        {
+            "fault_id": "f2",
+            "kind": "cut",
+            "target": "consumer->redis",
+            "start": 4.5,
+            "stop": 4.5,
+            "error": "not injected: no link",
+        },
+    ]
+    assert fault_lines(windows, SCHEDULE, BUSY, 10.0) == [
+        "scheduled fault cut consumer->redis at 4.5 s: not injected: no link",
+        "scheduled fault crash consumer at 7.0 s never started (the run ended before it)",
+    ]
+    idle = [r for r in OPS if not 1 <= r["t"] <= 3]
+    assert fault_lines(windows[:1], SCHEDULE[:1], busy_spans(idle, [], 1), 10.0) == [
+        "fault crash consumer from 2.0 s to 3.0 s: no operation ran while it lasted"
+    ]
+    # An operation in flight through the window ran while it lasted: one completed at
+    # 4 s after 2.5 s.
+    slow = [{"t": 4, "f": "write", "count": 1, "p50_ms": 2500.0, "max_ms": 2500.0}]
+    assert fault_lines(windows[:1], SCHEDULE[:1], busy_spans(idle, slow, 1), 10.0) == []
+    every = [
+        {
+            "fault_id": f"f{i}",
+            "kind": f["kind"],
+            "target": f["target"],
+            "start": f["at"],
+            "stop": f["at"] + 1,
+        }
+        for i, f in enumerate(SCHEDULE)
+    ]
+    assert fault_lines(every, SCHEDULE, BUSY, 10.0) == []
+
+
+def test_the_lab_failures_of_run_json_are_read(tmp_path: Path) -> None:
+    from checkers.run_facts import lab_failures
+    from harness.rundir import RunDir
+
+    run = RunDir(tmp_path)
+    assert lab_failures(run) == []
+    run.logs.mkdir()
+    failure = {"service": "postgres", "at": 3.0, "what": "killed"}
+    run.summary.write_text(json.dumps({"lab_failures": [failure]}))
+    assert lab_failures(run) == [failure]
+
+
+KINDS = sorted(BY_NAME)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    counts=st.dictionaries(st.sampled_from(KINDS), st.integers(0, 3)),
+    chances_of=st.dictionaries(st.sampled_from(KINDS), st.integers(0, 3)),
+    expectations=st.dictionaries(st.sampled_from(KINDS), st.sampled_from(["present", "absent"])),
+    failed=st.booleans(),
+)
+def test_the_verdicts_order(
+    counts: dict[str, int],
+    chances_of: dict[str, int],
+    expectations: dict[str, str],
+    failed: bool,
+) -> None:
+    """Whatever the counts and chances: the lab's failure first, then a forbidden kind
+    found, then a named kind without a chance, then the expectations."""
+    lab = [{"service": "kafka", "at": 1.0, "what": "died"}] if failed else []
+    found = decide(counts, chances_of, expectations, RunFacts(lab_failures=lab))
+    forbidden = [k for k, v in expectations.items() if v == "absent" and counts.get(k)]
+    untested = [k for k in expectations if not chances_of.get(k)]
+    if failed:
+        assert found.verdict == LAB_FAILED
+    elif forbidden:
+        assert found.verdict == UNEXPECTED and found.forbidden_found == sorted(forbidden)
+    elif untested:
+        assert found.verdict == INCONCLUSIVE
+        assert [r.split()[0] for r in found.reasons] == sorted(untested)
+    else:
+        assert found.verdict not in (INCONCLUSIVE, LAB_FAILED) and not found.reasons
