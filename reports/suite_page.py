@@ -203,7 +203,7 @@ def build_suite_context(runs: Path) -> dict[str, Any]:
         finding = bool(last and last.variant and last.verdict == NOT_REPRODUCED)
         evidence = evidence_line(last) if last else "no run of this scenario yet"
         if finding:
-            # The matrix fails a variant for a forbidden anomaly only (harness.runner.matrix).
+            # The matrix fails a variant for a forbidden anomaly only (harness.app.matrix).
             evidence += (
                 "; a finding, not a failure: the prediction is for the scenario's own "
                 "faults, and this variant ran another schedule"

@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from harness.runner.matrix import Cell, run_matrix
 from typer.testing import CliRunner
 
+from harness.app.matrix import Cell, run_matrix
 from harness.app.pipeline import register, unregister
+from harness.app.suite_index import write_matrix_outputs
 from harness.cli import app
-from harness.cli.matrix import _judge, write_outputs
+from harness.cli.matrix import _judge
 from harness.pipeline.spec import load
 from harness.services.stack import Stack
 
@@ -111,5 +112,5 @@ def test_a_pipeline_that_does_not_converge_fails_its_matrix_cell(
     assert not result.errors and outcome.result.verdict == "no expectations"
     assert "not converged: store cache" in outcome.summary()
     assert f"driftlab matrix --scenarios {path} --schedules own --seeds 1-1" in outcome.summary()
-    write_outputs(runs, result, tmp_path / "matrix.xml")
+    write_matrix_outputs(runs, result, tmp_path / "matrix.xml")
     assert "not converged" in (tmp_path / "matrix.xml").read_text()
