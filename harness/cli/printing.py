@@ -4,6 +4,7 @@ and the summary of a run."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -62,15 +63,18 @@ def lost_where_lines(lost_where: dict[str, dict[str, int]]) -> list[str]:
 
 def verdict_word(r: RunResult) -> str | None:
     """The run's verdict as a reader is told it: `held` for a reproduced run whose
-    scenario expects every kind absent (checkers.verdict.shown_verdict)."""
+    expectations (its config.json's: a pipeline file's, a matrix variant's) are all
+    absent (checkers.verdict.shown_verdict)."""
     from checkers.verdict import shown_verdict
-    from scenarios.registry import all_scenarios
+    from harness.rundir import NotAJsonObject, RunDir, strict_json_object
 
     if r.verdict is None:
         return None
-    # A matrix variant (`<scenario>+none`) keeps its scenario's expectations.
-    sc = all_scenarios().get(r.scenario.split("+", 1)[0])
-    return shown_verdict(r.verdict, sc.expectations if sc is not None else {})
+    try:
+        expectations = strict_json_object(RunDir(Path(r.run_dir)).config).get("expectations")
+    except (OSError, NotAJsonObject):
+        expectations = None
+    return shown_verdict(r.verdict, expectations if isinstance(expectations, dict) else {})
 
 
 def print_result(console: Console, r: RunResult) -> None:
