@@ -14,10 +14,10 @@ import psycopg
 import pyarrow.parquet as pq
 import pytest
 
+from harness import exitcodes
 from harness.app.pipeline import run_pipeline
 from harness.pipeline.observer import OBSERVER
 from harness.pipeline.spec import load
-from harness.runner.runner import EXIT_OK, EXIT_VERDICT
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
@@ -36,7 +36,7 @@ def test_the_connectors_copy_the_table_through_a_connect_crash(
     r = out.run
     assert r.error is None, r.error
     assert out.not_converged == []
-    assert r.exit_code == EXIT_OK and r.verdict == "reproduced", (r.verdict, r.counts)
+    assert r.exit_code == exitcodes.OK and r.verdict == "reproduced", (r.verdict, r.counts)
     assert r.fault_windows == 1 and not r.fault_errors
     events = history(r.run_dir)
     crashes = [e for e in events if e["type"] == "fault" and e.get("kind") == "crash"]
@@ -67,7 +67,10 @@ def test_a_source_skipping_updates_is_caught_with_its_keys(
 ) -> None:
     bad = run_pipeline(load(EXAMPLE / "pipeline-bug.toml"), seed=2, runs_dir=tmp_path, stack=stack)
     b = bad.run
-    assert b.exit_code == EXIT_VERDICT and b.verdict == "unexpected anomaly", (b.verdict, b.counts)
+    assert b.exit_code == exitcodes.VERDICT and b.verdict == "unexpected anomaly", (
+        b.verdict,
+        b.counts,
+    )
     assert b.counts.get("stale", 0) > 0, b.counts
     rows = pq.read_table(b.run_dir / "anomalies.parquet").to_pylist()
     stale = [row for row in rows if row["kind"] == "stale"]
