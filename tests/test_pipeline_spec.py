@@ -237,7 +237,8 @@ def test_connectors_as_configs_inline_or_in_json_files(tmp_path: Path) -> None:
     assert [c.name for c in good.connectors] == ["source", "sink"]
     assert good.connectors[0].config["database.password"] == "{postgres.password}"
     assert bug.connectors[0].config["skipped.operations"] == "t,u"
-    assert [f.target for f in good.faults.faults] == ["connect"]
+    # The worker's own links are fault targets once it runs connectors.
+    assert [f.target for f in good.faults.faults] == ["connect->postgres", "connect"]
 
 
 @pytest.mark.parametrize(
