@@ -1,7 +1,8 @@
 """Example 2 of docs/pipelines.md on the real stack: a pipeline made only of
 configuration. Debezium's PostgreSQL source and Debezium's JDBC sink, given as their
 JSON configs in the pipeline file, copy the source table into a second table through
-Kafka while the fault schedule SIGKILLs the Connect worker mid-run. The correct
+Kafka while the fault schedule cuts the Connect worker off from PostgreSQL, then
+SIGKILLs it mid-run. The correct
 configuration passes; the copy whose source connector skips updates is caught by
 `stale` rows naming the keys, and by the convergence wait."""
 
@@ -37,7 +38,7 @@ def test_the_connectors_copy_the_table_through_a_connect_crash(
     assert r.error is None, r.error
     assert out.not_converged == []
     assert r.exit_code == exitcodes.OK and r.verdict == "reproduced", (r.verdict, r.counts)
-    assert r.fault_windows == 1 and not r.fault_errors
+    assert r.fault_windows == 2 and not r.fault_errors
     events = history(r.run_dir)
     crashes = [e for e in events if e["type"] == "fault" and e.get("kind") == "crash"]
     assert {(e["target"], e["phase"]) for e in crashes} == {
@@ -80,3 +81,26 @@ def test_a_source_skipping_updates_is_caught_with_its_keys(
     # The convergence wait names the same keys of the same store.
     (div,) = bad.not_converged
     assert div.store == "mirror" and div.settled and set(div.keys) == keys
+
+
+def test_a_config_connect_refuses_is_named_and_leaves_nothing(
+    stack: Stack, spark: object, tmp_path: Path
+) -> None:
+    # The sink's insert mode misspelt: Connect's validation refuses the config; the run
+    # says so in one line (exit 2, the file is wrong) and removes the source it had
+    # already registered, with its replication slot.
+    text = (EXAMPLE / "pipeline.toml").read_text()
+    sink = json.loads((EXAMPLE / "sink.json").read_text())
+    sink["config"]["insert.mode"] = "upsertt"
+    (tmp_path / "sink.json").write_text(json.dumps(sink))
+    (tmp_path / "source.json").write_text((EXAMPLE / "source.json").read_text())
+    (tmp_path / "p.toml").write_text(text.replace('name = "pg-to-pg-jdbc"', 'name = "refused"'))
+    out = run_pipeline(load(tmp_path / "p.toml"), seed=1, runs_dir=tmp_path, stack=stack)
+    r = out.run
+    assert r.exit_code == exitcodes.BAD_INPUT, (r.exit_code, r.error)
+    assert "Connect refused its config" in str(r.error) and "insert.mode" in str(r.error)
+    assert "\n" not in str(r.error)
+    assert not [n for n in stack["connect"].rest("GET", "/connectors") if "refused" in n]
+    with psycopg.connect(stack["postgres"].conninfo(), autocommit=True) as conn:
+        slots = conn.execute("SELECT slot_name FROM pg_replication_slots").fetchall()
+    assert not [s for (s,) in slots if "refused" in s]

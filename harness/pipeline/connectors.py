@@ -20,7 +20,7 @@ from typing import Any
 from harness.pipeline import links
 from harness.pipeline.spec import ConnectorSpec, connect_template
 from harness.services.base import ServiceError
-from harness.services.connect import ConnectService
+from harness.services.connect import ConnectService, RestError
 
 log = logging.getLogger("driftlab.pipeline")
 
@@ -63,10 +63,20 @@ class Registered:
 
     def put(self, connectors: list[RunConnector]) -> None:
         """Register each in order and wait until it runs (a FAILED task raises with its
-        trace, which names the wrong setting)."""
+        trace, which names the wrong setting). A config Connect refuses is the file's
+        mistake: ValueError, one line with Connect's reason."""
         for connector in connectors:
             self.names.append(connector.name)
-            self.connect.put_connector(connector, timeout=REGISTER_TIMEOUT_S)
+            try:
+                self.connect.put_connector(connector, timeout=REGISTER_TIMEOUT_S)
+            except RestError as exc:
+                if exc.status != 400:
+                    raise
+                reason = " ".join(str(exc).split())[:400]
+                raise ValueError(
+                    f"connectors: {connector.name}: Connect refused its config ({reason}); "
+                    "fix it in the pipeline file"
+                ) from None
             log.info("connector %s running", connector.name)
 
     def remove(self) -> None:

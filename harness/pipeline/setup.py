@@ -205,7 +205,12 @@ class PipelineSetup(Setup):
             worker = tuple(svc for svc in p.reached if svc != "connect")
             values = {**run, **reach.values("connect", worker)}
             self.connectors = connectors.Registered(ctx.stack["connect"])
-            self.connectors.put(connectors.for_run(p.connectors, ns, values))
+            try:
+                self.connectors.put(connectors.for_run(p.connectors, ns, values))
+            except BaseException:
+                # The runner tears down only a prepared setup: undo the half-made one.
+                self.teardown()
+                raise
 
     def start(self) -> None:
         """Every process started and ready, then the observer."""
