@@ -83,23 +83,32 @@ def test_a_source_skipping_updates_is_caught_with_its_keys(
     assert div.store == "mirror" and div.settled and set(div.keys) == keys
 
 
-def test_a_config_connect_refuses_is_named_and_leaves_nothing(
-    stack: Stack, spark: object, tmp_path: Path
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        # Connect's own validation refuses it (tasks.max is an int).
+        (("tasks.max", "zero"), "Connect refused its config"),
+        # Valid for Connect; the JDBC sink's task fails as it reads its config.
+        (("insert.mode", "upsertt"), "its task failed as it started"),
+    ],
+)
+def test_a_config_that_cannot_run_is_named_and_leaves_nothing(
+    stack: Stack, spark: object, tmp_path: Path, setting: tuple[str, str], named: str
 ) -> None:
-    # The sink's insert mode misspelt: Connect's validation refuses the config; the run
-    # says so in one line (exit 2, the file is wrong) and removes the source it had
-    # already registered, with its replication slot.
+    # The run says so in one line (exit 2: the file is wrong) and removes the source
+    # connector it had already registered, with its replication slot.
     text = (EXAMPLE / "pipeline.toml").read_text()
     sink = json.loads((EXAMPLE / "sink.json").read_text())
-    sink["config"]["insert.mode"] = "upsertt"
+    sink["config"][setting[0]] = setting[1]
     (tmp_path / "sink.json").write_text(json.dumps(sink))
     (tmp_path / "source.json").write_text((EXAMPLE / "source.json").read_text())
     (tmp_path / "p.toml").write_text(text.replace('name = "pg-to-pg-jdbc"', 'name = "refused"'))
     out = run_pipeline(load(tmp_path / "p.toml"), seed=1, runs_dir=tmp_path, stack=stack)
     r = out.run
     assert r.exit_code == exitcodes.BAD_INPUT, (r.exit_code, r.error)
-    assert "Connect refused its config" in str(r.error) and "insert.mode" in str(r.error)
-    assert "\n" not in str(r.error)
+    assert named in str(r.error) and "_sink" in str(r.error) and "\n" not in str(r.error)
+    if setting[0] == "tasks.max":
+        assert "tasks.max" in str(r.error)
     assert not [n for n in stack["connect"].rest("GET", "/connectors") if "refused" in n]
     with psycopg.connect(stack["postgres"].conninfo(), autocommit=True) as conn:
         slots = conn.execute("SELECT slot_name FROM pg_replication_slots").fetchall()

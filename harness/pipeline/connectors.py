@@ -20,7 +20,7 @@ from typing import Any
 from harness.pipeline import links
 from harness.pipeline.spec import ConnectorSpec, connect_template
 from harness.services.base import ServiceError
-from harness.services.connect import ConnectService, RestError
+from harness.services.connect import ConnectorFailed, ConnectService, RestError
 
 log = logging.getLogger("driftlab.pipeline")
 
@@ -62,9 +62,9 @@ class Registered:
         self.names: list[str] = []
 
     def put(self, connectors: list[RunConnector]) -> None:
-        """Register each in order and wait until it runs (a FAILED task raises with its
-        trace, which names the wrong setting). A config Connect refuses is the file's
-        mistake: ValueError, one line with Connect's reason."""
+        """Register each in order and wait until it runs. A config Connect refuses, or
+        whose task fails as it starts, is the file's mistake (the worker itself runs):
+        ValueError, one line with Connect's reason; the trace is in logs/connect.log."""
         for connector in connectors:
             self.names.append(connector.name)
             try:
@@ -76,6 +76,13 @@ class Registered:
                 raise ValueError(
                     f"connectors: {connector.name}: Connect refused its config ({reason}); "
                     "fix it in the pipeline file"
+                ) from None
+            except ConnectorFailed as exc:
+                lines = str(exc).splitlines()
+                reason = lines[1].strip()[:400] if len(lines) > 1 else str(exc)[:400]
+                raise ValueError(
+                    f"connectors: {connector.name}: its task failed as it started ({reason}); "
+                    "the trace is in the run's logs/connect.log: fix the config"
                 ) from None
             log.info("connector %s running", connector.name)
 
