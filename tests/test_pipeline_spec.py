@@ -194,3 +194,73 @@ def test_external_services_by_url(tmp_path: Path) -> None:
         assert message.startswith(f"{field}:") and fix in message, message
     both = 'external = { redis = "redis://127.0.0.1:6380" }\n' + MINIMAL
     assert "is external too" in refused(tmp_path, both)
+
+
+CONNECTORS = """
+services = ["postgres", "kafka", "connect"]
+[[connectors]]
+name = "sink"
+[connectors.config]
+"connector.class" = "io.debezium.connector.jdbc.JdbcSinkConnector"
+"tasks.max" = 1
+"delete.enabled" = true
+"connection.url" = "{postgres.jdbc_url}"
+"connection.password" = "{postgres.password}"
+"collection.name.format" = "{namespace}.${topic}"
+"transforms.route.regex" = "([^.]+)\\\\.items"
+[stores.mirror]
+sql = { query = "SELECT key, value FROM {namespace}.mirror" }
+"""
+
+
+def test_connectors_as_configs_inline_or_in_json_files(tmp_path: Path) -> None:
+    from harness.pipeline.connectors import for_run
+
+    (inline,) = load(write(tmp_path, CONNECTORS)).connectors
+    assert inline.name == "sink" and inline.config["tasks.max"] == "1"
+    assert inline.config["delete.enabled"] == "true"
+    values = {
+        "namespace": "ns",
+        "postgres": type(
+            "L", (), {"jdbc_url": "jdbc:postgresql://127.0.0.1:1/db", "password": "pw"}
+        ),
+    }
+    (run,) = for_run((inline,), "ns", values)
+    config = run.config()
+    assert config["name"] == "ns_sink"
+    assert config["connection.url"] == "jdbc:postgresql://127.0.0.1:1/db"
+    # Connect's own ${...} references are kept as written; a regex's backslash too.
+    assert config["collection.name.format"] == "ns.${topic}"
+    assert config["transforms.route.regex"] == "([^.]+)\\.items"
+    good = load(EXAMPLES.parent / "pg_to_pg_jdbc" / "pipeline.toml")
+    bug = load(EXAMPLES.parent / "pg_to_pg_jdbc" / "pipeline-bug.toml")
+    assert [c.name for c in good.connectors] == ["source", "sink"]
+    assert good.connectors[0].config["database.password"] == "{postgres.password}"
+    assert bug.connectors[0].config["skipped.operations"] == "t,u"
+    # The worker's own links are fault targets once it runs connectors.
+    assert [f.target for f in good.faults.faults] == ["connect->postgres", "connect"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fix"),
+    [
+        (('"connect"]', '"redis"]'), "connectors:", 'add "connect" to services'),
+        (('name = "sink"', 'name = "sink"\nfile = "x.json"'), "connectors[0]:", "one of"),
+        (('"connector.class" = ', '"x" = '), "connectors[0].config:", "connector.class"),
+        (("{postgres.jdbc_url}", "{redis.url}"), "connectors[0].config.connection.url", "redis"),
+        (('"tasks.max" = 1', '"tasks.max" = [1]'), "connectors[0].config.tasks.max", "string"),
+    ],
+)
+def test_a_bad_connector_is_named_with_its_fix(
+    tmp_path: Path, change: tuple[str, str], field: str, fix: str
+) -> None:
+    message = refused(tmp_path, CONNECTORS.replace(*change))
+    assert message.startswith(field) and fix in message, message
+
+
+def test_a_connector_file_that_is_not_json_is_named(tmp_path: Path) -> None:
+    (tmp_path / "c.json").write_text("{not json")
+    text = CONNECTORS.split("[[connectors]]")[0] + '[[connectors]]\nfile = "c.json"\n'
+    text += CONNECTORS.split("[stores.mirror]")[1].join(["[stores.mirror]", ""])
+    message = refused(tmp_path, text)
+    assert message.startswith("connectors[0].file: 'c.json' is not JSON"), message

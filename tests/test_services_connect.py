@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from harness.services.base import Endpoint, ServiceError
-from harness.services.connect import ConnectService, RestError
+from harness.services.connect import ConnectService, RestError, is_secret
 from harness.services.debezium import DebeziumPostgres, wait_slot_streaming
 from harness.services.kafka_admin import list_topic_names
 from harness.services.postgres import PostgresService
@@ -49,6 +49,49 @@ def test_connector_config_is_validated() -> None:
         DebeziumPostgres("x", pg, "lab", ("public.orders",), slot_name="Bad-Slot")
     with pytest.raises(ServiceError, match="lacks"):
         DebeziumPostgres("x", Endpoint("127.0.0.1", 1), "lab", ("public.orders",))
+
+
+READ_BACK = """
+import java.io.FileInputStream;
+import java.util.Properties;
+public class ReadBack {
+    public static void main(String[] args) throws Exception {
+        Properties p = new Properties();
+        try (FileInputStream in = new FileInputStream(args[0])) { p.load(in); }
+        for (String k : new java.util.TreeSet<>(p.stringPropertyNames()))
+            System.out.print(k + "\\u0000" + p.getProperty(k) + "\\u0000");
+    }
+}
+"""
+
+
+def test_a_users_connector_config_reads_back_as_written(tmp_path: Any) -> None:
+    # A pipeline file's connector configs hold regexes, Connect's ${...} and any text:
+    # the .properties file a restarted worker reads must give back the same strings.
+    from harness.services.jvm import write_properties
+
+    config = {
+        "transforms.route.regex": "([^.]+)\\.([^.]+)",
+        "collection.name.format": "${topic}_copy",
+        "database.password": "${file:/x/secrets.properties:database.password}",
+        "odd key=with:separators": " leading space, # and ! and é",
+        "multi": "line\nbreak\ttab",
+    }
+    write_properties(tmp_path / "c.properties", config)
+    (tmp_path / "ReadBack.java").write_text(READ_BACK)
+    out = subprocess.run(
+        ["java", str(tmp_path / "ReadBack.java"), str(tmp_path / "c.properties")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    parts = out.split("\0")[:-1]
+    assert dict(zip(parts[::2], parts[1::2], strict=True)) == config
+    # Passwords are sealed by key, unless already a reference.
+    assert is_secret("connection.password", "pw") and is_secret("password", "pw")
+    assert not is_secret("database.password", "${file:/x:y}")
+    assert not is_secret("password.encoder", "pw")
 
 
 @dataclass

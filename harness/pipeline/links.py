@@ -29,7 +29,15 @@ def service_fields(service: str, ep: Endpoint) -> dict[str, Any]:
     if service == "postgres":
         user, password, db = x.get("user", ""), x.get("password", ""), x.get("dbname", "")
         dsn = f"postgresql://{quote(user)}:{quote(password)}@{ep.host}:{ep.port}/{quote(db)}"
-        return {**base, "dsn": dsn, "user": user, "password": password, "dbname": db}
+        jdbc_url = f"jdbc:postgresql://{ep.host}:{ep.port}/{quote(db)}"
+        return {
+            **base,
+            "dsn": dsn,
+            "jdbc_url": jdbc_url,
+            "user": user,
+            "password": password,
+            "dbname": db,
+        }
     if service == "redis":
         password = x.get("password") or ""
         auth = f"default:{quote(password)}@" if password else ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Protocol
 
+import psycopg
 import redis
 from psycopg import sql
 
@@ -51,10 +52,15 @@ class SqlReader:
         self._conn = direct_pg_connect(conninfo)
 
     def read_all(self) -> State:
-        """Run the query; rows with a NULL value are absent keys (tombstones)."""
+        """Run the query; rows with a NULL value are absent keys (tombstones). A table
+        not made yet holds nothing: a sink (Debezium's JDBC sink) creates its table
+        with the first record it writes."""
         if self._conn.closed:
             self._conn = direct_pg_connect(self.conninfo)
-        rows = self._conn.execute(self.query.encode()).fetchall()
+        try:
+            rows = self._conn.execute(self.query.encode()).fetchall()
+        except psycopg.errors.UndefinedTable:
+            return {}
         return {
             str(r[0]): (str(r[1]), _version(r[2]) if len(r) > 2 else None)
             for r in rows

@@ -1,12 +1,14 @@
 """A pipeline file as a Setup: the runner drives it like any architecture.
 
     prepare  -> the run's schema, the source table (driftlab's or the user's `create`),
-                one CommandProcess per [processes.*], its env filled from its links
+                one CommandProcess per [processes.*] (its env filled from its links),
+                each of [[connectors]] registered on the stack's Connect worker
     start    -> every process started and ready, then the observer samples the stores
     client   -> writes the source through the `app->postgres` link (ok: its version)
     quiesce  -> the convergence wait (harness.pipeline.observer)
     final    -> the source and every store read directly, as `state` events
-    teardown -> processes stopped, replication slots named after the run dropped
+    teardown -> processes stopped, connectors removed, replication slots and
+                publications named after the run dropped
 
 The user's code records nothing: what the stores hold is observed from outside.
 """
@@ -20,10 +22,11 @@ import threading
 import time
 from typing import Any, ClassVar
 
+import psycopg
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
-from harness.pipeline import links
+from harness.pipeline import connectors, links
 from harness.pipeline.http_source import HttpWriter
 from harness.pipeline.observer import Divergence, Observer
 from harness.pipeline.readers import (
@@ -140,6 +143,7 @@ class PipelineSetup(Setup):
         self.logs: dict[str, LogReader] = {}  # log stores
         self._opened: list[Reader] = []  # closed at teardown
         self._read_lock = threading.Lock()
+        self.connectors: connectors.Registered | None = None
 
     def prepare(self, ctx: SetupContext) -> None:
         """The run's schema and source, its readers and (not started) processes."""
@@ -196,6 +200,17 @@ class PipelineSetup(Setup):
                 ),
                 ready_timeout=spec.ready_timeout,
             )
+        if p.connectors:
+            # The worker's own links: a fault on connect->postgres cuts the connectors.
+            worker = tuple(svc for svc in p.reached if svc != "connect")
+            values = {**run, **reach.values("connect", worker)}
+            self.connectors = connectors.Registered(ctx.stack["connect"])
+            try:
+                self.connectors.put(connectors.for_run(p.connectors, ns, values))
+            except BaseException:
+                # The runner tears down only a prepared setup: undo the half-made one.
+                self.teardown()
+                raise
 
     def start(self) -> None:
         """Every process started and ready, then the observer."""
@@ -259,22 +274,40 @@ class PipelineSetup(Setup):
         for proc in self.procs.values():
             with contextlib.suppress(Exception):
                 proc.stop()
+        if self.connectors is not None:
+            self.connectors.remove()
         if self.ctx is not None:
             self._drop_slots(self.ctx.namespace)
         for reader in self._opened:
             with contextlib.suppress(Exception):
                 reader.close()
 
-    def _drop_slots(self, namespace: str) -> None:
+    def _drop_slots(self, namespace: str, timeout: float = 30.0) -> None:
         """A replication slot whose name holds the namespace keeps WAL on a shared
-        PostgreSQL for good: drop it once nothing uses it."""
+        PostgreSQL for good: drop it once nothing uses it (a deleted connector's task
+        lets go of its slot a moment later), and the publications named so."""
+        like = f"%{namespace}%"
+        deadline = time.monotonic() + timeout
         try:
             with direct_pg_connect(self.pg_direct) as conn:
-                conn.execute(
-                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                    "WHERE slot_name LIKE %s AND NOT active",
-                    (f"%{namespace}%",),
-                )
+                while True:
+                    try:
+                        conn.execute(
+                            "SELECT pg_drop_replication_slot(slot_name) "
+                            "FROM pg_replication_slots WHERE slot_name LIKE %s",
+                            (like,),
+                        )
+                        break
+                    except psycopg.errors.ObjectInUse:
+                        if time.monotonic() >= deadline:
+                            log.warning("a replication slot of %s is still in use", namespace)
+                            break
+                        time.sleep(0.3)
+                pubs = conn.execute(
+                    "SELECT pubname FROM pg_publication WHERE pubname LIKE %s", (like,)
+                ).fetchall()
+                for (pub,) in pubs:
+                    conn.execute(sql.SQL("DROP PUBLICATION {}").format(sql.Identifier(pub)))
         except Exception as exc:
             log.warning("dropping the replication slots of %s failed: %s", namespace, exc)
 

@@ -11,6 +11,7 @@ tables) without YAML's surprises (`no` read as false, `1.10` as a float).
     [processes.<name>]                  # the user's programs: command, env, ready
     [stores.<name>]                     # derived stores, and how driftlab reads them
     [workload]                          # keys, clients, rate, duration, mix
+    [[connectors]]                      # Kafka Connect connectors, as their JSON configs
     [[faults]]                          # the fault schedule (docs/scenarios.md)
     [expect]                            # anomaly kinds present / absent
     [converge]                          # how long to wait for the stores to settle
@@ -22,6 +23,7 @@ declared services; they are filled in at run time (harness.pipeline.links).
 
 from __future__ import annotations
 
+import json
 import re
 import string
 import tomllib
@@ -42,7 +44,7 @@ EXTERNAL_SCHEMES = {"postgres": "postgresql", "redis": "redis"}
 (its brokers advertise their own addresses, which a proxy in front cannot rewrite)."""
 
 SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
-    "postgres": ("dsn", "host", "port", "user", "password", "dbname"),
+    "postgres": ("dsn", "jdbc_url", "host", "port", "user", "password", "dbname"),
     "redis": ("url", "host", "port", "password"),
     "kafka": ("bootstrap",),
     "connect": ("url", "host", "port"),
@@ -127,6 +129,16 @@ class StoreSpec:
 
 
 @dataclass(frozen=True)
+class ConnectorSpec:
+    """A Kafka Connect connector of the pipeline: its config as Connect takes it, each
+    value a template. `name` is the pipeline's; on the worker it is registered as
+    `<namespace>_<name>`, so runs never share a connector's offsets."""
+
+    name: str
+    config: dict[str, str]
+
+
+@dataclass(frozen=True)
 class Converge:
     """After the heal: wait up to `timeout` s for every store to equal the source; a
     store unchanged for `window` s has settled (converged or not). Stores are sampled
@@ -153,6 +165,7 @@ class Pipeline:
     converge: Converge
     summary: str = ""
     external: dict[str, Endpoint] = field(default_factory=dict)  # already running
+    connectors: tuple[ConnectorSpec, ...] = ()
 
     @property
     def reached(self) -> tuple[str, ...]:
@@ -448,7 +461,9 @@ def _faults(
             fix = f"name a process or a service driftlab runs: {', '.join(processes + own)}"
         else:
             client, _, svc = spec.target.rpartition("->")
-            ok = svc in services and client in ("", "app", *processes)
+            # The Connect worker's own links (connect->postgres) when it runs connectors.
+            clients = ("", "app", *processes, *(("connect",) if "connect" in own else ()))
+            ok = svc in services and client in clients
             fix = (
                 "name a service (the workload's link) or a process's link "
                 f"such as {processes[0] if processes else 'app'}->{services[-1]}"
@@ -458,6 +473,100 @@ def _faults(
         windows.append(spec)
     recovery = _number(data, "recovery", "", 2.0)
     return Schedule(tuple(windows), recovery)
+
+
+CONNECT_REFERENCE = re.compile(r"\$\{([^{}]*)\}")
+"""Connect's own `${provider:path:key}` and the JDBC sink's `${topic}`: kept as written."""
+
+
+def connect_template(text: str) -> str:
+    """A connector config value as a driftlab template: Connect's `${...}` escaped, so
+    only driftlab's `{postgres.host}`-style placeholders are filled."""
+    return CONNECT_REFERENCE.sub(lambda m: "${{" + m.group(1) + "}}", text)
+
+
+def _config_value(value: Any, where: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return str(value)
+    raise _fail(where, f"is {value!r}", "write a string, a number or true/false")
+
+
+def _connector(
+    i: int, data: Any, folder: Path, services: tuple[str, ...], ports: tuple[str, ...]
+) -> ConnectorSpec:
+    where = f"connectors[{i}]"
+    if not isinstance(data, dict):
+        raise _fail(where, "is not a table", "write [[connectors]] with name and config or file")
+    _only(data, ("name", "config", "file"), f"{where}.")
+    if ("config" in data) == ("file" in data):
+        raise _fail(
+            where,
+            "needs one of config and file",
+            'give config = { "connector.class" = ... } or file = "connector.json"',
+        )
+    name = _str(data, "name", f"{where}.")
+    raw: Any = data.get("config")
+    if "file" in data:
+        file = _str(data, "file", f"{where}.") or ""
+        path = folder / file
+        try:
+            raw = json.loads(path.read_text())
+        except OSError as exc:
+            raise _fail(
+                f"{where}.file", f"{file!r} cannot be read ({exc.strerror})", "give a JSON file"
+            ) from None
+        except ValueError as exc:
+            raise _fail(f"{where}.file", f"{file!r} is not JSON ({exc})", "fix it there") from None
+        # Connect's POST /connectors body, {"name": ..., "config": {...}}, or the config.
+        if isinstance(raw, dict) and isinstance(raw.get("config"), dict):
+            name = name or _str(raw, "name", f"{where}.file: ")
+            raw = raw["config"]
+    if not isinstance(raw, dict) or not raw:
+        raise _fail(f"{where}.config", "is not a table of settings", "give the connector's config")
+    name = name or _str(raw, "name", f"{where}.config.")
+    if not name or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise _fail(
+            f"{where}.name", f"is {name!r}", "name the connector: letters, digits, _, . and -"
+        )
+    config: dict[str, str] = {}
+    for key, value in raw.items():
+        if key == "name":
+            continue  # the worker's name is driftlab's: <namespace>_<name>
+        text = _config_value(value, f"{where}.config.{key}")
+        check_template(connect_template(text), f"{where}.config.{key}", services, ports)
+        config[key] = text
+    if "connector.class" not in config:
+        raise _fail(
+            f"{where}.config",
+            "lacks connector.class",
+            'give "connector.class" = "io.debezium.connector.postgresql.PostgresConnector" ...',
+        )
+    return ConnectorSpec(name, config)
+
+
+def _connectors(
+    data: dict[str, Any],
+    folder: Path,
+    own: tuple[str, ...],
+    services: tuple[str, ...],
+    ports: tuple[str, ...],
+) -> tuple[ConnectorSpec, ...]:
+    """`[[connectors]]`: run on driftlab's Connect worker, which reaches every other
+    service through links of its own (`connect->postgres`)."""
+    raw = data.get("connectors", [])
+    if not isinstance(raw, list):
+        raise _fail("connectors", "is not a list", "write [[connectors]] tables")
+    if raw and "connect" not in own:
+        raise _fail("connectors", "need driftlab's Connect worker", 'add "connect" to services')
+    reached = tuple(s for s in services if s != "connect")
+    out = tuple(_connector(i, c, folder, reached, ports) for i, c in enumerate(raw))
+    names = [c.name for c in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise _fail("connectors", f"name {twice[0]!r} twice", "give each connector its own name")
+    return out
 
 
 def _expectations(data: dict[str, Any]) -> dict[str, str]:
@@ -508,6 +617,7 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
             "faults",
             "expect",
             "converge",
+            "connectors",
         ),
         "",
     )
@@ -557,6 +667,7 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
         expectations=_expectations(data),
         converge=converge,
         summary=_str(data, "summary", "", "") or "",
+        connectors=_connectors(data, path.parent, own, services, ports),
     )
 
 

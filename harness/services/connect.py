@@ -26,7 +26,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harness.services import jvm
 from harness.services.base import Endpoint, ServiceError
@@ -52,6 +52,20 @@ class ConnectSettings:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+class Connector(Protocol):
+    """What the worker registers: a name and a config (DebeziumPostgres, or a pipeline
+    file's connector given as its config)."""
+
+    @property
+    def name(self) -> str:
+        """The connector's name on the worker."""
+        ...
+
+    def config(self) -> dict[str, str]:
+        """Its configuration, secrets in clear (the worker seals them)."""
+        ...
+
+
 class ConnectService(ProcessService):
     """A standalone Connect worker: file offsets, REST on loopback, JSON without schemas."""
 
@@ -61,7 +75,7 @@ class ConnectService(ProcessService):
         self,
         spec: ServiceSpec,
         kafka_bootstrap: str | Callable[[], str],
-        connectors: Iterable[DebeziumPostgres] = (),
+        connectors: Iterable[Connector] = (),
         settings: ConnectSettings | None = None,
     ) -> None:
         super().__init__(spec)
@@ -129,12 +143,12 @@ class ConnectService(ProcessService):
     def secrets_dir(self) -> Path:
         return self.spec.data_dir / "secrets"
 
-    def sealed_config(self, connector: DebeziumPostgres) -> dict[str, str]:
+    def sealed_config(self, connector: Connector) -> dict[str, str]:
         """The connector's config with each secret replaced by a reference the worker
         resolves (FileConfigProvider), the values written to a file only the stack's
         user reads."""
         config = dict(connector.config())
-        secrets = {k: config[k] for k in SECRET_KEYS if k in config}
+        secrets = {k: v for k, v in config.items() if is_secret(k, v)}
         if not secrets:
             return config
         self.secrets_dir.mkdir(parents=True, exist_ok=True)
@@ -239,7 +253,7 @@ class ConnectService(ProcessService):
         """The connectors this worker starts with (its .properties files)."""
         return sorted(p.stem for p in self.connectors_dir.glob("*.properties"))
 
-    def put_connector(self, connector: DebeziumPostgres, timeout: float = 60.0) -> None:
+    def put_connector(self, connector: Connector, timeout: float = 60.0) -> None:
         """Register or replace a connector: applied now if the worker runs, kept for restarts.
 
         Connect validates the config first (Debezium logs in to PostgreSQL to do so); a
@@ -315,8 +329,11 @@ def connect_from_deps(spec: ServiceSpec, deps: Mapping[str, object]) -> ConnectS
     return ConnectService(spec, lambda: kafka.link(toxiproxy.client(), "connect"))
 
 
-SECRET_KEYS = ("database.password",)
-"""Connector config keys that hold a secret (sealed_config moves them to a file)."""
+def is_secret(key: str, value: str) -> bool:
+    """Whether a connector config entry holds a secret sealed_config moves to a file:
+    a `password` or `*.password` key (database.password, connection.password) whose
+    value is not already a `${provider:...}` reference."""
+    return key.rsplit(".", 1)[-1].lower() == "password" and not value.startswith("${")
 
 
 class RestError(ServiceError):

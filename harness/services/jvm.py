@@ -94,10 +94,37 @@ def write_log4j(path: Path) -> Path:
     return path
 
 
+def _escape(text: str, key: bool) -> str:
+    """`text` as java.util.Properties reads it back: backslashes, line breaks and
+    non-ASCII characters escaped (a user's connector config may hold a regex), and in
+    a key the separators `=`, `:` and spaces."""
+    out = []
+    for i, ch in enumerate(text):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch in "\n\r\t\f":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}[ch])
+        elif (key and ch in "=: ") or (ch in "#!" and i == 0) or (ch == " " and i == 0):
+            out.append("\\" + ch)
+        elif ord(ch) > 0x7E:
+            out.append("".join(f"\\u{u:04x}" for u in _utf16(ch)))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _utf16(ch: str) -> list[int]:
+    raw = ch.encode("utf-16-be")
+    return [int.from_bytes(raw[i : i + 2], "big") for i in range(0, len(raw), 2)]
+
+
 def write_properties(path: Path, props: Mapping[str, object]) -> Path:
-    """Write a Java .properties file (values are plain strings without newlines)."""
+    """Write a Java .properties file, every key and value escaped as Properties.load
+    reads it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"{key}={value}" for key, value in props.items()]
+    lines = [
+        f"{_escape(str(key), True)}={_escape(str(value), False)}" for key, value in props.items()
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
