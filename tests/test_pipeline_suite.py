@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from harness.runner.matrix import Cell, run_matrix
 from typer.testing import CliRunner
 
+from harness.app.matrix import Cell, run_matrix
 from harness.app.pipeline import register, unregister
+from harness.app.suite_index import write_matrix_outputs
 from harness.cli import app
-from harness.cli.matrix import _judge, write_outputs
 from harness.pipeline.spec import load
 from harness.services.stack import Stack
 
@@ -104,12 +104,12 @@ def test_a_pipeline_that_does_not_converge_fails_its_matrix_cell(
     sc = register(load(path))
     try:
         runs = tmp_path / "runs"
-        result = run_matrix([Cell(sc, "own", 1)], 600, runs, stack, after_run=_judge)
+        result = run_matrix([Cell(sc, "own", 1)], 600, runs, stack)
     finally:
         unregister(sc)
     (outcome,) = result.forbidden  # no expectations: the convergence alone fails it
     assert not result.errors and outcome.result.verdict == "no expectations"
     assert "not converged: store cache" in outcome.summary()
     assert f"driftlab matrix --scenarios {path} --schedules own --seeds 1-1" in outcome.summary()
-    write_outputs(runs, result, tmp_path / "matrix.xml")
+    write_matrix_outputs(runs, result, tmp_path / "matrix.xml")
     assert "not converged" in (tmp_path / "matrix.xml").read_text()

@@ -34,10 +34,10 @@ from pathlib import Path
 
 from harness import exitcodes
 from harness.app.outcome import Outcome, outcome_of
+from harness.app.pipeline import is_pipeline, judge_convergence
 from harness.app.run import check_scenario, run_scenario
 from harness.architectures.registry import SETUPS
 from harness.nemesis.schedule import FaultSpec, Schedule
-from harness.runner.runner import RunResult
 from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
 
@@ -83,6 +83,15 @@ class MatrixResult:
         """Runs with a forbidden anomaly, or failed for what they found (a pipeline's
         store that did not converge): the matrix's failures."""
         return [o for _, o in self.outcomes if o.result.verdict == UNEXPECTED or _judged(o)]
+
+    @property
+    def exit_code(self) -> int:
+        """130 interrupted, 1 a forbidden anomaly, 3 a run that could not complete, else 0."""
+        if self.interrupted:
+            return exitcodes.INTERRUPTED
+        if self.forbidden:
+            return exitcodes.VERDICT
+        return exitcodes.LAB_FAILED if self.errors else exitcodes.OK
 
     @property
     def errors(self) -> list[Outcome]:
@@ -178,13 +187,11 @@ def run_matrix(
     spark_master: str | None = None,
     on_result: Callable[[Cell, Outcome], None] | None = None,
     stop: threading.Event | None = None,
-    after_run: Callable[[RunResult, Scenario], object] | None = None,
 ) -> MatrixResult:
     """Run `cells` on `stack` until the budget would be exceeded, cutting a cell still
     running at the deadline; never raises for a failed run (it is an outcome with an
     error). `stop`, set from another thread, cuts the current run short (interrupted).
-    `after_run(result, scenario)` may judge a run further before its outcome is made
-    (a pipeline file's convergence)."""
+    A pipeline file's run is also judged on its stores' convergence."""
     result = MatrixResult()
     started = time.monotonic()
     deadline = started + budget_s
@@ -220,8 +227,8 @@ def run_matrix(
             )
         finally:
             timer.cancel()
-        if after_run is not None:
-            after_run(run, cell.scenario)
+        if is_pipeline(cell.scenario):
+            judge_convergence(run, cell.scenario)
         walls.setdefault(cell.scenario.setup, []).append(run.wall_s)
         outcome = outcome_of(run, cell.scenario, duration=cell.scenario.workload.duration)
         if cell.schedule != "own" or "pipeline_file" in cell.scenario.setup_params:
