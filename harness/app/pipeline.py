@@ -80,7 +80,7 @@ def judge_convergence(result: RunResult, scenario: Scenario) -> list[Divergence]
     if divergences and not result.interrupted:
         reason = "not converged: " + "; ".join(d.line() for d in divergences)
         result.error = reason if result.error is None else f"{result.error}; {reason}"
-        if result.exit_code == 0:
+        if result.exit_code == exitcodes.OK:
             result.exit_code = exitcodes.VERDICT
         _note(result.run_dir, divergences, result.error)
     return divergences
@@ -136,5 +136,6 @@ def _note(run_dir: Path, divergences: list[Divergence], error: str) -> None:
         for d in divergences
     ]
     data["error"] = error
-    data["exit_code"] = exitcodes.VERDICT if data.get("exit_code") == 0 else data.get("exit_code")
+    if data.get("exit_code") == exitcodes.OK:
+        data["exit_code"] = exitcodes.VERDICT
     write_json_atomically(summary, data)
