@@ -130,9 +130,7 @@ def test_own_sql_source_and_store_converge_after_a_crash(stack: Stack, tmp_path:
     assert r.error is None and r.exit_code == EXIT_OK, r.error
     assert out.not_converged == []
     assert r.fault_windows == 1 and not r.fault_errors
-    events = [
-        json.loads(line) for f in (r.run_dir / "history").glob("*.jsonl") for line in f.open()
-    ]
+    events = [json.loads(line) for f in r.run_dir.history.glob("*.jsonl") for line in f.open()]
     oks = [e for e in events if e["type"] == "op" and e["phase"] == "ok" and e["f"] == "write"]
     # The user's RETURNING rev is the version of every write.
     assert oks and all(isinstance(e.get("version"), int) for e in oks)
@@ -162,6 +160,6 @@ def test_a_store_never_seen_holding_a_key_says_to_check_its_reader(
     (div,) = out.not_converged
     assert div.never_held and div.settled and div.keys == ["k0", "k1", "k2"]
     assert "no key was ever seen in it: check how [stores.cache] reads it" in out.run.error
-    summary = json.loads((out.run.run_dir / "logs" / "run.json").read_text())
+    summary = json.loads(out.run.run_dir.summary.read_text())
     assert summary["error"] == out.run.error and summary["exit_code"] == EXIT_VERDICT
     assert summary["not_converged"][0]["never_held"] is True

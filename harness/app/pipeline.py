@@ -116,10 +116,10 @@ def run_pipeline(
         unregister(sc)
 
 
-def _note(run_dir: Path, divergences: list[Divergence], error: str) -> None:
+def _note(run_dir: RunDir, divergences: list[Divergence], error: str) -> None:
     """logs/run.json gains `not_converged` (the stores, keys and since when) and the
     run's error and exit code say so."""
-    summary = RunDir(run_dir).summary
+    summary = run_dir.summary
     try:
         data = json.loads(summary.read_text())
     except (OSError, ValueError):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from harness.app.judge import judge_run, write_report
 from harness.architectures.registry import setup_class
-from harness.rundir import RunDir
 from harness.runner.runner import RunResult, record_run
 from harness.runner.workload_driver import Tick
 from harness.services.stack_protocol import ServiceStack
@@ -54,5 +53,5 @@ def run_scenario(
         stop=stop,
     )
     if result.verdict is not None:
-        write_report(RunDir(result.run_dir))
+        write_report(result.run_dir)
     return result

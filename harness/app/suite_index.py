@@ -35,7 +35,7 @@ def write_index(
                 "scenario": sc.name,
                 "summary": sc.summary,
                 "setup": sc.setup,
-                "run_dir": str(Path(r.run_dir).relative_to(runs_dir)),
+                "run_dir": str(r.run_dir.path.relative_to(runs_dir)),
                 "seed": r.seed,
                 "expectations": sc.expectations,
                 "verdict": r.verdict,
@@ -88,7 +88,7 @@ def _write_matrix_json(runs_dir: Path, result: Any) -> None:
                 "verdict": o.result.verdict,
                 "forbidden": o.forbidden,
                 "error": o.result.error,
-                "run_dir": str(Path(o.result.run_dir).relative_to(runs_dir)),
+                "run_dir": str(o.result.run_dir.path.relative_to(runs_dir)),
                 "wall_s": round(o.result.wall_s, 1),
             }
             for cell, o in result.outcomes
@@ -98,7 +98,7 @@ def _write_matrix_json(runs_dir: Path, result: Any) -> None:
                 "scenario": cell.scenario.name,
                 "schedule": cell.schedule,
                 "seed": cell.seed,
-                "run_dir": str(Path(o.result.run_dir).relative_to(runs_dir)),
+                "run_dir": str(o.result.run_dir.path.relative_to(runs_dir)),
                 "wall_s": round(o.result.wall_s, 1),
             }
             for cell, o in result.cut
