@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from harness import exitcodes
 from harness.app.pipeline import PipelineResult, run_pipeline
 from harness.pipeline.spec import load
-from harness.runner.runner import EXIT_OK, EXIT_VERDICT
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
@@ -127,7 +127,7 @@ def run(tmp_path: Path, stack: Stack, text: str) -> PipelineResult:
 def test_own_sql_source_and_store_converge_after_a_crash(stack: Stack, tmp_path: Path) -> None:
     out = run(tmp_path, stack, OWN_SQL)
     r = out.run
-    assert r.error is None and r.exit_code == EXIT_OK, r.error
+    assert r.error is None and r.exit_code == exitcodes.OK, r.error
     assert out.not_converged == []
     assert r.fault_windows == 1 and not r.fault_errors
     events = [json.loads(line) for f in r.run_dir.history.glob("*.jsonl") for line in f.open()]
@@ -149,7 +149,7 @@ def test_a_store_that_never_settles_fails_the_run(stack: Stack, tmp_path: Path) 
     r = out.run
     (div,) = out.not_converged
     assert div.store == "cache" and "k0" in div.keys and not div.settled
-    assert r.exit_code == EXIT_VERDICT
+    assert r.exit_code == exitcodes.VERDICT
     assert "still changing when the wait ended" in r.error
 
 
@@ -161,5 +161,5 @@ def test_a_store_never_seen_holding_a_key_says_to_check_its_reader(
     assert div.never_held and div.settled and div.keys == ["k0", "k1", "k2"]
     assert "no key was ever seen in it: check how [stores.cache] reads it" in out.run.error
     summary = json.loads(out.run.run_dir.summary.read_text())
-    assert summary["error"] == out.run.error and summary["exit_code"] == EXIT_VERDICT
+    assert summary["error"] == out.run.error and summary["exit_code"] == exitcodes.VERDICT
     assert summary["not_converged"][0]["never_held"] is True

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from harness.runner.outcome import Outcome
 
+from harness import exitcodes
+from harness.app.outcome import Outcome
 from harness.app.pipeline import run_pipeline
 from harness.pipeline.observer import NOT_CONVERGED, OBSERVER
 from harness.pipeline.spec import load
 from harness.rundir import RunDir
-from harness.runner.runner import EXIT_OK, EXIT_VERDICT
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
@@ -36,7 +36,7 @@ def test_the_correct_mirror_passes(stack: Stack, spark: object, tmp_path: Path) 
     r = out.run
     assert r.error is None, r.error
     assert out.not_converged == []
-    assert r.exit_code == EXIT_OK and r.verdict == "reproduced", (r.verdict, r.counts)
+    assert r.exit_code == exitcodes.OK and r.verdict == "reproduced", (r.verdict, r.counts)
     assert r.fault_windows == 3 and not r.fault_errors
     events = history(r.run_dir)
     crashes = [e for e in events if e["type"] == "fault" and e.get("kind") == "crash"]
@@ -66,7 +66,10 @@ def test_the_planted_bug_is_caught_with_its_keys(
     outcome = run_scenario(EXAMPLE / "pipeline-bug.toml", seed=3)
     r = outcome.result
     assert not outcome.passed
-    assert r.exit_code == EXIT_VERDICT and r.verdict == "unexpected anomaly", (r.verdict, r.counts)
+    assert r.exit_code == exitcodes.VERDICT and r.verdict == "unexpected anomaly", (
+        r.verdict,
+        r.counts,
+    )
     caught = {k: n for k, n in outcome.forbidden.items() if k in ("missing", "stale")}
     assert caught, outcome.summary()
     rows = pq.read_table(r.run_dir.anomalies).to_pylist()
@@ -97,7 +100,7 @@ def test_a_web_apps_dual_write_passes_and_its_planted_bugs_are_caught(
     # application is crashed (requests refused or cut mid-answer) and cut off from Redis.
     good = run_pipeline(load(HTTP_APP / "pipeline.toml"), seed=4, runs_dir=tmp_path, stack=stack)
     r = good.run
-    assert r.error is None and r.exit_code == EXIT_OK, (r.error, r.counts)
+    assert r.error is None and r.exit_code == exitcodes.OK, (r.error, r.counts)
     phases = [
         e["phase"]
         for e in history(r.run_dir)
@@ -112,7 +115,7 @@ def test_a_web_apps_dual_write_passes_and_its_planted_bugs_are_caught(
     assert all(isinstance(e.get("version"), int) for e in oks)  # the app's answer
     bad = run_pipeline(load(HTTP_APP / "pipeline-bug.toml"), seed=4, runs_dir=tmp_path, stack=stack)
     b = bad.run
-    assert b.exit_code == EXIT_VERDICT and b.verdict == "unexpected anomaly", b.counts
+    assert b.exit_code == exitcodes.VERDICT and b.verdict == "unexpected anomaly", b.counts
     assert b.counts.get("stale", 0) + b.counts.get("missing", 0) > 0, b.counts
     rows = pq.read_table(b.run_dir.anomalies).to_pylist()
     keys = {row["key"] for row in rows if row["kind"] in ("stale", "missing")}

@@ -13,10 +13,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from harness import exitcodes
 from harness.app.pipeline import run_pipeline
 from harness.pipeline.observer import OBSERVER
 from harness.pipeline.spec import PipelineError, load
-from harness.runner.runner import EXIT_OK
 from harness.services.stack import Stack
 from harness.setups.connect import pg_conninfo
 
@@ -80,7 +80,7 @@ absent = ["missing", "stale", "phantom", "extra"]
     out = run_pipeline(pipeline, seed=5, runs_dir=tmp_path / "runs", stack=stack)
     r = out.run
     assert r.error is None, r.error
-    assert r.exit_code == EXIT_OK and not r.fault_errors
+    assert r.exit_code == exitcodes.OK and not r.fault_errors
     assert r.fault_windows == 2
     # The cut reached the user's Redis: while it lasted, the cache took no new value
     # (half a second allowed for a batch already on its way).

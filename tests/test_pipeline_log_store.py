@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from harness import exitcodes
 from harness.app.pipeline import PipelineResult, run_pipeline
 from harness.pipeline.spec import load
-from harness.runner.runner import EXIT_OK, EXIT_VERDICT
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
@@ -85,7 +85,7 @@ def run(tmp_path: Path, stack: Stack, variant: str, keep: str) -> PipelineResult
 def test_every_write_arrives_in_the_audit_log(stack: Stack, spark: object, tmp_path: Path) -> None:
     out = run(tmp_path, stack, "mover", "true")
     r = out.run
-    assert r.error is None and r.exit_code == EXIT_OK, (r.error, r.counts)
+    assert r.error is None and r.exit_code == exitcodes.OK, (r.error, r.counts)
     assert r.verdict == "reproduced" and not out.not_converged
 
 
@@ -95,7 +95,7 @@ def test_a_mover_that_drops_rows_loses_writes_by_name(
     # Planted: the mover deletes every pending row but copies only values not ending in 7.
     out = run(tmp_path, stack, "dropper", "value NOT LIKE '%7'")
     r = out.run
-    assert r.exit_code == EXIT_VERDICT and r.verdict == "unexpected anomaly", r.counts
+    assert r.exit_code == exitcodes.VERDICT and r.verdict == "unexpected anomaly", r.counts
     rows = pq.read_table(r.run_dir.anomalies).to_pylist()
     lost = [row for row in rows if row["kind"] == "lost-write"]
     assert lost and all(row["store"] == "audit" for row in lost)

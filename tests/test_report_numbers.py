@@ -20,11 +20,12 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from harness.runner.matrix import Cell, MatrixResult, with_schedule
-from harness.runner.outcome import outcome_of
 
+from harness.app.matrix import Cell, MatrixResult, with_schedule
+from harness.app.outcome import outcome_of
+from harness.app.run import run_scenario
 from harness.app.suite_index import write_matrix_outputs
-from harness.runner.runner import RunResult, run_scenario
+from harness.runner.runner import RunResult
 from reports.run_report import MAX_KEY_EVENTS
 from scenarios.registry import get_scenario
 
