@@ -1,5 +1,6 @@
 """Run a scenario: look its setup up, run it on the engine, judge it, render its
-report. The CLI's `run`, `suite` and `matrix` and the pytest plugin come through here."""
+report, judge its stores' convergence. The CLI's `run`, `suite` and `matrix` and the
+pytest plugin come through here."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import threading
 from functools import partial
 from pathlib import Path
 
+from harness.app.convergence import judge_convergence
 from harness.app.judge import judge_run, write_report
 from harness.architectures.registry import setup_class
 from harness.runner.runner import RunResult, record_run
@@ -54,4 +56,5 @@ def run_scenario(
     )
     if result.verdict is not None:
         write_report(result.run_dir)
+    judge_convergence(result, setup)
     return result

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from checkers.spark_start import warm_up
 from harness import exitcodes
-from harness.app.pipeline import is_pipeline, judge_convergence
 from harness.app.run import run_scenario
 from harness.app.suite_index import write_index
 from harness.architectures.registry import SETUPS
@@ -63,9 +62,9 @@ def run_suite(
     tick_for: TickFor | None = None,
     done: Done | None = None,
 ) -> SuiteResult:
-    """Run `chosen` in order on one stack (a pipeline file's run also judged on its
-    stores' convergence), write runs/index.json and the suite page; never raises for a
-    failed run or a stack that would not start (see `exit_code` and `error`)."""
+    """Run `chosen` in order on one stack, write runs/index.json and the suite page;
+    never raises for a failed run or a stack that would not start (see `exit_code` and
+    `error`)."""
     out = SuiteResult()
     started = time.monotonic()
     try:
@@ -107,8 +106,6 @@ def _run_all(
                 stack=stack,
                 tick=tick_for(label, sc) if tick_for else None,
             )
-            if is_pipeline(sc):
-                judge_convergence(result, sc)
             results.append(result)
             if done:
                 done(label, result)

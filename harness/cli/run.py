@@ -88,34 +88,24 @@ def run(
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
-    from harness.cli.pipeline import (
-        is_pipeline_file,
-        refuse_scenario_options,
-        run_pipeline_file,
-    )
-
-    if is_pipeline_file(scenario):
-        refuse_scenario_options(clients=clients, rate=rate, backend=backend)
-        run_pipeline_file(
-            Path(scenario),
-            seed=seed,
-            duration=duration,
-            runs_dir=runs_dir,
-            spark_master=spark_master,
-            analyze=analyze,
-            stack_dir=stack_dir,
-        )
     from checkers.spark_start import warm_up
+    from harness.app.pipeline import unregister
     from harness.app.run import check_scenario, run_scenario
+    from harness.cli.pipeline import is_pipeline_file, pipeline_scenario, refuse_scenario_options
     from harness.rundir import RunsDir
     from scenarios.registry import get_scenario
 
     err = Console(stderr=True, highlight=False)
     console = Console(highlight=False)
+    from_file = is_pipeline_file(scenario)
     try:
-        sc = get_scenario(scenario).with_overrides(
-            duration=parse_duration(duration), clients=clients, rate=rate
-        )
+        if from_file:
+            refuse_scenario_options(clients=clients, rate=rate, backend=backend)
+            sc = pipeline_scenario(Path(scenario), parse_duration(duration))
+        else:
+            sc = get_scenario(scenario).with_overrides(
+                duration=parse_duration(duration), clients=clients, rate=rate
+            )
         check_scenario(sc)
     except (KeyError, ValueError) as exc:
         raise fail(err, exitcodes.BAD_INPUT, str(exc.args[0] if exc.args else exc)) from None
@@ -123,6 +113,8 @@ def run(
     if analyze:
         check_spark_master(spark_master, err)
     with contextlib.ExitStack() as scope:
+        if from_file:
+            scope.callback(unregister, sc)
         stack = None
         if stack_dir is not None:
             stack = attach_stack(stack_dir, err)
@@ -142,4 +134,6 @@ def run(
             tick=make_tick(prog, task, sc.name, sc.workload.duration),
         )
     print_result(console, result)
+    if from_file:
+        console.print(f"  reproduce with: driftlab run {scenario} --seed {seed}")
     raise typer.Exit(result.exit_code)
