@@ -9,18 +9,15 @@ the keys and since when.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from typing import Unpack
 
-from harness.app.run import run_scenario
+from harness.app.run import RunOptions, run_scenario
 from harness.architectures.registry import SETUPS
 from harness.pipeline.observer import Divergence
 from harness.pipeline.setup import pipeline_setup
 from harness.pipeline.spec import Pipeline
 from harness.runner.runner import RunResult
-from harness.runner.workload_driver import Tick
-from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
 
 
@@ -65,30 +62,13 @@ def unregister(scenario: Scenario) -> None:
 
 
 def run_pipeline(
-    pipeline: Pipeline,
-    *,
-    seed: int,
-    runs_dir: Path,
-    stack: ServiceStack | None = None,
-    spark_master: str | None = None,
-    analyze: bool = True,
-    duration: float | None = None,
-    tick: Tick | None = None,
-    stop: threading.Event | None = None,
+    pipeline: Pipeline, *, duration: float | None = None, **options: Unpack[RunOptions]
 ) -> PipelineResult:
-    """Run `pipeline` once on the stack and judge it (never raises for a failed run)."""
+    """Run `pipeline` once (for `duration`, default its file's) and judge it, with the
+    options of harness.app.run.run_scenario; never raises for a failed run."""
     sc = register(pipeline, duration)
     try:
-        result = run_scenario(
-            sc,
-            seed=seed,
-            runs_dir=runs_dir,
-            spark_master=spark_master,
-            stack=stack,
-            analyze=analyze,
-            tick=tick,
-            stop=stop,
-        )
+        result = run_scenario(sc, **options)
         made = getattr(SETUPS.get(sc.setup), "made", [])
         return PipelineResult(result, sc, made[-1].divergences if made else [])
     finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from functools import partial
 from pathlib import Path
+from typing import Required, TypedDict
 
 from harness.app.convergence import judge_convergence
 from harness.app.judge import judge_run, write_report
@@ -23,6 +24,18 @@ def check_scenario(scenario: Scenario) -> type[Setup]:
     ValueError names what is wrong and how to fix it."""
     scenario.validate()
     return setup_class(scenario)
+
+
+class RunOptions(TypedDict, total=False):
+    """The options of `run_scenario` past the scenario, for callers that pass them on."""
+
+    seed: Required[int]
+    runs_dir: Required[Path]
+    spark_master: str | None
+    stack: ServiceStack | None
+    analyze: bool
+    tick: Tick | None
+    stop: threading.Event | None
 
 
 def run_scenario(

@@ -14,6 +14,7 @@ from harness import exitcodes
 from harness.cli.app import app
 from harness.cli.common import (
     BACKEND_OPTION,
+    SPARK_MASTER_OPTION,
     check_runs_dir,
     check_spark_master,
     enter_backend,
@@ -64,10 +65,7 @@ def matrix(
         Path | None,
         typer.Option(metavar="FILE", help="Write a JUnit XML report: one testcase per run."),
     ] = None,
-    spark_master: Annotated[
-        str | None,
-        typer.Option("--spark-master", metavar="URL", help="Spark master URL for the analysis."),
-    ] = None,
+    spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
     backend: Annotated[str, BACKEND_OPTION] = "local",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the cells that would run; run none.")

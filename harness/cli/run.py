@@ -13,6 +13,8 @@ from harness import exitcodes
 from harness.cli.app import app
 from harness.cli.common import (
     BACKEND_OPTION,
+    RUNS_DIR_OPTION,
+    SPARK_MASTER_OPTION,
     STACK_DIR_OPTION,
     attach_stack,
     check_runs_dir,
@@ -50,17 +52,8 @@ def run(
         float | None,
         typer.Option(min=0, help="Target ops/s of all clients together (0: unlimited)."),
     ] = None,
-    runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", resolve_path=True, help="Where run folders are created.")
-    ] = Path("runs"),
-    spark_master: Annotated[
-        str | None,
-        typer.Option(
-            "--spark-master",
-            metavar="URL",
-            help="Spark master URL for the analysis (default local[*]).",
-        ),
-    ] = None,
+    runs_dir: Annotated[Path, RUNS_DIR_OPTION] = Path("runs"),
+    spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
     analyze: Annotated[
         bool, typer.Option("--analyze/--no-analyze", help="Judge the history after the run.")
     ] = True,

@@ -15,6 +15,7 @@ from harness import exitcodes
 from harness.cli.app import app
 from harness.cli.common import (
     BACKEND_OPTION,
+    SPARK_MASTER_OPTION,
     check_runs_dir,
     check_spark_master,
     parse_duration,
@@ -48,10 +49,7 @@ def suite(
         Path,
         typer.Option("--runs-dir", resolve_path=True, help="Where run folders and the index go."),
     ] = Path("runs"),
-    spark_master: Annotated[
-        str | None,
-        typer.Option("--spark-master", metavar="URL", help="Spark master URL for the analysis."),
-    ] = None,
+    spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
     backend: Annotated[str, BACKEND_OPTION] = "local",
 ) -> None:
     """Run the scenario of every claim of docs/claims.md on one shared stack.
