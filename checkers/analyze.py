@@ -82,7 +82,7 @@ class CheckerRun:
 class AnalysisResult:
     """The analysis of one run: `analysis` is the content of analysis.json."""
 
-    run_dir: Path
+    run_dir: RunDir
     analysis: dict[str, Any]
 
     @property
@@ -244,7 +244,7 @@ def analyze(
             coverage,
             timings,
         )
-    return AnalysisResult(run, analysis)
+    return AnalysisResult(folder, analysis)
 
 
 def _run_dir(run_dir: RunDir | str | os.PathLike[str]) -> Path:

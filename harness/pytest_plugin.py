@@ -16,6 +16,9 @@ Fixtures:
 - `driftlab_scenario`: builds a Scenario from a user's own Setup class;
 - `scenario_result`: the Outcome of the test's `scenario` marker.
 
+An Outcome's `run_dir` is the run folder (a Path); `result.run_dir` is the same folder
+as a harness.rundir.RunDir, which names each of its files (`.analysis`, `.report`, ...).
+
 Options: --driftlab-backend local|docker, --driftlab-seed, --driftlab-duration (they
 override the marker's seed and duration), --driftlab-runs-dir (default runs/),
 --driftlab-stack-dir DIR (the running stack of `driftlab up --dir DIR`).

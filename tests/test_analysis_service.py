@@ -17,6 +17,7 @@ from cli_support import DRIFTLAB
 from rich.console import Console
 
 from checkers.analyze import analyze
+from harness.rundir import RunDir
 from harness.services.analysis import ANALYSIS, analyze_remotely
 from harness.services.base import Endpoint
 from harness.services.stack import DEFAULT_STACK_DIR, Stack, local_stack
@@ -52,7 +53,7 @@ def test_the_server_gives_what_an_analysis_in_process_gives(
     shutil.copytree(here, there)
     local = analyze(here).analysis
     remote = analyze_remotely(stack.endpoint(ANALYSIS), there, Console(quiet=True), 5)
-    assert remote.run_dir == there
+    assert remote.run_dir == RunDir(there)
     for field in ("counts", "notes", "lag", "verdict", "history"):
         assert remote.analysis[field] == local[field], field
     assert sum(local["counts"].values()) > 0

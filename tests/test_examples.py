@@ -38,7 +38,7 @@ def test_the_cache_aside_example_reproduces_its_race(stack: Stack, tmp_path: Pat
     sc = example.SCENARIO.with_overrides(duration=4)
     result = run_scenario(sc, seed=1, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
     assert result.error is None and result.quiesced
-    assert (tmp_path / "runs" / "cache-aside-race" / result.run_dir.name).is_dir()
+    assert (tmp_path / "runs" / "cache-aside-race" / result.run_dir.path.name).is_dir()
     counts = reference_counts(result.run_dir)
     verdict = judge(counts, sc.expectations)
     assert verdict.verdict == REPRODUCED, (verdict, counts, str(result.run_dir))

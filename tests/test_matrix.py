@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.app import matrix as matrix_module
-from harness.app.matrix import Cell, junit_xml, parse_seeds, plan, run_matrix, with_schedule
-from harness.app.suite_index import write_matrix_outputs
+from harness.app.matrix import Cell, parse_seeds, plan, run_matrix, with_schedule
+from harness.app.suite_index import junit_xml, write_matrix_outputs
 from harness.cli import app
 from scenarios.registry import get_scenario
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pipeline_files import pipeline_text
 
 from harness import exitcodes
 from harness.app.pipeline import PipelineResult, run_pipeline
@@ -15,107 +16,6 @@ from harness.pipeline.spec import load
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
-
-OWN_SQL = """
-name = "sync-job"
-services = ["postgres"]
-recovery = 2.0
-
-[source]
-create = \"\"\"
-CREATE TABLE {source.table} (id text PRIMARY KEY, body text, rev bigint NOT NULL);
-CREATE TABLE {namespace}.derived (id text PRIMARY KEY, body text, rev bigint)
-\"\"\"
-write = \"\"\"
-INSERT INTO {source.table} AS t (id, body, rev) VALUES ({key}, {value}, 1)
-ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, rev = t.rev + 1 RETURNING rev
-\"\"\"
-read = "SELECT id, body, rev FROM {source.table}"
-
-[processes.sync]
-command = ["bash", "-c", '''
-echo started
-while true; do
-  psql "$DSN" -X -q -c "$SYNC" || true
-  sleep 0.2
-done''']
-ready = { log = "started" }
-
-[processes.sync.env]
-DSN = "{postgres.dsn}"
-SYNC = '''
-INSERT INTO {namespace}.derived SELECT * FROM {source.table}
-ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, rev = EXCLUDED.rev'''
-
-[stores.copy]
-sql = { query = "SELECT id, body, rev FROM {namespace}.derived" }
-
-[workload]
-clients = 2
-keys = 6
-rate = 50
-duration = 5
-
-[[faults]]
-kind = "crash"
-target = "sync"
-at = 1.0
-duration = 1.0
-
-[converge]
-timeout = 15
-window = 2
-"""
-
-RESTLESS = """
-name = "restless"
-services = ["postgres", "redis"]
-
-[processes.noise]
-command = ["bash", "-c", '''
-echo started
-while true; do
-  redis-cli -u "$URL" --no-auth-warning SET "$KEY" "$RANDOM" >/dev/null
-  sleep 0.1
-done''']
-ready = { log = "started" }
-env = { URL = "{redis.url}", KEY = "{namespace}:k0" }
-
-[stores.cache]
-redis = { pattern = "{namespace}:*" }
-
-[workload]
-clients = 1
-keys = 1
-rate = 10
-duration = 2
-
-[converge]
-timeout = 3
-window = 1
-"""
-
-
-IDLE = """
-name = "idle"
-services = ["postgres", "redis"]
-
-[processes.consumer]
-command = ["sleep", "300"]
-
-[stores.cache]
-redis = { pattern = "{namespace}:cache:*" }
-
-[workload]
-clients = 1
-keys = 3
-rate = 20
-duration = 2
-
-[converge]
-timeout = 5
-window = 1
-"""
 
 
 def run(tmp_path: Path, stack: Stack, text: str) -> PipelineResult:
@@ -125,14 +25,12 @@ def run(tmp_path: Path, stack: Stack, text: str) -> PipelineResult:
 
 
 def test_own_sql_source_and_store_converge_after_a_crash(stack: Stack, tmp_path: Path) -> None:
-    out = run(tmp_path, stack, OWN_SQL)
+    out = run(tmp_path, stack, pipeline_text("own_sql"))
     r = out.run
     assert r.error is None and r.exit_code == exitcodes.OK, r.error
     assert out.not_converged == []
     assert r.fault_windows == 1 and not r.fault_errors
-    events = [
-        json.loads(line) for f in (r.run_dir / "history").glob("*.jsonl") for line in f.open()
-    ]
+    events = [json.loads(line) for f in r.run_dir.history.glob("*.jsonl") for line in f.open()]
     oks = [e for e in events if e["type"] == "op" and e["phase"] == "ok" and e["f"] == "write"]
     # The user's RETURNING rev is the version of every write.
     assert oks and all(isinstance(e.get("version"), int) for e in oks)
@@ -147,7 +45,7 @@ def test_own_sql_source_and_store_converge_after_a_crash(stack: Stack, tmp_path:
 
 
 def test_a_store_that_never_settles_fails_the_run(stack: Stack, tmp_path: Path) -> None:
-    out = run(tmp_path, stack, RESTLESS)
+    out = run(tmp_path, stack, pipeline_text("restless"))
     r = out.run
     (div,) = out.not_converged
     assert div.store == "cache" and "k0" in div.keys and not div.settled
@@ -158,10 +56,10 @@ def test_a_store_that_never_settles_fails_the_run(stack: Stack, tmp_path: Path) 
 def test_a_store_never_seen_holding_a_key_says_to_check_its_reader(
     stack: Stack, tmp_path: Path
 ) -> None:
-    out = run(tmp_path, stack, IDLE)
+    out = run(tmp_path, stack, pipeline_text("idle"))
     (div,) = out.not_converged
     assert div.never_held and div.settled and div.keys == ["k0", "k1", "k2"]
     assert "no key was ever seen in it: check how [stores.cache] reads it" in out.run.error
-    summary = json.loads((out.run.run_dir / "logs" / "run.json").read_text())
+    summary = json.loads(out.run.run_dir.summary.read_text())
     assert summary["error"] == out.run.error and summary["exit_code"] == exitcodes.VERDICT
     assert summary["not_converged"][0]["never_held"] is True

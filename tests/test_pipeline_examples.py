@@ -19,6 +19,7 @@ from harness.app.outcome import Outcome
 from harness.app.pipeline import run_pipeline
 from harness.pipeline.observer import NOT_CONVERGED, OBSERVER
 from harness.pipeline.spec import load
+from harness.rundir import RunDir
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
@@ -26,8 +27,8 @@ pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pg_to_redis"
 
 
-def history(run_dir: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for f in (run_dir / "history").glob("*.jsonl") for line in f.open()]
+def history(run_dir: RunDir) -> list[dict[str, object]]:
+    return [json.loads(line) for f in run_dir.history.glob("*.jsonl") for line in f.open()]
 
 
 def test_the_correct_mirror_passes(stack: Stack, spark: object, tmp_path: Path) -> None:
@@ -55,7 +56,7 @@ def test_the_correct_mirror_passes(stack: Stack, spark: object, tmp_path: Path) 
     }
     assert finals == source and len(source) > 20
     # The consumer was restarted by the faults: three instances wrote the log.
-    assert (r.run_dir / "logs" / "mirror.log").read_text().count("mirror ready") == 3
+    assert r.run_dir.log("mirror.log").read_text().count("mirror ready") == 3
 
 
 def test_the_planted_bug_is_caught_with_its_keys(
@@ -71,12 +72,12 @@ def test_the_planted_bug_is_caught_with_its_keys(
     )
     caught = {k: n for k, n in outcome.forbidden.items() if k in ("missing", "stale")}
     assert caught, outcome.summary()
-    rows = pq.read_table(r.run_dir / "anomalies.parquet").to_pylist()
+    rows = pq.read_table(r.run_dir.anomalies).to_pylist()
     keys = {row["key"] for row in rows if row["kind"] in caught}
     assert len(keys) == sum(caught.values()) and all(k.startswith("k") for k in keys)
     assert all(json.loads(row["evidence"]) for row in rows if row["kind"] in caught)
     # The convergence wait says the same: which store, which keys, since when.
-    summary = json.loads((r.run_dir / "logs" / "run.json").read_text())
+    summary = json.loads(r.run_dir.summary.read_text())
     (div,) = summary["not_converged"]
     assert div["store"] == "cache" and div["settled"] and set(div["keys"]) == keys
     assert div["since_s"] is not None and div["since_s"] > 0
@@ -116,7 +117,7 @@ def test_a_web_apps_dual_write_passes_and_its_planted_bugs_are_caught(
     b = bad.run
     assert b.exit_code == exitcodes.VERDICT and b.verdict == "unexpected anomaly", b.counts
     assert b.counts.get("stale", 0) + b.counts.get("missing", 0) > 0, b.counts
-    rows = pq.read_table(b.run_dir / "anomalies.parquet").to_pylist()
+    rows = pq.read_table(b.run_dir.anomalies).to_pylist()
     keys = {row["key"] for row in rows if row["kind"] in ("stale", "missing")}
     (div,) = bad.not_converged
     assert set(div.keys) == keys

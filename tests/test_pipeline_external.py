@@ -84,9 +84,7 @@ absent = ["missing", "stale", "phantom", "extra"]
     assert r.fault_windows == 2
     # The cut reached the user's Redis: while it lasted, the cache took no new value
     # (half a second allowed for a batch already on its way).
-    events = [
-        json.loads(line) for f in (r.run_dir / "history").glob("*.jsonl") for line in f.open()
-    ]
+    events = [json.loads(line) for f in r.run_dir.history.glob("*.jsonl") for line in f.open()]
     cut = {
         e["phase"]: e["time"]
         for e in events

@@ -96,7 +96,7 @@ def test_a_mover_that_drops_rows_loses_writes_by_name(
     out = run(tmp_path, stack, "dropper", "value NOT LIKE '%7'")
     r = out.run
     assert r.exit_code == exitcodes.VERDICT and r.verdict == "unexpected anomaly", r.counts
-    rows = pq.read_table(r.run_dir / "anomalies.parquet").to_pylist()
+    rows = pq.read_table(r.run_dir.anomalies).to_pylist()
     lost = [row for row in rows if row["kind"] == "lost-write"]
     assert lost and all(row["store"] == "audit" for row in lost)
     assert all("never reached audit" in row["detail"] for row in lost)

@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from pipeline_files import pipeline_text
 from typer.testing import CliRunner
 
 from harness.app.matrix import Cell, run_matrix
 from harness.app.pipeline import register, unregister
 from harness.app.suite_index import write_matrix_outputs
 from harness.cli import app
-from harness.cli.matrix import _judge
 from harness.pipeline.spec import load
 from harness.services.stack import Stack
 
@@ -48,35 +48,6 @@ def test_a_bad_pipeline_file_stops_the_suite_before_it_starts(tmp_path: Path) ->
     assert "stores: is empty" in result.output
 
 
-RESTLESS = """
-name = "restless"
-services = ["postgres", "redis"]
-
-[processes.noise]
-command = ["bash", "-c", '''
-echo started
-while true; do
-  redis-cli -u "$URL" --no-auth-warning SET "$KEY" "$RANDOM" >/dev/null
-  sleep 0.1
-done''']
-ready = { log = "started" }
-env = { URL = "{redis.url}", KEY = "{namespace}:k0" }
-
-[stores.cache]
-redis = { pattern = "{namespace}:*" }
-
-[workload]
-clients = 1
-keys = 1
-rate = 10
-duration = 2
-
-[converge]
-timeout = 3
-window = 1
-"""
-
-
 def test_matrix_cells_of_a_pipeline_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app,
@@ -101,11 +72,11 @@ def test_a_pipeline_that_does_not_converge_fails_its_matrix_cell(
 ) -> None:
     # A store that keeps changing: the checkers see it observed, the wait never ends.
     path = tmp_path / "restless.toml"
-    path.write_text(RESTLESS)
+    path.write_text(pipeline_text("restless"))
     sc = register(load(path))
     try:
         runs = tmp_path / "runs"
-        result = run_matrix([Cell(sc, "own", 1)], 600, runs, stack, after_run=_judge)
+        result = run_matrix([Cell(sc, "own", 1)], 600, runs, stack)
     finally:
         unregister(sc)
     (outcome,) = result.forbidden  # no expectations: the convergence alone fails it

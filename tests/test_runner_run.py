@@ -42,7 +42,7 @@ def test_a_run_leaves_a_complete_folder(stack: Stack, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     result = run_scenario(sc, seed=5, runs_dir=runs, stack=stack, analyze=False)
     assert result.exit_code == exitcodes.OK and result.error is None
-    run_dir = result.run_dir
+    run_dir = result.run_dir.path
     assert run_dir.parent == runs / "runner-smoke"
     assert re.fullmatch(r"\d{8}T\d{6}Z-5", run_dir.name)
     assert (runs / "latest").resolve() == run_dir.resolve()

@@ -158,10 +158,10 @@ def test_a_run_whose_consumers_never_started_is_inconclusive(
     # No consumer delivery: poll-skip, the kind the claim names, had no chance.
     assert len(result.inconclusive) == 1
     assert result.inconclusive[0].startswith("poll-skip had no chance in this history: ")
-    analysis = json.loads((result.run_dir / "analysis.json").read_text())
+    analysis = json.loads(result.run_dir.analysis.read_text())
     assert analysis["inconclusive"] == result.inconclusive
     assert analysis["coverage"]["poll-skip"] == 0
-    assert "poll-skip had no chance" in (result.run_dir / "report.html").read_text()
+    assert "poll-skip had no chance" in result.run_dir.report.read_text()
 
 
 def _keep_all(setup: type[BoundedLog], summary: str, duration: float, **fields: Any) -> Scenario:

@@ -1,17 +1,29 @@
 """The one analyse-judge-report sequence of a recorded run: the Spark analysis and its
 verdict (checkers.verdict.decide, called once inside it), the exit code, then
-report.html."""
+report.html; for a run just recorded (`judge_run`) or one analysed on request
+(`analyze_recorded`, `driftlab analyze`)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from checkers.verdict import EXIT_CODES, INCONCLUSIVE
+from checkers.verdict import EXIT_CODES, INCONCLUSIVE, UNEXPECTED
 from harness import exitcodes
 from harness.rundir import RunDir
 from harness.runner.runner import RunResult, failure
 from harness.runner.workload_driver import Tick
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from checkers.analyze import AnalysisResult
+    from harness.services.base import Endpoint
 
 log = logging.getLogger("driftlab.runner")
 
@@ -69,3 +81,98 @@ def write_report(run_dir: RunDir) -> None:
         render_run_report(run_dir)
     except Exception:
         log.exception("the HTML report of %s failed; retry with driftlab report", run_dir)
+
+
+@dataclass
+class Analysed:
+    """A recorded run analysed on request (`driftlab analyze`): the analysis, the exit
+    status it gives, and its report when one was asked for."""
+
+    result: AnalysisResult
+    exit_code: int
+    report: Path | None = None
+    report_error: str | None = None  # why the report asked for was not written
+
+
+def analyze_recorded(
+    run_dir: RunDir,
+    *,
+    spark_master: str | None = None,
+    console: Console,
+    server: Endpoint | None = None,
+    report: bool = False,
+) -> Analysed:
+    """Analyse the history in `run_dir` and judge it, on the warm analysis `server`
+    when one is given, else in this process; the checkers' progress lines go to
+    `console`. With `report`, RUN_DIR/report.html follows. Raises what the analysis
+    raised (`analysis_failure` tells it in one line); Ctrl-C stops it at once."""
+    from checkers.analyze import EXAMPLES_PER_KIND, analyze
+    from checkers.session import interruptible
+    from harness.services.analysis import analyze_remotely
+
+    with interruptible():
+        if server is not None:
+            result = analyze_remotely(server, run_dir.path, console, EXAMPLES_PER_KIND)
+        else:
+            result = analyze(run_dir, spark_master, console=console)
+    out = Analysed(result, analysis_exit_code(result.verdict))
+    if report:
+        from reports.render import ReportError
+        from reports.run_report import render_run_report
+
+        try:
+            out.report = Path(render_run_report(run_dir))
+        except ReportError as exc:
+            out.report_error = str(exc)
+    return out
+
+
+def analysis_exit_code(verdict: str) -> int:
+    """The exit status of `driftlab analyze` for `verdict`: 1 for a forbidden anomaly
+    only (a prediction not reproduced is a result of the analysis, not a failure of
+    it), 3 for an inconclusive run or a lab failure, else 0."""
+    code = EXIT_CODES.get(verdict, exitcodes.LAB_FAILED)
+    if code == exitcodes.VERDICT and verdict != UNEXPECTED:
+        return exitcodes.OK
+    return code
+
+
+def analysis_failure(exc: Exception, run_dir: RunDir) -> tuple[int, str]:
+    """The exit code and one line for an analysis that failed: 2 for a history or
+    config.json that cannot be read; else the traceback goes to RUN_DIR/logs/analyze.log
+    (when it can be written) for the detail."""
+    from checkers.analyze import AnalysisInputError
+
+    if isinstance(exc, AnalysisInputError):
+        return exitcodes.BAD_INPUT, str(exc)
+    described = exitcodes.describe(exc)
+    if described is not None:
+        return described
+    log_path = run_dir.analyze_log
+    try:
+        with log_path.open("a") as log_file:
+            log_file.write("".join(traceback.format_exception(exc)))
+        where = f"; the detail is in {log_path}"
+    except OSError:
+        where = ""
+    text = str(exc)
+    first = text.strip().splitlines()[0][:200] if text.strip() else type(exc).__name__
+    return exitcodes.LAB_FAILED, f"the analysis failed ({first}){where}"
+
+
+def warm_analysis_server() -> Endpoint | None:
+    """The analysis server of the stack `driftlab up` left running here, when it is
+    healthy and no other Spark master is asked for (DRIFTLAB_SPARK_MASTER)."""
+    if os.environ.get("DRIFTLAB_SPARK_MASTER"):
+        return None
+    from harness.runner.stack_use import running_stack
+    from harness.services.analysis import ANALYSIS
+
+    try:
+        stack = running_stack()
+    except Exception:  # a stack folder that cannot be read: analyse in process
+        return None
+    service = stack.services.get(ANALYSIS) if stack is not None else None
+    if service is None or not service.healthy():
+        return None
+    return service.endpoint()

@@ -27,24 +27,22 @@ import dataclasses
 import functools
 import threading
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from checkers.verdict import UNEXPECTED
 from harness import exitcodes
 from harness.app.outcome import Outcome, outcome_of
 from harness.app.run import check_scenario, run_scenario
 from harness.architectures.registry import SETUPS
 from harness.nemesis.schedule import FaultSpec, Schedule
-from harness.runner.runner import RunResult
 from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
 
 SCHEDULES = ("own", "none", "latency")
 FIRST_RUN_ALLOWANCE_S = 90.0  # services to start and a Spark session to warm, once
 LATENCY_STORES = ("postgres", "redis", "rabbitmq")
-UNEXPECTED = "unexpected anomaly"
 
 
 @dataclass(frozen=True)
@@ -83,6 +81,15 @@ class MatrixResult:
         """Runs with a forbidden anomaly, or failed for what they found (a pipeline's
         store that did not converge): the matrix's failures."""
         return [o for _, o in self.outcomes if o.result.verdict == UNEXPECTED or _judged(o)]
+
+    @property
+    def exit_code(self) -> int:
+        """130 interrupted, 1 a forbidden anomaly, 3 a run that could not complete, else 0."""
+        if self.interrupted:
+            return exitcodes.INTERRUPTED
+        if self.forbidden:
+            return exitcodes.VERDICT
+        return exitcodes.LAB_FAILED if self.errors else exitcodes.OK
 
     @property
     def errors(self) -> list[Outcome]:
@@ -178,13 +185,10 @@ def run_matrix(
     spark_master: str | None = None,
     on_result: Callable[[Cell, Outcome], None] | None = None,
     stop: threading.Event | None = None,
-    after_run: Callable[[RunResult, Scenario], object] | None = None,
 ) -> MatrixResult:
     """Run `cells` on `stack` until the budget would be exceeded, cutting a cell still
     running at the deadline; never raises for a failed run (it is an outcome with an
-    error). `stop`, set from another thread, cuts the current run short (interrupted).
-    `after_run(result, scenario)` may judge a run further before its outcome is made
-    (a pipeline file's convergence)."""
+    error). `stop`, set from another thread, cuts the current run short (interrupted)."""
     result = MatrixResult()
     started = time.monotonic()
     deadline = started + budget_s
@@ -220,8 +224,6 @@ def run_matrix(
             )
         finally:
             timer.cancel()
-        if after_run is not None:
-            after_run(run, cell.scenario)
         walls.setdefault(cell.scenario.setup, []).append(run.wall_s)
         outcome = outcome_of(run, cell.scenario, duration=cell.scenario.workload.duration)
         if cell.schedule != "own" or "pipeline_file" in cell.scenario.setup_params:
@@ -265,59 +267,4 @@ def _estimate(cell: Cell, walls: dict[str, list[float]]) -> float:
         cell.scenario.workload.duration
         + cell.scenario.quiesce_timeout / 2
         + (FIRST_RUN_ALLOWANCE_S)
-    )
-
-
-def junit_xml(result: MatrixResult) -> bytes:
-    """A JUnit XML report: one testcase per cell (classname the scenario, name the
-    schedule and seed); a forbidden anomaly is a <failure> whose message is the
-    outcome's headline and forbidden kinds, its text the full summary; a run that
-    could not complete is an <error>; a cell the budget left out is <skipped>."""
-    suite = ET.Element("testsuite", name="driftlab matrix")
-    failures = errors = 0
-    for cell, outcome in result.outcomes:
-        case = _case(cell, outcome.result.wall_s)
-        r = outcome.result
-        if r.verdict == UNEXPECTED:
-            failures += 1
-            kinds = ", ".join(f"{k} {n}" for k, n in sorted(outcome.forbidden.items()))
-            failure = ET.SubElement(
-                case, "failure", message=f"{outcome.headline()}: {kinds}", type=UNEXPECTED
-            )
-            failure.text = outcome.summary()
-        elif r.error or r.exit_code == exitcodes.INTERRUPTED:
-            errors += 1
-            error = ET.SubElement(case, "error", message=r.error or "interrupted", type="run error")
-            error.text = outcome.summary()
-        else:
-            out = ET.SubElement(case, "system-out")
-            out.text = outcome.summary()
-        suite.append(case)
-    for cell, outcome in result.cut:
-        case = _case(cell, outcome.result.wall_s)
-        skipped = ET.SubElement(case, "skipped", message="cut at the deadline of the budget")
-        skipped.text = f"run folder: {outcome.result.run_dir}"
-        suite.append(case)
-    for cell in result.skipped:
-        case = _case(cell, 0.0)
-        ET.SubElement(case, "skipped", message="left out: the time budget was spent")
-        suite.append(case)
-    total = len(result.outcomes) + len(result.cut) + len(result.skipped)
-    suite.set("tests", str(total))
-    suite.set("failures", str(failures))
-    suite.set("errors", str(errors))
-    suite.set("skipped", str(len(result.cut) + len(result.skipped)))
-    suite.set("time", f"{result.wall_s:.1f}")
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
-
-
-def _case(cell: Cell, seconds: float) -> ET.Element:
-    return ET.Element(
-        "testcase",
-        classname=f"driftlab.{cell.scenario.name.split('+', 1)[0]}",
-        name=f"{cell.schedule} seed {cell.seed}",
-        time=f"{seconds:.1f}",
     )

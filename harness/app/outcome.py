@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import exitcodes
-from harness.rundir import RunDir, read_json_object
+from harness.rundir import read_json_object
 from harness.runner.runner import RunResult
 from scenarios.model import Scenario
 from scenarios.registry import all_scenarios
@@ -37,9 +37,15 @@ class Outcome:
         return self.result.exit_code == exitcodes.OK
 
     @property
+    def run_dir(self) -> Path:
+        """The run folder as a plain Path (`result.run_dir` is its RunDir, which names
+        every file in it)."""
+        return self.result.run_dir.path
+
+    @property
     def report(self) -> Path | None:
         """RUN_DIR/report.html, when the runner wrote it."""
-        path = RunDir(self.result.run_dir).report
+        path = self.result.run_dir.report
         return path if path.exists() else None
 
     def reproduce(self) -> str:
@@ -76,7 +82,7 @@ class Outcome:
         lines = [self.headline()]
         if self.result.error:
             lines.append(f"  run failed: {self.result.error}")
-            lines.append(f"  log: {RunDir(self.result.run_dir).runner_log}")
+            lines.append(f"  log: {self.result.run_dir.runner_log}")
         for kind, n in sorted(self.forbidden.items()):
             lines.append(f"  forbidden anomaly {kind}: {n}{self._example(kind)}")
         for kind in self.missing:
@@ -85,7 +91,7 @@ class Outcome:
             seen = ", ".join(f"{k} {n}" for k, n in sorted(self.found.items()))
             lines.append(f"  also observed: {seen}")
         lines.append(f"  report: {self.report or '(none)'}")
-        lines.append(f"  run folder: {self.result.run_dir}")
+        lines.append(f"  run folder: {self.run_dir}")
         lines.append(f"  reproduce with: {self.reproduce()}")
         return "\n".join(lines)
 
@@ -104,7 +110,7 @@ def _first_of_claim(registry: dict[str, Scenario], claim: str) -> str | None:
 def outcome_of(result: RunResult, scenario: Scenario, duration: float | None = None) -> Outcome:
     """The outcome of a finished run, read from its analysis outputs (absent outputs
     give an outcome with the runner's error or verdict only)."""
-    run_dir = RunDir(result.run_dir)
+    run_dir = result.run_dir
     analysis = read_json_object(run_dir.analysis)
     counts = {k: int(v) for k, v in (analysis.get("counts") or result.counts).items() if v}
     forbidden = {k: counts[k] for k in analysis.get("forbidden_found", []) if k in counts}

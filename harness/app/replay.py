@@ -4,14 +4,14 @@ driver up and hand both to the replay engine (harness.replay.replay)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Unpack
 
 from harness.architectures.registry import REPLAY_DRIVERS, SIMULATED_SETUPS
 from harness.explore.schedule import Schedule
 from harness.explore.spec import SetupSpec
 from harness.replay.driver import ReplayDriver
-from harness.replay.replay import check_replayable, replay_schedule
+from harness.replay.replay import ReplayOptions, check_replayable, replay_schedule
 from harness.replay.turnstile import ReplayError
-from harness.services.stack_protocol import ServiceStack
 
 
 def replayable(schedule: Schedule) -> tuple[SetupSpec, type[ReplayDriver]]:
@@ -29,25 +29,8 @@ def replayable(schedule: Schedule) -> tuple[SetupSpec, type[ReplayDriver]]:
     return spec, REPLAY_DRIVERS[schedule.setup]
 
 
-def replay(
-    schedule: Schedule,
-    *,
-    runs_dir: Path,
-    seed: int = 0,
-    source: Path | None = None,
-    stack: ServiceStack | None = None,
-    step_timeout: float = 60.0,
-) -> Path:
+def replay(schedule: Schedule, **options: Unpack[ReplayOptions]) -> Path:
     """Run `schedule` on the real services and return its run directory (not analysed);
-    see harness.replay.replay.replay_schedule."""
+    the options are harness.replay.replay.replay_schedule's."""
     spec, driver_class = replayable(schedule)
-    return replay_schedule(
-        schedule,
-        spec,
-        driver_class,
-        runs_dir=runs_dir,
-        seed=seed,
-        source=source,
-        stack=stack,
-        step_timeout=step_timeout,
-    )
+    return replay_schedule(schedule, spec, driver_class, **options)

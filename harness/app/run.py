@@ -1,15 +1,17 @@
 """Run a scenario: look its setup up, run it on the engine, judge it, render its
-report. The CLI's `run`, `suite` and `matrix` and the pytest plugin come through here."""
+report, judge its stores' convergence. The CLI's `run`, `suite` and `matrix` and the
+pytest plugin come through here."""
 
 from __future__ import annotations
 
 import threading
 from functools import partial
 from pathlib import Path
+from typing import Required, TypedDict
 
+from harness.app.convergence import judge_convergence
 from harness.app.judge import judge_run, write_report
 from harness.architectures.registry import setup_class
-from harness.rundir import RunDir
 from harness.runner.runner import RunResult, record_run
 from harness.runner.workload_driver import Tick
 from harness.services.stack_protocol import ServiceStack
@@ -22,6 +24,18 @@ def check_scenario(scenario: Scenario) -> type[Setup]:
     ValueError names what is wrong and how to fix it."""
     scenario.validate()
     return setup_class(scenario)
+
+
+class RunOptions(TypedDict, total=False):
+    """The options of `run_scenario` past the scenario, for callers that pass them on."""
+
+    seed: Required[int]
+    runs_dir: Required[Path]
+    spark_master: str | None
+    stack: ServiceStack | None
+    analyze: bool
+    tick: Tick | None
+    stop: threading.Event | None
 
 
 def run_scenario(
@@ -54,5 +68,6 @@ def run_scenario(
         stop=stop,
     )
     if result.verdict is not None:
-        write_report(RunDir(result.run_dir))
+        write_report(result.run_dir)
+    judge_convergence(result, setup)
     return result

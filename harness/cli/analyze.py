@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import threading
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -24,10 +21,6 @@ from harness.rundir import RunDir
 
 if TYPE_CHECKING:
     from checkers.analyze import AnalysisResult
-    from harness.services.base import Endpoint
-
-
-FOREIGN = ("jepsen",)
 
 
 @app.command()
@@ -120,34 +113,42 @@ def analyze(
             "before it began); pass one such as runs/latest or runs/<scenario>/<time>-<seed>",
         )
     check_spark_master(spark_master, err)
-    from checkers.analyze import EXAMPLES_PER_KIND, AnalysisInputError
-    from checkers.analyze import analyze as run_analysis
-    from checkers.session import interruptible
-    from checkers.verdict import EXIT_CODES, INCONCLUSIVE, UNEXPECTED
-    from harness.services.analysis import analyze_remotely
+    from harness.app.judge import analysis_failure, analyze_recorded, warm_analysis_server
 
-    server = None if spark_master else _warm_server()
+    server = None if spark_master else warm_analysis_server()
     where = " [dim](on the warm Spark of `driftlab up`)[/]" if server else ""
     console.print(f"[bold]analysing[/] {run_dir}{where}")
     try:
-        with interruptible(), _shown(console, remote=server is not None):
-            if server is not None:
-                result = analyze_remotely(server, run_dir, console, EXAMPLES_PER_KIND)
-            else:
-                result = run_analysis(run_dir, spark_master, console=console)
+        with _shown(console, remote=server is not None):
+            out = analyze_recorded(
+                RunDir(run_dir),
+                spark_master=spark_master,
+                server=server,
+                console=console,
+                report=from_ is not None,
+            )
     except KeyboardInterrupt:
         console.quiet = True  # the checkers' threads report their cancelled jobs meanwhile
         raise fail(
             err, exitcodes.INTERRUPTED, f"interrupted; the history in {run_dir} is intact"
         ) from None
-    except AnalysisInputError as exc:
-        raise fail(err, exitcodes.BAD_INPUT, str(exc)) from None
     except Exception as exc:
-        code, message = _failure(exc, run_dir)
+        code, message = analysis_failure(exc, RunDir(run_dir))
         raise fail(err, code, message) from None
-    _summary(console, result)
-    if from_ is not None:
-        _report(run_dir, console, err)
+    _summary(console, out.result)
+    if out.report is not None:
+        console.print(f"report: {out.report}")
+    if out.report_error is not None:
+        err.print(f"[yellow]no report:[/] {out.report_error}")
+    _reasons(console, out.result)
+    if out.exit_code != exitcodes.OK:
+        raise typer.Exit(out.exit_code)
+
+
+def _reasons(console: Console, result: AnalysisResult) -> None:
+    """Why the run is inconclusive or the lab failed, one line each."""
+    from checkers.verdict import INCONCLUSIVE
+
     reasons = result.analysis.get("reasons") or []
     if reasons:
         what = (
@@ -158,13 +159,6 @@ def analyze(
         console.print(f"[yellow]{result.verdict}[/], {what}:")
     for line in reasons:
         console.print(f"  - {line}")
-    code = EXIT_CODES.get(result.verdict, exitcodes.LAB_FAILED)
-    # analyze exits 1 for a forbidden anomaly only: a prediction not reproduced is a
-    # result of the analysis, not a failure of it.
-    if code == exitcodes.VERDICT and result.verdict != UNEXPECTED:
-        code = exitcodes.OK
-    if code:
-        raise typer.Exit(code)
 
 
 @contextlib.contextmanager
@@ -193,77 +187,27 @@ def _shown(console: Console, *, remote: bool) -> Iterator[None]:
             follower.join()
 
 
-def _warm_server() -> Endpoint | None:
-    """The analysis server of the stack `driftlab up` left running here, when it is
-    healthy and no other Spark master is asked for (DRIFTLAB_SPARK_MASTER)."""
-    if os.environ.get("DRIFTLAB_SPARK_MASTER"):
-        return None
-    from harness.runner.stack_use import running_stack
-    from harness.services.analysis import ANALYSIS
-
-    try:
-        stack = running_stack()
-    except Exception:  # a stack folder that cannot be read: analyse in process
-        return None
-    service = stack.services.get(ANALYSIS) if stack is not None else None
-    if service is None or not service.healthy():
-        return None
-    return service.endpoint()
-
-
-def _failure(exc: Exception, run_dir: Path) -> tuple[int, str]:
-    """The exit code and one line for an analysis that failed; the traceback goes to
-    RUN_DIR/logs/analyze.log (when it can be written) for the detail."""
-    described = exitcodes.describe(exc)
-    if described is not None:
-        return described
-    log_path = RunDir(run_dir).analyze_log
-    try:
-        with log_path.open("a") as log:
-            log.write("".join(traceback.format_exception(exc)))
-        where = f"; the detail is in {log_path}"
-    except OSError:
-        where = ""
-    text = str(exc)
-    first = text.strip().splitlines()[0][:200] if text.strip() else type(exc).__name__
-    return exitcodes.LAB_FAILED, f"the analysis failed ({first}){where}"
-
-
 def _import(tool: str, source: Path, runs: Path, console: Console, err: Console) -> Path:
     """Import `source` into a new run folder under `runs` and return that folder."""
-    if tool not in FOREIGN:
-        err.print(f"[red]error:[/] --from {tool}: unknown; the tools are {', '.join(FOREIGN)}")
-        raise typer.Exit(exitcodes.BAD_INPUT)
-    if not source.is_file():
-        err.print(f"[red]error:[/] {source}: no such file; pass a Jepsen history.edn or .json")
-        raise typer.Exit(exitcodes.BAD_INPUT)
-    if source.stat().st_size == 0:
-        # Refused before a run folder exists: an empty history is no run.
-        err.print(f"[red]error:[/] {source} is empty; pass a Jepsen history.edn or .json")
-        raise typer.Exit(exitcodes.BAD_INPUT)
-    from harness.importers.jepsen import SCENARIO, JepsenImportError, import_history
+    from harness.app.foreign import check_foreign, import_foreign
 
-    run_dir = RunDir.create(runs, SCENARIO, 0)
-    bar = Progress(
-        TextColumn("importing"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    )
-    size = source.stat().st_size
     try:
+        check_foreign(tool, source)
+        bar = Progress(
+            TextColumn("importing"),
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
+        size = source.stat().st_size
         with bar:
-            summary = import_history(
-                source, run_dir.path, wrap=lambda raw: bar.wrap_file(raw, total=size)
+            run_dir, summary = import_foreign(
+                tool, source, runs, wrap=lambda raw: bar.wrap_file(raw, total=size)
             )
-    except JepsenImportError as e:
-        # Half a history is no run: nothing may analyse it later as if it were one.
-        shutil.rmtree(run_dir.path, ignore_errors=True)
-        run_dir.runs.drop_dangling_latest()
-        err.print(f"[red]error:[/] {e}")
-        raise typer.Exit(exitcodes.BAD_INPUT) from None
+    except exitcodes.BadInput as exc:
+        raise fail(err, exitcodes.BAD_INPUT, str(exc)) from None
     console.print(
         f"imported {summary.ops:,} Jepsen ops ({summary.keys:,} keys, {summary.sends:,} "
         f"sends acknowledged, {summary.polled:,} messages polled) as {summary.events:,} "
@@ -272,17 +216,6 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
     for line in summary.warnings:
         err.print(f"[yellow]warning:[/] {line}")
     return run_dir.path
-
-
-def _report(run_dir: Path, console: Console, err: Console) -> None:
-    """Render the run report of an imported history (its only way to one)."""
-    from reports.render import ReportError
-    from reports.run_report import render_run_report
-
-    try:
-        console.print(f"report: {render_run_report(run_dir)}")
-    except ReportError as e:
-        err.print(f"[yellow]no report:[/] {e}")
 
 
 def _summary(console: Console, result: AnalysisResult) -> None:

@@ -46,6 +46,15 @@ BACKEND_OPTION = typer.Option(
     "in containers of driftlab's images; build them with scripts/docker-images).",
 )
 
+SPARK_MASTER_OPTION = typer.Option(
+    "--spark-master",
+    metavar="URL",
+    help="Spark master URL for the analysis (default: $DRIFTLAB_SPARK_MASTER or local[*]).",
+)
+RUNS_DIR_OPTION = typer.Option(
+    "--runs-dir", resolve_path=True, help="Where run folders are written."
+)
+
 
 def fail(err: Console, code: int, message: str) -> typer.Exit:
     """Print `error: message` (one line: the problem and its fix) and return the Exit

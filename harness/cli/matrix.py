@@ -14,6 +14,7 @@ from harness import exitcodes
 from harness.cli.app import app
 from harness.cli.common import (
     BACKEND_OPTION,
+    SPARK_MASTER_OPTION,
     check_runs_dir,
     check_spark_master,
     enter_backend,
@@ -64,10 +65,7 @@ def matrix(
         Path | None,
         typer.Option(metavar="FILE", help="Write a JUnit XML report: one testcase per run."),
     ] = None,
-    spark_master: Annotated[
-        str | None,
-        typer.Option("--spark-master", metavar="URL", help="Spark master URL for the analysis."),
-    ] = None,
+    spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
     backend: Annotated[str, BACKEND_OPTION] = "local",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the cells that would run; run none.")
@@ -153,9 +151,7 @@ def _run(
         stack = running_stack() if backend == "local" else None
         if stack is None:
             stack = enter_backend(scope, backend, err)
-        result = run_matrix(
-            cells, budget_s, runs_dir, stack, spark_master, on_result=show, after_run=_judge
-        )
+        result = run_matrix(cells, budget_s, runs_dir, stack, spark_master, on_result=show)
     index = write_matrix_outputs(runs_dir, result, junit)
     if junit is not None:
         console.print(f"JUnit: {junit}")
@@ -172,16 +168,4 @@ def _run(
         f"{len(result.forbidden)} with forbidden anomalies, "
         f"{len(result.errors)} failed runs; index: {index}"
     )
-    if result.interrupted:
-        return exitcodes.INTERRUPTED
-    if result.forbidden:
-        return exitcodes.VERDICT
-    return exitcodes.LAB_FAILED if result.errors else exitcodes.OK
-
-
-def _judge(result: Any, scenario: Any) -> None:
-    """A pipeline file's run also fails when a store did not converge."""
-    from harness.app.pipeline import is_pipeline, judge_convergence
-
-    if is_pipeline(scenario):
-        judge_convergence(result, scenario)
+    return result.exit_code

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -12,9 +11,11 @@ from rich.markup import escape
 
 from harness import exitcodes
 from harness.cli.app import app
-from harness.cli.common import attach_stack, check_spark_master, fail, parse_duration
-from harness.cli.printing import make_tick, print_result, progress
+from harness.cli.common import fail
 from harness.pipeline.shapes import SHAPES, starting_file
+
+if TYPE_CHECKING:
+    from scenarios.model import Scenario
 
 
 def is_pipeline_file(argument: str) -> bool:
@@ -40,51 +41,13 @@ def refuse_scenario_options(*, clients: int | None, rate: float | None, backend:
         )
 
 
-def run_pipeline_file(
-    path: Path,
-    *,
-    seed: int,
-    duration: str | None,
-    runs_dir: Path,
-    spark_master: str | None,
-    analyze: bool,
-    stack_dir: Path | None,
-) -> None:
-    """Run a pipeline file once and exit with its verdict's status (as `driftlab run`)."""
-    from checkers.spark_start import warm_up
-    from harness.app.pipeline import run_pipeline
-    from harness.pipeline.spec import PipelineError, load
-    from harness.rundir import RunsDir
+def pipeline_scenario(path: Path, duration: float | None) -> Scenario:
+    """The scenario of the pipeline file at `path`, its setup registered for the run
+    (harness.app.pipeline.unregister when done); PipelineError names what is wrong."""
+    from harness.app.pipeline import register
+    from harness.pipeline.spec import load
 
-    err = Console(stderr=True, highlight=False)
-    console = Console(highlight=False)
-    try:
-        pipeline = load(path)
-        seconds = parse_duration(duration)
-    except (PipelineError, typer.BadParameter) as exc:
-        raise fail(err, exitcodes.BAD_INPUT, str(exc)) from None
-    if analyze:
-        check_spark_master(spark_master, err)
-    with contextlib.ExitStack() as scope:
-        stack = attach_stack(stack_dir, err) if stack_dir is not None else None
-        prog = scope.enter_context(progress())
-        task = prog.add_task(pipeline.name, total=None)
-        if analyze:
-            warm_up(spark_master, RunsDir(runs_dir).spark_log)
-        out = run_pipeline(
-            pipeline,
-            seed=seed,
-            runs_dir=runs_dir,
-            stack=stack,
-            spark_master=spark_master,
-            analyze=analyze,
-            duration=seconds,
-            tick=make_tick(prog, task, pipeline.name, seconds or pipeline.workload.duration),
-        )
-    result = out.run
-    print_result(console, result)
-    console.print(f"  reproduce with: driftlab run {path} --seed {seed}")
-    raise typer.Exit(result.exit_code)
+    return register(load(path), duration)
 
 
 @app.command()

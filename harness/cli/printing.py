@@ -98,7 +98,7 @@ def print_result(console: Console, r: RunResult) -> None:
         for why in r.reasons:
             console.print(f"    - {why}")
     elif r.error:
-        console.print(f"  [red]error:[/] {r.error} (see {r.run_dir}/logs/runner.log)")
+        console.print(f"  [red]error:[/] {r.error} (see {r.run_dir.runner_log})")
     if r.analysis_interrupted:
         console.print(
             "  [yellow]interrupted[/] during the analysis; the history is complete: "

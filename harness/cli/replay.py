@@ -12,7 +12,12 @@ from rich.console import Console
 from harness import exitcodes
 from harness.app.replay import replay, replayable
 from harness.cli.app import app
-from harness.cli.common import check_spark_master, seed_in_range
+from harness.cli.common import (
+    RUNS_DIR_OPTION,
+    SPARK_MASTER_OPTION,
+    check_spark_master,
+    seed_in_range,
+)
 from harness.explore.schedule import Schedule, ScheduleError, describe
 from harness.history.errors import HistoryError
 from harness.replay.replay import compare
@@ -37,9 +42,7 @@ def replay_cmd(
     schedule_path: Annotated[
         Path, typer.Argument(metavar="SCHEDULE", help="A schedule file of `driftlab explore`.")
     ],
-    runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", resolve_path=True, help="Where run folders are written.")
-    ] = Path("runs"),
+    runs_dir: Annotated[Path, RUNS_DIR_OPTION] = Path("runs"),
     seed: Annotated[
         int | None,
         typer.Option(
@@ -48,9 +51,7 @@ def replay_cmd(
             callback=seed_in_range,
         ),
     ] = None,
-    spark_master: Annotated[
-        str | None, typer.Option("--spark-master", help="Spark master URL (default local).")
-    ] = None,
+    spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
 ) -> None:
     """Replay SCHEDULE on the real stack and compare its anomalies with the simulation's."""
     console = Console()

@@ -13,6 +13,8 @@ from harness import exitcodes
 from harness.cli.app import app
 from harness.cli.common import (
     BACKEND_OPTION,
+    RUNS_DIR_OPTION,
+    SPARK_MASTER_OPTION,
     STACK_DIR_OPTION,
     attach_stack,
     check_runs_dir,
@@ -50,17 +52,8 @@ def run(
         float | None,
         typer.Option(min=0, help="Target ops/s of all clients together (0: unlimited)."),
     ] = None,
-    runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", resolve_path=True, help="Where run folders are created.")
-    ] = Path("runs"),
-    spark_master: Annotated[
-        str | None,
-        typer.Option(
-            "--spark-master",
-            metavar="URL",
-            help="Spark master URL for the analysis (default local[*]).",
-        ),
-    ] = None,
+    runs_dir: Annotated[Path, RUNS_DIR_OPTION] = Path("runs"),
+    spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
     analyze: Annotated[
         bool, typer.Option("--analyze/--no-analyze", help="Judge the history after the run.")
     ] = True,
@@ -88,34 +81,24 @@ def run(
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
-    from harness.cli.pipeline import (
-        is_pipeline_file,
-        refuse_scenario_options,
-        run_pipeline_file,
-    )
-
-    if is_pipeline_file(scenario):
-        refuse_scenario_options(clients=clients, rate=rate, backend=backend)
-        run_pipeline_file(
-            Path(scenario),
-            seed=seed,
-            duration=duration,
-            runs_dir=runs_dir,
-            spark_master=spark_master,
-            analyze=analyze,
-            stack_dir=stack_dir,
-        )
     from checkers.spark_start import warm_up
+    from harness.app.pipeline import unregister
     from harness.app.run import check_scenario, run_scenario
+    from harness.cli.pipeline import is_pipeline_file, pipeline_scenario, refuse_scenario_options
     from harness.rundir import RunsDir
     from scenarios.registry import get_scenario
 
     err = Console(stderr=True, highlight=False)
     console = Console(highlight=False)
+    from_file = is_pipeline_file(scenario)
     try:
-        sc = get_scenario(scenario).with_overrides(
-            duration=parse_duration(duration), clients=clients, rate=rate
-        )
+        if from_file:
+            refuse_scenario_options(clients=clients, rate=rate, backend=backend)
+            sc = pipeline_scenario(Path(scenario), parse_duration(duration))
+        else:
+            sc = get_scenario(scenario).with_overrides(
+                duration=parse_duration(duration), clients=clients, rate=rate
+            )
         check_scenario(sc)
     except (KeyError, ValueError) as exc:
         raise fail(err, exitcodes.BAD_INPUT, str(exc.args[0] if exc.args else exc)) from None
@@ -123,6 +106,8 @@ def run(
     if analyze:
         check_spark_master(spark_master, err)
     with contextlib.ExitStack() as scope:
+        if from_file:
+            scope.callback(unregister, sc)
         stack = None
         if stack_dir is not None:
             stack = attach_stack(stack_dir, err)
@@ -142,4 +127,6 @@ def run(
             tick=make_tick(prog, task, sc.name, sc.workload.duration),
         )
     print_result(console, result)
+    if from_file:
+        console.print(f"  reproduce with: driftlab run {scenario} --seed {seed}")
     raise typer.Exit(result.exit_code)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,16 +15,17 @@ from harness import exitcodes
 from harness.cli.app import app
 from harness.cli.common import (
     BACKEND_OPTION,
+    SPARK_MASTER_OPTION,
     check_runs_dir,
     check_spark_master,
     parse_duration,
     seed_in_range,
 )
 from harness.cli.printing import make_tick, print_result, progress, verdict_word
-from harness.rundir import RunsDir
 
 if TYPE_CHECKING:
     from harness.runner.runner import RunResult
+    from harness.runner.workload_driver import Tick
 
 
 @app.command()
@@ -49,10 +49,7 @@ def suite(
         Path,
         typer.Option("--runs-dir", resolve_path=True, help="Where run folders and the index go."),
     ] = Path("runs"),
-    spark_master: Annotated[
-        str | None,
-        typer.Option("--spark-master", metavar="URL", help="Spark master URL for the analysis."),
-    ] = None,
+    spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
     backend: Annotated[str, BACKEND_OPTION] = "local",
 ) -> None:
     """Run the scenario of every claim of docs/claims.md on one shared stack.
@@ -97,89 +94,51 @@ def suite(
         raise typer.Exit(exitcodes.BAD_INPUT)
     check_runs_dir(runs_dir, err)
     check_spark_master(spark_master, err)
-    raise typer.Exit(run_suite(console, chosen, seed, runs_dir, spark_master, backend))
+    raise typer.Exit(_run(console, chosen, seed, runs_dir, spark_master, backend))
 
 
-def run_suite(
+def _run(
     console: Console,
     chosen: list[Any],
     seed: int,
     runs_dir: Path,
     spark_master: str | None,
-    backend: str = "local",
+    backend: str,
 ) -> int:
-    """Run `chosen` scenarios on one stack; write the index; return the exit status."""
-    from harness.app.suite_index import write_index
-    from harness.architectures.registry import SETUPS
-    from harness.services.base import ServiceError
-
-    services = sorted({s for sc in chosen for s in SETUPS[sc.setup].services})
-    results: list[RunResult] = []
-    started = time.monotonic()
-    try:
-        _run_all(chosen, seed, runs_dir, spark_master, services, results, backend)
-    except ServiceError as exc:
-        # The stack could not start (a port taken, no Docker engine): nothing ran.
-        console.print(f"[red]error:[/] {escape(str(exc))}")
-        return exitcodes.LAB_FAILED
-    except KeyboardInterrupt:
-        # Between runs (starting or stopping the stack): the stack is already down.
-        console.print("[yellow]interrupted[/]")
-        return exitcodes.INTERRUPTED
-    wall = time.monotonic() - started
-    index = write_index(runs_dir, chosen, results, wall)
-    _table(console, chosen, results, wall)
-    console.print(f"index: {index}")
-    if any(r.exit_code == exitcodes.INTERRUPTED for r in results):
-        for r in results[-1:]:
-            print_result(console, r)
-        return exitcodes.INTERRUPTED
-    codes = {r.exit_code for r in results}
-    # A wrong verdict outranks a failed run: 1 must mean the verdict, 3 the lab alone.
-    for code in (exitcodes.VERDICT, exitcodes.LAB_FAILED, exitcodes.BAD_INPUT):
-        if code in codes:
-            return code
-    return exitcodes.OK
-
-
-def _run_all(
-    chosen: list[Any],
-    seed: int,
-    runs_dir: Path,
-    spark_master: str | None,
-    services: list[str],
-    results: list[RunResult],
-    backend: str = "local",
-) -> None:
-    """Run the scenarios in order on one stack, appending to `results`."""
-    from checkers.spark_start import warm_up
-    from harness.app.pipeline import is_pipeline, judge_convergence
-    from harness.app.run import run_scenario
-    from harness.runner.stack_use import acquire_stack
+    """Run the suite with its progress line and per-run lines; print its table."""
+    from harness.app.suite import run_suite, services_of
 
     with progress() as prog:
-        task = prog.add_task(f"starting {', '.join(services)}", total=None)
-        warm_up(spark_master, RunsDir(runs_dir).spark_log)
-        with acquire_stack(services, backend=backend) as stack:
-            for i, sc in enumerate(chosen, 1):
-                label = f"[{i}/{len(chosen)}] {sc.claim or ''} {sc.name}"
-                result = run_scenario(
-                    sc,
-                    seed=seed,
-                    runs_dir=runs_dir,
-                    spark_master=spark_master,
-                    stack=stack,
-                    tick=make_tick(prog, task, label, sc.workload.duration),
-                )
-                if is_pipeline(sc):
-                    judge_convergence(result, sc)
-                results.append(result)
-                prog.console.print(
-                    f"{label}: [bold]{verdict_word(result) or result.error or 'not judged'}[/] "
-                    f"({result.wall_s:.0f} s)"
-                )
-                if result.exit_code == exitcodes.INTERRUPTED:
-                    break
+        task = prog.add_task(f"starting {', '.join(services_of(chosen))}", total=None)
+
+        def tick_for(label: str, sc: Any) -> Tick:
+            return make_tick(prog, task, label, sc.workload.duration)
+
+        def done(label: str, result: RunResult) -> None:
+            word = verdict_word(result) or result.error or "not judged"
+            prog.console.print(f"{label}: [bold]{word}[/] ({result.wall_s:.0f} s)")
+
+        out = run_suite(
+            chosen,
+            seed=seed,
+            runs_dir=runs_dir,
+            spark_master=spark_master,
+            backend=backend,
+            tick_for=tick_for,
+            done=done,
+        )
+    if out.error is not None:
+        console.print(f"[red]error:[/] {escape(out.error)}")
+        return out.exit_code
+    if out.index is None:
+        console.print("[yellow]interrupted[/]")
+        return out.exit_code
+    _table(console, chosen, out.results, out.wall_s)
+    console.print(f"index: {out.index}")
+    if out.interrupted:
+        for r in out.results[-1:]:
+            print_result(console, r)
+    return out.exit_code
 
 
 def _list(console: Console, registry: dict[str, Any]) -> None:
@@ -223,6 +182,6 @@ def _table(console: Console, chosen: list[Any], results: list[RunResult], wall: 
     for r in results:
         sc = next(s for s in chosen if s.name == r.scenario)
         verdict = verdict_word(r) or r.error or "not judged"
-        style = "green" if r.exit_code == 0 else "red"
+        style = "green" if r.exit_code == exitcodes.OK else "red"
         table.add_row(sc.claim or "-", sc.name, f"{r.stats.rate:.0f}", verdict, style=style)
     console.print(table)

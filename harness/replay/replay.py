@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from harness.explore.schedule import Action, Schedule, describe
 from harness.explore.spec import SetupSpec
@@ -77,6 +77,17 @@ def check_replayable(schedule: Schedule, spec: SetupSpec) -> None:
                 f"step {i} ({describe(step)}) is no move of {schedule.setup}, whose steps are: "
                 f"{allowed}; fix the step or replay the schedule `driftlab explore` saved"
             )
+
+
+class ReplayOptions(TypedDict, total=False):
+    """The options of `replay_schedule` past the schedule and what replays it, for
+    callers that pass them on."""
+
+    runs_dir: Required[Path]
+    seed: int
+    source: Path | None
+    stack: ServiceStack | None
+    step_timeout: float
 
 
 def replay_schedule(

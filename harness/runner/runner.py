@@ -44,7 +44,7 @@ log = logging.getLogger("driftlab.runner")
 class RunResult:
     """What a run produced: where, what verdict, and its figures."""
 
-    run_dir: Path
+    run_dir: RunDir
     scenario: str
     seed: int
     verdict: str | None = None
@@ -131,7 +131,7 @@ def record_run(
         },
         quiesce_timeout=scenario.quiesce_timeout,
     )
-    result = RunResult(run_dir.path, scenario.name, seed)
+    result = RunResult(run_dir, scenario.name, seed)
     signals = _Signals()
     if stop is not None:
         signals.stop = stop

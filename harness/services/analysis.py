@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from harness.rundir import RunDir
 from harness.services.base import Endpoint
 from harness.services.ports import LOOPBACK
 from harness.services.supervised import ProcessService, write_private
@@ -74,6 +75,6 @@ def analyze_remotely(endpoint: Endpoint, run_dir: Path, console: Console, per_ki
             if what == "line":
                 console.print(escape(payload), end="")
             elif what == "done":
-                return AnalysisResult(Path(payload["run"]["run_dir"]), payload)
+                return AnalysisResult(RunDir(payload["run"]["run_dir"]), payload)
             else:
                 raise payload

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness import exitcodes
 from harness.rundir import RunDir
 from harness.services.base import Endpoint
 from harness.services.command import CommandProcess
@@ -93,7 +94,7 @@ def worker_config(
             f"starts ({starter}), not a command",
             file=sys.stderr,
         )
-        raise SystemExit(2)
+        raise SystemExit(exitcodes.BAD_INPUT)
     return json.loads(raw)
 
 

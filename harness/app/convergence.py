@@ -1,0 +1,52 @@
+"""A pipeline's stores that did not converge after the heal: such a run fails with that
+reason (exit 1), whatever the anomaly counts say, and logs/run.json names the stores,
+the keys and since when. Every run of a scenario is judged so (harness.app.run); a
+setup that observes no store has nothing to say."""
+
+from __future__ import annotations
+
+import json
+
+from harness import exitcodes
+from harness.pipeline.observer import Divergence
+from harness.rundir import RunDir, write_json_atomically
+from harness.runner.runner import RunResult
+from harness.setups.base import Setup
+
+
+def judge_convergence(result: RunResult, setup: Setup) -> list[Divergence]:
+    """The stores `setup` observed that did not converge; a run with any fails (exit 1)
+    with the reason, and logs/run.json says which."""
+    divergences: list[Divergence] = list(getattr(setup, "divergences", []))
+    if divergences and not result.interrupted:
+        reason = "not converged: " + "; ".join(d.line() for d in divergences)
+        result.error = reason if result.error is None else f"{result.error}; {reason}"
+        if result.exit_code == exitcodes.OK:
+            result.exit_code = exitcodes.VERDICT
+        _note(result.run_dir, divergences, result.error)
+    return divergences
+
+
+def _note(run_dir: RunDir, divergences: list[Divergence], error: str) -> None:
+    """logs/run.json gains `not_converged` (the stores, keys and since when) and the
+    run's error and exit code say so."""
+    summary = run_dir.summary
+    try:
+        data = json.loads(summary.read_text())
+    except (OSError, ValueError):
+        return
+    data["not_converged"] = [
+        {
+            "store": d.store,
+            "keys": d.keys[:100],
+            "count": len(d.keys),
+            "settled": d.settled,
+            "since_s": d.since_s,
+            "never_held": d.never_held,
+        }
+        for d in divergences
+    ]
+    data["error"] = error
+    if data.get("exit_code") == exitcodes.OK:
+        data["exit_code"] = exitcodes.VERDICT
+    write_json_atomically(summary, data)

@@ -1,0 +1,124 @@
+"""The claims suite: chosen scenarios in order on one shared stack, then the index.
+
+The caller sees the suite's progress through two callbacks (a runner tick per
+scenario, a word when each is done) and prints what it likes: the application never
+prints.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from checkers.spark_start import warm_up
+from harness import exitcodes
+from harness.app.run import run_scenario
+from harness.app.suite_index import write_index
+from harness.architectures.registry import SETUPS
+from harness.rundir import RunsDir
+from harness.runner.runner import RunResult
+from harness.runner.stack_use import acquire_stack
+from harness.runner.workload_driver import Tick
+from harness.services.base import ServiceError
+from scenarios.model import Scenario
+
+TickFor = Callable[[str, Scenario], Tick]
+"""The runner tick of one scenario, given its label (`[i/n] claim name`)."""
+Done = Callable[[str, RunResult], None]
+"""Told each run as it ends, with its label."""
+
+
+@dataclass
+class SuiteResult:
+    """What the suite ran, its wall time, its index page and its exit status; `error`
+    says why nothing ran when the stack could not start."""
+
+    results: list[RunResult] = field(default_factory=list)
+    wall_s: float = 0.0
+    index: Path | None = None
+    exit_code: int = exitcodes.OK
+    error: str | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the suite stopped at a Ctrl-C (a run's, or between runs)."""
+        return self.exit_code == exitcodes.INTERRUPTED
+
+
+def services_of(chosen: list[Scenario]) -> list[str]:
+    """Every service the chosen scenarios' setups need, sorted."""
+    return sorted({s for sc in chosen for s in SETUPS[sc.setup].services})
+
+
+def run_suite(
+    chosen: list[Scenario],
+    *,
+    seed: int,
+    runs_dir: Path,
+    spark_master: str | None = None,
+    backend: str = "local",
+    tick_for: TickFor | None = None,
+    done: Done | None = None,
+) -> SuiteResult:
+    """Run `chosen` in order on one stack, write runs/index.json and the suite page;
+    never raises for a failed run or a stack that would not start (see `exit_code` and
+    `error`)."""
+    out = SuiteResult()
+    started = time.monotonic()
+    try:
+        _run_all(chosen, seed, runs_dir, spark_master, backend, out.results, tick_for, done)
+    except ServiceError as exc:
+        # The stack could not start (a port taken, no Docker engine): nothing ran.
+        out.exit_code, out.error = exitcodes.LAB_FAILED, str(exc)
+        return out
+    except KeyboardInterrupt:
+        # Between runs (starting or stopping the stack): the stack is already down.
+        out.exit_code = exitcodes.INTERRUPTED
+        return out
+    out.wall_s = time.monotonic() - started
+    out.index = write_index(runs_dir, chosen, out.results, out.wall_s)
+    out.exit_code = _exit_code(out.results)
+    return out
+
+
+def _run_all(
+    chosen: list[Scenario],
+    seed: int,
+    runs_dir: Path,
+    spark_master: str | None,
+    backend: str,
+    results: list[RunResult],
+    tick_for: TickFor | None,
+    done: Done | None,
+) -> None:
+    """Run the scenarios in order on one stack, appending to `results`."""
+    warm_up(spark_master, RunsDir(runs_dir).spark_log)
+    with acquire_stack(services_of(chosen), backend=backend) as stack:
+        for i, sc in enumerate(chosen, 1):
+            label = f"[{i}/{len(chosen)}] {sc.claim or ''} {sc.name}"
+            result = run_scenario(
+                sc,
+                seed=seed,
+                runs_dir=runs_dir,
+                spark_master=spark_master,
+                stack=stack,
+                tick=tick_for(label, sc) if tick_for else None,
+            )
+            results.append(result)
+            if done:
+                done(label, result)
+            if result.exit_code == exitcodes.INTERRUPTED:
+                break
+
+
+def _exit_code(results: list[RunResult]) -> int:
+    codes = {r.exit_code for r in results}
+    if exitcodes.INTERRUPTED in codes:
+        return exitcodes.INTERRUPTED
+    # A wrong verdict outranks a failed run: 1 must mean the verdict, 3 the lab alone.
+    for code in (exitcodes.VERDICT, exitcodes.LAB_FAILED, exitcodes.BAD_INPUT):
+        if code in codes:
+            return code
+    return exitcodes.OK
