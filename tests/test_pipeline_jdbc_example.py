@@ -19,6 +19,7 @@ from harness import exitcodes
 from harness.app.pipeline import run_pipeline
 from harness.pipeline.observer import OBSERVER
 from harness.pipeline.spec import load
+from harness.rundir import RunDir
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
@@ -26,8 +27,8 @@ pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pg_to_pg_jdbc"
 
 
-def history(run_dir: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for f in (run_dir / "history").glob("*.jsonl") for line in f.open()]
+def history(run_dir: RunDir) -> list[dict[str, object]]:
+    return [json.loads(line) for f in run_dir.history.glob("*.jsonl") for line in f.open()]
 
 
 def test_the_connectors_copy_the_table_through_a_connect_crash(
@@ -73,7 +74,7 @@ def test_a_source_skipping_updates_is_caught_with_its_keys(
         b.counts,
     )
     assert b.counts.get("stale", 0) > 0, b.counts
-    rows = pq.read_table(b.run_dir / "anomalies.parquet").to_pylist()
+    rows = pq.read_table(b.run_dir.anomalies).to_pylist()
     stale = [row for row in rows if row["kind"] == "stale"]
     keys = {row["key"] for row in stale}
     assert len(keys) == b.counts["stale"] and all(k.startswith("k") for k in keys)
