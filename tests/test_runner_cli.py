@@ -64,6 +64,16 @@ def test_the_summary_says_where_the_lost_went() -> None:
     assert "lost-message:" not in text  # nothing known of where those went: no line
 
 
+def test_the_anomalies_line_writes_counts_as_it_writes_chances() -> None:
+    console = Console(record=True, width=200, highlight=False)
+    result = RunResult(Path("runs/x/1"), "dual-write-race", 7, verdict="reproduced", exit_code=0)
+    result.counts = {"stale": 50, "stale-overwrite": 4753}
+    result.coverage = {"stale": 160, "stale-overwrite": 15026}
+    print_result(console, result)
+    text = console.export_text()
+    assert "anomalies: stale 50 in 160 chances, stale-overwrite 4,753 in 15,026 chances" in text
+
+
 def test_the_summary_of_an_inconclusive_run_lists_what_was_missing() -> None:
     console = Console(record=True, width=200, highlight=False)
     result = RunResult(Path("runs/x/1"), "bounded-log", 1, verdict="inconclusive", exit_code=3)

@@ -112,7 +112,7 @@ def print_result(console: Console, r: RunResult) -> None:
         )
         counts = (
             ", ".join(
-                f"{k} {v}" + (f" in {r.coverage[k]:,} chances" if k in r.coverage else "")
+                f"{k} {v:,}" + (f" in {r.coverage[k]:,} chances" if k in r.coverage else "")
                 for k, v in sorted(r.counts.items())
             )
             or "no anomalies"
