@@ -366,3 +366,23 @@ def test_a_fault_is_one_row_planned_and_observed_on_the_history_clock() -> None:
         (pytest.approx(30.16), None),  # planned, never started
     ]
     assert fault_rows(plan[:1], seen[1:], None)[0]["start"] is None  # no workload-start mark
+
+
+def test_counts_and_chances_read_as_the_cli_prints_them(tmp_path: Path) -> None:
+    run = _run_folder(
+        tmp_path,
+        "dual-write-race",
+        "20260101T000000Z",
+        "C1",
+        verdict="reproduced",
+        counts={"stale-overwrite": 4753},
+        coverage={"stale-overwrite": 15026},
+        expectations={"stale-overwrite": "present"},
+        history={"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS},
+    )
+    page = render_run_report(run).read_text()
+    assert "found 4,753 in 15,026 chances" in page
+    row = page[page.index('href="#kind-stale-overwrite"') :]
+    row = row[: row.index("</tr>")]
+    assert ">4,753<" in row and ">15,026<" in row
+    assert "4753" not in page and "15026" not in page
