@@ -74,6 +74,14 @@ def test_the_anomalies_line_writes_counts_as_it_writes_chances() -> None:
     assert "anomalies: stale 50 in 160 chances, stale-overwrite 4,753 in 15,026 chances" in text
 
 
+def test_a_pipeline_that_forbids_only_says_held_as_its_report_does() -> None:
+    console = Console(record=True, width=200, highlight=False)
+    result = RunResult(Path("runs/pipeline/1"), "pipeline", 0, verdict="reproduced", exit_code=0)
+    result.expectations = {"missing": "absent", "stale": "absent"}
+    print_result(console, result)
+    assert "verdict: held" in console.export_text()
+
+
 def test_the_summary_of_an_inconclusive_run_lists_what_was_missing() -> None:
     console = Console(record=True, width=200, highlight=False)
     result = RunResult(Path("runs/x/1"), "bounded-log", 1, verdict="inconclusive", exit_code=3)

@@ -62,12 +62,15 @@ def lost_where_lines(lost_where: dict[str, dict[str, int]]) -> list[str]:
 
 def verdict_word(r: RunResult) -> str | None:
     """The run's verdict as a reader is told it: `held` for a reproduced run whose
-    scenario expects every kind absent (checkers.verdict.shown_verdict)."""
+    scenario expects every kind absent (checkers.verdict.shown_verdict), as its report
+    says it."""
     from checkers.verdict import shown_verdict
     from scenarios.registry import all_scenarios
 
     if r.verdict is None:
         return None
+    if r.expectations:  # the judged run's own: a pipeline file is in no registry
+        return shown_verdict(r.verdict, r.expectations)
     # A matrix variant (`<scenario>+none`) keeps its scenario's expectations.
     sc = all_scenarios().get(r.scenario.split("+", 1)[0])
     return shown_verdict(r.verdict, sc.expectations if sc is not None else {})
