@@ -109,6 +109,17 @@ def test_down_with_nothing_running_is_not_an_error(tmp_path: Path) -> None:
     assert "nothing to stop" in result.output
 
 
+def test_status_with_no_stack_names_the_command_that_starts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    plain = runner.invoke(app, ["status"], terminal_width=200)
+    assert plain.exit_code == 2
+    assert "start one with `driftlab up`" in plain.output
+    own = runner.invoke(app, ["status", "--dir", "lab"], terminal_width=200)
+    assert own.exit_code == 2 and "start one with `driftlab up --dir lab`" in own.output
+
+
 def test_matrix_says_which_seeds_a_count_means() -> None:
     args = ["matrix", "--scenarios", "C1", "--schedules", "own", "--dry-run"]
     one = runner.invoke(app, [*args, "--seeds", "1"], terminal_width=200)
