@@ -386,3 +386,26 @@ def test_counts_and_chances_read_as_the_cli_prints_them(tmp_path: Path) -> None:
     row = row[: row.index("</tr>")]
     assert ">4,753<" in row and ">15,026<" in row
     assert "4753" not in page and "15026" not in page
+
+
+def test_an_inconclusive_run_says_why_once_and_keeps_any_other_error(tmp_path: Path) -> None:
+    why = "stale-overwrite had no chance in this history"
+    run = _run_folder(
+        tmp_path,
+        "pipeline",
+        "20260101T000000Z",
+        None,
+        verdict="inconclusive",
+        inconclusive=[why],
+        reasons=[why],
+        counts={"stale-overwrite": 0},
+        expectations={"stale-overwrite": "absent"},
+        history={"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS},
+    )
+    summary = run / "logs" / "run.json"
+    summary.write_text(json.dumps({"error": f"inconclusive: {why}"}))
+    page = render_run_report(run).read_text()
+    assert page.count(why) == 1 and "Run error" not in page
+    summary.write_text(json.dumps({"error": "not converged: store cache: 3 key(s) differ"}))
+    page = render_run_report(run).read_text()
+    assert "Run error: not converged: store cache: 3 key(s) differ" in page
