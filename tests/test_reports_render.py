@@ -409,3 +409,33 @@ def test_an_inconclusive_run_says_why_once_and_keeps_any_other_error(tmp_path: P
     summary.write_text(json.dumps({"error": "not converged: store cache: 3 key(s) differ"}))
     page = render_run_report(run).read_text()
     assert "Run error: not converged: store cache: 3 key(s) differ" in page
+
+
+def test_a_run_with_no_anomaly_says_so_where_its_examples_would_be(tmp_path: Path) -> None:
+    history = {"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS}
+    clean = _run_folder(
+        tmp_path,
+        "pipeline",
+        "20260101T000000Z",
+        None,
+        verdict="reproduced",
+        counts={"missing": 0, "stale": 0},
+        expectations={"missing": "absent"},
+        history=history,
+    )
+    page = render_run_report(clean).read_text()
+    examples = page[page.index('<section id="examples">') : page.index('<section id="files">')]
+    assert "No anomaly found: no example to show." in examples
+    assert 'id="filter"' not in examples
+    found = _run_folder(
+        tmp_path,
+        "pipeline",
+        "20260102T000000Z",
+        None,
+        verdict="unexpected anomaly",
+        counts={"missing": 3},
+        expectations={"missing": "absent"},
+        history=history,
+    )
+    page = render_run_report(found).read_text()
+    assert "No anomaly found" not in page and 'id="filter"' in page
