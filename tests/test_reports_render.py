@@ -4,6 +4,7 @@ suite page from run folders, and the errors a reader gets for bad input."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -439,3 +440,20 @@ def test_a_run_with_no_anomaly_says_so_where_its_examples_would_be(tmp_path: Pat
     )
     page = render_run_report(found).read_text()
     assert "No anomaly found" not in page and 'id="filter"' in page
+
+
+def test_every_kind_link_of_the_summary_leads_to_its_examples(tmp_path: Path) -> None:
+    run = _run_folder(
+        tmp_path,
+        "pipeline",
+        "20260101T000000Z",
+        None,
+        verdict="unexpected anomaly",
+        counts={"missing": 3, "stale": 0},
+        expectations={"missing": "absent", "stale": "absent"},
+        history={"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS},
+    )
+    page = render_run_report(run).read_text()
+    links = re.findall(r'href="#(kind-[a-z-]+)"', page)
+    assert links == ["kind-missing"]
+    assert all(f'id="{anchor}"' in page for anchor in links)
