@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness import exitcodes
+from harness.app.judge import write_report
 from harness.app.run import run_scenario
 from harness.architectures.registry import SETUPS
 from harness.pipeline.observer import Divergence
@@ -83,6 +84,9 @@ def judge_convergence(result: RunResult, scenario: Scenario) -> list[Divergence]
         if result.exit_code == 0:
             result.exit_code = exitcodes.VERDICT
         _note(result.run_dir, divergences, result.error)
+        if result.verdict is not None:
+            # The report was written before the wait's verdict: it must say why too.
+            write_report(RunDir(result.run_dir))
     return divergences
 
 
