@@ -310,7 +310,8 @@ def _say_checker(say: Any, run: CheckerRun) -> None:
         return
     total = sum(run.counts.values())
     colour = "green" if total == 0 else "bold red"
-    say(f"  {run.name:<14} [{colour}]{total:>8,} anomalies[/]")
+    noun = "anomaly" if total == 1 else "anomalies"
+    say(f"  {run.name:<14} [{colour}]{total:>8,} {noun}[/]")
     log.info("checker %s: %s", run.name, run.counts)
 
 

@@ -24,6 +24,11 @@ def _static(name: str) -> Markup:
     return Markup(files("reports").joinpath("static", name).read_text(encoding="utf-8"))
 
 
+def grouped(n: int) -> str:
+    """A count with thousands separators, as the CLI prints it (4,753, not 4753)."""
+    return f"{n:,}"
+
+
 def environment() -> Environment:
     """The template environment: autoescaped; a missing optional field renders empty."""
     env = Environment(
@@ -33,6 +38,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.globals["static"] = _static
+    env.filters["grouped"] = grouped
     return env
 
 

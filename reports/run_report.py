@@ -136,6 +136,7 @@ def build_context(folder: RunDir) -> dict[str, Any]:
         "lag": analysis.get("lag", {}),
         "realtime_lag": (analysis.get("realtime_lag") or {}).get("worst"),
         "runner": summary,
+        "run_error": _run_error(summary, analysis),
         "classes": _classes(analysis, examples, t0),
         "foreign": _foreign_names(config),
         "diagrams": diagrams_for_run(folder, examples, t0) if examples else [],
@@ -179,6 +180,16 @@ def _verdict_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
         met = (n > 0) if want == "present" else (n == 0 and chances != 0)
         rows.append({"kind": kind, "expected": want, "observed": n, "met": met, "chances": chances})
     return rows
+
+
+def _run_error(summary: dict[str, Any], analysis: dict[str, Any]) -> str | None:
+    """The runner's error, unless it only repeats the inconclusive or lab-failed reasons
+    the header already lists (the judge writes those as the run's error too)."""
+    error = summary.get("error")
+    reasons = analysis.get("reasons") or []
+    if error and reasons and error == f"{analysis.get('verdict')}: " + "; ".join(reasons):
+        return None
+    return error
 
 
 def fault_rows(

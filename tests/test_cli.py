@@ -1,8 +1,5 @@
 """The command line answers and teaches."""
 
-import json
-from pathlib import Path
-
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -52,24 +49,3 @@ def test_every_help_reflows_its_paragraphs_at_80_columns() -> None:
             if short:
                 ragged[name] = short
     assert ragged == {}
-
-
-def test_a_run_is_told_held_from_its_own_expectations(tmp_path: Path) -> None:
-    """`held` comes from the run folder's config.json, so a pipeline file's run (no
-    registered scenario) reads the same as a claim's."""
-
-    from harness.cli.printing import verdict_word
-    from harness.runner.runner import RunResult
-
-    (tmp_path / "config.json").write_text(
-        json.dumps({"expectations": {"missing": "absent", "stale": "absent"}})
-    )
-    run = RunResult(tmp_path, "my-own-pipeline", 3)
-    run.verdict = "reproduced"
-    assert verdict_word(run) == "held"
-    (tmp_path / "config.json").write_text(
-        json.dumps({"expectations": {"missing": "absent", "duplicate-delivery": "present"}})
-    )
-    assert verdict_word(run) == "reproduced"
-    run.verdict = "inconclusive"
-    assert verdict_word(run) == "inconclusive"

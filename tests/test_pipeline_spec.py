@@ -152,6 +152,12 @@ at = 3
 
 def test_expectations_workload_and_syntax(tmp_path: Path) -> None:
     assert "expect.absent" in refused(tmp_path, MINIMAL + '[expect]\nabsent = ["lost"]\n')
+    # A kind no pipeline run can have a chance to find would end every run inconclusive.
+    unseen = refused(tmp_path, MINIMAL + '[expect]\nabsent = ["missing", "stale-overwrite"]\n')
+    assert unseen.startswith("expect.absent: 'stale-overwrite' cannot be judged"), unseen
+    assert "cannot be judged" in refused(
+        tmp_path, MINIMAL + '[expect]\npresent = ["lost-message"]\n'
+    )
     assert refused(tmp_path, MINIMAL + "[workload]\nclients = 0\n").startswith("workload:")
     assert "workload.read_stores" in refused(
         tmp_path, MINIMAL + '[workload]\nread_stores = ["search"]\n'

@@ -4,6 +4,7 @@ suite page from run folders, and the errors a reader gets for bad input."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -366,3 +367,93 @@ def test_a_fault_is_one_row_planned_and_observed_on_the_history_clock() -> None:
         (pytest.approx(30.16), None),  # planned, never started
     ]
     assert fault_rows(plan[:1], seen[1:], None)[0]["start"] is None  # no workload-start mark
+
+
+def test_counts_and_chances_read_as_the_cli_prints_them(tmp_path: Path) -> None:
+    run = _run_folder(
+        tmp_path,
+        "dual-write-race",
+        "20260101T000000Z",
+        "C1",
+        verdict="reproduced",
+        counts={"stale-overwrite": 4753},
+        coverage={"stale-overwrite": 15026},
+        expectations={"stale-overwrite": "present"},
+        history={"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS},
+    )
+    page = render_run_report(run).read_text()
+    assert "found 4,753 in 15,026 chances" in page
+    row = page[page.index('href="#kind-stale-overwrite"') :]
+    row = row[: row.index("</tr>")]
+    assert ">4,753<" in row and ">15,026<" in row
+    assert "4753" not in page and "15026" not in page
+
+
+def test_an_inconclusive_run_says_why_once_and_keeps_any_other_error(tmp_path: Path) -> None:
+    why = "stale-overwrite had no chance in this history"
+    run = _run_folder(
+        tmp_path,
+        "pipeline",
+        "20260101T000000Z",
+        None,
+        verdict="inconclusive",
+        inconclusive=[why],
+        reasons=[why],
+        counts={"stale-overwrite": 0},
+        expectations={"stale-overwrite": "absent"},
+        history={"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS},
+    )
+    summary = run / "logs" / "run.json"
+    summary.write_text(json.dumps({"error": f"inconclusive: {why}"}))
+    page = render_run_report(run).read_text()
+    assert page.count(why) == 1 and "Run error" not in page
+    summary.write_text(json.dumps({"error": "not converged: store cache: 3 key(s) differ"}))
+    page = render_run_report(run).read_text()
+    assert "Run error: not converged: store cache: 3 key(s) differ" in page
+
+
+def test_a_run_with_no_anomaly_says_so_where_its_examples_would_be(tmp_path: Path) -> None:
+    history = {"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS}
+    clean = _run_folder(
+        tmp_path,
+        "pipeline",
+        "20260101T000000Z",
+        None,
+        verdict="reproduced",
+        counts={"missing": 0, "stale": 0},
+        expectations={"missing": "absent"},
+        history=history,
+    )
+    page = render_run_report(clean).read_text()
+    examples = page[page.index('<section id="examples">') : page.index('<section id="files">')]
+    assert "No anomaly found: no example to show." in examples
+    assert 'id="filter"' not in examples
+    found = _run_folder(
+        tmp_path,
+        "pipeline",
+        "20260102T000000Z",
+        None,
+        verdict="unexpected anomaly",
+        counts={"missing": 3},
+        expectations={"missing": "absent"},
+        history=history,
+    )
+    page = render_run_report(found).read_text()
+    assert "No anomaly found" not in page and 'id="filter"' in page
+
+
+def test_every_kind_link_of_the_summary_leads_to_its_examples(tmp_path: Path) -> None:
+    run = _run_folder(
+        tmp_path,
+        "pipeline",
+        "20260101T000000Z",
+        None,
+        verdict="unexpected anomaly",
+        counts={"missing": 3, "stale": 0},
+        expectations={"missing": "absent", "stale": "absent"},
+        history={"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS},
+    )
+    page = render_run_report(run).read_text()
+    links = re.findall(r'href="#(kind-[a-z-]+)"', page)
+    assert links == ["kind-missing"]
+    assert all(f'id="{anchor}"' in page for anchor in links)

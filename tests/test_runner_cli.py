@@ -64,6 +64,24 @@ def test_the_summary_says_where_the_lost_went() -> None:
     assert "lost-message:" not in text  # nothing known of where those went: no line
 
 
+def test_the_anomalies_line_writes_counts_as_it_writes_chances() -> None:
+    console = Console(record=True, width=200, highlight=False)
+    result = RunResult(Path("runs/x/1"), "dual-write-race", 7, verdict="reproduced", exit_code=0)
+    result.counts = {"stale": 50, "stale-overwrite": 4753}
+    result.coverage = {"stale": 160, "stale-overwrite": 15026}
+    print_result(console, result)
+    text = console.export_text()
+    assert "anomalies: stale 50 in 160 chances, stale-overwrite 4,753 in 15,026 chances" in text
+
+
+def test_a_pipeline_that_forbids_only_says_held_as_its_report_does() -> None:
+    console = Console(record=True, width=200, highlight=False)
+    result = RunResult(Path("runs/pipeline/1"), "pipeline", 0, verdict="reproduced", exit_code=0)
+    result.expectations = {"missing": "absent", "stale": "absent"}
+    print_result(console, result)
+    assert "verdict: held" in console.export_text()
+
+
 def test_the_summary_of_an_inconclusive_run_lists_what_was_missing() -> None:
     console = Console(record=True, width=200, highlight=False)
     result = RunResult(Path("runs/x/1"), "bounded-log", 1, verdict="inconclusive", exit_code=3)
@@ -89,6 +107,17 @@ def test_down_with_nothing_running_is_not_an_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["down", "--dir", str(tmp_path)], terminal_width=200)
     assert result.exit_code == 0, result.output
     assert "nothing to stop" in result.output
+
+
+def test_status_with_no_stack_names_the_command_that_starts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    plain = runner.invoke(app, ["status"], terminal_width=200)
+    assert plain.exit_code == 2
+    assert "start one with `driftlab up`" in plain.output
+    own = runner.invoke(app, ["status", "--dir", "lab"], terminal_width=200)
+    assert own.exit_code == 2 and "start one with `driftlab up --dir lab`" in own.output
 
 
 def test_matrix_says_which_seeds_a_count_means() -> None:

@@ -64,6 +64,7 @@ def judge_run(
     result.lost_where = analysis.get("lost_where") or {}
     result.exit_code = EXIT_CODES.get(result.verdict or "", exitcodes.LAB_FAILED)
     result.coverage = analysis.get("coverage") or {}
+    result.expectations = analysis.get("expectations") or {}
     result.reasons = analysis.get("reasons") or []
     if result.verdict == INCONCLUSIVE:
         result.inconclusive = result.reasons

@@ -67,7 +67,8 @@ def run_scenario(
         tick=tick,
         stop=stop,
     )
+    # The convergence wait's verdict first: the report must say why a run failed.
+    judge_convergence(result, setup)
     if result.verdict is not None:
         write_report(result.run_dir)
-    judge_convergence(result, setup)
     return result

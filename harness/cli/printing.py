@@ -4,7 +4,6 @@ and the summary of a run."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -62,19 +61,14 @@ def lost_where_lines(lost_where: dict[str, dict[str, int]]) -> list[str]:
 
 
 def verdict_word(r: RunResult) -> str | None:
-    """The run's verdict as a reader is told it: `held` for a reproduced run whose
-    expectations (its config.json's: a pipeline file's, a matrix variant's) are all
-    absent (checkers.verdict.shown_verdict)."""
+    """The run's verdict as a reader is told it, as its report says it: `held` for a
+    reproduced run whose expectations (the judged run's own, a pipeline file's too) are
+    all absent (checkers.verdict.shown_verdict)."""
     from checkers.verdict import shown_verdict
-    from harness.rundir import NotAJsonObject, RunDir, strict_json_object
 
     if r.verdict is None:
         return None
-    try:
-        expectations = strict_json_object(RunDir(Path(r.run_dir)).config).get("expectations")
-    except (OSError, NotAJsonObject):
-        expectations = None
-    return shown_verdict(r.verdict, expectations if isinstance(expectations, dict) else {})
+    return shown_verdict(r.verdict, r.expectations)
 
 
 def print_result(console: Console, r: RunResult) -> None:
@@ -116,7 +110,7 @@ def print_result(console: Console, r: RunResult) -> None:
         )
         counts = (
             ", ".join(
-                f"{k} {v}" + (f" in {r.coverage[k]:,} chances" if k in r.coverage else "")
+                f"{k} {v:,}" + (f" in {r.coverage[k]:,} chances" if k in r.coverage else "")
                 for k, v in sorted(r.counts.items())
             )
             or "no anomalies"

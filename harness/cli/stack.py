@@ -56,11 +56,9 @@ def _attach(root: Path, backend: str = "local") -> Stack:
     """The stack in `root`; exit 2 when there is none, 3 when its state is unreadable
     (or no Docker engine answers for a docker stack)."""
     if not (root / STATE_FILE).exists():
+        up = "driftlab up" if root == DEFAULT_STACK_DIR else f"driftlab up --dir {root}"
         raise _fail(
-            ServiceError(
-                f"no stack in {root.absolute()} (no {STATE_FILE}); start one with "
-                f"`driftlab up --dir {root}`"
-            ),
+            ServiceError(f"no stack in {root.absolute()} (no {STATE_FILE}); start one with `{up}`"),
             exitcodes.BAD_INPUT,
         )
     try:

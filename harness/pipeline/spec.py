@@ -569,6 +569,27 @@ def _connectors(
     return out
 
 
+_UNSEEN_FROM_OUTSIDE = {
+    "stale-overwrite": "it is judged from a store's versioned writes",
+    **{
+        kind: "it is judged from a broker's sends and deliveries"
+        for kind in (
+            "lost-message",
+            "duplicate-delivery",
+            "duplicate-offset",
+            "reorder-delivery",
+            "nonmonotonic-poll",
+            "poll-skip",
+            "nonmonotonic-send",
+            "inconsistent-offset",
+        )
+    },
+}
+"""Kinds a pipeline run never has a chance to find: driftlab reads a pipeline's stores
+from outside and records no writes or broker traffic of its programs, so naming one
+would only end every run inconclusive."""
+
+
 def _expectations(data: dict[str, Any]) -> dict[str, str]:
     from checkers.anomaly import ALL_KINDS
 
@@ -585,6 +606,14 @@ def _expectations(data: dict[str, Any]) -> dict[str, str]:
                     f"expect.{want}",
                     f"{kind!r} is not an anomaly kind",
                     f"use: {', '.join(ALL_KINDS)}",
+                )
+            if kind in _UNSEEN_FROM_OUTSIDE:
+                raise _fail(
+                    f"expect.{want}",
+                    f"{kind!r} cannot be judged on a pipeline: {_UNSEEN_FROM_OUTSIDE[kind]},"
+                    " which driftlab does not see from outside your programs",
+                    "remove it (a log store's lost-write and duplicate-apply, and missing,"
+                    " stale, phantom, extra are judged; docs/pipelines.md)",
                 )
             out[kind] = want
     return out

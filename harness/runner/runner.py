@@ -59,6 +59,7 @@ class RunResult:
     lab_failures: list[dict[str, Any]] = field(default_factory=list)  # the watchdog's
     reasons: list[str] = field(default_factory=list)  # why inconclusive or the lab failed
     coverage: dict[str, int] = field(default_factory=dict)  # chances per kind
+    expectations: dict[str, str] = field(default_factory=dict)  # analysis.json's
     counts: dict[str, int] = field(default_factory=dict)
     lost_where: dict[str, dict[str, int]] = field(default_factory=dict)  # analysis.json's
     wall_s: float = 0.0
