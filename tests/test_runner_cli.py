@@ -127,3 +127,15 @@ def test_matrix_says_which_seeds_a_count_means() -> None:
     assert "seed 0" in one.output and "seeds 0," in one.output
     seven = runner.invoke(app, [*args, "--seeds", "7,"], terminal_width=200)
     assert "seed 7" in seven.output and "seeds 7," in seven.output
+
+
+def test_a_run_stopped_by_its_lab_names_what_failed_and_judges_nothing() -> None:
+    console = Console(record=True, width=200, highlight=False)
+    result = RunResult(Path("runs/x/1"), "cdc-store-partition", 3, verdict="lab failed")
+    result.exit_code = 3
+    result.error = "lab failed: toxiproxy died at 4.2 s into the workload"
+    print_result(console, result)
+    text = console.export_text()
+    assert "lab failed, not the system under test:\n    - lab failed: toxiproxy died at 4.2 s" in text
+    assert "verdict: lab failed (the system under test was not judged)" in text
+    assert "anomalies:" not in text

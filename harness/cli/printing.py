@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
+from checkers.verdict import LAB_FAILED
+
 if TYPE_CHECKING:
     from harness.runner.runner import RunResult
 
@@ -87,9 +89,10 @@ def print_result(console: Console, r: RunResult) -> None:
         console.print("  [yellow]inconclusive[/], the run did not test its claim; missing:")
         for why in r.inconclusive:
             console.print(f"    - {why}")
-    elif r.verdict == "lab failed":
+    elif r.verdict == LAB_FAILED:
         console.print("  [yellow]lab failed[/], not the system under test:")
-        for why in r.reasons:
+        # The runner's own watchdog line when the run stopped before any analysis.
+        for why in r.reasons or [r.error or "see the run's logs/runner.log"]:
             console.print(f"    - {why}")
     elif r.error:
         console.print(f"  [red]error:[/] {r.error} (see {r.run_dir.runner_log})")
@@ -103,7 +106,9 @@ def print_result(console: Console, r: RunResult) -> None:
             "  [yellow]interrupted:[/] faults healed, history closed without its end mark; "
             f"`driftlab analyze {r.run_dir}` still reads it"
         )
-    if r.verdict is not None:
+    if r.verdict == LAB_FAILED:
+        console.print("  verdict: [red]lab failed[/] (the system under test was not judged)")
+    elif r.verdict is not None:
         word = verdict_word(r)
         colour = {"reproduced": "green", "held": "green", "unexpected anomaly": "red"}.get(
             word or "", "yellow"
