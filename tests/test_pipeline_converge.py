@@ -8,15 +8,16 @@ import json
 from pathlib import Path
 
 import pytest
+from pipeline_support import RESTLESS, looping, run_text, settings
 
 from harness import exitcodes
-from harness.app.pipeline import PipelineResult, run_pipeline
-from harness.pipeline.spec import load
+from harness.app.pipeline import PipelineResult
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
-OWN_SQL = """
+OWN_SQL = (
+    """
 name = "sync-job"
 services = ["postgres"]
 recovery = 2.0
@@ -33,14 +34,9 @@ ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, rev = t.rev + 1 RETURNING r
 read = "SELECT id, body, rev FROM {source.table}"
 
 [processes.sync]
-command = ["bash", "-c", '''
-echo started
-while true; do
-  psql "$DSN" -X -q -c "$SYNC" || true
-  sleep 0.2
-done''']
-ready = { log = "started" }
-
+"""
+    + looping('psql "$DSN" -X -q -c "$SYNC" || true', 0.2)
+    + """
 [processes.sync.env]
 DSN = "{postgres.dsn}"
 SYNC = '''
@@ -50,51 +46,14 @@ ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, rev = EXCLUDED.rev'''
 [stores.copy]
 sql = { query = "SELECT id, body, rev FROM {namespace}.derived" }
 
-[workload]
-clients = 2
-keys = 6
-rate = 50
-duration = 5
-
 [[faults]]
 kind = "crash"
 target = "sync"
 at = 1.0
 duration = 1.0
-
-[converge]
-timeout = 15
-window = 2
 """
-
-RESTLESS = """
-name = "restless"
-services = ["postgres", "redis"]
-
-[processes.noise]
-command = ["bash", "-c", '''
-echo started
-while true; do
-  redis-cli -u "$URL" --no-auth-warning SET "$KEY" "$RANDOM" >/dev/null
-  sleep 0.1
-done''']
-ready = { log = "started" }
-env = { URL = "{redis.url}", KEY = "{namespace}:k0" }
-
-[stores.cache]
-redis = { pattern = "{namespace}:*" }
-
-[workload]
-clients = 1
-keys = 1
-rate = 10
-duration = 2
-
-[converge]
-timeout = 3
-window = 1
-"""
-
+    + settings(clients=2, keys=6, rate=50, duration=5, timeout=15, window=2)
+)
 
 IDLE = """
 name = "idle"
@@ -105,23 +64,11 @@ command = ["sleep", "300"]
 
 [stores.cache]
 redis = { pattern = "{namespace}:cache:*" }
-
-[workload]
-clients = 1
-keys = 3
-rate = 20
-duration = 2
-
-[converge]
-timeout = 5
-window = 1
-"""
+""" + settings(clients=1, keys=3, rate=20, duration=2, timeout=5, window=1)
 
 
 def run(tmp_path: Path, stack: Stack, text: str) -> PipelineResult:
-    path = tmp_path / "pipeline.toml"
-    path.write_text(text)
-    return run_pipeline(load(path), seed=2, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
+    return run_text(tmp_path, stack, text, "pipeline.toml", seed=2, analyze=False)
 
 
 def test_own_sql_source_and_store_converge_after_a_crash(stack: Stack, tmp_path: Path) -> None:

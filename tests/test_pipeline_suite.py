@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pipeline_support import RESTLESS
 from typer.testing import CliRunner
 
 from harness.app.matrix import Cell, run_matrix
@@ -46,35 +47,6 @@ def test_a_bad_pipeline_file_stops_the_suite_before_it_starts(tmp_path: Path) ->
     result = CliRunner().invoke(app, ["suite", "--only", str(bad)])
     assert result.exit_code == 2
     assert "stores: is empty" in result.output
-
-
-RESTLESS = """
-name = "restless"
-services = ["postgres", "redis"]
-
-[processes.noise]
-command = ["bash", "-c", '''
-echo started
-while true; do
-  redis-cli -u "$URL" --no-auth-warning SET "$KEY" "$RANDOM" >/dev/null
-  sleep 0.1
-done''']
-ready = { log = "started" }
-env = { URL = "{redis.url}", KEY = "{namespace}:k0" }
-
-[stores.cache]
-redis = { pattern = "{namespace}:*" }
-
-[workload]
-clients = 1
-keys = 1
-rate = 10
-duration = 2
-
-[converge]
-timeout = 3
-window = 1
-"""
 
 
 def test_matrix_cells_of_a_pipeline_file(tmp_path: Path) -> None:
