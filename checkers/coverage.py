@@ -27,6 +27,7 @@ from checkers.reference.common import (
 )
 from checkers.reference.eventsourcing import PROJECTION_PREFIX, is_log_event
 from checkers.reference.lost import done_on
+from checkers.reference.staleness import _is_read
 from harness.history.schema import LOG_AUDIT, SOURCE_STORE, Event, EventType, MsgAction, OpPhase
 
 Chances = Callable[[Sequence[Event], Facts], int]
@@ -84,18 +85,21 @@ def duplicate_apply(events: Sequence[Event], facts: Facts) -> int:
     )
 
 
+def _at_offsets(events: Sequence[Event]) -> list[Event]:
+    """Messages sent or read with their channel and offset."""
+    return [
+        e
+        for e in events
+        if _msg(e, MsgAction.PRODUCE, MsgAction.DELIVER)
+        and e.msg_id is not None
+        and e.channel is not None
+        and e.offset is not None
+    ]
+
+
 def duplicate_offset(events: Sequence[Event], facts: Facts) -> int:
     """(message, channel, partition) sent or read there with an offset."""
-    return len(
-        {
-            (e.msg_id, e.channel, e.partition)
-            for e in events
-            if _msg(e, MsgAction.PRODUCE, MsgAction.DELIVER)
-            and e.msg_id is not None
-            and e.channel is not None
-            and e.offset is not None
-        }
-    )
+    return len({(e.msg_id, e.channel, e.partition) for e in _at_offsets(events)})
 
 
 def _followers(events: Sequence[Event], keep: Callable[[Event], bool], group: Callable) -> int:
@@ -148,16 +152,7 @@ def nonmonotonic_send(events: Sequence[Event], facts: Facts) -> int:
 
 def inconsistent_offset(events: Sequence[Event], facts: Facts) -> int:
     """Offsets of a channel partition at which a message was sent or read."""
-    return len(
-        {
-            (e.channel, e.partition, e.offset)
-            for e in events
-            if _msg(e, MsgAction.PRODUCE, MsgAction.DELIVER)
-            and e.channel is not None
-            and e.offset is not None
-            and e.msg_id is not None
-        }
-    )
+    return len({(e.channel, e.partition, e.offset) for e in _at_offsets(events)})
 
 
 def divergence(events: Sequence[Event], facts: Facts) -> int:
@@ -197,17 +192,6 @@ def ryw_violation(events: Sequence[Event], facts: Facts) -> int:
         if t is not None and any(w <= t for w in own.get((r.process, r.key), ())):
             n += 1
     return n
-
-
-def _is_read(e: Event) -> bool:
-    return (
-        e.type == EventType.OP
-        and e.f == "read"
-        and e.key is not None
-        and e.store is not None
-        and e.process is not None
-        and e.op_id is not None
-    )
 
 
 def projection_mismatch(events: Sequence[Event], facts: Facts) -> int:

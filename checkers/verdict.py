@@ -8,7 +8,7 @@ to analysis.json; nothing rewrites it afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,47 +78,45 @@ class RunFacts:
 
 def check_expectations(expectations: object) -> dict[str, str]:
     """Validate config.json's `expectations`: a map from known kind to present|absent."""
-    if expectations is None:
-        return {}
-    if not isinstance(expectations, dict):
-        raise ExpectationError(
-            "config.json: 'expectations' must be an object such as "
-            '{"lost-message": "absent", "duplicate-delivery": "present"}'
-        )
-    unknown = sorted(k for k in expectations if k not in ALL_KINDS)
-    if unknown:
-        raise ExpectationError(
-            f"config.json: unknown anomaly kind(s) in expectations: {', '.join(unknown)}; "
-            f"the kinds are {', '.join(ALL_KINDS)}"
-        )
-    bad = sorted(k for k, v in expectations.items() if v not in (PRESENT, ABSENT))
-    if bad:
-        raise ExpectationError(
-            f"config.json: expectations of {', '.join(bad)} must be 'present' or 'absent'"
-        )
-    return dict(expectations)
+    return _kind_map(
+        expectations,
+        "expectations",
+        '{"lost-message": "absent", "duplicate-delivery": "present"}',
+        lambda v: v in (PRESENT, ABSENT),
+        "must be 'present' or 'absent'",
+    )
 
 
 def check_min_chances(minimum: object) -> dict[str, int]:
     """Validate config.json's `min_chances`: a map from known kind to a count >= 1."""
-    if minimum is None:
+    return _kind_map(
+        minimum,
+        "min_chances",
+        '{"lost-message": 100}',
+        lambda v: type(v) is int and v >= 1,
+        "must be whole numbers of at least 1",
+    )
+
+
+def _kind_map(
+    value: object, name: str, example: str, valid: Callable[[object], bool], rule: str
+) -> dict[str, Any]:
+    """config.json's `name`, a map from known kind to a value `valid` accepts (`rule`
+    says which); `example` shows one."""
+    if value is None:
         return {}
-    if not isinstance(minimum, dict):
-        raise ExpectationError(
-            "config.json: 'min_chances' must be an object such as {\"lost-message\": 100}"
-        )
-    unknown = sorted(k for k in minimum if k not in ALL_KINDS)
+    if not isinstance(value, dict):
+        raise ExpectationError(f"config.json: '{name}' must be an object such as {example}")
+    unknown = sorted(k for k in value if k not in ALL_KINDS)
     if unknown:
         raise ExpectationError(
-            f"config.json: unknown anomaly kind(s) in min_chances: {', '.join(unknown)}; "
+            f"config.json: unknown anomaly kind(s) in {name}: {', '.join(unknown)}; "
             f"the kinds are {', '.join(ALL_KINDS)}"
         )
-    bad = sorted(k for k, v in minimum.items() if type(v) is not int or v < 1)
+    bad = sorted(k for k, v in value.items() if not valid(v))
     if bad:
-        raise ExpectationError(
-            f"config.json: min_chances of {', '.join(bad)} must be whole numbers of at least 1"
-        )
-    return dict(minimum)
+        raise ExpectationError(f"config.json: {name} of {', '.join(bad)} {rule}")
+    return dict(value)
 
 
 def judge(counts: Mapping[str, int], expectations: Mapping[str, str]) -> Verdict:

@@ -48,25 +48,14 @@ OVERBOOKING = [
 
 
 @pytest.mark.spark
-def test_empty_history(spark) -> None:
-    assert agreed(spark, [], "eventsourcing") == []
-
-
-@pytest.mark.spark
 def test_projection_against_the_fold(spark) -> None:
     found = agreed(spark, PROJECTIONS, "eventsourcing")
-    assert kinds(found) == Counter(
-        {
-            ("projection-mismatch", "projection:balance", "b"): 1,
-            ("projection-mismatch", "projection:balance", "c"): 1,
-            ("projection-mismatch", "projection:balance", "y"): 1,
-            ("projection-mismatch", "projection:count", "a"): 1,
-            # the count projection holds none of the other aggregates
-            ("projection-mismatch", "projection:count", "b"): 1,
-            ("projection-mismatch", "projection:count", "c"): 1,
-            ("projection-mismatch", "projection:count", "e"): 1,
-        }
-    )
+    assert {a.kind for a in found} == {"projection-mismatch"}
+    assert sorted((a.store, a.key) for a in found) == [
+        *[("projection:balance", key) for key in "bcy"],
+        # the count projection holds none of the other aggregates
+        *[("projection:count", key) for key in "abce"],
+    ]
     missing_c = next(a for a in found if a.store == "projection:balance" and a.key == "c")
     assert missing_c.time == 5
 

@@ -20,11 +20,6 @@ SOURCE_1_TO_4 = [write(i, "k", f"v{i}", i) for i in range(1, 5)]
 
 
 @pytest.mark.spark
-def test_empty_history(spark) -> None:
-    assert agreed(spark, [], "graph") == []
-
-
-@pytest.mark.spark
 def test_figure_11_4_race_is_a_two_cycle(spark) -> None:
     (a,) = agreed(spark, FIGURE_11_4, "graph")
     assert (a.kind, a.store, a.key, a.time) == ("contradictory-order", "cache", "x", 13)

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from cli_support import DRIFTLAB
+from lab_support import driftlab, stack_folder, up
 
 from harness.exitcodes import LabFailure
 from harness.runner.clean_stack import clean, find_leftovers, live_namespaces, run_lease
@@ -27,24 +26,12 @@ from harness.services.stack import Stack
 pytestmark = pytest.mark.services
 
 
-def _driftlab(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [DRIFTLAB, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
 @pytest.fixture(scope="module")
 def shared_stack() -> Iterator[Path]:
     """A stack of `driftlab up --dir` (not owned by the tests), stopped at the end."""
-    # Not tmp_path: PostgreSQL's unprivileged account must enter every parent folder.
-    root = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
-    try:
-        up = _driftlab("up", "--dir", str(root), "--only", "postgres,redis,kafka,connect")
-        assert up.returncode == 0, up.stdout + up.stderr
+    with stack_folder() as root:
+        up(root, "postgres,redis,kafka,connect")
         yield root
-    finally:
-        _driftlab("down", "--dir", str(root))
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _kill_in_fault_window(scenario: str, stack_dir: Path, runs: Path) -> Path:
@@ -82,14 +69,14 @@ def test_a_run_killed_in_its_partition_does_not_poison_the_next(
 ) -> None:
     runs = tmp_path / "runs"
     _kill_in_fault_window("C15", shared_stack, runs)  # cuts consumer->redis
-    status = _driftlab("status", "--dir", str(shared_stack))
+    status = driftlab("status", "--dir", str(shared_stack))
     assert status.returncode == 0, status.stderr
     shown = status.stdout
     assert "active: link consumer->redis: toxics timeout_downstream, timeout_upstream" in shown
     assert "leftover: connector dl_cdc_store_partition_" in shown, shown
     assert "leftover: replication slot dbz_dl_cdc_store_partition_" in shown
 
-    after = _driftlab(
+    after = driftlab(
         "run", "C3", "--stack-dir", str(shared_stack), "--seed", "5", "--duration", "6s",
         "--runs-dir", str(runs),
     )  # fmt: skip
@@ -99,7 +86,7 @@ def test_a_run_killed_in_its_partition_does_not_poison_the_next(
     log = next(runs.glob("cdc-consumer-crash/*/logs/runner.log")).read_text()
     assert "removed link consumer->redis: toxics" in log, log[-2000:]
     assert "removed connector dl_cdc_store_partition_" in log
-    status = _driftlab("status", "--dir", str(shared_stack))
+    status = driftlab("status", "--dir", str(shared_stack))
     assert "no active toxics, no leftovers of earlier runs" in status.stdout
 
 
@@ -108,11 +95,11 @@ def test_a_killed_cdc_run_leaves_nothing_the_next_cdc_run_trips_on(
 ) -> None:
     runs = tmp_path / "runs"
     _kill_in_fault_window("C3", shared_stack, runs)  # crashes the consumer
-    status = _driftlab("status", "--dir", str(shared_stack))
+    status = driftlab("status", "--dir", str(shared_stack))
     assert "leftover: connector dl_cdc_consumer_crash_" in status.stdout
     # The same scenario again: the killed run's connector still runs in Connect, and it
     # once made this one's Debezium task fail to register its metrics (one server name).
-    after = _driftlab(
+    after = driftlab(
         "run", "C3", "--stack-dir", str(shared_stack), "--seed", "5", "--duration", "6s",
         "--runs-dir", str(runs),
     )  # fmt: skip

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from pathlib import Path
 import pytest
 import requests
 from cli_support import DRIFTLAB
+from lab_support import driftlab, output, stack_folder, up
 
 from harness.runner.watchdog import Watchdog
 from harness.services.process import read_start_time
@@ -32,28 +31,16 @@ from harness.services.stack import Stack
 pytestmark = pytest.mark.services
 
 
-def _driftlab(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [DRIFTLAB, *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def _said(done: subprocess.CompletedProcess[str]) -> str:
-    return " ".join((done.stdout + done.stderr).split())
+LAB = "postgres,redis,kafka,connect,rabbitmq"
+"""What CDC runs and the broker tests need."""
 
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[Path]:
-    """A stack of `driftlab up --dir` with what CDC runs and the broker tests need."""
-    # Not tmp_path: PostgreSQL's unprivileged account must enter every parent folder.
-    root = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
-    try:
-        up = _driftlab("up", "--dir", str(root), "--only", "postgres,redis,kafka,connect,rabbitmq")
-        assert up.returncode == 0, up.stdout + up.stderr
+    """A stack of `driftlab up --dir` with the services of LAB."""
+    with stack_folder() as root:
+        up(root, LAB)
         yield root
-    finally:
-        _driftlab("down", "--dir", str(root))
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _processes(root: Path, service: str) -> dict[str, dict[str, int]]:
@@ -109,88 +96,85 @@ def _run_and_kill(
     return " ".join(out.split()), proc.returncode, run_dir
 
 
-def _up(root: Path) -> str:
-    done = _driftlab("up", "--dir", str(root), "--only", "postgres,redis,kafka,connect,rabbitmq")
-    assert done.returncode == 0, done.stdout + done.stderr
-    return _said(done)
+def _lab_failed(
+    root: Path, runs: Path, scenario: str, service: str, after: str = '"type":"op"'
+) -> tuple[str, Path]:
+    """`_run_and_kill`, which must end the run as the lab failing, in one line naming
+    `service` and no traceback; what the run said and its folder."""
+    said, code, run_dir = _run_and_kill(root, runs, scenario, service, after)
+    assert code == 3, said
+    assert f"lab failed: {service} died at" in said, said
+    assert "Traceback" not in said
+    return said, run_dir
 
 
 def test_toxiproxy_killed_mid_run_is_the_lab_failing_and_up_restores_its_proxies(
     lab: Path, tmp_path: Path
 ) -> None:
-    said, code, run_dir = _run_and_kill(lab, tmp_path / "runs", "C15", "toxiproxy")
-    assert code == 3, said
-    assert "lab failed: toxiproxy died at" in said, said
+    said, run_dir = _lab_failed(lab, tmp_path / "runs", "C15", "toxiproxy")
     assert "into the workload, which no scheduled fault did" in said
-    assert "unexpected anomaly" not in said and "Traceback" not in said
+    assert "unexpected anomaly" not in said
     summary = json.loads((run_dir / "logs" / "run.json").read_text())
     assert summary["verdict"] == "lab failed"
     assert summary["lab_failures"][0]["service"] == "toxiproxy"
     assert summary["lab_failures"][0]["at"] >= 0
 
-    status = _driftlab("status", "--dir", str(lab))
-    assert status.returncode == 3, _said(status)
-    assert "toxiproxy" in _said(status) and "stopped" in _said(status)
+    status = driftlab("status", "--dir", str(lab))
+    assert status.returncode == 3, output(status)
+    assert "toxiproxy" in output(status) and "stopped" in output(status)
 
-    _up(lab)
-    status = _driftlab("status", "--dir", str(lab))
-    assert status.returncode == 0, _said(status)
-    assert "missing: link" not in _said(status)
+    up(lab, LAB)
+    status = driftlab("status", "--dir", str(lab))
+    assert status.returncode == 0, output(status)
+    assert "missing: link" not in output(status)
     # Every proxy the stack made is back on its port: a client of a link gets through.
     proxies = json.loads((lab / "data" / "toxiproxy" / "proxies.json").read_text())
     assert {p["name"] for p in proxies} >= {"connect->kafka", "connect->postgres"}
-    after = _driftlab(
+    after = driftlab(
         "run", "C3", "--stack-dir", str(lab), "--seed", "5", "--duration", "6s",
         "--runs-dir", str(tmp_path / "after"), "--no-analyze",
     )  # fmt: skip
-    assert after.returncode == 0, _said(after)
+    assert after.returncode == 0, output(after)
 
 
 def test_connect_killed_mid_cdc_run_is_the_lab_failing_and_up_brings_it_back(
     lab: Path, tmp_path: Path
 ) -> None:
-    said, code, run_dir = _run_and_kill(lab, tmp_path / "runs", "C3", "connect")
-    assert code == 3, said
-    assert "lab failed: connect died at" in said, said
-    assert "Traceback" not in said
+    _, run_dir = _lab_failed(lab, tmp_path / "runs", "C3", "connect")
     summary = json.loads((run_dir / "logs" / "run.json").read_text())
     assert [f["service"] for f in summary["lab_failures"]][:1] == ["connect"]
     assert summary["quiesced"] is False
 
-    _up(lab)
-    status = _driftlab("status", "--dir", str(lab))
-    assert status.returncode == 0, _said(status)
+    up(lab, LAB)
+    status = driftlab("status", "--dir", str(lab))
+    assert status.returncode == 0, output(status)
 
 
 def test_kafka_killed_after_its_scheduled_crash_is_one_line_not_a_client_error(
     lab: Path, tmp_path: Path
 ) -> None:
     # C16 crashes Kafka itself in a window: once that window closed, Kafka is the lab's.
-    said, code, _ = _run_and_kill(
+    said, _ = _lab_failed(
         lab, tmp_path / "runs", "C16", "kafka", after='"type":"fault","phase":"stop"'
     )
-    assert code == 3, said
-    assert "lab failed: kafka died at" in said, said
-    assert "KafkaException" not in said and "rdkafka" not in said and "Traceback" not in said
-    _up(lab)
+    assert "KafkaException" not in said and "rdkafka" not in said
+    up(lab, LAB)
 
 
 def test_a_broker_death_is_one_line_naming_rabbitmq(lab: Path, tmp_path: Path) -> None:
-    said, code, _ = _run_and_kill(lab, tmp_path / "runs", "C7", "rabbitmq")
-    assert code == 3, said
-    assert "lab failed: rabbitmq died at" in said, said
-    assert "AMQPConnectionError" not in said and "Traceback" not in said
-    _up(lab)
+    said, _ = _lab_failed(lab, tmp_path / "runs", "C7", "rabbitmq")
+    assert "AMQPConnectionError" not in said
+    up(lab, LAB)
 
 
 def test_up_brings_back_a_killed_kafka_past_the_toxiproxy_listeners_it_advertises(
     lab: Path,
 ) -> None:
     _kill(lab, "kafka")
-    said = _up(lab)
+    said = up(lab, LAB)
     assert "kafka: healthy in" in said, said
     assert "in use by" not in said
-    assert _driftlab("status", "--dir", str(lab)).returncode == 0
+    assert driftlab("status", "--dir", str(lab)).returncode == 0
 
 
 def test_the_broker_pid_is_the_broker_and_up_brings_it_back_past_its_epmd(lab: Path) -> None:
@@ -204,12 +188,12 @@ def test_the_broker_pid_is_the_broker_and_up_brings_it_back_past_its_epmd(lab: P
         assert time.monotonic() < deadline
         time.sleep(0.1)
     assert read_start_time(epmd) is not None  # its epmd, left serving
-    status = _driftlab("status", "--dir", str(lab))
-    assert status.returncode == 3 and "stopped" in _said(status)
-    said = _up(lab)
+    status = driftlab("status", "--dir", str(lab))
+    assert status.returncode == 3 and "stopped" in output(status)
+    said = up(lab, LAB)
     assert "rabbitmq: healthy in" in said, said
     assert _processes(lab, "rabbitmq")["epmd"]["pid"] == epmd  # reused, not in the way
-    assert _driftlab("status", "--dir", str(lab)).returncode == 0
+    assert driftlab("status", "--dir", str(lab)).returncode == 0
 
 
 def test_two_runs_started_together_on_one_stack_one_refuses(lab: Path, tmp_path: Path) -> None:
@@ -265,9 +249,8 @@ def test_the_watchdog_excuses_a_scheduled_fault_and_names_a_silent_service(stack
 
 
 def test_two_ups_on_one_folder_take_turns() -> None:
-    root = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
-    argv = [DRIFTLAB, "up", "--dir", str(root), "--only", "redis"]
-    try:
+    with stack_folder() as root:
+        argv = [DRIFTLAB, "up", "--dir", str(root), "--only", "redis"]
         procs = [
             subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             for _ in range(2)
@@ -276,48 +259,41 @@ def test_two_ups_on_one_folder_take_turns() -> None:
         assert [p.returncode for p in procs] == [0, 0], outs
         # The second found the first's stack: one redis, started once.
         assert sum("redis: starting" in o for o in outs) == 1, outs
-        status = _driftlab("status", "--dir", str(root))
-        assert status.returncode == 0, _said(status)
-    finally:
-        _driftlab("down", "--dir", str(root))
-        shutil.rmtree(root, ignore_errors=True)
+        status = driftlab("status", "--dir", str(root))
+        assert status.returncode == 0, output(status)
 
 
 def test_status_names_a_link_toxiproxy_lost_and_up_gives_it_back(lab: Path) -> None:
     state = json.loads((lab / "stack.json").read_text())
     api = f"http://127.0.0.1:{state['services']['toxiproxy']['spec']['ports']['main']}"
     assert requests.delete(f"{api}/proxies/connect->kafka", timeout=10).status_code == 204
-    status = _driftlab("status", "--dir", str(lab))
-    assert status.returncode == 3, _said(status)
-    assert "missing: link connect->kafka: toxiproxy lost it" in _said(status)
-    _up(lab)
+    status = driftlab("status", "--dir", str(lab))
+    assert status.returncode == 3, output(status)
+    assert "missing: link connect->kafka: toxiproxy lost it" in output(status)
+    up(lab, LAB)
     assert requests.get(f"{api}/proxies/connect->kafka", timeout=10).ok
-    assert _driftlab("status", "--dir", str(lab)).returncode == 0
+    assert driftlab("status", "--dir", str(lab)).returncode == 0
 
 
 def test_under_umask_000_nothing_of_a_stack_or_run_is_writable_by_others(tmp_path: Path) -> None:
-    root = Path(tempfile.mkdtemp(prefix="driftlab-stack-test-", dir="/tmp"))
     runs = tmp_path / "runs"
 
-    def driftlab(*args: str) -> subprocess.CompletedProcess[str]:
+    def umasked(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [DRIFTLAB, *args], capture_output=True, text=True, timeout=600, check=False,
             preexec_fn=lambda: os.umask(0),
         )  # fmt: skip
 
-    try:
-        assert driftlab("up", "--dir", str(root), "--only", "redis").returncode == 0
-        run = driftlab(
+    with stack_folder() as root:
+        assert umasked("up", "--dir", str(root), "--only", "redis").returncode == 0
+        run = umasked(
             "run", "C1", "--stack-dir", str(root), "--duration", "3s", "--no-analyze",
             "--runs-dir", str(runs),
         )  # fmt: skip
-        assert run.returncode == 0, _said(run)
+        assert run.returncode == 0, output(run)
         for top in (root, runs):
             open_to_all = [
                 p for p in (top, *top.rglob("*"))
                 if not p.is_symlink() and p.stat().st_mode & 0o002
             ]  # fmt: skip
             assert open_to_all == [], open_to_all
-    finally:
-        _driftlab("down", "--dir", str(root))
-        shutil.rmtree(root, ignore_errors=True)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from pipeline_support import looping, run_text, settings
 
 from harness import exitcodes
-from harness.app.pipeline import PipelineResult, run_pipeline
-from harness.pipeline.spec import load
+from harness.app.pipeline import PipelineResult
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
@@ -37,14 +37,7 @@ SELECT version FROM w
 read = "SELECT key, value, version FROM {{source.table}}"
 
 [processes.mover]
-command = ["bash", "-c", '''
-echo started
-while true; do
-  psql "$DSN" -X -q -c "$MOVE" || true
-  sleep 0.2
-done''']
-ready = {{ log = "started" }}
-
+{mover}
 [processes.mover.env]
 DSN = "{{postgres.dsn}}"
 MOVE = '''
@@ -55,12 +48,6 @@ INSERT INTO {{namespace}}.audit SELECT key, value FROM moved WHERE {keep}'''
 kind = "log"
 sql = {{ query = "SELECT key, value FROM {{namespace}}.audit" }}
 
-[workload]
-clients = 2
-keys = 5
-rate = 40
-duration = 4
-
 [[faults]]
 kind = "crash"
 target = "mover"
@@ -69,17 +56,15 @@ duration = 1.0
 
 [expect]
 absent = ["lost-write", "duplicate-apply"]
-
-[converge]
-timeout = 10
-window = 2
 """
+
+MOVER = looping('psql "$DSN" -X -q -c "$MOVE" || true', 0.2)
+SETTINGS = settings(clients=2, keys=5, rate=40, duration=4, timeout=10, window=2)
 
 
 def run(tmp_path: Path, stack: Stack, variant: str, keep: str) -> PipelineResult:
-    path = tmp_path / f"{variant}.toml"
-    path.write_text(AUDIT.format(variant=variant, keep=keep))
-    return run_pipeline(load(path), seed=6, runs_dir=tmp_path / "runs", stack=stack)
+    text = AUDIT.format(variant=variant, keep=keep, mover=MOVER) + SETTINGS
+    return run_text(tmp_path, stack, text, f"{variant}.toml", seed=6)
 
 
 def test_every_write_arrives_in_the_audit_log(stack: Stack, spark: object, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pipeline_files import pipeline_text
+from pipeline_support import pipeline_text
 from typer.testing import CliRunner
 
 from harness.app.matrix import Cell, run_matrix

@@ -136,6 +136,8 @@ def test_a_run_stopped_by_its_lab_names_what_failed_and_judges_nothing() -> None
     result.error = "lab failed: toxiproxy died at 4.2 s into the workload"
     print_result(console, result)
     text = console.export_text()
-    assert "lab failed, not the system under test:\n    - lab failed: toxiproxy died at 4.2 s" in text
+    assert (
+        "lab failed, not the system under test:\n    - lab failed: toxiproxy died at 4.2 s" in text
+    )
     assert "verdict: lab failed (the system under test was not judged)" in text
     assert "anomalies:" not in text

@@ -128,14 +128,19 @@ class Judged:
 Check = Callable[[Sequence[Event], Facts, Judged], None]
 
 
+def _anomalies_of(check: Callable[[Sequence[Event]], list[Anomaly]]) -> Check:
+    """A reference check that needs the group's events alone and gives anomalies only."""
+
+    def run(events: Sequence[Event], facts: Facts, out: Judged) -> None:
+        out.anomalies += check(events)
+
+    return run
+
+
 def _lost_writes(events: Sequence[Event], facts: Facts, out: Judged) -> None:
     found = lost.writes(events, facts.writes)
     out.anomalies += found.lost
     out.notes["recovered-write"] += found.recovered
-
-
-def _reorder(events: Sequence[Event], facts: Facts, out: Judged) -> None:
-    out.anomalies += reorder.key_checks(events)
 
 
 def _divergence(events: Sequence[Event], facts: Facts, out: Judged) -> None:
@@ -153,10 +158,6 @@ def _eventsourcing(events: Sequence[Event], facts: Facts, out: Judged) -> None:
     out.anomalies += eventsourcing.check_keys(events, facts.state_stores, facts.limits)
 
 
-def _graph(events: Sequence[Event], facts: Facts, out: Judged) -> None:
-    out.anomalies += graph.check(events)
-
-
 def _polls(events: Sequence[Event], facts: Facts, out: Judged) -> None:
     out.anomalies += reorder.partition_checks(events)
     out.realtime += reorder.worst_realtime_lags(events)
@@ -168,21 +169,17 @@ def _messages(events: Sequence[Event], facts: Facts, out: Judged) -> None:
     out.notes["unseen-message"] += found.unseen
 
 
-def _duplicates(events: Sequence[Event], facts: Facts, out: Judged) -> None:
-    out.anomalies += duplicates.check(events)
-
-
 CHECKS: dict[int, tuple[tuple[str, Check], ...]] = {
     KEY: (
         ("lost", _lost_writes),
-        ("reorder", _reorder),
+        ("reorder", _anomalies_of(reorder.key_checks)),
         ("divergence", _divergence),
         ("staleness", _staleness),
         ("eventsourcing", _eventsourcing),
-        ("graph", _graph),
+        ("graph", _anomalies_of(graph.check)),
     ),
     PARTITION: (("reorder", _polls),),
-    MESSAGE: (("lost", _messages), ("duplicates", _duplicates)),
+    MESSAGE: (("lost", _messages), ("duplicates", _anomalies_of(duplicates.check))),
 }
 """Per route, the checks of its groups, each under the checker it reports for."""
 

@@ -20,8 +20,9 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.history.schema import SOURCE_STORE
 from harness.pipeline.readers import LogReader, Reader
@@ -35,6 +36,8 @@ OBSERVER = "observer"
 NOT_CONVERGED = "not-converged"
 """The mark of a store that did not converge to the source after the heal."""
 KEYS_NAMED = 10
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -131,11 +134,8 @@ class Observer:
         """Read log store `name` once and record each write that arrived since the last
         reading as an `apply` to it (a second arrival of one write: a second apply)."""
         with self._lock:
-            try:
-                now = self.logs[name].rows()
-            except Exception as exc:  # a store that cannot be read now is no verdict
-                self.errors += 1
-                log.warning("observing %s failed: %s", name, exc)
+            now = self._attempt(name, self.logs[name].rows)
+            if now is None:
                 return None
             seen_ns = time.time_ns()
             before = self._arrived[name]
@@ -161,11 +161,8 @@ class Observer:
         """Read store `name` once and record what changed; None if the read failed."""
         with self._lock:
             invoked = time.time_ns()
-            try:
-                now = self.readers[name].read_all()
-            except Exception as exc:  # a store that cannot be read now is no verdict
-                self.errors += 1
-                log.warning("observing %s failed: %s", name, exc)
+            now = self._attempt(name, self.readers[name].read_all)
+            if now is None:
                 return None
             seen_ns = time.time_ns()
             seen = self._seen[name]
@@ -179,6 +176,16 @@ class Observer:
                 seen.state, seen.changed = now, time.monotonic()
             seen.held = seen.held or bool(now)
             return now
+
+    def _attempt(self, name: str, read: Callable[[], _T]) -> _T | None:
+        """What `read` returns, or None (counted and logged) if store `name` cannot be
+        read now."""
+        try:
+            return read()
+        except Exception as exc:  # a store that cannot be read now is no verdict
+            self.errors += 1
+            log.warning("observing %s failed: %s", name, exc)
+            return None
 
     def _record_read(
         self, store: str, key: str, value: str | None, version: int | None, t0: int, t1: int

@@ -35,7 +35,54 @@ timeout = 30  # after the faults heal, how long your stores may take to equal th
 window = 3    # a store unchanged this long has settled (converged or not)
 """
 
-_CDC_CACHE = """\
+_ENV = {
+    "PGDSN": "{postgres.dsn}",
+    "REDIS_URL": "{redis.url}",
+    "BOOTSTRAP": "{kafka.bootstrap}",
+    "AMQP_URL": "{rabbitmq.url}",
+    "TABLE": "{source.table}",
+    "PREFIX": "{namespace}:",
+    "TOPIC": "{namespace}",
+    "QUEUE": "{namespace}",
+    "OUTBOX": "{namespace}.outbox",
+    "TARGET": "{namespace}.derived",
+    "PORT": "{app_server.port}",
+}
+"""Each environment variable a starting file gives a process -> its template: one
+meaning per name across the shapes."""
+
+
+def _process(
+    name: str, env: str, note: str = "", command: str = "", ready: str = 'log = "ready"'
+) -> str:
+    """A process's sections: its command (`./my-<name>` unless given), its readiness and
+    the variables of `env` (names of _ENV, space-separated)."""
+    head = f"[processes.{name}]" + (f"  # {note}" if note else "")
+    lines = [head, f'command = ["{command or f"./my-{name}"}"]', f"ready = {{ {ready} }}", ""]
+    lines.append(f"[processes.{name}.env]  # templated per run")
+    lines += [f'{var} = "{_ENV[var]}"' for var in env.split()]
+    return "\n".join(lines) + "\n"
+
+
+def _faults(crash: str, cut: str, crash_s: float = 1.5, crash_note: str = "") -> str:
+    """The schedule every shape starts with: `crash` (a process) at 2 s, then `cut` (a
+    link) at 5 s."""
+    why = crash_note or "SIGKILL of the process group; restarted when the window ends"
+    return f"""[[faults]]
+kind = "crash"  # {why}
+target = "{crash}"
+at = 2.0
+duration = {crash_s}
+
+[[faults]]
+kind = "cut"    # the link stops passing bytes
+target = "{cut}"
+at = 5.0
+duration = 1.5
+"""
+
+
+_CDC_CACHE = f"""\
 summary = "A consumer of my own mirrors a PostgreSQL table into Redis"
 services = ["postgres", "redis"]
 recovery = 3.0  # seconds at the end of the workload kept free of faults
@@ -49,36 +96,16 @@ table = "items"
 # knows it is ready (ready = {{ log = "..." }}, {{ tcp = 8080 }} or {{ http = "http://..." }}).
 # It reaches each service through a link of its own (here mirror->postgres and
 # mirror->redis), which the faults below can cut.
-[processes.mirror]
-command = ["./my-consumer"]
-ready = {{ log = "ready" }}
-
-[processes.mirror.env]  # templated per run
-PGDSN = "{{postgres.dsn}}"
-REDIS_URL = "{{redis.url}}"
-TABLE = "{{source.table}}"
-PREFIX = "{{namespace}}:"
-
+{_process("mirror", "PGDSN REDIS_URL TABLE PREFIX", command="./my-consumer")}
 # What your consumer derives, and how driftlab reads it. kind = "mirror": the latest
 # value of each key (skipped intermediate versions are no loss).
 [stores.cache]
 kind = "mirror"
 redis = {{ pattern = "{{namespace}}:*" }}  # add field = "value" if each key is a hash
 
-[[faults]]
-kind = "crash"    # SIGKILL of the process group; restarted when the window ends
-target = "mirror"
-at = 2.0
-duration = 1.5
+{_faults("mirror", "mirror->redis")}"""
 
-[[faults]]
-kind = "cut"      # the consumer's link to Redis stops passing bytes
-target = "mirror->redis"
-at = 5.0
-duration = 1.5
-"""
-
-_OUTBOX = """\
+_OUTBOX = f"""\
 summary = "An outbox relay and a consumer of my own carry a PostgreSQL table to Redis"
 services = ["postgres", "kafka", "redis"]
 recovery = 3.0
@@ -100,44 +127,15 @@ RETURNING version
 \"\"\"
 read = "SELECT key, value, version FROM {{source.table}} WHERE value IS NOT NULL"
 
-[processes.relay]   # reads the outbox, publishes to Kafka
-command = ["./my-relay"]
-ready = {{ log = "ready" }}
-
-[processes.relay.env]  # templated per run
-PGDSN = "{{postgres.dsn}}"
-BOOTSTRAP = "{{kafka.bootstrap}}"
-OUTBOX = "{{namespace}}.outbox"
-TOPIC = "{{namespace}}"
-
-[processes.consumer]   # reads Kafka, writes Redis
-command = ["./my-consumer"]
-ready = {{ log = "ready" }}
-
-[processes.consumer.env]  # templated per run
-BOOTSTRAP = "{{kafka.bootstrap}}"
-TOPIC = "{{namespace}}"
-REDIS_URL = "{{redis.url}}"
-PREFIX = "{{namespace}}:"
-
+{_process("relay", "PGDSN BOOTSTRAP OUTBOX TOPIC", "reads the outbox, publishes to Kafka")}
+{_process("consumer", "BOOTSTRAP TOPIC REDIS_URL PREFIX", "reads Kafka, writes Redis")}
 [stores.cache]
 kind = "mirror"
 redis = {{ pattern = "{{namespace}}:*" }}
 
-[[faults]]
-kind = "crash"
-target = "relay"
-at = 2.0
-duration = 1.5
+{_faults("relay", "consumer->kafka")}"""
 
-[[faults]]
-kind = "cut"
-target = "consumer->kafka"
-at = 5.0
-duration = 1.5
-"""
-
-_QUEUE = """\
+_QUEUE = f"""\
 summary = "A publisher and a queue worker of my own carry a PostgreSQL table to a second table"
 services = ["postgres", "rabbitmq"]
 recovery = 3.0
@@ -151,45 +149,22 @@ CREATE TABLE {{source.table}} (key text PRIMARY KEY, value text, version bigint 
 CREATE TABLE {{namespace}}.derived (key text PRIMARY KEY, value text, version bigint)
 \"\"\"
 
-[processes.publisher]   # notices source changes, publishes them to a queue
-command = ["./my-publisher"]
-ready = {{ log = "ready" }}
-
-[processes.publisher.env]  # templated per run
-PGDSN = "{{postgres.dsn}}"
-AMQP_URL = "{{rabbitmq.url}}"
-TABLE = "{{source.table}}"
-QUEUE = "{{namespace}}"
-
-[processes.worker]      # consumes the queue, writes the derived table
-command = ["./my-worker"]
-ready = {{ log = "ready" }}
-
-[processes.worker.env]  # templated per run
-AMQP_URL = "{{rabbitmq.url}}"
-QUEUE = "{{namespace}}"
-PGDSN = "{{postgres.dsn}}"
-TARGET = "{{namespace}}.derived"
-
+{
+    _process(
+        "publisher",
+        "PGDSN AMQP_URL TABLE QUEUE",
+        "notices source changes, publishes them to a queue",
+    )
+}
+{_process("worker", "AMQP_URL QUEUE PGDSN TARGET", "consumes the queue, writes the derived table")}
 # A store read with SQL: key, value and optionally version of every row.
 [stores.derived]
 kind = "mirror"
 sql = {{ query = "SELECT key, value, version FROM {{namespace}}.derived" }}
 
-[[faults]]
-kind = "crash"
-target = "worker"
-at = 2.0
-duration = 1.5
+{_faults("worker", "worker->rabbitmq")}"""
 
-[[faults]]
-kind = "cut"
-target = "worker->rabbitmq"
-at = 5.0
-duration = 1.5
-"""
-
-_DUAL_WRITE = """\
+_DUAL_WRITE = f"""\
 summary = "My web application writes its database, then its cache"
 services = ["postgres", "redis"]
 recovery = 3.0
@@ -203,33 +178,23 @@ http = "PUT http://127.0.0.1:{{app_server.port}}/items/{{key}}"
 read = "SELECT key, value, version FROM {{source.table}} WHERE value IS NOT NULL"
 
 # {{app_server.port}} is a free port driftlab draws for this process, kept across restarts.
-[processes.app_server]
-command = ["./my-app"]
-ready = {{ http = "http://127.0.0.1:{{app_server.port}}/health" }}
-
-[processes.app_server.env]  # templated per run
-PGDSN = "{{postgres.dsn}}"
-REDIS_URL = "{{redis.url}}"
-TABLE = "{{source.table}}"
-PREFIX = "{{namespace}}:"
-PORT = "{{app_server.port}}"
-
+{
+    _process(
+        "app_server",
+        "PGDSN REDIS_URL TABLE PREFIX PORT",
+        command="./my-app",
+        ready='http = "http://127.0.0.1:{app_server.port}/health"',
+    )
+}
 [stores.cache]
 kind = "mirror"
 redis = {{ pattern = "{{namespace}}:*", field = "value" }}
 
-[[faults]]
-kind = "crash"    # between (or during) the application's two writes
-target = "app_server"
-at = 2.0
-duration = 1.0
-
-[[faults]]
-kind = "cut"
-target = "app_server->redis"
-at = 5.0
-duration = 1.5
-"""
+{
+    _faults(
+        "app_server", "app_server->redis", 1.0, "between (or during) the application's two writes"
+    )
+}"""
 
 SHAPES: dict[str, str] = {
     "cdc-cache": _CDC_CACHE,
@@ -242,4 +207,4 @@ SHAPES: dict[str, str] = {
 
 def starting_file(shape: str, name: str, file: str = "pipeline.toml") -> str:
     """The commented starting file of `shape`, its run named `name`."""
-    return _HEAD.format(shape=shape, name=name, file=file) + SHAPES[shape].format() + _TAIL
+    return _HEAD.format(shape=shape, name=name, file=file) + SHAPES[shape] + _TAIL

@@ -27,6 +27,16 @@ from harness.services.runtime import Runtime
 DAYS = "3650"
 
 
+class _InFolder:
+    """A file of the TLS folder, read as an attribute: the folder joined to its name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, tls: ConnectTls, owner: type | None = None) -> Path:
+        return tls.folder / self.name
+
+
 @dataclass(frozen=True)
 class ConnectTls:
     """The files of a stack's Connect TLS, in `folder`, and their password."""
@@ -34,25 +44,11 @@ class ConnectTls:
     folder: Path
     password: str
 
-    @property
-    def ca(self) -> Path:
-        return self.folder / "ca.pem"
-
-    @property
-    def keystore(self) -> Path:
-        return self.folder / "server.p12"
-
-    @property
-    def truststore(self) -> Path:
-        return self.folder / "trust.p12"
-
-    @property
-    def client_cert(self) -> Path:
-        return self.folder / "client.pem"
-
-    @property
-    def client_key(self) -> Path:
-        return self.folder / "client.key"
+    ca = _InFolder("ca.pem")
+    keystore = _InFolder("server.p12")
+    truststore = _InFolder("trust.p12")
+    client_cert = _InFolder("client.pem")
+    client_key = _InFolder("client.key")
 
     def worker_properties(self) -> dict[str, object]:
         """The worker's HTTPS listener settings (prefixed for the `https` listener)."""
