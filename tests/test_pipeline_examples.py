@@ -83,7 +83,7 @@ def test_the_planted_bug_is_caught_with_its_keys(
     assert div["since_s"] is not None and div["since_s"] > 0
     marks = [e for e in history(r.run_dir) if e["type"] == "mark" and e["kind"] == NOT_CONVERGED]
     assert len(marks) == 1 and json.loads(str(marks[0]["extra"]))["count"] == len(keys)
-    report = (r.run_dir / "report.html").read_text()
+    report = r.run_dir.report.read_text()
     assert "Run error: not converged: store cache:" in report
     # The failing test's message: the reason, one example naming a key, the command.
     text = outcome.summary()
