@@ -98,5 +98,7 @@ def test_its_driftlab_command_lines_parse_with_the_real_cli(
         args[args.index("--runs-dir") + 1] = str(tmp_path / "runs")
         result = runner.invoke(app, args)
         assert result.exit_code == 0, (line, result.output)
-        assert re.search(r"^\d+ cells, budget 1200 s$", result.output, re.M), result.output
+        assert re.search(r"^\d+ cells, seeds \d+(, \d+)*, budget 1200 s$", result.output, re.M), (
+            result.output
+        )
         assert not (tmp_path / "runs").exists()  # a dry run starts nothing, writes nothing
