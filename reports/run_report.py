@@ -23,6 +23,7 @@ from harness import __version__
 from harness.history.schema import LOG_AUDIT, Mark
 from harness.rundir import (
     ANALYZE_LOG,
+    INDEX_HTML,
     RUNNER_LOG,
     SUMMARY_JSON,
     NotAJsonObject,
@@ -104,6 +105,8 @@ def build_context(folder: RunDir) -> dict[str, Any]:
     expectations = analysis.get("expectations", {})
     return {
         "run_name": f"{run.parent.name}/{run.name}",
+        # A plain `driftlab run` writes no suite page: link one only where it exists.
+        "suite_page": (run.parent.parent / INDEX_HTML).is_file(),
         "scenario": config.get("scenario") or analysis.get("run", {}).get("scenario"),
         "claim": config.get("claim") or params.get("claim"),
         "summary_text": params.get("summary"),

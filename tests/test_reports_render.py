@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
+from harness.rundir import SUMMARY_JSON
 from harness.testing.synthetic import generate_history
 from reports.plots import Chart, Line, Window, render_chart
 from reports.render import ReportError
@@ -457,3 +458,16 @@ def test_every_kind_link_of_the_summary_leads_to_its_examples(tmp_path: Path) ->
     links = re.findall(r'href="#(kind-[a-z-]+)"', page)
     assert links == ["kind-missing"]
     assert all(f'id="{anchor}"' in page for anchor in links)
+
+
+def test_a_run_report_links_the_suite_page_only_where_one_was_written(tmp_path: Path) -> None:
+    history = {"events": 9, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 1000 * MS}
+    run = _run_folder(
+        tmp_path, "pipeline", "20260101T000000Z", None, verdict="held", history=history
+    )
+    (run / "logs" / SUMMARY_JSON).write_text(json.dumps({"ops": 9, "quiesced": False, "wall_s": 1}))
+    page = render_run_report(run).read_text()
+    assert "index.html" not in page
+    assert "did not quiesce" in page and "False" not in page
+    render_suite(tmp_path)
+    assert 'href="../../index.html"' in render_run_report(run).read_text()
