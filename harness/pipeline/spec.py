@@ -27,6 +27,7 @@ import json
 import re
 import string
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -700,8 +701,26 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     )
 
 
-def load(path: Path) -> Pipeline:
-    """Read and check the pipeline file at `path`; PipelineError says what to fix."""
+def with_external(data: dict[str, Any], urls: Mapping[str, str]) -> dict[str, Any]:
+    """The file's table with `urls` in its `[external]` (over the file's own entries)
+    and those services off its `services`: the same file run against services a test
+    suite started (harness.pipeline.containers)."""
+    if not urls:
+        return data
+    ext = data.get("external", {})
+    services = data.get("services", [])
+    return {
+        **data,
+        "external": {**ext, **urls} if isinstance(ext, dict) else ext,
+        "services": [s for s in services if s not in urls]
+        if isinstance(services, list)
+        else services,
+    }
+
+
+def load(path: Path, external: Mapping[str, str] | None = None) -> Pipeline:
+    """Read and check the pipeline file at `path`, with `external` services by URL
+    instead of the file's (`with_external`); PipelineError says what to fix."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -712,4 +731,4 @@ def load(path: Path) -> Pipeline:
         data = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PipelineError(f"{path}: not valid TOML ({exc}); fix the syntax there") from None
-    return parse(data, path.resolve())
+    return parse(with_external(data, external or {}), path.resolve())
