@@ -98,9 +98,14 @@ def external_urls(given: Mapping[str, object]) -> dict[str, str]:
             continue
         reader = READERS.get(service)
         if reader is None:
+            fix = (
+                "give its bootstrap servers (KafkaContainer: get_bootstrap_server())"
+                if service == "kafka"
+                else "give its URL"
+            )
             raise ContainerError(
-                f"external {service}: driftlab reads no container for it; "
-                f"use one of: {', '.join(READERS)}, or give its URL"
+                f"external {service}: driftlab reads no container for it "
+                f"(only {', '.join(READERS)}); {fix}"
             )
         out[service] = reader(value)
     return out
