@@ -324,7 +324,7 @@ def _external_kafka(value: Any) -> Endpoint:
     hosts = []
     for server in bootstrap.split(","):
         host, _, port = server.strip().rpartition(":")
-        if not host or not port.isdigit():
+        if not host or "/" in host or not port.isdigit():
             raise _fail(where, f"has {server.strip()!r}, not host:port", fix)
         hosts.append((host, int(port)))
     extra = {"bootstrap": ",".join(f"{h}:{p}" for h, p in hosts)}
