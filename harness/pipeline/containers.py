@@ -41,15 +41,18 @@ def host_network(container: C) -> C:
     image must then be told to listen on 127.0.0.1 and on a free port."""
     c: Any = container
     c.ports.clear()
+    # with_kwargs would replace the container's other Docker arguments: add to them.
     c._kwargs = {**getattr(c, "_kwargs", {}), "network_mode": "host"}
     return container
 
 
 def address(container: Started, port: int) -> tuple[str, int]:
     """Where `container`'s server listening on `port` is reached from this machine."""
+    from testcontainers.core.exceptions import ContainerStartException
+
     try:
         wrapped = container.get_wrapped_container()
-    except Exception as exc:  # testcontainers' ContainerStartException
+    except ContainerStartException as exc:
         raise ContainerError(f"{exc}: start the container (`with ... as c:` or .start())") from None
     if wrapped.attrs.get("HostConfig", {}).get("NetworkMode") == "host":
         return "127.0.0.1", int(port)
