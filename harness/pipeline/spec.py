@@ -598,8 +598,8 @@ def _connectors(
     services: tuple[str, ...],
     ports: tuple[str, ...],
 ) -> tuple[ConnectorSpec, ...]:
-    """`[[connectors]]`: run on driftlab's Connect worker, which reaches every other
-    service through links of its own (`connect->postgres`)."""
+    """`[[connectors]]`: run on driftlab's Connect worker or the user's (`external.connect`),
+    which reaches every other service through links of its own (`connect->postgres`)."""
     raw = data.get("connectors", [])
     if not isinstance(raw, list):
         raise _fail("connectors", "is not a list", "write [[connectors]] tables")
