@@ -10,3 +10,7 @@ RUN mkdir -p /etc/postgresql-common/createcluster.d \
  && rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d
 COPY docker/driftlab-entry /usr/local/bin/driftlab-entry
 ENTRYPOINT ["/usr/local/bin/driftlab-entry"]
+# Without a command from the harness: a server set up from POSTGRES_USER, _PASSWORD,
+# _DB and PGPORT, as testcontainers' PostgresContainer expects (docs/pipelines.md).
+COPY docker/postgres-server /usr/local/bin/postgres-server
+CMD ["/usr/local/bin/postgres-server"]

@@ -6,3 +6,6 @@ RUN printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin
  && rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d
 COPY docker/driftlab-entry /usr/local/bin/driftlab-entry
 ENTRYPOINT ["/usr/local/bin/driftlab-entry"]
+# Without a command from the harness (testcontainers' RedisContainer without a
+# password): a server on the loopback only, nothing saved.
+CMD ["/usr/bin/redis-server", "--bind", "127.0.0.1", "--save", ""]

@@ -12,7 +12,10 @@ path and the command that reproduces it. `pytest -m scenario` selects these test
 Fixtures:
 - `driftlab_stack`: one owned stack per pytest session (services start on first use);
 - `run_scenario`: `run_scenario("C1" | Scenario | "pipeline.toml", seed=..., duration=...)
-  -> Outcome` (a path ending in .toml runs a pipeline file, docs/pipelines.md);
+  -> Outcome` (a path ending in .toml runs a pipeline file, docs/pipelines.md); a
+  pipeline file takes `external={"postgres": pg, "redis": cache}`, services the test
+  started (testcontainers' PostgresContainer, RedisContainer, or URLs) instead of the
+  file's, each behind a Toxiproxy link of the session's stack, faults included;
 - `driftlab_scenario`: builds a Scenario from a user's own Setup class;
 - `scenario_result`: the Outcome of the test's `scenario` marker.
 
@@ -27,6 +30,7 @@ override the marker's seed and duration), --driftlab-runs-dir (default runs/),
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -157,13 +161,19 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
         seed: int | None = None,
         duration: str | float | None = None,
         analyze: bool = True,
+        external: Mapping[str, object] | None = None,
     ) -> Outcome:
         secs = _duration(duration)
         if isinstance(scenario, Path) or str(scenario).endswith(".toml"):
             return _run_pipeline_file(
-                Path(str(scenario)), 0 if seed is None else seed, secs, analyze
+                Path(str(scenario)), 0 if seed is None else seed, secs, analyze, external
             )
         assert not isinstance(scenario, Path)
+        if external:
+            raise pytest.UsageError(
+                f"run_scenario({scenario!r}, external=...): external services are for "
+                "pipeline files; pass a .toml file's path"
+            )
         sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
         sc = sc.with_overrides(duration=secs)
         check_scenario(sc)
@@ -176,13 +186,20 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
         )
         return outcome_of(result, sc, duration=secs)
 
-    def _run_pipeline_file(path: Path, seed: int, secs: float | None, analyze: bool) -> Outcome:
+    def _run_pipeline_file(
+        path: Path,
+        seed: int,
+        secs: float | None,
+        analyze: bool,
+        external: Mapping[str, object] | None,
+    ) -> Outcome:
         from harness.app.pipeline import run_pipeline
+        from harness.pipeline.containers import ContainerError, external_urls
         from harness.pipeline.spec import PipelineError, load
 
         try:
-            pipeline = load(path)
-        except PipelineError as exc:
+            pipeline = load(path, external_urls(external or {}))
+        except (PipelineError, ContainerError) as exc:
             raise pytest.UsageError(str(exc)) from None
         out = run_pipeline(
             pipeline,
@@ -195,6 +212,9 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
         rerun = f"driftlab run {path} --seed {seed}"
         if secs is not None:
             rerun += f" --duration {secs:g}s"
+        if external:
+            # The services were the test's own, gone with it: the test starts them again.
+            rerun = f"pytest '{_current_test()}'"
         outcome = outcome_of(out.run, out.scenario, duration=secs)
         return dataclasses.replace(outcome, rerun=rerun)
 
@@ -268,6 +288,12 @@ def scenario_result(request: pytest.FixtureRequest, run_scenario: RunScenario) -
         outcome = dataclasses.replace(outcome, rerun=rerun)
     request.node.stash[_OUTCOME_KEY] = outcome
     return outcome
+
+
+def _current_test() -> str:
+    """The running test's node id, from the variable pytest sets while it runs."""
+    current = os.environ.get("PYTEST_CURRENT_TEST", "")
+    return current.rsplit(" (", 1)[0] or "<the test>"
 
 
 def _registered() -> dict[str, Scenario]:

@@ -47,5 +47,3 @@ def test_run_refuses_options_a_pipeline_file_does_not_take(tmp_path: Path) -> No
     assert runner.invoke(app, ["init", str(target)]).exit_code == 0
     clients = runner.invoke(app, ["run", str(target), "--clients", "3"])
     assert clients.exit_code == 2 and "in its [workload]" in clients.output
-    docker = runner.invoke(app, ["run", str(target), "--backend", "docker"])
-    assert docker.exit_code == 2 and "drop --backend" in docker.output

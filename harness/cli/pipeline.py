@@ -23,7 +23,7 @@ def is_pipeline_file(argument: str) -> bool:
     return argument.endswith(".toml")
 
 
-def refuse_scenario_options(*, clients: int | None, rate: float | None, backend: str) -> None:
+def refuse_scenario_options(*, clients: int | None, rate: float | None) -> None:
     """Exit 2 for the options of `driftlab run` that a pipeline file does not take."""
     err = Console(stderr=True, highlight=False)
     if clients is not None or rate is not None:
@@ -32,12 +32,6 @@ def refuse_scenario_options(*, clients: int | None, rate: float | None, backend:
             exitcodes.BAD_INPUT,
             "--clients and --rate do not apply to a pipeline file; set clients and rate "
             "in its [workload]",
-        )
-    if backend != "local":
-        raise fail(
-            err,
-            exitcodes.BAD_INPUT,
-            f"--backend {backend}: a pipeline file runs on the local stack only; drop --backend",
         )
 
 

@@ -76,8 +76,9 @@ def run(
     the claim names had no chance, a fault window never took effect or had no
     operation); 130 interrupted.
 
-    A path ending in .toml runs your own pipeline from its file (docs/pipelines.md),
-    on the local backend; its clients and rate are the file's [workload].
+    A path ending in .toml runs your own pipeline from its file (docs/pipelines.md):
+    its services on either backend, its processes on this machine as commands; its
+    clients and rate are the file's [workload].
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
@@ -93,7 +94,7 @@ def run(
     from_file = is_pipeline_file(scenario)
     try:
         if from_file:
-            refuse_scenario_options(clients=clients, rate=rate, backend=backend)
+            refuse_scenario_options(clients=clients, rate=rate)
             sc = pipeline_scenario(Path(scenario), parse_duration(duration))
         else:
             sc = get_scenario(scenario).with_overrides(
@@ -128,5 +129,8 @@ def run(
         )
     print_result(console, result)
     if from_file:
-        console.print(f"  reproduce with: driftlab run {scenario} --seed {seed}")
+        rerun = f"driftlab run {scenario} --seed {seed}"
+        if stack_dir is None and backend != "local":
+            rerun += f" --backend {backend}"
+        console.print(f"  reproduce with: {rerun}")
     raise typer.Exit(result.exit_code)

@@ -4,7 +4,8 @@ Each `[[connectors]]` config is filled in for the run (its `{postgres.host}`-sty
 placeholders from the worker's own links, `connect->postgres`, so faults can cut the
 worker off), named `<namespace>_<name>` (a run never resumes another's offsets, and a
 dead run's connector is found by the stack's clean-up) and registered through the
-worker's REST API (HTTPS with the stack's client certificate). The worker keeps every
+worker's REST API (HTTPS with the stack's client certificate), or a user's own worker's
+(`[external] connect`, harness.services.connect_rest: the config as given). The worker keeps every
 connector for its restarts, so a crash of `connect` ends with the same connectors
 running again; passwords reach it only as `${file:...}` references
 (ConnectService.sealed_config).
@@ -21,6 +22,7 @@ from harness.pipeline import links
 from harness.pipeline.spec import ConnectorSpec, connect_template
 from harness.services.base import ServiceError
 from harness.services.connect import ConnectorFailed, ConnectService, RestError
+from harness.services.connect_rest import ConnectRest
 
 log = logging.getLogger("driftlab.pipeline")
 
@@ -55,16 +57,22 @@ def for_run(
 
 
 class Registered:
-    """The connectors a run put on the worker, removed together at its end."""
+    """The connectors a run put on the worker (the stack's, or a user's own reached by
+    its REST URL), removed together at its end."""
 
-    def __init__(self, connect: ConnectService) -> None:
+    def __init__(self, connect: ConnectService | ConnectRest) -> None:
         self.connect = connect
         self.names: list[str] = []
+        self.trace_where = (
+            connect.trace_where
+            if isinstance(connect, ConnectRest)
+            else "the run's logs/connect.log"
+        )
 
     def put(self, connectors: list[RunConnector]) -> None:
         """Register each in order and wait until it runs. A config Connect refuses, or
         whose task fails as it starts, is the file's mistake (the worker itself runs):
-        ValueError, one line with Connect's reason; the trace is in logs/connect.log."""
+        ValueError, one line with Connect's reason and where its trace is."""
         for connector in connectors:
             self.names.append(connector.name)
             try:
@@ -82,7 +90,7 @@ class Registered:
                 reason = lines[1].strip()[:400] if len(lines) > 1 else str(exc)[:400]
                 raise ValueError(
                     f"connectors: {connector.name}: its task failed as it started ({reason}); "
-                    "the trace is in the run's logs/connect.log: fix the config"
+                    f"the trace is in {self.trace_where}: fix the config"
                 ) from None
             log.info("connector %s running", connector.name)
 

@@ -49,7 +49,7 @@ def service_fields(service: str, ep: Endpoint) -> dict[str, Any]:
     if service == "nats":
         return {**base, "url": f"nats://{ep.host}:{ep.port}"}
     if service == "connect":
-        return {**base, "url": f"http://{ep.host}:{ep.port}"}
+        return {**base, "url": f"{x.get('scheme', 'http')}://{ep.host}:{ep.port}"}
     return base
 
 
@@ -78,6 +78,10 @@ class Reach:
         """`{service.field}` values for `client`'s links (None: the services themselves)."""
         out: dict[str, Any] = {}
         for svc in services:
+            if svc == "kafka" and svc in self.external:
+                # Reached directly (spec.EXTERNAL_UNLINKED): the same for every client.
+                out[svc] = SimpleNamespace(**self.external[svc].extra)
+                continue
             if svc == "kafka":
                 kafka: Any = self.stack["kafka"]
                 bootstrap = (

@@ -38,6 +38,7 @@ from harness.pipeline.readers import (
 )
 from harness.pipeline.spec import Pipeline, SqlSource
 from harness.services.command import CommandProcess, Readiness
+from harness.services.connect_rest import ConnectRest
 from harness.services.kinds import TOXIPROXY
 from harness.services.ports import free_port
 from harness.setups.base import Client, Setup, SetupContext
@@ -202,9 +203,12 @@ class PipelineSetup(Setup):
             )
         if p.connectors:
             # The worker's own links: a fault on connect->postgres cuts the connectors.
-            worker = tuple(svc for svc in p.reached if svc != "connect")
-            values = {**run, **reach.values("connect", worker)}
-            self.connectors = connectors.Registered(ctx.stack["connect"])
+            reached = tuple(svc for svc in p.reached if svc != "connect")
+            values = {**run, **reach.values("connect", reached)}
+            users = p.external.get("connect")  # a worker of the user's, by its REST URL
+            self.connectors = connectors.Registered(
+                ConnectRest(users.extra["url"]) if users else ctx.stack["connect"]
+            )
             try:
                 self.connectors.put(connectors.for_run(p.connectors, ns, values))
             except BaseException:

@@ -27,6 +27,7 @@ import json
 import re
 import string
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,17 @@ from harness.workload.spec import WorkloadSpec
 SERVICES = ("postgres", "kafka", "connect", "redis", "rabbitmq", "nats")
 """The services of driftlab's stack a pipeline may use."""
 
-EXTERNAL_SCHEMES = {"postgres": "postgresql", "redis": "redis"}
-"""The services a pipeline may give by URL, already running: Kafka is not among them
-(its brokers advertise their own addresses, which a proxy in front cannot rewrite)."""
+EXTERNAL_SCHEMES = {"postgres": "postgresql", "redis": "redis", "connect": "http"}
+"""The services a pipeline may give by URL, already running (`connect`: its REST URL,
+http or https). Kafka is given by its bootstrap servers (`_external_kafka`)."""
+
+EXTERNAL_UNLINKED = ("kafka",)
+"""External services reached directly, with no link in front: Kafka's brokers advertise
+their own addresses, which a proxy in front cannot rewrite, so clients would bypass it
+after their first request; link faults on them are refused."""
+
+KAFKA_CREDENTIALS = ("user", "password")
+"""`{kafka.user}`, `{kafka.password}`: what an external Kafka's table may add."""
 
 SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
     "postgres": ("dsn", "jdbc_url", "host", "port", "user", "password", "dbname"),
@@ -270,11 +279,14 @@ def _external(data: dict[str, Any]) -> dict[str, Endpoint]:
     out: dict[str, Endpoint] = {}
     for svc, url in ext.items():
         where = f"external.{svc}"
+        if svc == "kafka":
+            out[svc] = _external_kafka(url)
+            continue
         if svc not in EXTERNAL_SCHEMES:
             raise _fail(
                 where,
                 "is not a service driftlab can reach from outside yet",
-                f"use one of: {', '.join(EXTERNAL_SCHEMES)} (or driftlab's own in services)",
+                f"use one of: kafka, {', '.join(EXTERNAL_SCHEMES)} (or driftlab's own in services)",
             )
         scheme = EXTERNAL_SCHEMES[svc]
         if not isinstance(url, str):
@@ -284,8 +296,8 @@ def _external(data: dict[str, Any]) -> dict[str, Endpoint]:
             port = u.port
         except ValueError:
             port = None
-        schemes = (scheme, "postgres") if svc == "postgres" else (scheme,)
-        if u.scheme not in schemes or not (u.hostname and port):
+        schemes = {"postgres": (scheme, "postgres"), "connect": ("http", "https")}
+        if u.scheme not in schemes.get(svc, (scheme,)) or not (u.hostname and port):
             raise _fail(where, f"is {url!r}", f'write "{scheme}://user:password@host:port/..."')
         extra: dict[str, str] = {}
         if u.password:
@@ -293,8 +305,34 @@ def _external(data: dict[str, Any]) -> dict[str, Endpoint]:
         if svc == "postgres":
             extra["user"] = unquote(u.username or "postgres")
             extra["dbname"] = unquote(u.path.lstrip("/") or extra["user"])
+        if svc == "connect":
+            extra["url"] = url  # its REST API, credentials included
+            extra["scheme"] = u.scheme
         out[svc] = Endpoint(u.hostname, port, extra)
     return out
+
+
+def _external_kafka(value: Any) -> Endpoint:
+    """`external.kafka`: "host:port[,host:port]" (the bootstrap servers), or a table
+    with `bootstrap` and the `user` and `password` the programs log in with."""
+    where, fix = "external.kafka", 'write "host:port,host:port" or { bootstrap = "host:port" }'
+    table = value if isinstance(value, dict) else {"bootstrap": value}
+    _only(table, ("bootstrap", *KAFKA_CREDENTIALS), f"{where}.")
+    bootstrap = table.get("bootstrap")
+    if not isinstance(bootstrap, str):
+        raise _fail(where, f"is {value!r}", fix)
+    hosts = []
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        if not host or "/" in host or not port.isdigit():
+            raise _fail(where, f"has {server.strip()!r}, not host:port", fix)
+        hosts.append((host, int(port)))
+    extra = {"bootstrap": ",".join(f"{h}:{p}" for h, p in hosts)}
+    for key in KAFKA_CREDENTIALS:
+        given = _str(table, key, f"{where}.")
+        if given is not None:
+            extra[key] = given
+    return Endpoint(hosts[0][0], hosts[0][1], extra)
 
 
 def _source(data: dict[str, Any], services: tuple[str, ...], ports: tuple[str, ...]) -> SqlSource:
@@ -462,12 +500,19 @@ def _faults(
         else:
             client, _, svc = spec.target.rpartition("->")
             # The Connect worker's own links (connect->postgres) when it runs connectors.
-            clients = ("", "app", *processes, *(("connect",) if "connect" in own else ()))
+            clients = ("", "app", *processes, *(("connect",) if "connect" in services else ()))
             ok = svc in services and client in clients
             fix = (
                 "name a service (the workload's link) or a process's link "
                 f"such as {processes[0] if processes else 'app'}->{services[-1]}"
             )
+            if ok and svc in EXTERNAL_UNLINKED and svc not in own:
+                raise _fail(
+                    f"{where}.target",
+                    f"{spec.target!r} is an external {svc}, reached with no link (its "
+                    "brokers advertise their own addresses, which a link cannot rewrite)",
+                    f'fault another link, or use driftlab\'s {svc} (services = ["{svc}"])',
+                )
         if not ok:
             raise _fail(f"{where}.target", f"{spec.target!r} is not in this pipeline", fix)
         windows.append(spec)
@@ -553,13 +598,23 @@ def _connectors(
     services: tuple[str, ...],
     ports: tuple[str, ...],
 ) -> tuple[ConnectorSpec, ...]:
-    """`[[connectors]]`: run on driftlab's Connect worker, which reaches every other
-    service through links of its own (`connect->postgres`)."""
+    """`[[connectors]]`: run on driftlab's Connect worker or the user's (`external.connect`),
+    which reaches every other service through links of its own (`connect->postgres`)."""
     raw = data.get("connectors", [])
     if not isinstance(raw, list):
         raise _fail("connectors", "is not a list", "write [[connectors]] tables")
-    if raw and "connect" not in own:
-        raise _fail("connectors", "need driftlab's Connect worker", 'add "connect" to services')
+    if raw and "connect" not in services:
+        raise _fail(
+            "connectors",
+            "need a Connect worker",
+            'add "connect" to services (or give your own: external.connect = "http://host:port")',
+        )
+    if raw and "connect" in own and "kafka" in services and "kafka" not in own:
+        raise _fail(
+            "connectors",
+            "run on driftlab's Connect worker, which works on driftlab's Kafka, not external.kafka",
+            "give your own worker too (external.connect) or use driftlab's kafka",
+        )
     reached = tuple(s for s in services if s != "connect")
     out = tuple(_connector(i, c, folder, reached, ports) for i, c in enumerate(raw))
     names = [c.name for c in out]
@@ -659,7 +714,9 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     own = _services(data, external)
     services = (*own, *external)  # what templates, stores and link faults may name
     procs_raw = _table(data, "processes", "")
-    ports = tuple(f"{n}.port" for n in procs_raw)
+    kafka = external.get("kafka")
+    credentials = tuple(f"kafka.{k}" for k in KAFKA_CREDENTIALS if kafka and k in kafka.extra)
+    ports = (*(f"{n}.port" for n in procs_raw), *credentials)  # and {kafka.user}, ...
     processes = tuple(_process(n, d, services, ports) for n, d in procs_raw.items())
     stores_raw = _table(data, "stores", "")
     if not stores_raw:
@@ -700,8 +757,26 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     )
 
 
-def load(path: Path) -> Pipeline:
-    """Read and check the pipeline file at `path`; PipelineError says what to fix."""
+def with_external(data: dict[str, Any], urls: Mapping[str, str]) -> dict[str, Any]:
+    """The file's table with `urls` in its `[external]` (over the file's own entries)
+    and those services off its `services`: the same file run against services a test
+    suite started (harness.pipeline.containers)."""
+    if not urls:
+        return data
+    ext = data.get("external", {})
+    services = data.get("services", [])
+    return {
+        **data,
+        "external": {**ext, **urls} if isinstance(ext, dict) else ext,
+        "services": [s for s in services if s not in urls]
+        if isinstance(services, list)
+        else services,
+    }
+
+
+def load(path: Path, external: Mapping[str, str] | None = None) -> Pipeline:
+    """Read and check the pipeline file at `path`, with `external` services by URL
+    instead of the file's (`with_external`); PipelineError says what to fix."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -712,4 +787,4 @@ def load(path: Path) -> Pipeline:
         data = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PipelineError(f"{path}: not valid TOML ({exc}); fix the syntax there") from None
-    return parse(data, path.resolve())
+    return parse(with_external(data, external or {}), path.resolve())

@@ -9,10 +9,12 @@ go through the stack's Toxiproxy, which runs in a container too.
 
 The images (driftlab/<service>:dev) are built by scripts/docker-images from
 docker/<service>.Dockerfile; docker/compose.yml describes the same builds for
-`docker compose build`. testcontainers is not used: its containers are started on a
-network of their own and cleaned up by its Ryuk reaper, an image pulled from a registry;
-these need host networking (loopback-only services) and are cleaned up by driftlab's own
-reaper, which removes a dead harness's containers by their stack label.
+`docker compose build`. This backend does not start its containers with testcontainers:
+those are started on a network of their own and cleaned up by its Ryuk reaper, an image
+pulled from a registry; these need host networking (loopback-only services) and are
+cleaned up by driftlab's own reaper, which removes a dead harness's containers by their
+stack label. Containers a user's test suite started with testcontainers are another
+matter: a pipeline run takes them as external services (harness.pipeline.containers).
 """
 
 from __future__ import annotations

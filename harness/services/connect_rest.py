@@ -1,0 +1,92 @@
+"""A Kafka Connect worker of the user's own, reached only through its REST URL.
+
+driftlab's own worker (harness.services.connect) is a process it starts, with its
+connectors kept in files and its passwords sealed in a file only the stack's user
+reads. A user's worker (their compose stack's, distributed or standalone) is neither:
+driftlab registers a pipeline file's connectors through the REST API alone (`PUT
+/connectors/<name>/config`), with the config in clear as the user would POST it
+(their worker may have no FileConfigProvider, and cannot read driftlab's files), waits
+until each runs, and deletes them at the end.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from harness.services.base import ServiceError
+from harness.services.connect import Connector, ConnectorFailed, RestError
+
+
+class ConnectRest:
+    """A user's Connect worker at `url` (`http(s)://[user:password@]host:port`)."""
+
+    name = "connect"
+    trace_where = "your worker's log and GET /connectors/<name>/status"
+
+    def __init__(self, url: str) -> None:
+        u = urlsplit(url)
+        self.url = f"{u.scheme}://{u.hostname}:{u.port}"
+        self._auth = None
+        if u.username:
+            pair = f"{unquote(u.username)}:{unquote(u.password or '')}"
+            self._auth = "Basic " + base64.b64encode(pair.encode()).decode()
+
+    def rest(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        """One REST call; the decoded JSON answer (None when empty)."""
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._auth:
+            headers["Authorization"] = self._auth
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                raw = answer.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")
+            raise RestError(
+                f"connect: {method} {path} answered {exc.code}: {detail}", exc.code
+            ) from exc
+        except OSError as exc:
+            raise ServiceError(f"connect at {self.url}: {method} {path}: {exc}") from exc
+        return json.loads(raw) if raw else None
+
+    def put_connector(self, connector: Connector, timeout: float = 60.0) -> None:
+        """Register or replace `connector` and wait until it and its tasks run; a task
+        that FAILED raises ConnectorFailed with its trace."""
+        self.rest("PUT", f"/connectors/{connector.name}/config", connector.config())
+        deadline = time.monotonic() + timeout
+        last: BaseException | None = None
+        while time.monotonic() < deadline:
+            try:
+                status = self.rest("GET", f"/connectors/{connector.name}/status")
+                states = [status["connector"]["state"], *(t["state"] for t in status["tasks"])]
+                for task in status["tasks"]:
+                    if task["state"] == "FAILED":
+                        raise ConnectorFailed(
+                            f"connect: connector {connector.name} task {task['id']} FAILED:\n"
+                            f"{task.get('trace', '(no trace)')}"
+                        )
+                if status["tasks"] and all(s == "RUNNING" for s in states):
+                    return
+            except (RestError, KeyError) as exc:
+                last = exc  # the worker has not started it yet
+            time.sleep(0.25)
+        raise ServiceError(
+            f"connect at {self.url}: connector {connector.name} not RUNNING after "
+            f"{timeout:.0f}s" + (f"; last error: {last}" if last else "")
+        )
+
+    def delete_connector(self, name: str) -> None:
+        """Unregister `name` (gone already is fine)."""
+        try:
+            self.rest("DELETE", f"/connectors/{name}")
+        except RestError as exc:
+            if exc.status != 404:
+                raise
