@@ -1,8 +1,9 @@
 """A Kafka topic as a derived store, read from outside to its end.
 
 The reader keeps one consumer for the whole run, assigned every partition of the topic
-from its beginning, with no consumer group: it commits nothing, joins no group the
-user's programs could see, and leaves nothing to clean up. Each reading goes on from
+from its beginning, in no consumer group (the client wants a group id, which an
+assigned consumer never joins): it commits nothing, shows in no group the user's
+programs could see, and leaves nothing to clean up. Each reading goes on from
 where the last one stopped and reads up to the partitions' ends as they are then, so
 a sample every 200 ms costs what was written since the last one, not the whole topic
 again. What it builds is what a read from the beginning would give: a mirror keeps the
@@ -44,10 +45,11 @@ BATCH = 1000
 
 def consumer_config(ep: Endpoint) -> dict[str, Any]:
     """The settings of driftlab's own consumer of a store's topic, from the Kafka
-    service's endpoint: the one place they are made. No `group.id`: partitions are
-    assigned, offsets never committed."""
+    service's endpoint: the one place they are made. Partitions are assigned and
+    offsets never committed: the group id is never joined."""
     return {
         "bootstrap.servers": ep.extra.get("bootstrap_servers") or f"{ep.host}:{ep.port}",
+        "group.id": "driftlab-observer",
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "socket.timeout.ms": 5000,
