@@ -100,6 +100,9 @@ def test_a_topic_read_as_mirror_and_log_with_lag_per_store(
     assert lag["mirror"]["count"] <= lag["log"]["count"]
     # The mirror's versions were seen: stale-overwrite had chances to be found.
     assert analysis["coverage"]["stale-overwrite"] > 0, analysis["coverage"]
+    # The observer's reads are driftlab's, not the workload's: no client op is a read.
+    series = json.loads(r.run_dir.series.read_text())
+    assert {row["f"] for row in series["ops"]} == {"write"}, series["ops"][:3]
 
 
 def test_a_relay_that_drops_writes_loses_them_by_name(
@@ -114,6 +117,17 @@ def test_a_relay_that_drops_writes_loses_them_by_name(
     assert all(json.loads(row["evidence"])[0]["value"].endswith("7") for row in lost)
     log_div = [d for d in out.not_converged if d.store == "log"]
     assert log_div and set(log_div[0].keys) == {row["key"] for row in lost}
+    # "differing since" is on the report's clock: from the history's first event.
+    events = [json.loads(line) for f in r.run_dir.history.glob("*.jsonl") for line in f.open()]
+    t0 = min(e["time"] for e in events)
+    last = {
+        e["key"]: e["time"]
+        for e in sorted(events, key=lambda e: e["time"])
+        if e["type"] == "op" and e.get("store") == "source" and e["phase"] == "ok"
+    }
+    since = min(last[k] for k in log_div[0].keys)
+    assert log_div[0].since_s is not None
+    assert abs(log_div[0].since_s - (since - t0) / 1e9) < 0.05, (log_div[0].since_s, since - t0)
 
 
 def test_a_relay_that_resends_old_versions_overwrites_stale(
