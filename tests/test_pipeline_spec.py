@@ -65,6 +65,8 @@ def test_the_examples_and_every_starting_file_load(tmp_path: Path) -> None:
         p = load(write(tmp_path, starting_file(shape, f"my-{shape}"), f"{shape}.toml"))
         assert p.name == f"my-{shape}"
         assert p.faults.faults, shape
+        # Every window closes before the last `recovery` seconds: none is cut or dropped.
+        assert p.faults.fitted(p.workload.duration).faults == p.faults.faults, shape
 
 
 def test_own_sql_source(tmp_path: Path) -> None:

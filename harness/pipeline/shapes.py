@@ -18,14 +18,16 @@ name = "{name}"
 """
 
 
-def _tail(timeout: int = 30, window: int = 3, why: str = "(converged or not)") -> str:
+def _tail(
+    timeout: int = 30, window: int = 3, why: str = "(converged or not)", duration: int = 10
+) -> str:
     """The workload, the expectations and the convergence wait."""
     return f"""
 [workload]
 clients = 4
 keys = 8          # keys k0..k7 written by the workload
 rate = 100        # writes per second, all clients together
-duration = 10     # seconds
+duration = {duration}     # seconds
 rotate_s = 1.0    # every second the writes move on to fresh keys, which keep their value
 
 [expect]
@@ -298,7 +300,8 @@ SHAPES: dict[str, str] = {
 """Shape -> the body of its starting file."""
 
 TAILS: dict[str, str] = {
-    "connectors": _tail(60, 15, "(longer than the sink's restart)"),
+    # Long enough for both fault windows before the last `recovery` seconds.
+    "connectors": _tail(60, 15, "(longer than the sink's restart)", duration=12),
 }
 """Shapes whose convergence wait is not the default one."""
 
