@@ -41,6 +41,13 @@ log = logging.getLogger("driftlab.pipeline")
 READ_TIMEOUT_S = 10.0
 """How long one reading may take to reach the topic's end before it counts as failed."""
 BATCH = 1000
+_MOVING = (
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+)
+"""Errors of a topic just made or a leader moving, which librdkafka does not always
+mark retriable when it answers a watermark query."""
 
 
 def consumer_config(ep: Endpoint) -> dict[str, Any]:
@@ -99,9 +106,7 @@ class KafkaReader:
             self._next.update(dict.fromkeys(new, 0))
         ends = {}
         for p in self._next:
-            low, high = self._consumer.get_watermark_offsets(
-                TopicPartition(self.topic, p), timeout=5
-            )
+            low, high = self._watermarks(p, deadline)
             if high < self._next[p]:
                 log.warning("topic %s[%d] ends below what was read: read again", self.topic, p)
                 self._restart()
@@ -122,6 +127,21 @@ class KafkaReader:
             for tp in self._consumer.position([TopicPartition(self.topic, p) for p in behind]):
                 if tp.offset >= 0:
                     self._next[tp.partition] = max(self._next[tp.partition], tp.offset)
+
+    def _watermarks(self, partition: int, deadline: float) -> tuple[int, int]:
+        """Partition `partition`'s low and high offsets; a retriable error (a leader
+        moving, a topic just made) is asked again until `deadline`."""
+        while True:
+            try:
+                return self._consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, partition), timeout=5
+                )
+            except KafkaException as exc:
+                err = exc.args[0]
+                passing = err.retriable() or err.code() in _MOVING
+                if not passing or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)
 
     def _restart(self) -> None:
         self._consumer.unassign()
