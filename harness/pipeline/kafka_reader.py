@@ -89,6 +89,7 @@ class KafkaReader:
             return Counter(self._arrived)
 
     def close(self) -> None:
+        """Close the consumer (it committed nothing: nothing stays behind)."""
         self._consumer.close()
 
     def _catch_up(self) -> None:
