@@ -22,7 +22,7 @@ HTTP_APP = Path(__file__).resolve().parents[1] / "examples" / "http_dual_write"
 THROUGH_HTTP = """kind = "mirror"
 
 [stores.cache.http]
-url = "http://127.0.0.1:{shop.port}/items"
+url = "{shop.url}/items"
 value_field = "value"
 version_field = "version"
 """

@@ -196,7 +196,7 @@ command = ["./shop"]
 kind = "log"
 kafka = { topic = "{namespace}.items", key_field = "key", value_field = "after.value" }
 [stores.api]
-http = { url = "http://127.0.0.1:{shop.port}/items", version_field = "version" }
+http = { url = "{shop.url}/items", version_field = "version" }
 """
 )
 
@@ -210,14 +210,16 @@ def test_kafka_and_http_stores(tmp_path: Path) -> None:
         "after.value",
         None,
     )
-    assert api.http_url == "http://127.0.0.1:{shop.port}/items" and api.versioned
+    assert api.http_url == "{shop.url}/items" and api.versioned
     assert not topic.versioned and p.stores[0].versioned is False
     no_kafka = KAFKA_AND_HTTP.replace('"redis", "kafka"]', '"redis"]')
     assert refused(tmp_path, no_kafka).startswith("stores.topic.kafka: reads kafka, not in")
     bad_path = KAFKA_AND_HTTP.replace('"after.value"', '"after..value"')
     assert refused(tmp_path, bad_path).startswith("stores.topic.kafka.value_field: is")
-    bad_url = KAFKA_AND_HTTP.replace("{shop.port}", "{web.port}")
-    assert refused(tmp_path, bad_url).startswith("stores.api.http.url: {web.port} is not known")
+    bad_url = KAFKA_AND_HTTP.replace("{shop.url}", "{web.url}")
+    assert refused(tmp_path, bad_url).startswith("stores.api.http.url: is '{web.url}/items'")
+    unknown = KAFKA_AND_HTTP.replace("{shop.url}/items", "http://127.0.0.1:{web.port}/items")
+    assert refused(tmp_path, unknown).startswith("stores.api.http.url: {web.port} is not known")
     both = KAFKA_AND_HTTP.replace("[stores.api]\n", '[stores.api]\nsql = { query = "x" }\n')
     assert "needs one reader" in refused(tmp_path, both)
 

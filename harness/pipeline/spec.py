@@ -56,7 +56,8 @@ SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
 RUN_FIELDS = ("namespace", "run_dir", "pipeline_dir", "python")
 """Plain template names: the run's namespace (unique: a schema, a key prefix, a slot
 name), the run folder, the pipeline file's folder, the Python driftlab runs on (with
-psycopg and redis-py). Each process adds `{<process>.port}`, a free port drawn per run."""
+psycopg and redis-py). Each process adds `{<process>.port}`, a free port drawn per run,
+and `{<process>.url}`, `http://127.0.0.1:<that port>`."""
 
 HTTP_METHODS = ("PUT", "POST", "PATCH", "DELETE")
 
@@ -325,6 +326,12 @@ def _external(data: dict[str, Any]) -> dict[str, Endpoint]:
     return out
 
 
+def _http_url(url: str, ports: tuple[str, ...]) -> bool:
+    """An http:// URL, or one that starts with a process's `{<process>.url}`."""
+    urls = tuple(f"{{{p}}}" for p in ports if p.endswith(".url"))
+    return url.startswith(("http://", *urls))
+
+
 def _source(data: dict[str, Any], services: tuple[str, ...], ports: tuple[str, ...]) -> SqlSource:
     src = _table(data, "source", "")
     keys = ("table", "create", "write", "delete", "read", "http", "http_delete")
@@ -348,7 +355,7 @@ def _source(data: dict[str, Any], services: tuple[str, ...], ports: tuple[str, .
         extra = ("key", "value") if key in ("write", "delete") else ports
         if key.startswith("http"):
             method, _, url = text.partition(" ")
-            if method not in HTTP_METHODS or not url.startswith("http://"):
+            if method not in HTTP_METHODS or not _http_url(url, ports):
                 raise _fail(
                     f"source.{key}",
                     f"is {text!r}",
@@ -488,10 +495,8 @@ def _store(name: str, data: Any, services: tuple[str, ...], ports: tuple[str, ..
     if reader == "http":
         _only(r, ("url", "key_field", "value_field", "version_field"), at)
         url = _str(r, "url", at)
-        if not url or not url.startswith("http://"):
-            raise _fail(
-                f"{at}url", f"is {url!r}", 'write url = "http://127.0.0.1:{app.port}/items"'
-            )
+        if not url or not _http_url(url, ports):
+            raise _fail(f"{at}url", f"is {url!r}", 'write url = "{app.url}/items" (http://...)')
         check_template(url, f"{at}url", services, ports)
         return StoreSpec(name, kind, http_url=url, fields=_paths(r, at))
     _only(r, ("query",), at)
@@ -739,7 +744,7 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     own = _services(data, external)
     services = (*own, *external)  # what templates, stores and link faults may name
     procs_raw = _table(data, "processes", "")
-    ports = tuple(f"{n}.port" for n in procs_raw)
+    ports = tuple(f"{n}.{f}" for n in procs_raw for f in ("port", "url"))
     processes = tuple(_process(n, d, services, ports) for n, d in procs_raw.items())
     stores_raw = _table(data, "stores", "")
     if not stores_raw:
