@@ -85,6 +85,7 @@ def test_a_topic_read_to_its_end_as_mirror_and_log(kafka: object, compact: bool)
         delete_topics(bootstrap, [topic])
 
 
+@pytest.mark.services
 def test_a_topic_not_made_yet_holds_nothing(kafka: object) -> None:
     reader = KafkaReader(kafka.endpoint(), "readers-never-made", FieldPaths())  # type: ignore[attr-defined]
     try:
