@@ -21,6 +21,7 @@ from checkers.keyed.facts import Facts, facts_of
 from checkers.reference.common import (
     SourceWrites,
     final_states,
+    is_arrival,
     is_consumer_delivery,
     is_effect,
     is_source_write,
@@ -118,10 +119,10 @@ def reorder_delivery(events: Sequence[Event], facts: Facts) -> int:
 
 
 def stale_overwrite(events: Sequence[Event], facts: Facts) -> int:
-    """Versioned effects on a key of a store after another there."""
+    """Versioned effects on (or observations of) a key of a store after another there."""
     return _followers(
         events,
-        lambda e: is_effect(e) and e.key is not None and e.version is not None,
+        lambda e: is_arrival(e) and e.key is not None and e.version is not None,
         lambda e: (e.store, e.key),
     )
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, replace
 from hypothesis import strategies as st
 
 from checkers.anomaly import Anomaly
-from harness.history.schema import SOURCE_STORE, Event, RunHeader
+from harness.history.schema import OBSERVER, SOURCE_STORE, Event, RunHeader
 
 _seq = itertools.count()
 
@@ -68,13 +68,20 @@ def state(time: int, store: str, key: str | None, value: str | None) -> Event:
 
 
 def read(
-    invoked: int, done: int, process: str, store: str, key: str, value: str | None, op_id: str
+    invoked: int,
+    done: int,
+    process: str,
+    store: str,
+    key: str,
+    value: str | None,
+    op_id: str,
+    version: int | None = None,
 ) -> list[Event]:
-    """A read's invocation and its `ok` completion."""
+    """A read's invocation and its `ok` completion (with the version the store keeps)."""
     common = {"type": "op", "process": process, "f": "read", "key": key, "store": store}
     return [
         _event(time=invoked, phase="invoke", op_id=op_id, **common),
-        _event(time=done, phase="ok", value=value, op_id=op_id, **common),
+        _event(time=done, phase="ok", value=value, version=version, op_id=op_id, **common),
     ]
 
 
@@ -118,7 +125,9 @@ def kinds(anomalies: Iterable[Anomaly]) -> Counter[tuple[str, str | None, str | 
 
 KEYS = ("k0", "k1", "k2")
 STORES = ("cache", "search")
-PROCESSES = ("p1", "p2")
+CLIENTS = ("p1", "p2")
+READERS = (*CLIENTS, OBSERVER)
+"""Clients, and driftlab's sampler of a pipeline's stores, whose reads are sightings."""
 AGGREGATES = ("a0", "a1")
 
 
@@ -145,7 +154,7 @@ def histories(draw: st.DrawFn) -> list[Event]:
             f = draw(st.sampled_from(["write", "write", "increment", "delete"]))
             phase = draw(st.sampled_from(["ok", "ok", "ok", "info", "fail"]))
             value = None if f == "delete" else f"{key}-{i}"
-            process = draw(st.sampled_from(PROCESSES))
+            process = draw(st.sampled_from(CLIENTS))
             t = draw(times)
             same = {"process": process, "f": f, "op_id": f"w{key}{i}"}
             ev(write(t, key, value, phase="invoke", **same))
@@ -190,10 +199,12 @@ def histories(draw: st.DrawFn) -> list[Event]:
         key = draw(st.sampled_from(KEYS))
         candidates = [None, "ghost", *(w.value for w in committed if w.key == key)]
         t = draw(times)
-        process = draw(st.sampled_from(PROCESSES))
+        process = draw(st.sampled_from(READERS))
         store = draw(st.sampled_from((SOURCE_STORE, *STORES)))
         value = draw(st.sampled_from(candidates))
-        invoked, done = read(t, t + draw(st.integers(0, 5)), process, store, key, value, f"r{i}")
+        version = draw(st.one_of(st.none(), st.integers(1, 4)))
+        done_at = t + draw(st.integers(0, 5))
+        invoked, done = read(t, done_at, process, store, key, value, f"r{i}", version)
         if draw(st.integers(0, 5)):
             ev(invoked)
         ev(done)

@@ -65,6 +65,8 @@ def test_the_examples_and_every_starting_file_load(tmp_path: Path) -> None:
         p = load(write(tmp_path, starting_file(shape, f"my-{shape}"), f"{shape}.toml"))
         assert p.name == f"my-{shape}"
         assert p.faults.faults, shape
+        # Every window closes before the last `recovery` seconds: none is cut or dropped.
+        assert p.faults.fitted(p.workload.duration).faults == p.faults.faults, shape
 
 
 def test_own_sql_source(tmp_path: Path) -> None:
@@ -160,8 +162,13 @@ at = 3
 def test_expectations_workload_and_syntax(tmp_path: Path) -> None:
     assert "expect.absent" in refused(tmp_path, MINIMAL + '[expect]\nabsent = ["lost"]\n')
     # A kind no pipeline run can have a chance to find would end every run inconclusive.
-    unseen = refused(tmp_path, MINIMAL + '[expect]\nabsent = ["missing", "stale-overwrite"]\n')
-    assert unseen.startswith("expect.absent: 'stale-overwrite' cannot be judged"), unseen
+    # stale-overwrite is judged from the versions a store shows: refused without one.
+    unversioned = refused(tmp_path, MINIMAL + '[expect]\nabsent = ["missing", "stale-overwrite"]\n')
+    assert unversioned.startswith("expect.absent: 'stale-overwrite' is judged from the versions")
+    assert "version_field" in unversioned
+    versioned = MINIMAL.replace('field = "value" }', 'field = "value", version_field = "v" }')
+    p = load(write(tmp_path, versioned + '[expect]\nabsent = ["stale-overwrite"]\n'))
+    assert p.expectations == {"stale-overwrite": "absent"}
     assert "cannot be judged" in refused(
         tmp_path, MINIMAL + '[expect]\npresent = ["lost-message"]\n'
     )
@@ -170,7 +177,7 @@ def test_expectations_workload_and_syntax(tmp_path: Path) -> None:
         tmp_path, MINIMAL + '[workload]\nread_stores = ["search"]\n'
     )
     assert "not valid TOML" in refused(tmp_path, MINIMAL + "[stores\n")
-    assert "is a log store without sql" in refused(
+    assert "is a log store read from redis" in refused(
         tmp_path, MINIMAL.replace("[stores.cache]", '[stores.cache]\nkind = "log"')
     )
     audit = MINIMAL + '[stores.audit]\nkind = "log"\nsql = { query = "SELECT k, v FROM a" }\n'
@@ -179,6 +186,43 @@ def test_expectations_workload_and_syntax(tmp_path: Path) -> None:
         load(tmp_path / "absent.toml")
     p = load(write(tmp_path, MINIMAL + '[expect]\npresent = ["stale"]\nabsent = ["missing"]\n'))
     assert p.expectations == {"stale": "present", "missing": "absent"}
+
+
+KAFKA_AND_HTTP = (
+    MINIMAL.replace('"redis"]', '"redis", "kafka"]')
+    + """
+[processes.shop]
+command = ["./shop"]
+[stores.topic]
+kind = "log"
+kafka = { topic = "{namespace}.items", key_field = "key", value_field = "after.value" }
+[stores.api]
+http = { url = "{shop.url}/items", version_field = "version" }
+"""
+)
+
+
+def test_kafka_and_http_stores(tmp_path: Path) -> None:
+    p = load(write(tmp_path, KAFKA_AND_HTTP))
+    _, topic, api = p.stores
+    assert (topic.kind, topic.kafka_topic) == ("log", "{namespace}.items")
+    assert (topic.fields.key, topic.fields.value, topic.fields.version) == (
+        "key",
+        "after.value",
+        None,
+    )
+    assert api.http_url == "{shop.url}/items" and api.versioned
+    assert not topic.versioned and p.stores[0].versioned is False
+    no_kafka = KAFKA_AND_HTTP.replace('"redis", "kafka"]', '"redis"]')
+    assert refused(tmp_path, no_kafka).startswith("stores.topic.kafka: reads kafka, not in")
+    bad_path = KAFKA_AND_HTTP.replace('"after.value"', '"after..value"')
+    assert refused(tmp_path, bad_path).startswith("stores.topic.kafka.value_field: is")
+    bad_url = KAFKA_AND_HTTP.replace("{shop.url}", "{web.url}")
+    assert refused(tmp_path, bad_url).startswith("stores.api.http.url: is '{web.url}/items'")
+    unknown = KAFKA_AND_HTTP.replace("{shop.url}/items", "http://127.0.0.1:{web.port}/items")
+    assert refused(tmp_path, unknown).startswith("stores.api.http.url: {web.port} is not known")
+    both = KAFKA_AND_HTTP.replace("[stores.api]\n", '[stores.api]\nsql = { query = "x" }\n')
+    assert "needs one reader" in refused(tmp_path, both)
 
 
 def test_external_services_by_url(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ QUERIES: dict[str, str] = {
         f"type = 'msg' AND action = 'deliver' AND {_CONSUMER} AND version IS NOT NULL",
         "consumer, process",
     ),
-    "stale-overwrite": _followers("eff", "version IS NOT NULL", "store"),
+    "stale-overwrite": _followers("arrivals", "version IS NOT NULL", "store"),
     "polls": _followers(
         "r",
         f"""{_POLL} AND action = 'deliver' AND {_CONSUMER} AND "offset" IS NOT NULL""",
@@ -103,7 +103,7 @@ QUERIES: dict[str, str] = {
             AND w.f = 'delete' AND w.version = e.version)))""",
 }
 """The chances of each kind, or of the kinds that share them (`OF_KIND`), over the
-sieve's tables: r (the routed rows), k (the key route's), okw, eff, fin, log and the
+sieve's tables: r (the routed rows), k (the key route's), okw, eff, arrivals, fin, log and the
 facts' consumers and effect_stores."""
 
 OF_KIND: dict[str, str] = {

@@ -34,7 +34,7 @@ from checkers.keyed.facts import Facts
 from checkers.reference.common import WRITE_FS
 from checkers.reference.eventsourcing import PROJECTION_PREFIX
 from checkers.reference.reorder import RealtimeLag
-from harness.history.schema import LOG_AUDIT, SOURCE_STORE
+from harness.history.schema import LOG_AUDIT, OBSERVER, SOURCE_STORE
 
 _WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))
 _ORDER = (
@@ -65,13 +65,19 @@ CREATE TEMP TABLE eff AS SELECT _g, _pos, time, writer, seq, version, value, sto
   WHERE store IS NOT NULL AND store <> '{SOURCE_STORE}' AND (
     (type = 'msg' AND action = 'apply')
     OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})));
+CREATE TEMP TABLE arrivals AS SELECT * FROM eff UNION ALL
+  SELECT _g, _pos, time, writer, seq, version, value, store FROM k
+  WHERE type = 'op' AND process = '{OBSERVER}' AND f = 'read' AND phase = 'ok'
+    AND store IS NOT NULL AND store <> '{SOURCE_STORE}' AND value IS NOT NULL;
 CREATE TEMP TABLE reached AS SELECT DISTINCT _g, store, value FROM k
   WHERE store IS NOT NULL AND store <> '{SOURCE_STORE}' AND value IS NOT NULL AND (
     (type = 'msg' AND action IN ('apply', 'skip'))
     OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})));
 """
 """The rows of each route, and of the key route: the `ok` source writes, the effects
-(both narrowed and materialized: five queries join or scan them), and (lost.writes's
+(both narrowed and materialized: five queries join or scan them), the effects with
+driftlab's observations of the stores it samples from outside (`arrivals`: the lag and
+stale-overwrite judge both, checkers.reference.common.is_arrival), and (lost.writes's
 `reached`) the values that reached a derived store or were skipped there. Each of these that
 two queries or more read is a table: as a view, each query computed it again."""
 
@@ -98,7 +104,7 @@ _KEY_SUSPECTS = {
       SELECT _g, version, max(version) OVER (
         PARTITION BY _g, store ORDER BY $ORDER
         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS top
-      FROM eff WHERE version IS NOT NULL)
+      FROM arrivals WHERE version IS NOT NULL)
     WHERE version < top""",
     "contradictory-order": """
     SELECT _g FROM (
@@ -190,7 +196,7 @@ any store has none to diverge."""
 _LAG = f"""
 SELECT e.store AS store, any_value(w.time) AS time,
   greatest(min(e.time) - any_value(w.time), 0) AS n
-FROM eff e JOIN okw w ON w._g = e._g AND w.value = e.value
+FROM arrivals e JOIN okw w ON w._g = e._g AND w.value = e.value
 WHERE e._g NOT IN (SELECT _g FROM suspects WHERE _r = {KEY})
 GROUP BY e._g, e.store, w.version"""
 

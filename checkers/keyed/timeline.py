@@ -34,14 +34,23 @@ from checkers.keyed.columns import OP_COUNT, OP_LATENCY, SERIES_ROW
 from checkers.keyed.duck import cursor
 from checkers.keyed.step import output_schema
 from checkers.series import COMPLETIONS, NS
-from harness.history.schema import LOG_AUDIT, STEP, EventType, FaultPhase, MsgAction, OpPhase
+from harness.history.schema import (
+    LOG_AUDIT,
+    OBSERVER,
+    STEP,
+    EventType,
+    FaultPhase,
+    MsgAction,
+    OpPhase,
+)
 
 _COMPLETIONS = ", ".join(f"'{phase}'" for phase in COMPLETIONS)
 _OFFSET_ACTIONS = f"'{MsgAction.DELIVER}', '{MsgAction.COMMIT}'"
 
 SERIES_ROWS = f"""
-SELECT type, "time", phase, f, op_id, kind, target, fault_id, action, consumer, channel,
-  "partition", "offset", msg_id, CASE WHEN type = '{EventType.FAULT}' THEN error END AS error,
+SELECT type, "time", phase, f, op_id, process, kind, target, fault_id, action, consumer,
+  channel, "partition", "offset", msg_id,
+  CASE WHEN type = '{EventType.FAULT}' THEN error END AS error,
   CASE WHEN type = '{EventType.OP}' AND json_valid(extra)
     THEN json_extract_string(extra, '$.{STEP}') IS NOT NULL ELSE false END AS step,
   CASE WHEN type = '{EventType.FAULT}' AND phase = '{FaultPhase.START}' AND json_valid(extra)
@@ -64,9 +73,11 @@ _START = f"$t0 + {_BUCKET} * {NS}"
 
 _OPS = f"""(SELECT *, CASE WHEN op_id IS NULL THEN step
     ELSE bool_or(step) OVER (PARTITION BY op_id) END AS of_step
-  FROM s WHERE type = '{EventType.OP}')"""
+  FROM s WHERE type = '{EventType.OP}' AND process IS DISTINCT FROM '{OBSERVER}')"""
 """The share's op events, each with whether its op is a step of another (`of_step`):
-only the invocation says so, and an op's events all land in one share."""
+only the invocation says so, and an op's events all land in one share. driftlab's own
+samples of a pipeline's stores (OBSERVER) are no client's operations: left out, as the
+runner leaves them out of its count."""
 
 _ROWS = f"""
 SELECT '{OP_COUNT}' AS out, phase AS checker, f AS kind, ({_START}) AS "time",

@@ -9,7 +9,15 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from checkers.anomaly import Anomaly, evidence_json
-from harness.history.schema import LOG_AUDIT, SOURCE_STORE, Event, EventType, MsgAction, OpPhase
+from harness.history.schema import (
+    LOG_AUDIT,
+    OBSERVER,
+    SOURCE_STORE,
+    Event,
+    EventType,
+    MsgAction,
+    OpPhase,
+)
 
 WRITE_FS = frozenset({"write", "delete", "increment"})
 """The `f` of an operation that writes a store."""
@@ -46,6 +54,27 @@ def is_effect(e: Event) -> bool:
     if e.type == EventType.MSG:
         return e.action == MsgAction.APPLY
     return e.type == EventType.OP and e.phase == OpPhase.OK and e.f in WRITE_FS
+
+
+def is_observation(e: Event) -> bool:
+    """driftlab's sighting of a value in a derived store it samples from outside: an
+    `ok` read of the OBSERVER with a value (the store showed it from then on)."""
+    return (
+        e.type == EventType.OP
+        and e.process == OBSERVER
+        and e.f == "read"
+        and e.phase == OpPhase.OK
+        and e.store is not None
+        and e.store != SOURCE_STORE
+        and e.key is not None
+        and e.value is not None
+    )
+
+
+def is_arrival(e: Event) -> bool:
+    """A write seen in a derived store: an effect, or an observation (the lag and
+    stale-overwrite judge both)."""
+    return is_effect(e) or is_observation(e)
 
 
 def final_states(events: Iterable[Event]) -> dict[str, dict[str, Event]]:

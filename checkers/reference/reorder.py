@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers.anomaly import Anomaly, evidence_json
-from checkers.reference.common import found_at, is_consumer_delivery, is_effect, order_key
+from checkers.reference.common import found_at, is_arrival, is_consumer_delivery, order_key
 from harness.history.schema import Event, EventType, MsgAction
 
 CHECKER = "reorder"
@@ -32,10 +32,11 @@ def check(events: Sequence[Event]) -> list[Anomaly]:
 
 
 def key_checks(events: Sequence[Event]) -> list[Anomaly]:
-    """reorder-delivery and stale-overwrite: per key, so of any set of whole keys."""
+    """reorder-delivery and stale-overwrite: per key, so of any set of whole keys. A
+    store's versions are those of its effects and of driftlab's observations of it."""
     ordered = sorted(events, key=order_key)
     delivers = [e for e in ordered if is_consumer_delivery(e)]
-    effects = [e for e in ordered if is_effect(e)]
+    effects = [e for e in ordered if is_arrival(e)]
     return [
         *_regressions(
             delivers, "reorder-delivery", lambda e: (e.consumer, e.process, e.key), "delivered"

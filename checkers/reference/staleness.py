@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from checkers.anomaly import Anomaly, evidence_json
-from checkers.reference.common import SourceWrites, is_effect, is_source_write, order_key
+from checkers.reference.common import SourceWrites, is_arrival, is_source_write, order_key
 from harness.history.schema import Event, EventType, OpPhase
 
 CHECKER = "staleness"
@@ -94,13 +94,14 @@ def _is_read(e: Event) -> bool:
 def lag_rows(events: Sequence[Event]) -> list[tuple[str, int, int]]:
     """(store, ok time, lag in ns) of every `ok` source write that reached a store.
 
-    The lag runs from the write's `ok` to its first effect on the store; an effect seen
-    before the `ok` (the commit was visible before the client heard of it) counts 0.
+    The lag runs from the write's `ok` to its first effect on the store, or to its first
+    observation there (a store driftlab samples from outside); one seen before the `ok`
+    (the commit was visible before the client heard of it) counts 0.
     """
     writes = SourceWrites(events)
     first: dict[tuple[str, str, int], tuple[int, int]] = {}
     for e in events:
-        if not is_effect(e):
+        if not is_arrival(e):
             continue
         w = writes.of(e)
         if w is None:

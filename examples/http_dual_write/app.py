@@ -1,6 +1,7 @@
 """A small web application that writes its database and then its cache: a dual write.
 
     PUT /items/<key>  {"value": "..."}  -> {"version": n}
+    GET /items        -> what the cache holds: {"<key>": {"value": "...", "version": n}}
     GET /health                         -> 200 once the cache is warm
 
 Each write commits the row to PostgreSQL (its version bumped in the same statement),
@@ -116,8 +117,28 @@ def repair_forever() -> None:
             dirty.difference_update(keys)
 
 
+def cached() -> dict[str, object]:
+    """Every key the cache holds, with its value and version."""
+    names = list(cache.scan_iter(match=PREFIX + "*", count=500))
+    pipe = cache.pipeline(transaction=False)
+    for name in names:
+        pipe.hmget(name, ["value", "version"])
+    out: dict[str, object] = {}
+    for name, (value, version) in zip(names, pipe.execute(), strict=True):
+        if value is not None:
+            key = name.decode()[len(PREFIX) :]
+            out[key] = {"value": value.decode(), "version": int(version)}
+    return out
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
+        if self.path == "/items":
+            try:
+                self.answer(200, cached())
+            except redis.RedisError as exc:
+                self.answer(503, {"error": str(exc)})
+            return
         self.answer(200 if self.path == "/health" else 404, {})
 
     def do_PUT(self) -> None:

@@ -70,9 +70,10 @@ def init(
         )
     if path.exists() and not force:
         raise fail(err, exitcodes.BAD_INPUT, f"{path} exists; choose another path or add --force")
-    path.write_text(starting_file(shape, path.stem))
+    text = starting_file(shape, path.stem)
+    path.write_text(text)
+    # A file of connectors only has no program of yours to fill in: it runs as written.
+    edit = "[processes] and [stores]" if "[processes." in text else "[[connectors]] and [stores]"
     Console(highlight=False).print(
-        escape(
-            f"wrote {path} ({shape}); edit its [processes] and [stores], then: driftlab run {path}"
-        )
+        escape(f"wrote {path} ({shape}); edit its {edit}, then: driftlab run {path}")
     )

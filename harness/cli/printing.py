@@ -93,9 +93,10 @@ def print_result(console: Console, r: RunResult) -> None:
         console.print("  [yellow]lab failed[/], not the system under test:")
         # The runner's own watchdog line when the run stopped before any analysis.
         for why in r.reasons or [r.error or "see the run's logs/runner.log"]:
-            console.print(f"    - {why}")
+            console.print(f"    - {escape(why)}")
     elif r.error:
-        console.print(f"  [red]error:[/] {r.error} (see {r.run_dir.runner_log})")
+        # Escaped: an error may quote a pipeline file's [stores.<name>], not markup.
+        console.print(f"  [red]error:[/] {escape(r.error)} (see {r.run_dir.runner_log})")
     if r.analysis_interrupted:
         console.print(
             "  [yellow]interrupted[/] during the analysis; the history is complete: "

@@ -76,6 +76,11 @@ LOG_AUDIT = "log-audit"
 message says the message was still in the log then, its `consumer-done` mark for a
 channel that the whole channel was read. It stands for the log, not for a subscriber:
 the checkers never judge its deliveries as a consumer's (docs/checkers.md)."""
+OBSERVER = "observer"
+"""The `process` of driftlab's own reads of a pipeline's derived stores, sampled from
+outside (harness.pipeline.observer): each `ok` read is the first sighting of a value
+(or of its absence) in a store. No client of the workload: the checkers take the lag
+and stale-overwrite from them, the report leaves them out of the client operations."""
 
 
 @dataclass(slots=True)

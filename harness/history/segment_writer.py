@@ -92,6 +92,7 @@ class SegmentWriter:
         self._dirty = False
         self._closed = False
         self._fd = -1
+        self.opened_ns = 0  # the time of the segment's header, once it is open
         self._flusher: threading.Thread | None = None
         # The write error (a full disk) that ended this segment early; see _write_locked.
         self.failure: OSError | None = None
@@ -102,8 +103,14 @@ class SegmentWriter:
         """Create the segment, make its header durable, start the flusher (holds `_lock`)."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
         self._fd = os.open(self.path, flags, 0o644)
+        # The segment's first event: the time a report counts "seconds into the run" from.
+        self.opened_ns = time.time_ns()
         self._append_locked(
-            {"type": EventType.HEADER.value, "extra": json_text(asdict(self.header))}
+            {
+                "type": EventType.HEADER.value,
+                "time": self.opened_ns,
+                "extra": json_text(asdict(self.header)),
+            }
         )
         self._write_locked()
         if self.failure is not None:

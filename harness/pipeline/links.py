@@ -107,7 +107,10 @@ def run_values(
         "pipeline_dir": str(pipeline_dir),
         "python": sys.executable,
         "source": SimpleNamespace(table=f"{namespace}.{table}", schema=namespace),
-        **{name: SimpleNamespace(port=port) for name, port in ports.items()},
+        **{
+            name: SimpleNamespace(port=port, url=f"http://127.0.0.1:{port}")
+            for name, port in ports.items()
+        },
     }
 
 

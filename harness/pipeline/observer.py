@@ -24,15 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from harness.history.schema import SOURCE_STORE
-from harness.pipeline.readers import LogReader, Reader
+from harness.history.schema import OBSERVER, SOURCE_STORE
+from harness.pipeline.readers import Arrivals, Reader
 from harness.setups.base import Recorder
 from harness.setups.stores import State
 
 log = logging.getLogger("driftlab.pipeline")
 
-OBSERVER = "observer"
-"""The history `process` of driftlab's own reads of the stores."""
 NOT_CONVERGED = "not-converged"
 """The mark of a store that did not converge to the source after the heal."""
 KEYS_NAMED = 10
@@ -47,7 +45,8 @@ class Divergence:
     store: str
     keys: list[str]  # every differing key, sorted
     settled: bool  # unchanged for the window (else still changing when time ran out)
-    since_s: float | None  # seconds into the run of the oldest differing key's last write
+    since_s: float | None  # the oldest differing key's last write, in seconds from the
+    # history's first event: the clock of the report's timeline
     never_held: bool = False  # no sample of the whole run found a key in the store
     log: bool = False  # a log store: `keys` are those of writes that never arrived
 
@@ -93,7 +92,7 @@ class Observer:
         readers: dict[str, Reader],
         interval_s: float,
         last_write: dict[str, int],
-        logs: dict[str, LogReader] | None = None,
+        logs: dict[str, Arrivals] | None = None,
         written: set[tuple[str, str]] | None = None,
     ) -> None:
         self.rec = rec
@@ -103,7 +102,9 @@ class Observer:
         self.interval = interval_s
         self.last_write = last_write  # key -> ns time of its last ok source write
         self.written = written if written is not None else set()  # ok (key, value) writes
-        self.started_ns = time.time_ns()
+        # The report's clock starts at the history's first event, the header of the
+        # run's segment (all of a pipeline run's events go through `rec`).
+        self.started_ns = rec.opened_ns or time.time_ns()
         self._seen = {name: _Seen() for name in (*readers, *self.logs)}
         self._arrived: dict[str, Counter[tuple[str, str]]] = {n: Counter() for n in self.logs}
         self._source_seen = _Seen()

@@ -2,19 +2,24 @@
 
 Every reader goes to the service itself (not through a link), so no fault hides what
 a store holds: the source through its table or the user's `read` query, a derived
-store through its Redis key pattern or its SQL query. A reading is
-`key -> (value, version)`, version None where the store keeps none.
+store through its Redis key pattern, its SQL query, its Kafka topic
+(harness.pipeline.kafka_reader) or its HTTP GET (harness.pipeline.http_reader). A
+reading is `key -> (value, version)`, version None where the store keeps none; a log
+store's is how many times each (key, value) arrived.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Protocol
 
 import psycopg
 import redis
 from psycopg import sql
 
+from harness.pipeline.http_reader import HttpReader
+from harness.pipeline.kafka_reader import KafkaReader
 from harness.pipeline.links import fill
 from harness.pipeline.spec import StoreSpec
 from harness.services.base import Endpoint
@@ -29,6 +34,18 @@ class Reader(Protocol):
 
     def read_all(self) -> State:
         """Every key the store holds now."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+class Arrivals(Protocol):
+    """A log store, read whole: what arrived in it."""
+
+    def rows(self) -> Counter[tuple[str, str]]:
+        """How many times each (key, value) is in the log now."""
         ...
 
     def close(self) -> None:
@@ -136,11 +153,33 @@ class RedisReader:
 
 
 def store_reader(
-    spec: StoreSpec, pg_conninfo: str, redis_ep: Endpoint | None, values: dict[str, object]
+    spec: StoreSpec,
+    pg_conninfo: str,
+    endpoint: Callable[[str], Endpoint],
+    values: dict[str, object],
 ) -> Reader:
-    """The reader of derived store `spec` (`values` fill its templates)."""
+    """The reader of mirror store `spec` (`endpoint` gives a service's own address,
+    `values` fill its templates)."""
     if spec.redis_pattern is not None:
-        assert redis_ep is not None
-        return RedisReader(redis_ep, spec, values)
+        return RedisReader(endpoint("redis"), spec, values)
+    if spec.kafka_topic is not None:
+        return KafkaReader(endpoint("kafka"), fill(spec.kafka_topic, values), spec.fields)
+    if spec.http_url is not None:
+        return HttpReader(fill(spec.http_url, values), spec.fields)
     assert spec.sql_query is not None
     return SqlReader(pg_conninfo, fill(spec.sql_query, values))
+
+
+def log_reader(
+    spec: StoreSpec,
+    pg_conninfo: str,
+    endpoint: Callable[[str], Endpoint],
+    values: dict[str, object],
+) -> Arrivals:
+    """The reader of log store `spec`: one row, record or item per arrival."""
+    if spec.kafka_topic is not None:
+        return KafkaReader(endpoint("kafka"), fill(spec.kafka_topic, values), spec.fields)
+    if spec.http_url is not None:
+        return HttpReader(fill(spec.http_url, values), spec.fields)
+    assert spec.sql_query is not None
+    return LogReader(pg_conninfo, fill(spec.sql_query, values))

@@ -30,10 +30,11 @@ from harness.pipeline import connectors, links
 from harness.pipeline.http_source import HttpWriter
 from harness.pipeline.observer import Divergence, Observer
 from harness.pipeline.readers import (
-    LogReader,
+    Arrivals,
     Reader,
     SourceTableReader,
     SqlReader,
+    log_reader,
     store_reader,
 )
 from harness.pipeline.spec import Pipeline, SqlSource
@@ -141,8 +142,8 @@ class PipelineSetup(Setup):
         self.divergences: list[Divergence] = []
         self.observer: Observer | None = None
         self.readers: dict[str, Reader] = {}  # mirror stores
-        self.logs: dict[str, LogReader] = {}  # log stores
-        self._opened: list[Reader] = []  # closed at teardown
+        self.logs: dict[str, Arrivals] = {}  # log stores
+        self._opened: list[Reader | Arrivals] = []  # closed at teardown
         self._read_lock = threading.Lock()
         self.connectors: connectors.Registered | None = None
 
@@ -177,14 +178,12 @@ class PipelineSetup(Setup):
         else:
             self.source_reader = SourceTableReader(self.pg_direct, ns, p.source.table)
         self._opened.append(self.source_reader)
-        redis_ep = reach.endpoint("redis") if "redis" in p.reached else None
         for s in p.stores:
             if s.kind == "log":
-                assert s.sql_query is not None
-                self.logs[s.name] = LogReader(self.pg_direct, links.fill(s.sql_query, direct))
+                self.logs[s.name] = log_reader(s, self.pg_direct, reach.endpoint, direct)
                 self._opened.append(self.logs[s.name])
             else:
-                self.readers[s.name] = store_reader(s, self.pg_direct, redis_ep, direct)
+                self.readers[s.name] = store_reader(s, self.pg_direct, reach.endpoint, direct)
                 self._opened.append(self.readers[s.name])
         for spec in p.processes:
             values = {**run, **reach.values(spec.name, p.reached)}

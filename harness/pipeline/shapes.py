@@ -17,12 +17,17 @@ _HEAD = """\
 name = "{name}"
 """
 
-_TAIL = """
+
+def _tail(
+    timeout: int = 30, window: int = 3, why: str = "(converged or not)", duration: int = 10
+) -> str:
+    """The workload, the expectations and the convergence wait."""
+    return f"""
 [workload]
 clients = 4
 keys = 8          # keys k0..k7 written by the workload
 rate = 100        # writes per second, all clients together
-duration = 10     # seconds
+duration = {duration}     # seconds
 rotate_s = 1.0    # every second the writes move on to fresh keys, which keep their value
 
 [expect]
@@ -31,9 +36,10 @@ rotate_s = 1.0    # every second the writes move on to fresh keys, which keep th
 absent = ["missing", "stale", "phantom", "extra"]
 
 [converge]
-timeout = 30  # after the faults heal, how long your stores may take to equal the source
-window = 3    # a store unchanged this long has settled (converged or not)
+timeout = {timeout}  # after the faults heal, how long your stores may take to equal the source
+window = {window}  # a store unchanged this long has settled {why}
 """
+
 
 _ENV = {
     "PGDSN": "{postgres.dsn}",
@@ -196,15 +202,111 @@ redis = {{ pattern = "{{namespace}}:*", field = "value" }}
     )
 }"""
 
+_CONNECTORS = """\
+summary = "Debezium's PostgreSQL source and JDBC sink copy a table, on Kafka Connect"
+services = ["postgres", "kafka", "connect"]
+recovery = 4.0
+
+# driftlab creates <namespace>.items(key text, value text, version bigint) and writes
+# it: every write bumps the key's version.
+[source]
+table = "items"
+
+# No program of yours: Kafka Connect connectors, each the config you would POST to
+# Connect. Their {postgres.host}-style placeholders are the worker's own links
+# (connect->postgres, connect->kafka); {postgres.password} reaches Connect only as a
+# ${file:...} reference. A slot and a publication named with {namespace} are dropped
+# at the end of the run.
+[[connectors]]
+name = "source"
+[connectors.config]
+"connector.class" = "io.debezium.connector.postgresql.PostgresConnector"
+"tasks.max" = 1
+"plugin.name" = "pgoutput"
+"database.hostname" = "{postgres.host}"
+"database.port" = "{postgres.port}"
+"database.user" = "{postgres.user}"
+"database.password" = "{postgres.password}"
+"database.dbname" = "{postgres.dbname}"
+"topic.prefix" = "{namespace}"                  # the topic: {namespace}.{source.table}
+"table.include.list" = "{source.table}"
+"slot.name" = "dbz_{namespace}"
+"publication.name" = "dbz_{namespace}_pub"
+"publication.autocreate.mode" = "filtered"
+"snapshot.mode" = "no_data"                     # the table starts empty
+"topic.creation.default.partitions" = 1
+"topic.creation.default.replication.factor" = -1
+# Debezium's JDBC sink needs the records' schemas.
+"key.converter" = "org.apache.kafka.connect.json.JsonConverter"
+"key.converter.schemas.enable" = true
+"value.converter" = "org.apache.kafka.connect.json.JsonConverter"
+"value.converter.schemas.enable" = true
+
+[[connectors]]
+name = "sink"
+[connectors.config]
+"connector.class" = "io.debezium.connector.jdbc.JdbcSinkConnector"
+"tasks.max" = 1
+"topics" = "{namespace}.{source.table}"
+"connection.url" = "{postgres.jdbc_url}"
+"connection.username" = "{postgres.user}"
+"connection.password" = "{postgres.password}"
+"insert.mode" = "upsert"
+"primary.key.mode" = "record_key"
+"delete.enabled" = true
+"schema.evolution" = "basic"                    # it creates its table with the first record
+"collection.name.format" = "{namespace}.items_mirror"
+"key.converter" = "org.apache.kafka.connect.json.JsonConverter"
+"key.converter.schemas.enable" = true
+"value.converter" = "org.apache.kafka.connect.json.JsonConverter"
+"value.converter.schemas.enable" = true
+"consumer.override.session.timeout.ms" = 10000  # a restarted worker gets its partition soon
+
+# The sink's table, read with SQL (key, value, version of every row).
+[stores.mirror]
+kind = "mirror"
+sql = { query = "SELECT key, value, version FROM {namespace}.items_mirror" }
+
+# Debezium's topic itself, read to its end: the latest record per key, its key and
+# value found in the records' JSON (payload: the converters' schemas are on).
+[stores.topic]
+kind = "mirror"
+[stores.topic.kafka]
+topic = "{namespace}.{source.table}"
+key_field = "payload.key"
+value_field = "payload.after.value"      # a delete's after is null: the key is absent
+version_field = "payload.after.version"
+
+[[faults]]
+kind = "cut"    # the worker cannot reach PostgreSQL (the source connector stalls)
+target = "connect->postgres"
+at = 2.0
+duration = 1.5
+
+[[faults]]
+kind = "crash"  # SIGKILL of the Connect worker; started again when the window ends
+target = "connect"
+at = 6.0
+duration = 2.0
+"""
+
 SHAPES: dict[str, str] = {
     "cdc-cache": _CDC_CACHE,
     "dual-write": _DUAL_WRITE,
     "outbox": _OUTBOX,
     "queue": _QUEUE,
+    "connectors": _CONNECTORS,
 }
 """Shape -> the body of its starting file."""
+
+TAILS: dict[str, str] = {
+    # Long enough for both fault windows before the last `recovery` seconds.
+    "connectors": _tail(60, 15, "(longer than the sink's restart)", duration=12),
+}
+"""Shapes whose convergence wait is not the default one."""
 
 
 def starting_file(shape: str, name: str, file: str = "pipeline.toml") -> str:
     """The commented starting file of `shape`, its run named `name`."""
-    return _HEAD.format(shape=shape, name=name, file=file) + SHAPES[shape] + _TAIL
+    head = _HEAD.format(shape=shape, name=name, file=file)
+    return head + SHAPES[shape] + TAILS.get(shape, _tail())

@@ -65,7 +65,8 @@ SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
 RUN_FIELDS = ("namespace", "run_dir", "pipeline_dir", "python")
 """Plain template names: the run's namespace (unique: a schema, a key prefix, a slot
 name), the run folder, the pipeline file's folder, the Python driftlab runs on (with
-psycopg and redis-py). Each process adds `{<process>.port}`, a free port drawn per run."""
+psycopg and redis-py). Each process adds `{<process>.port}`, a free port drawn per run,
+and `{<process>.url}`, `http://127.0.0.1:<that port>`."""
 
 HTTP_METHODS = ("PUT", "POST", "PATCH", "DELETE")
 
@@ -121,13 +122,28 @@ class ProcessSpec:
 
 
 @dataclass(frozen=True)
+class FieldPaths:
+    """Where a Kafka record's or an HTTP item's key, value and version are: dotted paths
+    into its JSON (`after.value`: the `value` of the object `after`). For Kafka, `key`
+    is a path into the record's key and `value` and `version` into its value; None: the
+    record's key or value itself, as text (and no version)."""
+
+    key: str | None = None
+    value: str | None = None
+    version: str | None = None
+
+
+@dataclass(frozen=True)
 class StoreSpec:
     """A derived store and how driftlab reads it.
 
     `redis`: keys matching `pattern` (its one `*` is the key), string values, or the
     hash field `field` (and `version_field`). `sql`: a query on PostgreSQL returning
     key, value and optionally version of every row; of a `log` store, one row per
-    write that arrived."""
+    write that arrived. `kafka`: a topic read to its end, each record a (key, value):
+    the latest per key (a mirror; a null value deletes the key) or every record (a
+    log). `http`: a GET answering JSON, an object key -> value or a list of objects.
+    `fields` says where key, value and version are in a record's JSON (FieldPaths)."""
 
     name: str
     kind: str = "mirror"
@@ -135,6 +151,19 @@ class StoreSpec:
     redis_field: str | None = None
     redis_version_field: str | None = None
     sql_query: str | None = None
+    kafka_topic: str | None = None
+    http_url: str | None = None
+    fields: FieldPaths = field(default_factory=lambda: FieldPaths())
+
+    @property
+    def versioned(self) -> bool | None:
+        """Whether the store's reads carry a version: None where only a run can tell
+        (a SQL query may or may not return a version column)."""
+        if self.sql_query is not None:
+            return None
+        if self.redis_pattern is not None:
+            return self.redis_version_field is not None
+        return self.fields.version is not None
 
 
 @dataclass(frozen=True)
@@ -335,6 +364,12 @@ def _external_kafka(value: Any) -> Endpoint:
     return Endpoint(hosts[0][0], hosts[0][1], extra)
 
 
+def _http_url(url: str, ports: tuple[str, ...]) -> bool:
+    """An http:// URL, or one that starts with a process's `{<process>.url}`."""
+    urls = tuple(f"{{{p}}}" for p in ports if p.endswith(".url"))
+    return url.startswith(("http://", *urls))
+
+
 def _source(data: dict[str, Any], services: tuple[str, ...], ports: tuple[str, ...]) -> SqlSource:
     src = _table(data, "source", "")
     keys = ("table", "create", "write", "delete", "read", "http", "http_delete")
@@ -358,7 +393,7 @@ def _source(data: dict[str, Any], services: tuple[str, ...], ports: tuple[str, .
         extra = ("key", "value") if key in ("write", "delete") else ports
         if key.startswith("http"):
             method, _, url = text.partition(" ")
-            if method not in HTTP_METHODS or not url.startswith("http://"):
+            if method not in HTTP_METHODS or not _http_url(url, ports):
                 raise _fail(
                     f"source.{key}",
                     f"is {text!r}",
@@ -418,55 +453,95 @@ def _process(
     )
 
 
-def _store(name: str, data: Any, services: tuple[str, ...]) -> StoreSpec:
+STORE_READERS = ("redis", "sql", "kafka", "http")
+"""How a store may be read; a log store by sql, kafka or http (one row, record or item
+per arrival)."""
+
+
+def _paths(data: dict[str, Any], where: str) -> FieldPaths:
+    """`key_field`, `value_field`, `version_field`: dotted paths, each part a name."""
+    out = {}
+    for part in ("key", "value", "version"):
+        path = _str(data, f"{part}_field", where)
+        if path is not None and not all(_NAME.match(p) for p in path.split(".")):
+            raise _fail(
+                f"{where}{part}_field",
+                f"is {path!r}",
+                'write a dotted path of field names: "after.value"',
+            )
+        out[part] = path
+    return FieldPaths(**out)
+
+
+def _store(name: str, data: Any, services: tuple[str, ...], ports: tuple[str, ...]) -> StoreSpec:
     where = f"stores.{name}."
     if not _NAME.match(name) or name == "source":
         raise _fail(f"stores.{name}", "is not a usable name", "use letters, digits, - and _")
     if not isinstance(data, dict):
         raise _fail(f"stores.{name}", "is not a table", f"write [stores.{name}]")
-    _only(data, ("kind", "redis", "sql"), where)
+    _only(data, ("kind", *STORE_READERS), where)
     kind = _str(data, "kind", where, "mirror")
     if kind not in STORE_KINDS:
         raise _fail(f"{where}kind", f"is {kind!r}", "use mirror (latest value per key) or log")
-    if kind == "log" and "sql" not in data:
+    readers = [k for k in STORE_READERS if k in data]
+    if len(readers) != 1:
         raise _fail(
             f"stores.{name}",
-            "is a log store without sql",
-            'read it with sql = { query = "SELECT key, value FROM ..." } (one row per arrival)',
+            "needs one reader",
+            "give one of redis = {...}, sql = {...}, kafka = {...}, http = {...}",
         )
-    readers = [k for k in ("redis", "sql") if k in data]
-    if len(readers) != 1:
-        raise _fail(f"stores.{name}", "needs one reader", "give redis = {...} or sql = {...}")
-    if "redis" in data:
-        if "redis" not in services:
-            raise _fail(f"{where}redis", "reads redis, not in services", 'add "redis" to services')
-        r = data["redis"]
-        if not isinstance(r, dict):
-            raise _fail(f"{where}redis", "is not a table", 'write redis = { pattern = "p:*" }')
-        _only(r, ("pattern", "field", "version_field"), f"{where}redis.")
-        pattern = _str(r, "pattern", f"{where}redis.")
+    (reader,) = readers
+    if kind == "log" and reader == "redis":
+        raise _fail(
+            f"stores.{name}",
+            "is a log store read from redis",
+            'read it with sql = { query = "SELECT key, value FROM ..." } (one row per arrival),'
+            " kafka or http",
+        )
+    r = data[reader]
+    if not isinstance(r, dict):
+        raise _fail(f"{where}{reader}", "is not a table", f"write {reader} = {{ ... }}")
+    at = f"{where}{reader}."
+    if reader in ("redis", "kafka") and reader not in services:
+        raise _fail(
+            f"{where}{reader}", f"reads {reader}, not in services", f'add "{reader}" to services'
+        )
+    if reader == "redis":
+        _only(r, ("pattern", "field", "version_field"), at)
+        pattern = _str(r, "pattern", at)
         if pattern is None or pattern.count("*") != 1:
             raise _fail(
-                f"{where}redis.pattern",
+                f"{at}pattern",
                 f"is {pattern!r}",
                 'write a pattern with one * standing for the key: "{namespace}:*"',
             )
-        check_template(pattern, f"{where}redis.pattern", services, ())
+        check_template(pattern, f"{at}pattern", services, ())
         return StoreSpec(
             name,
             kind,
             redis_pattern=pattern,
-            redis_field=_str(r, "field", f"{where}redis."),
-            redis_version_field=_str(r, "version_field", f"{where}redis."),
+            redis_field=_str(r, "field", at),
+            redis_version_field=_str(r, "version_field", at),
         )
-    q = data["sql"]
-    if not isinstance(q, dict):
-        raise _fail(f"{where}sql", "is not a table", 'write sql = { query = "SELECT ..." }')
-    _only(q, ("query",), f"{where}sql.")
-    query = _str(q, "query", f"{where}sql.")
+    if reader == "kafka":
+        _only(r, ("topic", "key_field", "value_field", "version_field"), at)
+        topic = _str(r, "topic", at)
+        if not topic:
+            raise _fail(f"{at}topic", "is missing", 'write topic = "{namespace}.items"')
+        check_template(topic, f"{at}topic", services, ())
+        return StoreSpec(name, kind, kafka_topic=topic, fields=_paths(r, at))
+    if reader == "http":
+        _only(r, ("url", "key_field", "value_field", "version_field"), at)
+        url = _str(r, "url", at)
+        if not url or not _http_url(url, ports):
+            raise _fail(f"{at}url", f"is {url!r}", 'write url = "{app.url}/items" (http://...)')
+        check_template(url, f"{at}url", services, ports)
+        return StoreSpec(name, kind, http_url=url, fields=_paths(r, at))
+    _only(r, ("query",), at)
+    query = _str(r, "query", at)
     if not query:
-        raise _fail(f"{where}sql.query", "is missing", 'write query = "SELECT key, value FROM ..."')
-    check_template(query, f"{where}sql.query", services, ())
+        raise _fail(f"{at}query", "is missing", 'write query = "SELECT key, value FROM ..."')
+    check_template(query, f"{at}query", services, ())
     return StoreSpec(name, kind, sql_query=query)
 
 
@@ -625,27 +700,28 @@ def _connectors(
 
 
 _UNSEEN_FROM_OUTSIDE = {
-    "stale-overwrite": "it is judged from a store's versioned writes",
-    **{
-        kind: "it is judged from a broker's sends and deliveries"
-        for kind in (
-            "lost-message",
-            "duplicate-delivery",
-            "duplicate-offset",
-            "reorder-delivery",
-            "nonmonotonic-poll",
-            "poll-skip",
-            "nonmonotonic-send",
-            "inconsistent-offset",
-        )
-    },
+    kind: "it is judged from a broker's sends and deliveries"
+    for kind in (
+        "lost-message",
+        "duplicate-delivery",
+        "duplicate-offset",
+        "reorder-delivery",
+        "nonmonotonic-poll",
+        "poll-skip",
+        "nonmonotonic-send",
+        "inconsistent-offset",
+    )
 }
 """Kinds a pipeline run never has a chance to find: driftlab reads a pipeline's stores
 from outside and records no writes or broker traffic of its programs, so naming one
 would only end every run inconclusive."""
 
+VERSIONED_KINDS = ("stale-overwrite",)
+"""Kinds judged from the versions a store shows (a key seen at version 5, later at 3):
+a pipeline may name them only when one of its stores is read with a version."""
 
-def _expectations(data: dict[str, Any]) -> dict[str, str]:
+
+def _expectations(data: dict[str, Any], stores: tuple[StoreSpec, ...]) -> dict[str, str]:
     from checkers.anomaly import ALL_KINDS
 
     exp = _table(data, "expect", "")
@@ -667,8 +743,17 @@ def _expectations(data: dict[str, Any]) -> dict[str, str]:
                     f"expect.{want}",
                     f"{kind!r} cannot be judged on a pipeline: {_UNSEEN_FROM_OUTSIDE[kind]},"
                     " which driftlab does not see from outside your programs",
-                    "remove it (a log store's lost-write and duplicate-apply, and missing,"
-                    " stale, phantom, extra are judged; docs/pipelines.md)",
+                    "remove it (missing, stale, phantom, extra, a log store's lost-write and"
+                    " duplicate-apply, and with versions stale-overwrite are judged;"
+                    " docs/pipelines.md)",
+                )
+            if kind in VERSIONED_KINDS and all(s.versioned is False for s in stores):
+                raise _fail(
+                    f"expect.{want}",
+                    f"{kind!r} is judged from the versions a store shows, and no store is"
+                    " read with one",
+                    "give a store's version: redis version_field, kafka or http"
+                    " version_field, or a sql query's third column",
                 )
             out[kind] = want
     return out
@@ -716,12 +801,13 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     procs_raw = _table(data, "processes", "")
     kafka = external.get("kafka")
     credentials = tuple(f"kafka.{k}" for k in KAFKA_CREDENTIALS if kafka and k in kafka.extra)
-    ports = (*(f"{n}.port" for n in procs_raw), *credentials)  # and {kafka.user}, ...
+    # {<process>.port}, {<process>.url}, and an external Kafka's {kafka.user}, ...
+    ports = (*(f"{n}.{f}" for n in procs_raw for f in ("port", "url")), *credentials)
     processes = tuple(_process(n, d, services, ports) for n, d in procs_raw.items())
     stores_raw = _table(data, "stores", "")
     if not stores_raw:
         raise _fail("stores", "is empty", "declare at least one [stores.<name>] to read")
-    stores = tuple(_store(n, d, services) for n, d in stores_raw.items())
+    stores = tuple(_store(n, d, services, ports) for n, d in stores_raw.items())
     conv = _table(data, "converge", "")
     _only(conv, ("timeout", "window", "sample_ms"), "converge.")
     converge = Converge(
@@ -750,7 +836,7 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
         stores=stores,
         workload=workload,
         faults=_faults(data, tuple(p.name for p in processes), services, own),
-        expectations=_expectations(data),
+        expectations=_expectations(data, stores),
         converge=converge,
         summary=_str(data, "summary", "", "") or "",
         connectors=_connectors(data, path.parent, own, services, ports),
