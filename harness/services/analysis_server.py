@@ -7,7 +7,8 @@ Python workers first and listens only then, so a healthy server is a warm one. R
 come over multiprocessing.connection on loopback, authenticated by the stack's secret,
 one at a time (one SparkSession per process):
 
-- `{"ping": True}` -> `"pong"`;
+- `{"ping": True}` -> `"pong"`, at once, also while an analysis runs (a client waiting
+  on its analysis asks so whether the server is alive);
 - `{"run_dir": ABSOLUTE PATH, "per_kind": N}` -> `("line", text)` for each progress
   line of the analysis, then `("done", analysis)` or `("error", exception)`.
 
@@ -81,16 +82,17 @@ def _watch(conn: Connection, done: threading.Event, cancel: Any) -> None:
             return
 
 
-def _serve_one(conn: Connection, master: str | None) -> None:
-    from checkers.analyze import analyze
-    from checkers.session import get_spark
-
+def _read_request(conn: Connection) -> dict[str, Any]:
     request = conn.recv()
     if not isinstance(request, dict):
         raise ValueError(f"a request is a dict, not {type(request).__name__}")
-    if request.get("ping"):
-        conn.send("pong")
-        return
+    return request
+
+
+def _serve_one(conn: Connection, request: dict[str, Any], master: str | None) -> None:
+    from checkers.analyze import analyze
+    from checkers.session import get_spark
+
     if not isinstance(request.get("run_dir"), str) or not isinstance(request.get("per_kind"), int):
         raise ValueError('a request holds "run_dir" (a path) and "per_kind" (an int)')
     run_dir = Path(request["run_dir"])
@@ -150,7 +152,7 @@ def serve(port: int, secret: bytes, master: str | None = None) -> None:
 def _handle(conn: Connection, secret: bytes, master: str | None, serving: threading.Lock) -> None:
     """One connection: the handshake, then its request, each within IDLE_TIMEOUT_S."""
     with conn:
-        _limit_reads(conn, IDLE_TIMEOUT_S)
+        limit_reads(conn, IDLE_TIMEOUT_S)
         try:
             deliver_challenge(conn, secret)
             answer_challenge(conn, secret)
@@ -161,8 +163,14 @@ def _handle(conn: Connection, secret: bytes, master: str | None, serving: thread
             if not conn.poll(IDLE_TIMEOUT_S):
                 log.warning("dropped a client that sent no request in %d s", IDLE_TIMEOUT_S)
                 return
+            request = _read_request(conn)
+            if request.get("ping"):
+                # Answered beside a running analysis: a client waiting on one asks
+                # whether the server is alive, and a busy server is.
+                conn.send("pong")
+                return
             with serving:
-                _serve_one(conn, master)
+                _serve_one(conn, request, master)
         except (EOFError, OSError) as e:  # the client is gone
             log.warning("dropped a request: %s", e)
         except Exception as e:  # one unreadable request must not end the server
@@ -172,12 +180,15 @@ def _handle(conn: Connection, secret: bytes, master: str | None, serving: thread
             _send_error(conn, ValueError(f"malformed request: {e}"))
 
 
-def _limit_reads(conn: Connection, seconds: int) -> None:
+def limit_reads(conn: Connection, seconds: float) -> None:
     """Make a blocking read of `conn` fail after `seconds` of silence (SO_RCVTIMEO):
-    the handshake's reads cannot be given a timeout otherwise."""
+    the handshake's reads cannot be given a timeout otherwise. The client's connections
+    are limited so too (harness.services.analysis)."""
+    whole = int(seconds)
+    timeout = struct.pack("ll", whole, int((seconds - whole) * 1_000_000))
     sock = socket.socket(fileno=os.dup(conn.fileno()))
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", seconds, 0))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeout)
     finally:
         sock.close()  # the duplicate only; the option stays on the socket
 
