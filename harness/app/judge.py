@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from checkers.outputs import EXAMPLES_PER_KIND
 from checkers.verdict import EXIT_CODES, INCONCLUSIVE, UNEXPECTED
 from harness import exitcodes
@@ -167,17 +169,22 @@ def analyze_recorded(
     report: bool = False,
 ) -> Analysed:
     """Analyse the history in `run_dir` and judge it, on the warm analysis `server`
-    when one is given, else in this process; the checkers' progress lines go to
+    when one is given (in this process when it does not answer, with one line), else in
+    this process; the checkers' progress lines go to
     `console`. With `report`, RUN_DIR/report.html follows. Raises what the analysis
     raised (`analysis_failure` tells it in one line); Ctrl-C stops it at once."""
     from checkers.analyze import analyze
     from checkers.session import interruptible
-    from harness.services.analysis import analyze_remotely
+    from harness.services.analysis import ServerUnavailable, analyze_remotely
 
     with interruptible():
+        result = None
         if server is not None:
-            result = analyze_remotely(server, run_dir.path, console, EXAMPLES_PER_KIND)
-        else:
+            try:
+                result = analyze_remotely(server, run_dir.path, console, EXAMPLES_PER_KIND)
+            except ServerUnavailable as exc:
+                console.print(f"[yellow]{escape(str(exc))}[/]: analysing in this process")
+        if result is None:
             result = analyze(run_dir, spark_master, console=console)
     out = Analysed(result, analysis_exit_code(result.verdict))
     if report:

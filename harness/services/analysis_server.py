@@ -1,11 +1,14 @@
 """The stack's analysis server: one warm SparkSession that analyses run folders on
-request, so that `driftlab analyze` with a `driftlab up` stack pays no JVM start.
+request, so that `driftlab analyze` and `driftlab run` with a `driftlab up` stack pay no JVM
+start.
 
 `python -m harness.services.analysis_server --port P --secret-file F` (the stack's
 `analysis` service, harness/services/analysis.py, starts it). It starts Spark and its
-Python workers first and listens only then, so a healthy server is a warm one. Requests
+Python workers and analyses a small synthetic run first, and listens only then, so a
+healthy server is a warm one. Requests
 come over multiprocessing.connection on loopback, authenticated by the stack's secret,
-one at a time (one SparkSession per process):
+one at a time (one SparkSession per process); while idle it keeps its Python workers
+alive with a small job now and then (`_keep_warm`):
 
 - `{"ping": True}` -> `"pong"`, at once, also while an analysis runs (a client waiting
   on its analysis asks so whether the server is alive);
@@ -31,7 +34,9 @@ import os
 import pickle
 import socket
 import struct
+import tempfile
 import threading
+import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import (
     Connection,
@@ -48,6 +53,9 @@ from harness.services.ports import LOOPBACK
 
 log = logging.getLogger("driftlab.analysis_server")
 
+KEEP_WARM_S = 40
+"""How often an idle server runs one small job, within Spark's minute before it stops
+an idle Python worker."""
 IDLE_TIMEOUT_S = 10
 """How long a client may stay silent where the server waits for it (the handshake, its
 request): the real client answers at once."""
@@ -132,8 +140,13 @@ def serve(port: int, secret: bytes, master: str | None = None) -> None:
 
     log.info("starting Spark (%s)", master or "local[*]")
     # Spark's own log lines go to this process's stderr: the service's log.
-    start_workers(get_spark(master).sparkContext)
+    sc = get_spark(master).sparkContext
+    start_workers(sc)
+    _first_analysis(master)
     one_at_a_time = threading.Lock()  # one SparkSession: one analysis at a time
+    threading.Thread(
+        target=_keep_warm, args=(sc, one_at_a_time), name="keep-warm", daemon=True
+    ).start()
     # No authkey here: the handshake runs in each connection's thread, where a client
     # that never answers it stalls that thread alone.
     with Listener((LOOPBACK, port), backlog=16) as listener:
@@ -147,6 +160,44 @@ def serve(port: int, secret: bytes, master: str | None = None) -> None:
             threading.Thread(
                 target=_handle, args=(conn, secret, master, one_at_a_time), daemon=True
             ).start()
+
+
+def _first_analysis(master: str | None) -> None:
+    """Analyse a small synthetic run before serving: the first pass of a new JVM
+    compiles and loads what every later one reuses, seconds that the first run's
+    verdict would pay otherwise. A failure here is logged; the first request says what
+    is wrong with Spark."""
+    from checkers.analyze import analyze
+    from harness.testing.synthetic import generate_history
+
+    started = time.monotonic()
+    try:
+        with tempfile.TemporaryDirectory(prefix="driftlab-warm-") as scratch:
+            run = Path(scratch) / "run"
+            generate_history(run, events=2_000, seed=0, plant={"duplicate-delivery": 1})
+            analyze(run, master)
+    except Exception as e:
+        log.warning("the first analysis failed: %s", e, exc_info=True)
+        return
+    log.info("warm: a first analysis took %.1f s", time.monotonic() - started)
+
+
+def _keep_warm(sc: Any, serving: threading.Lock) -> None:
+    """Every KEEP_WARM_S seconds while no analysis runs, one small job on the Python
+    workers: Spark stops a worker idle for a minute, and a new one imports the pass
+    again, seconds of the next verdict on a loaded machine."""
+    from checkers.spark_start import start_workers
+
+    while True:
+        time.sleep(KEEP_WARM_S)
+        if not serving.acquire(blocking=False):
+            continue  # an analysis keeps them busy
+        try:
+            start_workers(sc)
+        except Exception as e:  # the next analysis says what is wrong with Spark
+            log.warning("keeping the Python workers warm failed: %s", e)
+        finally:
+            serving.release()
 
 
 def _handle(conn: Connection, secret: bytes, master: str | None, serving: threading.Lock) -> None:
