@@ -70,6 +70,12 @@ def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def _where(analysed_on: str | None) -> str:
+    return {"server": "on the warm server", "process": "in process"}.get(
+        analysed_on or "", "nowhere"
+    )
+
+
 def whole_processes(file: Path, stack_dir: Path, rounds: int, duration: str, runs: Path) -> None:
     """Each round a `driftlab run FILE` process of its own, timed whole."""
     walls = []
@@ -102,7 +108,7 @@ def whole_processes(file: Path, stack_dir: Path, rounds: int, duration: str, run
         s = json.loads(summaries[-1].read_text()) if summaries else {}
         print(
             f"round {i + 1}: {wall:.1f} s to the verdict (exit {done.returncode}, "
-            f"verdict {s.get('verdict')}, analysed in the {s.get('analysed_on')}); the run's "
+            f"verdict {s.get('verdict')}, analysed {_where(s.get('analysed_on'))}); the run's "
             f"own wall {s.get('wall_s')} s, analysis {s.get('analysis_s')} s, "
             f"{s.get('ops')} ops; load average {loads[-1]}"
         )
