@@ -4,6 +4,7 @@ the verdict of an analysis in process, and given up when it does not answer."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import socket
@@ -26,7 +27,14 @@ from checkers.analyze import OUTPUTS, analyze
 from harness.app.judge import WarmSpark, judge_run
 from harness.rundir import RunDir
 from harness.runner.runner import RunResult
-from harness.services.analysis import ANALYSIS, analyze_remotely, ping
+from harness.services import analysis
+from harness.services.analysis import (
+    ANALYSIS,
+    ServerUnavailable,
+    analysis_on_server,
+    analyze_remotely,
+    ping,
+)
 from harness.services.backends import attach_stack
 from harness.services.base import Endpoint
 from harness.services.ports import LOOPBACK, free_port
@@ -245,3 +253,40 @@ def test_idle_connections_stall_no_other_client(served: tuple[Path, Stack]) -> N
         silent.settimeout(60)
         assert silent.recv(1024)  # the server's challenge, then its end of the line
     assert _ping(endpoint) == "pong"
+
+
+class _StopsTheServer(io.StringIO):
+    """A console's file that stops (SIGSTOP) the server at its first progress line."""
+
+    def __init__(self, service: Any) -> None:
+        super().__init__()
+        self.service = service
+        self.stopped = False
+
+    def write(self, text: str) -> int:
+        if not self.stopped:
+            self.service.pause()
+            self.stopped = True
+        return super().write(text)
+
+
+def test_a_server_stopped_in_the_middle_of_an_analysis_is_given_up(
+    served: tuple[Path, Stack], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, stack = served
+    # The client's patience, shortened: the path is the same at any length.
+    monkeypatch.setattr(analysis, "SILENCE_S", 2.0)
+    run = tmp_path / "run"
+    generate_history(run, events=3_000, seed=9, plant=PLANT)
+    stopper = _StopsTheServer(stack[ANALYSIS])
+    try:
+        with pytest.raises(ServerUnavailable, match="said nothing for 2 s"):
+            analysis_on_server(
+                stack.endpoint(ANALYSIS), run, 5, console=Console(file=stopper, quiet=False)
+            )
+    finally:
+        stack[ANALYSIS].resume()
+    assert stopper.stopped
+    # Resumed, it finds its client gone, cancels that analysis and serves the next.
+    done = analyze_remotely(stack.endpoint(ANALYSIS), run, Console(quiet=True), 5)
+    assert done.analysis["counts"]["duplicate-delivery"] == 2
