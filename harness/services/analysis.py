@@ -120,8 +120,8 @@ def analysis_on_server(
     analysis.json, the progress lines on `console` when given; raises what the
     analysis raised there. ServerUnavailable when the server cannot be reached, goes
     away, says nothing for SILENCE_S seconds and then fails a ping, or its Spark fails:
-    nothing done there counts, analyse in process. Interrupted (KeyboardInterrupt, or `stop` set),
-    the connection closes and the server cancels the analysis."""
+    nothing done there counts, analyse in process. Interrupted (KeyboardInterrupt, or
+    `stop` set), the connection closes and the server cancels the analysis."""
     where = f"the analysis server at {endpoint.host}:{endpoint.port}"
     try:
         conn = _connect(endpoint)

@@ -1,14 +1,14 @@
 """The stack's analysis server: one warm SparkSession that analyses run folders on
-request, so that `driftlab analyze` and `driftlab run` with a `driftlab up` stack pay no JVM
-start.
+request, so that `driftlab analyze` and `driftlab run` with a `driftlab up` stack pay no
+JVM start.
 
 `python -m harness.services.analysis_server --port P --secret-file F` (the stack's
 `analysis` service, harness/services/analysis.py, starts it). It starts Spark and its
 Python workers and analyses a small synthetic run first, and listens only then, so a
-healthy server is a warm one. Requests
-come over multiprocessing.connection on loopback, authenticated by the stack's secret,
-one at a time (one SparkSession per process); while idle it keeps its Python workers
-alive with a small job now and then (`_keep_warm`):
+healthy server is a warm one; while idle it keeps its Python workers alive with a small
+job now and then (`_keep_warm`). Requests come over multiprocessing.connection on
+loopback, authenticated by the stack's secret, one at a time (one SparkSession per
+process):
 
 - `{"ping": True}` -> `"pong"`, at once, also while an analysis runs (a client waiting
   on its analysis asks so whether the server is alive);
