@@ -24,7 +24,7 @@ from checkers.anomaly import ALL_KINDS, KINDS
 from checkers.figures import PassFigures
 from checkers.keyed.columns import REALTIME_SERIES
 from checkers.keyed.spark import keyed_pass
-from checkers.outputs import examples
+from checkers.outputs import EXAMPLES_PER_KIND, examples
 from checkers.reference.reorder import RealtimeLag, worst_realtime_lag
 from checkers.run_facts import run_facts
 from checkers.series import bucket_seconds
@@ -53,7 +53,6 @@ from harness.rundir import (
 
 ANALYSIS_SCHEMA = 1
 CHECKERS: tuple[str, ...] = tuple(KINDS)
-EXAMPLES_PER_KIND = 5
 SCRATCH = ".analyze"
 """The analysis's scratch folder in the run folder, gone when it ends however it ends."""
 LOG_NAME = ANALYZE_LOG

@@ -10,6 +10,8 @@ import pyarrow as pa
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS, Anomaly
 
 ANOMALY_ORDER = ["time", "kind", "store", "key", "consumer"]
+EXAMPLES_PER_KIND = 5
+"""The anomalies of each kind examples.json shows, by default."""
 CHECKER_OF = {kind: checker for checker, kinds in KINDS.items() for kind in kinds}
 
 

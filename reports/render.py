@@ -11,7 +11,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 
@@ -36,6 +36,9 @@ def environment() -> Environment:
         autoescape=select_autoescape(["html", "j2"]),
         trim_blocks=True,
         lstrip_blocks=True,
+        # Each run's process compiled the same templates again; Jinja keys its cache
+        # (a private folder in the temporary one) by the template's source.
+        bytecode_cache=FileSystemBytecodeCache(),
     )
     env.globals["static"] = _static
     env.filters["grouped"] = grouped

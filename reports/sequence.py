@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from markupsafe import Markup, escape
 
 from harness.history.schema import SOURCE_STORE
@@ -106,6 +105,9 @@ def read_key_events(history: Path, keys: Sequence[str]) -> dict[str, list[dict[s
     scan: only the matching rows are kept, whatever the history's size)."""
     if not keys or not history.exists():
         return {}
+    # Here, not at the top: a run with no anomaly draws no diagram and needs no dataset.
+    import pyarrow.dataset as ds
+
     # Row groups of a big history hold a million events: read them one at a time.
     table = ds.dataset(history, format="parquet").to_table(
         columns=_COLUMNS,

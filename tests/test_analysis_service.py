@@ -1,26 +1,44 @@
-"""The stack's `analysis` service: a warm Spark that `driftlab analyze` uses when the
-stack of `driftlab up` runs it (harness/services/analysis.py)."""
+"""The stack's `analysis` service: a warm Spark that `driftlab analyze` and `driftlab
+run` use when the stack of `driftlab up` runs it (harness/services/analysis.py), with
+the verdict of an analysis in process, and given up when it does not answer."""
 
 from __future__ import annotations
 
+import io
+import json
 import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from cli_support import DRIFTLAB
+from pipeline_support import pipeline_text
 from rich.console import Console
 
-from checkers.analyze import analyze
+from checkers.analyze import OUTPUTS, analyze
+from harness.app.judge import WarmSpark, judge_run
 from harness.rundir import RunDir
-from harness.services.analysis import ANALYSIS, analyze_remotely
+from harness.runner.runner import RunResult
+from harness.services import analysis
+from harness.services.analysis import (
+    ANALYSIS,
+    ServerUnavailable,
+    analysis_on_server,
+    analyze_remotely,
+    ping,
+)
+from harness.services.backends import attach_stack
 from harness.services.base import Endpoint
-from harness.services.stack import DEFAULT_STACK_DIR, Stack, local_stack
+from harness.services.ports import LOOPBACK, free_port
+from harness.services.stack import DEFAULT_STACK_DIR, Stack
 from harness.testing.synthetic import generate_history
 
 PLANT = {"duplicate-delivery": 2, "missing": 1, "poll-skip": 1}
@@ -30,12 +48,27 @@ pytestmark = [pytest.mark.services, pytest.mark.spark]
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Stack]]:
-    """A folder whose `.driftlab/stack` runs the analysis service, as `driftlab up`
-    would leave it (owned by this test, so it stops with it)."""
-    home = tmp_path_factory.mktemp("served")
-    with local_stack(home / DEFAULT_STACK_DIR, ANALYSIS) as stack:
-        yield home, stack
+def served() -> Iterator[tuple[Path, Stack]]:
+    """A folder whose `.driftlab/stack` runs the analysis service, left there by
+    `driftlab up` as a user's is (a stack owned by this test would be reaped with the
+    first `driftlab run` that attaches to it), stopped with `driftlab down`. In /tmp,
+    world-traversable: a test adds PostgreSQL, whose unprivileged account must enter
+    every parent."""
+    home = Path(tempfile.mkdtemp(prefix="driftlab-served-", dir="/tmp"))
+    home.chmod(0o755)
+    try:
+        _up(home, ANALYSIS)
+        yield home, attach_stack(home / DEFAULT_STACK_DIR)
+    finally:
+        subprocess.run([DRIFTLAB, "down"], cwd=home, capture_output=True, timeout=300)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _up(home: Path, services: str) -> None:
+    up = subprocess.run(
+        [DRIFTLAB, "up", "--only", services], cwd=home, capture_output=True, text=True, timeout=600
+    )
+    assert up.returncode == 0, up.stdout + up.stderr
 
 
 def _ping(endpoint: Endpoint) -> str:
@@ -54,10 +87,89 @@ def test_the_server_gives_what_an_analysis_in_process_gives(
     local = analyze(here).analysis
     remote = analyze_remotely(stack.endpoint(ANALYSIS), there, Console(quiet=True), 5)
     assert remote.run_dir == RunDir(there)
-    for field in ("counts", "notes", "lag", "verdict", "history"):
+    for field in ("counts", "coverage", "expectations", "notes", "lag", "verdict", "history"):
         assert remote.analysis[field] == local[field], field
     assert sum(local["counts"].values()) > 0
-    assert (there / "series.json").read_text() == (here / "series.json").read_text()
+    assert sum(local["coverage"].values()) > 0
+    assert _anomalies(there) == _anomalies(here)
+    for name in ("series.json", "examples.json"):
+        assert (there / name).read_text() == (here / name).read_text(), name
+
+
+def _anomalies(run: Path) -> list[tuple[object, ...]]:
+    """The rows of RUN/anomalies.parquet, sorted."""
+    table = pq.read_table(run / "anomalies.parquet")
+    return sorted(zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True))
+
+
+def _analysis(run: Path) -> dict[str, Any]:
+    return json.loads((run / "analysis.json").read_text())
+
+
+def test_driftlab_run_judges_on_the_warm_server_as_this_process_would(
+    spark: object, served: tuple[Path, Stack], tmp_path: Path
+) -> None:
+    home, _ = served
+    _up(home, "postgres,redis")
+    # A consumer that never writes: the store misses every key (and never converges).
+    (home / "idle.toml").write_text(pipeline_text("idle"))
+    done = subprocess.run(
+        [DRIFTLAB, "run", "idle.toml", "--runs-dir", "runs"],
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 1 and "not converged" in said, said
+    assert "analysed in this process" not in said
+    (run,) = (home / "runs" / "idle").glob("*-0")
+    assert json.loads((run / "logs" / "run.json").read_text())["analysed_on"] == "server"
+    served_analysis = _analysis(run)
+    assert served_analysis["counts"]["missing"] > 0
+    # The same recorded run judged again, in this process.
+    here = tmp_path / "here"
+    shutil.copytree(run, here)
+    for name in OUTPUTS:
+        (here / name).unlink(missing_ok=True)
+    result = RunResult(RunDir(here), "idle", 0)
+    judge_run(RunDir(here), result)
+    assert result.analysed_on == "process" and result.analysis_note is None
+    local = _analysis(here)
+    for field in ("counts", "coverage", "verdict", "reasons"):
+        assert served_analysis[field] == local[field], field
+    assert _anomalies(run) == _anomalies(here)
+
+
+def test_a_dead_or_stopped_server_is_given_up_and_the_run_judged_here(
+    spark: object, served: tuple[Path, Stack], tmp_path: Path
+) -> None:
+    _, stack = served
+    run = tmp_path / "run"
+    generate_history(run, events=3_000, seed=8, plant=PLANT)
+    # Nobody listens on its port: given up at once.
+    dead = WarmSpark(Endpoint(LOOPBACK, free_port(), {"secret": "no server"}))
+    first = RunResult(RunDir(run), "synthetic", 8)
+    judge_run(RunDir(run), first, server=dead)
+    assert first.analysed_on == "process" and first.counts["duplicate-delivery"] == 2
+    assert first.analysis_note is not None and "did not answer" in first.analysis_note
+    assert dead.gone is not None
+    # Stopped (SIGSTOP): it connects, and never answers the handshake.
+    server = WarmSpark(stack.endpoint(ANALYSIS))
+    stack[ANALYSIS].pause()
+    try:
+        second = RunResult(RunDir(run), "synthetic", 8)
+        judge_run(RunDir(run), second, server=server)
+    finally:
+        stack[ANALYSIS].resume()
+    assert second.analysed_on == "process" and second.counts == first.counts
+    assert second.verdict == first.verdict and second.coverage == first.coverage
+    assert server.gone is not None and "did not answer" in server.gone
+    # Given up, it is not tried again by the runs that share it.
+    third = RunResult(RunDir(run), "synthetic", 8)
+    judge_run(RunDir(run), third, server=server)
+    assert third.analysed_on == "process" and third.analysis_note is None
+    assert ping(stack.endpoint(ANALYSIS))
 
 
 def test_a_client_that_goes_away_leaves_the_server_serving(
@@ -141,3 +253,40 @@ def test_idle_connections_stall_no_other_client(served: tuple[Path, Stack]) -> N
         silent.settimeout(60)
         assert silent.recv(1024)  # the server's challenge, then its end of the line
     assert _ping(endpoint) == "pong"
+
+
+class _StopsTheServer(io.StringIO):
+    """A console's file that stops (SIGSTOP) the server at its first progress line."""
+
+    def __init__(self, service: Any) -> None:
+        super().__init__()
+        self.service = service
+        self.stopped = False
+
+    def write(self, text: str) -> int:
+        if not self.stopped:
+            self.service.pause()
+            self.stopped = True
+        return super().write(text)
+
+
+def test_a_server_stopped_in_the_middle_of_an_analysis_is_given_up(
+    served: tuple[Path, Stack], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, stack = served
+    # The client's patience, shortened: the path is the same at any length.
+    monkeypatch.setattr(analysis, "SILENCE_S", 2.0)
+    run = tmp_path / "run"
+    generate_history(run, events=3_000, seed=9, plant=PLANT)
+    stopper = _StopsTheServer(stack[ANALYSIS])
+    try:
+        with pytest.raises(ServerUnavailable, match="said nothing for 2 s"):
+            analysis_on_server(
+                stack.endpoint(ANALYSIS), run, 5, console=Console(file=stopper, quiet=False)
+            )
+    finally:
+        stack[ANALYSIS].resume()
+    assert stopper.stopped
+    # Resumed, it finds its client gone, cancels that analysis and serves the next.
+    done = analyze_remotely(stack.endpoint(ANALYSIS), run, Console(quiet=True), 5)
+    assert done.analysis["counts"]["duplicate-delivery"] == 2

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
+from checkers.outputs import EXAMPLES_PER_KIND
 from checkers.verdict import EXIT_CODES, INCONCLUSIVE, UNEXPECTED
 from harness import exitcodes
 from harness.rundir import RunDir
@@ -24,29 +28,45 @@ if TYPE_CHECKING:
 
     from checkers.analyze import AnalysisResult
     from harness.services.base import Endpoint
+    from harness.services.stack_protocol import ServiceStack
 
 log = logging.getLogger("driftlab.runner")
 
 
+@dataclass
+class WarmSpark:
+    """The analysis server of the stack the runs use (the `analysis` service of
+    `driftlab up`), and why it was given up, if it was: later runs then analyse in
+    process without trying it again."""
+
+    endpoint: Endpoint
+    gone: str | None = None
+
+
+ON_SERVER = "analyze-warm"
+"""The tick's phase while the warm server analyses (`analyze`: Spark in this process)."""
+
+
 def judge_run(
-    run_dir: RunDir, result: RunResult, *, master: str | None = None, tick: Tick | None = None
+    run_dir: RunDir,
+    result: RunResult,
+    *,
+    master: str | None = None,
+    server: WarmSpark | None = None,
+    tick: Tick | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
     """Analyse the completed run in `run_dir` and fill `result`'s verdict, counts and
-    exit code; an interrupted or failed analysis says so in `result`, never raises."""
-    if tick:
-        tick("analyze", 0.0, result.stats)
+    exit code; an interrupted or failed analysis says so in `result`, never raises.
+
+    On the warm `server` when one is given and not gone, else in this process; a
+    server that cannot be reached or stops answering is given up with one line
+    (`result.analysis_note`, runner.log) and the run analysed in process, so the
+    verdict never waits on it. `stop` set cuts a server's analysis short (the matrix's
+    deadline; in process, the Spark session is stopped instead)."""
     t = time.monotonic()
     try:
-        from checkers.analyze import analyze
-    except ImportError:
-        log.warning("checkers.analyze is not available: the run is recorded, not judged")
-        result.verdict = None
-        return
-    from checkers.session import interruptible
-
-    try:
-        with interruptible():
-            analysis = analyze(run_dir, master=master).analysis
+        analysis = _analysis(run_dir, result, master, server, tick, stop)
     except KeyboardInterrupt:
         log.info("analysis of %s interrupted; the history is intact", run_dir)
         result.interrupted = result.analysis_interrupted = True
@@ -59,6 +79,9 @@ def judge_run(
         return
     finally:
         result.analysis_s = time.monotonic() - t
+    if analysis is None:
+        result.verdict = None
+        return
     result.verdict = analysis.get("verdict")
     result.counts = {k: v for k, v in analysis.get("counts", {}).items() if v}
     result.lost_where = analysis.get("lost_where") or {}
@@ -71,6 +94,48 @@ def judge_run(
     if result.reasons and result.exit_code == exitcodes.LAB_FAILED:
         # An error too: the matrix, the suite and the plugin count it as a failed run.
         result.error = f"{result.verdict}: " + "; ".join(result.reasons)
+
+
+def _analysis(
+    run_dir: RunDir,
+    result: RunResult,
+    master: str | None,
+    server: WarmSpark | None,
+    tick: Tick | None,
+    stop: threading.Event | None,
+) -> dict[str, Any] | None:
+    """analysis.json of the run: on the warm server while it serves, else in process;
+    None when this installation cannot analyse."""
+    if server is not None and server.gone is None:
+        from harness.services.analysis import ServerUnavailable, analysis_on_server
+
+        if tick:
+            tick(ON_SERVER, 0.0, result.stats)
+        try:
+            analysis = analysis_on_server(
+                server.endpoint, run_dir.path, EXAMPLES_PER_KIND, stop=stop
+            )
+        except ServerUnavailable as exc:
+            server.gone = str(exc)
+            result.analysis_note = f"{exc}: analysed in this process"
+            log.warning("%s", result.analysis_note)
+        else:
+            result.analysed_on = "server"
+            log.info("analysed on the warm Spark of the stack")
+            return analysis
+    if tick:
+        tick("analyze", 0.0, result.stats)
+    try:
+        from checkers.analyze import analyze
+    except ImportError:
+        log.warning("checkers.analyze is not available: the run is recorded, not judged")
+        return None
+    from checkers.session import interruptible
+
+    with interruptible():
+        analysis = analyze(run_dir, master=master).analysis
+    result.analysed_on = "process"
+    return analysis
 
 
 def write_report(run_dir: RunDir) -> None:
@@ -104,17 +169,22 @@ def analyze_recorded(
     report: bool = False,
 ) -> Analysed:
     """Analyse the history in `run_dir` and judge it, on the warm analysis `server`
-    when one is given, else in this process; the checkers' progress lines go to
+    when one is given (in this process when it does not answer, with one line), else in
+    this process; the checkers' progress lines go to
     `console`. With `report`, RUN_DIR/report.html follows. Raises what the analysis
     raised (`analysis_failure` tells it in one line); Ctrl-C stops it at once."""
-    from checkers.analyze import EXAMPLES_PER_KIND, analyze
+    from checkers.analyze import analyze
     from checkers.session import interruptible
-    from harness.services.analysis import analyze_remotely
+    from harness.services.analysis import ServerUnavailable, analyze_remotely
 
     with interruptible():
+        result = None
         if server is not None:
-            result = analyze_remotely(server, run_dir.path, console, EXAMPLES_PER_KIND)
-        else:
+            try:
+                result = analyze_remotely(server, run_dir.path, console, EXAMPLES_PER_KIND)
+            except ServerUnavailable as exc:
+                console.print(f"[yellow]{escape(str(exc))}[/]: analysing in this process")
+        if result is None:
             result = analyze(run_dir, spark_master, console=console)
     out = Analysed(result, analysis_exit_code(result.verdict))
     if report:
@@ -161,19 +231,31 @@ def analysis_failure(exc: Exception, run_dir: RunDir) -> tuple[int, str]:
     return exitcodes.LAB_FAILED, f"the analysis failed ({first}){where}"
 
 
-def warm_analysis_server() -> Endpoint | None:
-    """The analysis server of the stack `driftlab up` left running here, when it is
-    healthy and no other Spark master is asked for (DRIFTLAB_SPARK_MASTER)."""
+def warm_analysis_server(stack: ServiceStack | None = None) -> Endpoint | None:
+    """The analysis server of `stack` (by default the stack `driftlab up` left running
+    here), when it answers a ping now and no other Spark master is asked for
+    (DRIFTLAB_SPARK_MASTER)."""
     if os.environ.get("DRIFTLAB_SPARK_MASTER"):
         return None
-    from harness.runner.stack_use import running_stack
     from harness.services.analysis import ANALYSIS
 
-    try:
-        stack = running_stack()
-    except Exception:  # a stack folder that cannot be read: analyse in process
-        return None
+    if stack is None:
+        from harness.runner.stack_use import running_stack
+
+        try:
+            stack = running_stack()
+        except Exception:  # a stack folder that cannot be read: analyse in process
+            return None
     service = stack.services.get(ANALYSIS) if stack is not None else None
     if service is None or not service.healthy():
         return None
     return service.endpoint()
+
+
+def warm_spark(stack: ServiceStack | None, master: str | None) -> WarmSpark | None:
+    """The warm server the runs on `stack` (None: the running `driftlab up` stack they
+    will use, if any) analyse on, unless `master` names a Spark master of its own."""
+    if master is not None:
+        return None
+    endpoint = warm_analysis_server(stack)
+    return WarmSpark(endpoint) if endpoint is not None else None

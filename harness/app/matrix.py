@@ -33,6 +33,7 @@ from pathlib import Path
 
 from checkers.verdict import UNEXPECTED
 from harness import exitcodes
+from harness.app.judge import WarmSpark
 from harness.app.outcome import Outcome, outcome_of
 from harness.app.run import check_scenario, run_scenario
 from harness.architectures.registry import SETUPS
@@ -185,10 +186,13 @@ def run_matrix(
     spark_master: str | None = None,
     on_result: Callable[[Cell, Outcome], None] | None = None,
     stop: threading.Event | None = None,
+    server: WarmSpark | None = None,
 ) -> MatrixResult:
     """Run `cells` on `stack` until the budget would be exceeded, cutting a cell still
     running at the deadline; never raises for a failed run (it is an outcome with an
-    error). `stop`, set from another thread, cuts the current run short (interrupted)."""
+    error). `stop`, set from another thread, cuts the current run short (interrupted).
+    `server`: the stack's warm analysis server, which judges the runs while it answers
+    (harness.app.judge.warm_spark)."""
     result = MatrixResult()
     started = time.monotonic()
     deadline = started + budget_s
@@ -218,6 +222,7 @@ def run_matrix(
                 seed=cell.seed,
                 runs_dir=runs_dir,
                 spark_master=spark_master,
+                server=server,
                 stack=stack,
                 stop=run_stop,
                 tick=functools.partial(_note_phase, phase),

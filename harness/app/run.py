@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Required, TypedDict
 
 from harness.app.convergence import judge_convergence
-from harness.app.judge import judge_run, write_report
+from harness.app.judge import WarmSpark, judge_run, write_report
 from harness.architectures.registry import setup_class
 from harness.runner.runner import RunResult, record_run
 from harness.runner.workload_driver import Tick
@@ -32,6 +32,7 @@ class RunOptions(TypedDict, total=False):
     seed: Required[int]
     runs_dir: Required[Path]
     spark_master: str | None
+    server: WarmSpark | None
     stack: ServiceStack | None
     analyze: bool
     tick: Tick | None
@@ -44,6 +45,7 @@ def run_scenario(
     seed: int,
     runs_dir: Path,
     spark_master: str | None = None,
+    server: WarmSpark | None = None,
     stack: ServiceStack | None = None,
     analyze: bool = True,
     tick: Tick | None = None,
@@ -53,10 +55,16 @@ def run_scenario(
 
     `stack` is a running stack to use (the suite shares one); None reuses a stack
     started by `driftlab up` or starts one for this run and stops it afterwards.
-    `stop` lets a caller outside the main thread cut the run short.
+    `stop` lets a caller outside the main thread cut the run short. `server` is the
+    warm analysis server of the stack in use (harness.app.judge.warm_spark): the run is
+    analysed there while it answers, else in this process.
     """
     setup = check_scenario(scenario)()
-    judge = partial(judge_run, master=spark_master, tick=tick) if analyze else None
+    judge = (
+        partial(judge_run, master=spark_master, server=server, tick=tick, stop=stop)
+        if analyze
+        else None
+    )
     result = record_run(
         scenario,
         setup,

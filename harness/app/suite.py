@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from checkers.spark_start import warm_up
 from harness import exitcodes
+from harness.app.judge import warm_spark
 from harness.app.run import run_scenario
 from harness.app.suite_index import write_index
 from harness.architectures.registry import SETUPS
@@ -93,8 +93,14 @@ def _run_all(
     tick_for: TickFor | None,
     done: Done | None,
 ) -> None:
-    """Run the scenarios in order on one stack, appending to `results`."""
-    warm_up(spark_master, RunsDir(runs_dir).spark_log)
+    """Run the scenarios in order on one stack, appending to `results`: judged on the
+    warm Spark of the `driftlab up` stack they reuse when it has one, else by this
+    process's, started now beside the first run."""
+    server = warm_spark(None, spark_master) if backend == "local" else None
+    if server is None:
+        from checkers.spark_start import warm_up
+
+        warm_up(spark_master, RunsDir(runs_dir).spark_log)
     with acquire_stack(services_of(chosen), backend=backend) as stack:
         for i, sc in enumerate(chosen, 1):
             label = f"[{i}/{len(chosen)}] {sc.claim or ''} {sc.name}"
@@ -103,6 +109,7 @@ def _run_all(
                 seed=seed,
                 runs_dir=runs_dir,
                 spark_master=spark_master,
+                server=server,
                 stack=stack,
                 tick=tick_for(label, sc) if tick_for else None,
             )

@@ -4,6 +4,7 @@ into one line and an exit code (harness.exitcodes)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,8 @@ def check_runs_dir(runs_dir: Path, err: Console) -> None:
 def check_spark_master(master: str | None, err: Console) -> None:
     """Before any scenario starts: exit 2 for a malformed --spark-master, 3 when the
     master does not answer (a run used to do all its work before finding out)."""
+    if master is None and not os.environ.get("DRIFTLAB_SPARK_MASTER"):
+        return  # local[*]: nothing to check, and no PySpark to import for it
     from checkers.session import MasterUnreachable, check_master
 
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,10 +14,9 @@ from harness import exitcodes
 from harness.architectures.registry import SIMULATED_SETUPS
 from harness.cli.app import app
 from harness.cli.common import seed_in_range
-from harness.explore.properties import properties_of
-from harness.explore.schedule import describe
-from harness.explore.search import SearchResult, search
-from harness.explore.sim.recorder import to_jsonl
+
+if TYPE_CHECKING:
+    from harness.explore.search import SearchResult
 
 _SETUP_LIST = "\n\n".join(
     f"{name}: {spec.summary} ({', '.join(spec.claims)})" for name, spec in SIMULATED_SETUPS.items()
@@ -81,6 +80,10 @@ def explore(
     console.print(
         f"[bold]driftlab simulator[/]: {setup} ({SIMULATED_SETUPS[setup].summary}), seed {seed}"
     )
+    # Here, not at the top: Hypothesis is no cost of the commands that do not search.
+    from harness.explore.properties import properties_of
+    from harness.explore.search import search
+
     results = []
     for prop in properties_of(setup):
         with console.status(f"searching: {prop.text} ({examples} schedules)"):
@@ -117,6 +120,8 @@ def _show(console: Console, r: SearchResult) -> None:
         f"  broken after {r.examples} schedules, shrunk in {r.shrink_runs} more runs "
         f"({r.seconds:.1f} s): {verdict}"
     )
+    from harness.explore.schedule import describe
+
     for i, step in enumerate(r.run.executed, 1):
         console.print(f"  {i:>3}. {describe(step)}")
     table = Table(
@@ -151,6 +156,8 @@ def _show(console: Console, r: SearchResult) -> None:
 
 
 def _save(console: Console, found: list[SearchResult], out: Path, history: Path | None) -> None:
+    from harness.explore.sim.recorder import to_jsonl
+
     for i, r in enumerate(found):
         suffix = "" if i == 0 else f".{r.prop.name}"
         path = out.with_name(f"{out.stem}{suffix}{out.suffix}")

@@ -130,6 +130,7 @@ def _run(
     spark_master: str | None,
     backend: str,
 ) -> int:
+    from harness.app.judge import warm_spark
     from harness.app.matrix import run_matrix
     from harness.app.suite_index import write_matrix_outputs
     from harness.runner.stack_use import running_stack
@@ -151,7 +152,15 @@ def _run(
         stack = running_stack() if backend == "local" else None
         if stack is None:
             stack = enter_backend(scope, backend, err)
-        result = run_matrix(cells, budget_s, runs_dir, stack, spark_master, on_result=show)
+        result = run_matrix(
+            cells,
+            budget_s,
+            runs_dir,
+            stack,
+            spark_master,
+            on_result=show,
+            server=warm_spark(stack, spark_master),
+        )
     index = write_matrix_outputs(runs_dir, result, junit)
     if junit is not None:
         console.print(f"JUnit: {junit}")

@@ -40,7 +40,10 @@ def make_tick(
             text = {
                 "stack": f"{label}: starting services",
                 "quiesce": f"{label}: healed; waiting for the pipelines to drain",
-                "analyze": f"{label}: analysing the history (Spark)",
+                "analyze": f"{label}: analysing the history (Spark in this process)",
+                # harness.app.judge.ON_SERVER
+                "analyze-warm": f"{label}: analysing the history (on the warm Spark "
+                "of `driftlab up`)",
             }.get(phase, f"{label}: {phase}")
         prog.update(task, description=text)
 
@@ -82,6 +85,8 @@ def print_result(console: Console, r: RunResult) -> None:
         f"{s.crashes} app crash(es); wall {r.wall_s:.1f} s"
     )
     console.print(f"  run folder: {r.run_dir}")
+    if r.analysis_note:
+        console.print(f"  [yellow]analysis:[/] {escape(r.analysis_note)}")
     for e in r.fault_errors:
         # The first line names the problem; a service's log tail follows in runner.log.
         console.print(f"  [yellow]fault problem:[/] {escape(e.strip().splitlines()[0])}")

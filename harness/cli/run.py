@@ -63,7 +63,10 @@ def run(
     """Run one scenario: workload and faults on the real stack, then the verdict.
 
     Uses the stack of `driftlab up` (or of `driftlab up --dir DIR` with --stack-dir)
-    when it is running, else starts one for this run and stops it afterwards. Before
+    when it is running, else starts one for this run and stops it afterwards. The run
+    is analysed on that stack's warm Spark (its `analysis` service) when it has one and
+    no --spark-master is given, else by a Spark started in this process; a warm Spark
+    that does not answer is left for this process's, with one line. Before
     the workload every link is healed and checked free of toxics, and what killed runs
     left (connectors, replication slots) is removed. Writes
     runs/<scenario>/<UTC time>-<seed>/ (config.json, history/, logs/, analysis files)
@@ -82,7 +85,7 @@ def run(
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
-    from checkers.spark_start import warm_up
+    from harness.app.judge import warm_spark
     from harness.app.pipeline import unregister
     from harness.app.run import check_scenario, run_scenario
     from harness.cli.pipeline import is_pipeline_file, pipeline_scenario, refuse_scenario_options
@@ -116,13 +119,19 @@ def run(
             stack = enter_backend(scope, backend, err)
         prog = scope.enter_context(progress())
         task = prog.add_task(sc.name, total=None)
-        if analyze:
+        # The warm Spark of the stack in use judges the run when it has one; else this
+        # process's starts now, beside the run.
+        server = warm_spark(stack, spark_master) if analyze else None
+        if analyze and server is None:
+            from checkers.spark_start import warm_up
+
             warm_up(spark_master, RunsDir(runs_dir).spark_log)
         result = run_scenario(
             sc,
             seed=seed,
             runs_dir=runs_dir,
             spark_master=spark_master,
+            server=server,
             stack=stack,
             analyze=analyze,
             tick=make_tick(prog, task, sc.name, sc.workload.duration),

@@ -64,6 +64,8 @@ class RunResult:
     lost_where: dict[str, dict[str, int]] = field(default_factory=dict)  # analysis.json's
     wall_s: float = 0.0
     analysis_s: float = 0.0
+    analysed_on: str | None = None  # "server" (the stack's warm Spark) or "process"
+    analysis_note: str | None = None  # why the warm server was given up for this one
     error: str | None = None
 
 
@@ -224,5 +226,6 @@ def _write_summary(run_dir: RunDir, result: RunResult) -> None:
         "lab_failures": result.lab_failures,
         "wall_s": round(result.wall_s, 2),
         "analysis_s": round(result.analysis_s, 2),
+        "analysed_on": result.analysed_on,
     }
     run_dir.summary.write_text(json.dumps(summary, indent=2) + "\n")

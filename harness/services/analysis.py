@@ -1,16 +1,24 @@
 """The stack's `analysis` service: a warm Spark kept with the local stack
-(harness/services/analysis_server.py), and the client `driftlab analyze` uses when the
-stack of `driftlab up` runs it.
+(harness/services/analysis_server.py), and the client `driftlab analyze`, `run`,
+`suite` and `matrix` use when the stack they use runs it.
 
-A cold `driftlab analyze` starts a JVM and its Python workers before its first job: on
-this 2-core machine that is most of a small run's verdict. The service pays it once, when
+A cold analysis starts a JVM and its Python workers before its first job: on this
+2-core machine that is most of a small run's verdict. The service pays it once, when
 `driftlab up` starts it; each analysis then costs what the pass costs.
+
+The server is never a place to hang: a client gives up on a server that does not
+connect within CONNECT_TIMEOUT_S, that goes away, or that says nothing for SILENCE_S and
+then fails a ping (ServerUnavailable), and its caller analyses in process instead.
 """
 
 from __future__ import annotations
 
+import socket
 import sys
-from multiprocessing.connection import Client
+import threading
+import time
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +26,20 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.rundir import RunDir
+from harness.services.analysis_server import limit_reads
 from harness.services.base import Endpoint
 from harness.services.ports import LOOPBACK
 from harness.services.supervised import ProcessService, write_private
 
 ANALYSIS = "analysis"
+
+CONNECT_TIMEOUT_S = 5.0
+"""How long the server may take to accept a connection and answer the handshake (it
+does so at once; a stopped server never does)."""
+SILENCE_S = 15.0
+"""How long a client waits on its analysis without a word before it pings the server."""
+POLL_S = 0.5
+"""How often a waiting client looks at its stop event."""
 
 
 class AnalysisService(ProcessService):
@@ -52,29 +69,118 @@ class AnalysisService(ProcessService):
         return Endpoint(LOOPBACK, self.spec.port(), {"secret": self.spec.secret()})
 
     def probe(self) -> bool:
-        with _connect(self.endpoint()) as conn:
+        return ping(self.endpoint())
+
+
+class ServerUnavailable(ConnectionError):
+    """The analysis server could not be reached, or went silent and no longer answers
+    a ping: the caller analyses in its own process instead."""
+
+
+def _connect(endpoint: Endpoint, timeout: float = CONNECT_TIMEOUT_S) -> Connection:
+    """An authenticated connection to the server; a server that does not connect and
+    answer the handshake within `timeout` seconds (dead, stopped, its port taken by
+    another program) raises OSError or AuthenticationError, never blocks for good."""
+    sock = socket.create_connection((endpoint.host, endpoint.port), timeout=timeout)
+    # Connection reads its descriptor with os.read: blocking, bounded by SO_RCVTIMEO.
+    sock.settimeout(None)
+    conn = Connection(sock.detach())
+    try:
+        limit_reads(conn, timeout)
+        key = endpoint.extra["secret"].encode()
+        answer_challenge(conn, key)
+        deliver_challenge(conn, key)
+        limit_reads(conn, SILENCE_S)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def ping(endpoint: Endpoint, timeout: float = CONNECT_TIMEOUT_S) -> bool:
+    """Whether the server answers a ping within about `timeout` seconds (it answers
+    at once, also while it analyses)."""
+    try:
+        with _connect(endpoint, timeout) as conn:
             conn.send({"ping": True})
-            return bool(conn.recv() == "pong")
+            return conn.poll(timeout) and conn.recv() == "pong"
+    except (OSError, EOFError, AuthenticationError):
+        return False
 
 
-def _connect(endpoint: Endpoint) -> Any:
-    return Client((endpoint.host, endpoint.port), authkey=endpoint.extra["secret"].encode())
+def analysis_on_server(
+    endpoint: Endpoint,
+    run_dir: Path,
+    per_kind: int,
+    *,
+    console: Console | None = None,
+    stop: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Analyse `run_dir` on the analysis server at `endpoint` and return its
+    analysis.json, the progress lines on `console` when given; raises what the
+    analysis raised there. ServerUnavailable when the server cannot be reached, goes
+    away, says nothing for SILENCE_S seconds and then fails a ping, or its Spark fails:
+    nothing done there counts, analyse in process. Interrupted (KeyboardInterrupt, or
+    `stop` set), the connection closes and the server cancels the analysis."""
+    where = f"the analysis server at {endpoint.host}:{endpoint.port}"
+    try:
+        conn = _connect(endpoint)
+    except (OSError, EOFError, AuthenticationError) as exc:
+        raise ServerUnavailable(f"{where} did not answer ({_why(exc)})") from exc
+    with conn:
+        try:
+            conn.send({"run_dir": str(run_dir.absolute()), "per_kind": per_kind})
+            heard = time.monotonic()
+            while True:
+                if stop is not None and stop.is_set():
+                    raise KeyboardInterrupt
+                if not conn.poll(POLL_S):
+                    if time.monotonic() - heard < SILENCE_S:
+                        continue
+                    # A long Spark job says nothing for a while: only a server that
+                    # does not answer a ping either is given up.
+                    if not ping(endpoint):
+                        raise ServerUnavailable(
+                            f"{where} said nothing for {SILENCE_S:.0f} s and does not answer a ping"
+                        )
+                    heard = time.monotonic()
+                    continue
+                what, payload = conn.recv()
+                heard = time.monotonic()
+                if what == "line":
+                    if console is not None:
+                        console.print(escape(payload), end="")
+                elif what == "done":
+                    return dict(payload)
+                elif isinstance(payload, RuntimeError):
+                    # The server's own Spark failed (its Py4J errors come so): this
+                    # process's may not.
+                    first = (str(payload).strip().splitlines() or ["no message"])[0][:200]
+                    raise ServerUnavailable(f"{where} failed ({first})") from payload
+                else:
+                    raise payload
+        except (OSError, EOFError) as exc:
+            raise ServerUnavailable(f"{where} went away ({_why(exc)})") from exc
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return "it closed the connection"
+    if isinstance(exc, AuthenticationError):
+        return "it did not take the stack's secret"
+    if isinstance(exc, (TimeoutError, BlockingIOError)):
+        return "no answer in time"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 def analyze_remotely(endpoint: Endpoint, run_dir: Path, console: Console, per_kind: int) -> Any:
     """Analyse `run_dir` on the analysis server at `endpoint`, its progress lines on
     `console`; returns its checkers.analyze.AnalysisResult, or raises what the analysis
-    raised there. Interrupted (KeyboardInterrupt), the connection closes and the server
-    cancels the analysis."""
+    raised there (ServerUnavailable: see `analysis_on_server`). Interrupted
+    (KeyboardInterrupt), the connection closes and the server cancels the analysis."""
     from checkers.analyze import AnalysisResult
 
-    with _connect(endpoint) as conn:
-        conn.send({"run_dir": str(run_dir.absolute()), "per_kind": per_kind})
-        while True:
-            what, payload = conn.recv()
-            if what == "line":
-                console.print(escape(payload), end="")
-            elif what == "done":
-                return AnalysisResult(RunDir(payload["run"]["run_dir"]), payload)
-            else:
-                raise payload
+    payload = analysis_on_server(endpoint, run_dir, per_kind, console=console)
+    return AnalysisResult(RunDir(payload["run"]["run_dir"]), payload)

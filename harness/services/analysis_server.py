@@ -1,13 +1,17 @@
 """The stack's analysis server: one warm SparkSession that analyses run folders on
-request, so that `driftlab analyze` with a `driftlab up` stack pays no JVM start.
+request, so that `driftlab analyze` and `driftlab run` with a `driftlab up` stack pay no
+JVM start.
 
 `python -m harness.services.analysis_server --port P --secret-file F` (the stack's
 `analysis` service, harness/services/analysis.py, starts it). It starts Spark and its
-Python workers first and listens only then, so a healthy server is a warm one. Requests
-come over multiprocessing.connection on loopback, authenticated by the stack's secret,
-one at a time (one SparkSession per process):
+Python workers and analyses a small synthetic run first, and listens only then, so a
+healthy server is a warm one; while idle it keeps its Python workers alive with a small
+job now and then (`_keep_warm`). Requests come over multiprocessing.connection on
+loopback, authenticated by the stack's secret, one at a time (one SparkSession per
+process):
 
-- `{"ping": True}` -> `"pong"`;
+- `{"ping": True}` -> `"pong"`, at once, also while an analysis runs (a client waiting
+  on its analysis asks so whether the server is alive);
 - `{"run_dir": ABSOLUTE PATH, "per_kind": N}` -> `("line", text)` for each progress
   line of the analysis, then `("done", analysis)` or `("error", exception)`.
 
@@ -30,7 +34,9 @@ import os
 import pickle
 import socket
 import struct
+import tempfile
 import threading
+import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import (
     Connection,
@@ -47,6 +53,9 @@ from harness.services.ports import LOOPBACK
 
 log = logging.getLogger("driftlab.analysis_server")
 
+KEEP_WARM_S = 40
+"""How often an idle server runs one small job, within Spark's minute before it stops
+an idle Python worker."""
 IDLE_TIMEOUT_S = 10
 """How long a client may stay silent where the server waits for it (the handshake, its
 request): the real client answers at once."""
@@ -81,16 +90,17 @@ def _watch(conn: Connection, done: threading.Event, cancel: Any) -> None:
             return
 
 
-def _serve_one(conn: Connection, master: str | None) -> None:
-    from checkers.analyze import analyze
-    from checkers.session import get_spark
-
+def _read_request(conn: Connection) -> dict[str, Any]:
     request = conn.recv()
     if not isinstance(request, dict):
         raise ValueError(f"a request is a dict, not {type(request).__name__}")
-    if request.get("ping"):
-        conn.send("pong")
-        return
+    return request
+
+
+def _serve_one(conn: Connection, request: dict[str, Any], master: str | None) -> None:
+    from checkers.analyze import analyze
+    from checkers.session import get_spark
+
     if not isinstance(request.get("run_dir"), str) or not isinstance(request.get("per_kind"), int):
         raise ValueError('a request holds "run_dir" (a path) and "per_kind" (an int)')
     run_dir = Path(request["run_dir"])
@@ -130,8 +140,13 @@ def serve(port: int, secret: bytes, master: str | None = None) -> None:
 
     log.info("starting Spark (%s)", master or "local[*]")
     # Spark's own log lines go to this process's stderr: the service's log.
-    start_workers(get_spark(master).sparkContext)
+    sc = get_spark(master).sparkContext
+    start_workers(sc)
+    _first_analysis(master)
     one_at_a_time = threading.Lock()  # one SparkSession: one analysis at a time
+    threading.Thread(
+        target=_keep_warm, args=(sc, one_at_a_time), name="keep-warm", daemon=True
+    ).start()
     # No authkey here: the handshake runs in each connection's thread, where a client
     # that never answers it stalls that thread alone.
     with Listener((LOOPBACK, port), backlog=16) as listener:
@@ -147,10 +162,48 @@ def serve(port: int, secret: bytes, master: str | None = None) -> None:
             ).start()
 
 
+def _first_analysis(master: str | None) -> None:
+    """Analyse a small synthetic run before serving: the first pass of a new JVM
+    compiles and loads what every later one reuses, seconds that the first run's
+    verdict would pay otherwise. A failure here is logged; the first request says what
+    is wrong with Spark."""
+    from checkers.analyze import analyze
+    from harness.testing.synthetic import generate_history
+
+    started = time.monotonic()
+    try:
+        with tempfile.TemporaryDirectory(prefix="driftlab-warm-") as scratch:
+            run = Path(scratch) / "run"
+            generate_history(run, events=2_000, seed=0, plant={"duplicate-delivery": 1})
+            analyze(run, master)
+    except Exception as e:
+        log.warning("the first analysis failed: %s", e, exc_info=True)
+        return
+    log.info("warm: a first analysis took %.1f s", time.monotonic() - started)
+
+
+def _keep_warm(sc: Any, serving: threading.Lock) -> None:
+    """Every KEEP_WARM_S seconds while no analysis runs, one small job on the Python
+    workers: Spark stops a worker idle for a minute, and a new one imports the pass
+    again, seconds of the next verdict on a loaded machine."""
+    from checkers.spark_start import start_workers
+
+    while True:
+        time.sleep(KEEP_WARM_S)
+        if not serving.acquire(blocking=False):
+            continue  # an analysis keeps them busy
+        try:
+            start_workers(sc)
+        except Exception as e:  # the next analysis says what is wrong with Spark
+            log.warning("keeping the Python workers warm failed: %s", e)
+        finally:
+            serving.release()
+
+
 def _handle(conn: Connection, secret: bytes, master: str | None, serving: threading.Lock) -> None:
     """One connection: the handshake, then its request, each within IDLE_TIMEOUT_S."""
     with conn:
-        _limit_reads(conn, IDLE_TIMEOUT_S)
+        limit_reads(conn, IDLE_TIMEOUT_S)
         try:
             deliver_challenge(conn, secret)
             answer_challenge(conn, secret)
@@ -161,8 +214,14 @@ def _handle(conn: Connection, secret: bytes, master: str | None, serving: thread
             if not conn.poll(IDLE_TIMEOUT_S):
                 log.warning("dropped a client that sent no request in %d s", IDLE_TIMEOUT_S)
                 return
+            request = _read_request(conn)
+            if request.get("ping"):
+                # Answered beside a running analysis: a client waiting on one asks
+                # whether the server is alive, and a busy server is.
+                conn.send("pong")
+                return
             with serving:
-                _serve_one(conn, master)
+                _serve_one(conn, request, master)
         except (EOFError, OSError) as e:  # the client is gone
             log.warning("dropped a request: %s", e)
         except Exception as e:  # one unreadable request must not end the server
@@ -172,12 +231,15 @@ def _handle(conn: Connection, secret: bytes, master: str | None, serving: thread
             _send_error(conn, ValueError(f"malformed request: {e}"))
 
 
-def _limit_reads(conn: Connection, seconds: int) -> None:
+def limit_reads(conn: Connection, seconds: float) -> None:
     """Make a blocking read of `conn` fail after `seconds` of silence (SO_RCVTIMEO):
-    the handshake's reads cannot be given a timeout otherwise."""
+    the handshake's reads cannot be given a timeout otherwise. The client's connections
+    are limited so too (harness.services.analysis)."""
+    whole = int(seconds)
+    timeout = struct.pack("ll", whole, int((seconds - whole) * 1_000_000))
     sock = socket.socket(fileno=os.dup(conn.fileno()))
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", seconds, 0))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeout)
     finally:
         sock.close()  # the duplicate only; the option stays on the socket
 
