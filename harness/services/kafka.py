@@ -178,6 +178,9 @@ class KafkaNode(ProcessService):
     def prepare(self) -> None:
         """Write the configs; format the storage the first time (data is kept after)."""
         self.spec.runtime.kafka_libs()  # missing jars are named now
+        # The topics' segments are on disk here: only the stack's user may read them.
+        self.spec.data_dir.mkdir(parents=True, exist_ok=True)
+        self.spec.data_dir.chmod(0o700)
         self.storage_dir.mkdir(parents=True, exist_ok=True)
         write_private_properties(self.properties_path, self.server_properties())
         jvm.write_log4j(self.log4j_path)
@@ -321,6 +324,8 @@ class KafkaCluster(ServiceGroup[KafkaNode]):
     def client_properties(self) -> Path:
         """Write `client_properties_path` (idempotent) and return it: what a JVM client
         (Connect's worker, a pipeline's process) reads its login from."""
+        self.spec.data_dir.mkdir(parents=True, exist_ok=True)
+        self.spec.data_dir.chmod(0o700)
         return write_private_properties(self.client_properties_path, self.login.java_properties())
 
     def link(self, links: Links, client: str) -> str:
