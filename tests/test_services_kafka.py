@@ -60,6 +60,16 @@ def test_unsupported_node_count_is_refused(tmp_path: Path) -> None:
         KafkaCluster(ServiceSpec("kafka", tmp_path), KafkaSettings(nodes=2))
 
 
+def test_a_folder_formatted_without_the_lab_s_kafka_user_is_named(tmp_path: Path) -> None:
+    # A stack folder an older driftlab formatted has no SCRAM user: Kafka would start
+    # and refuse every client, so the start stops here with the fix instead.
+    node = KafkaCluster(ServiceSpec("kafka", tmp_path)).nodes[0]
+    node.storage_dir.mkdir(parents=True)
+    (node.storage_dir / "meta.properties").write_text("version=1\n")
+    with pytest.raises(ServiceError, match=r"without the lab.s Kafka user.*driftlab down"):
+        node.prepare()
+
+
 def produce_acked(kafka: KafkaConfig, topic: str, values: list[str]) -> dict[str, tuple[int, int]]:
     """Produce with acks=all; returns value -> (partition, offset) of every acknowledged one."""
     producer = Producer({**kafka, "acks": "all", "enable.idempotence": True, "linger.ms": 5})
