@@ -9,6 +9,7 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /** Lists topics, produces one record and reads a topic on each bootstrap address given,
- * all at once; prints one line per attempt: "<address> <list|produce|consume> <outcome>". */
+ * all at once, each within the budget given (ms); an address "controller=<host:port>" is
+ * a controller listener, asked to describe the cluster. Prints one line per attempt:
+ * "<address> <operation> <outcome> <ms taken>". */
 public class KafkaProbe {
     public static void main(String[] args) throws Exception {
         Properties login = new Properties();
@@ -108,58 +111,78 @@ public class KafkaProbe {
             try (FileInputStream in = new FileInputStream(args[1])) { login.load(in); }
         }
         String topic = args[0];
+        long budget = Long.parseLong(args[2]);
         ExecutorService pool = Executors.newCachedThreadPool();
         List<Future<String>> done = new java.util.ArrayList<>();
-        for (int i = 2; i < args.length; i++) {
+        for (int i = 3; i < args.length; i++) {
             Properties p = new Properties();
             p.putAll(login);
-            p.put("bootstrap.servers", args[i]);
-            // Generous: the lab's probe must succeed on a loaded machine, and the
-            // stranger's is given the same time.
-            p.put("request.timeout.ms", "10000");
-            p.put("default.api.timeout.ms", "10000");
-            p.put("max.block.ms", "10000");
-            p.put("delivery.timeout.ms", "10000");
-            p.put("linger.ms", "0");
             String at = args[i];
-            done.add(pool.submit(() -> at + " list " + list(p, topic)));
-            done.add(pool.submit(() -> at + " produce " + produce(p, topic)));
-            done.add(pool.submit(() -> at + " consume " + consume(p, topic)));
+            boolean controller = at.startsWith("controller=");
+            p.put(controller ? "bootstrap.controllers" : "bootstrap.servers",
+                  at.substring(at.indexOf('=') + 1));
+            for (String key : List.of("request.timeout.ms", "default.api.timeout.ms",
+                                      "max.block.ms", "delivery.timeout.ms")) {
+                p.put(key, String.valueOf(budget));
+            }
+            p.put("linger.ms", "0");
+            if (controller) {
+                done.add(pool.submit(() -> timed(at, "describe", () -> describe(p, budget))));
+                continue;
+            }
+            done.add(pool.submit(() -> timed(at, "list", () -> list(p, topic, budget))));
+            done.add(pool.submit(() -> timed(at, "produce", () -> produce(p, topic, budget))));
+            done.add(pool.submit(() -> timed(at, "consume", () -> consume(p, topic, budget))));
         }
         for (Future<String> f : done) System.out.println(f.get());
         pool.shutdownNow();
         System.exit(0);
     }
 
+    static String timed(String at, String operation, Callable<String> call) throws Exception {
+        long begun = System.nanoTime();
+        String outcome = call.call();
+        return at + " " + operation + " " + outcome + " " + (System.nanoTime() - begun) / 1000000;
+    }
+
     static String refused(Exception e) {
         Throwable t = e;
         while (t.getCause() != null) t = t.getCause();
-        return "refused " + t.getClass().getSimpleName();
+        return "refused:" + t.getClass().getSimpleName();
     }
 
-    static String list(Properties p, String topic) {
+    static String list(Properties p, String topic, long budget) {
         try (Admin admin = Admin.create(p)) {
-            boolean found = admin.listTopics().names().get(15, TimeUnit.SECONDS).contains(topic);
+            boolean found = admin.listTopics().names().get(budget, TimeUnit.MILLISECONDS)
+                .contains(topic);
             return found ? "ok" : "missing";
         } catch (Exception e) { return refused(e); }
     }
 
-    static String produce(Properties p, String topic) {
-        try (KafkaProducer<String, String> producer =
-                 new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
-            producer.send(new ProducerRecord<>(topic, "probe", "probe")).get(15, TimeUnit.SECONDS);
+    static String describe(Properties p, long budget) {
+        try (Admin admin = Admin.create(p)) {
+            admin.describeCluster().nodes().get(budget, TimeUnit.MILLISECONDS);
             return "ok";
         } catch (Exception e) { return refused(e); }
     }
 
-    static String consume(Properties p, String topic) {
+    static String produce(Properties p, String topic, long budget) {
+        try (KafkaProducer<String, String> producer =
+                 new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+            producer.send(new ProducerRecord<>(topic, "probe", "probe"))
+                .get(budget, TimeUnit.MILLISECONDS);
+            return "ok";
+        } catch (Exception e) { return refused(e); }
+    }
+
+    static String consume(Properties p, String topic, long budget) {
         p.put("group.id", "probe-" + UUID.randomUUID());
         try (KafkaConsumer<String, String> consumer =
                  new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer())) {
             TopicPartition tp = new TopicPartition(topic, 0);
             consumer.assign(List.of(tp));
             consumer.seekToBeginning(List.of(tp));
-            long deadline = System.nanoTime() + 10_000_000_000L;
+            long deadline = System.nanoTime() + budget * 1000000;
             while (System.nanoTime() < deadline) {
                 if (consumer.poll(Duration.ofMillis(500)).count() > 0) return "ok";
             }
@@ -173,21 +196,28 @@ topics, produces and consumes on each address it is given, with the login file g
 (or none), and prints each outcome: a stranger's probe and the lab's are the same code."""
 
 STRANGER = "nobody"
+LAB_BUDGET_MS = 90_000
+"""How long each of the lab's own attempts may take: it answers as soon as it succeeds,
+and the machine may be loaded."""
 
 
-def _probe_kafka(login: Path | None, topic: str, addresses: list[str], user: str | None) -> dict:
-    """{(address, list|produce|consume): outcome} of KafkaProbe run as `user` (None: as
-    this process's user)."""
+def _probe_kafka(
+    login: Path | None, topic: str, addresses: list[str], user: str | None, budget_ms: int
+) -> dict[tuple[str, str], tuple[str, int]]:
+    """{(address, operation): (outcome, ms taken)} of KafkaProbe run as `user` (None: as
+    this process's user), each attempt given `budget_ms`."""
     folder = Path(tempfile.mkdtemp(prefix="driftlab-kafka-probe-"))
     try:
         folder.chmod(0o755)  # the stranger reads the probe's source
         source = folder / "KafkaProbe.java"
         source.write_text(KAFKA_PROBE)
         argv = [jvm.java_binary(), "-cp", f"{jvm.libs_dir()}/*", str(source), topic,
-                str(login or ""), *addresses]  # fmt: skip
+                str(login or ""), str(budget_ms), *addresses]  # fmt: skip
         if user is not None:
             argv = ["su", user, "-s", "/bin/sh", "-c", shlex.join(argv)]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=budget_ms / 1000 + 120, check=False
+        )
     finally:
         for path in folder.iterdir():
             path.unlink()
@@ -195,10 +225,15 @@ def _probe_kafka(login: Path | None, topic: str, addresses: list[str], user: str
     assert done.returncode == 0, done.stderr[-2000:]
     found = {}
     for line in done.stdout.splitlines():
-        address, operation, outcome = line.split(" ", 2)
-        found[address, operation] = outcome
-    assert len(found) == 3 * len(addresses), done.stdout
+        address, operation, outcome, took = line.split(" ")
+        found[address, operation] = (outcome, int(took))
+    expected = sum(1 if a.startswith("controller=") else 3 for a in addresses)
+    assert len(found) == expected, done.stdout
     return found
+
+
+def _outcomes(found: dict[tuple[str, str], tuple[str, int]]) -> set[str]:
+    return {outcome for outcome, _ in found.values()}
 
 
 @pytest.fixture
@@ -222,10 +257,30 @@ def test_kafka_takes_no_client_without_the_stacks_login(
     kafka, topic = kafka_with_a_record
     # The nodes themselves, and a Toxiproxy link in front of them.
     addresses = [kafka.bootstrap_servers, kafka.link(stack.links, "stranger")]
-    # The lab's login (the file a pipeline's JVM process is given) does everything...
-    lab = _probe_kafka(kafka.client_properties(), topic, addresses, None)
-    assert set(lab.values()) == {"ok"}, lab
-    # ... another local account, without it or with a guessed password, nothing.
+    controller = f"controller=127.0.0.1:{kafka.nodes[0].spec.port('controller')}"
+    # The lab's login (the file a pipeline's JVM process is given) does everything, and
+    # the controllers' own PLAIN login opens their listener (two probes at once).
+    plain = stack.root / "controller-login.properties"
+    os.close(os.open(plain, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+    plain.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="controller" password="{kafka.spec.secret("controller")}";\n'
+    )
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            lab_probe = pool.submit(
+                _probe_kafka, kafka.client_properties(), topic, addresses, None, LAB_BUDGET_MS
+            )
+            own_probe = pool.submit(_probe_kafka, plain, topic, [controller], None, LAB_BUDGET_MS)
+            lab, own = lab_probe.result(), own_probe.result()
+    finally:
+        plain.unlink()
+    assert _outcomes(lab) == {"ok"} and _outcomes(own) == {"ok"}, (lab, own)
+    addresses.append(controller)
+    # ... another local account, without it or with a guessed password, nothing, though
+    # each attempt is given twice as long as the lab's slowest needed (15 s at least).
+    budget = max(15_000, 2 * max(took for _, took in [*lab.values(), *own.values()]))
     stranger = STRANGER if os.geteuid() == 0 else None
     guess = Path(tempfile.mkdtemp(prefix="driftlab-guess-")) / "guess.properties"
     guess.parent.chmod(0o755)
@@ -236,14 +291,18 @@ def test_kafka_takes_no_client_without_the_stacks_login(
     )
     guess.chmod(0o644)
     try:
-        for login in (None, guess):
-            refused = _probe_kafka(login, topic, addresses, stranger)
-            assert not any(v == "ok" for v in refused.values()), refused
+        with ThreadPoolExecutor(2) as pool:
+            probes = [pool.submit(_probe_kafka, login, topic, addresses, stranger, budget)
+                      for login in (None, guess)]  # fmt: skip
+            refused = [probe.result() for probe in probes]
     finally:
         guess.unlink()
         guess.parent.rmdir()
-    # A wrong password is refused as such, on both addresses.
-    assert all(v == "refused SaslAuthenticationException" for v in refused.values()), refused
+    for found in refused:
+        assert "ok" not in _outcomes(found), found
+    # A wrong password is refused as such by the brokers (the controllers take no SCRAM).
+    brokers = {k: v for k, v in refused[1].items() if k[0] != controller}
+    assert _outcomes(brokers) == {"refused:SaslAuthenticationException"}, refused[1]
     # No command line of the stack (any local user reads /proc/<pid>/cmdline) shows a
     # password of Kafka's.
     secrets = [kafka.spec.secret("scram"), kafka.spec.secret("controller")]
