@@ -41,7 +41,7 @@ from harness.services.toxiproxy import Links, link_name
 
 FORMAT_TIMEOUT_S = 60.0
 NODES_ENV = "DRIFTLAB_KAFKA_NODES"
-# Written next to a node's storage once it is formatted with the lab's SCRAM user.
+# Written next to a node's storage formatted with the lab's SCRAM user.
 SCRAM_MARKER = "scram-user"
 
 
@@ -203,6 +203,9 @@ class KafkaNode(ProcessService):
              self.login.scram_credential()],
         )  # fmt: skip
         argv = self._java(f"@{args}", [], heap="256m")
+        # Before the format: a format cut short by a kill leaves a folder that is this
+        # driftlab's, not an older one's.
+        marker.touch()
         try:
             status = self.spec.runtime.run(argv, self.log_path, timeout=FORMAT_TIMEOUT_S)
         except ServiceError as exc:
@@ -215,7 +218,6 @@ class KafkaNode(ProcessService):
                 f"{status}); see {self.log_path}. A folder formatted for another "
                 "cluster must be removed first."
             )
-        marker.touch()
 
     def command(self) -> list[str]:
         return self._java("kafka.Kafka", [self.properties_path], self.settings.heap)
