@@ -40,7 +40,7 @@ def _figures(name: str, seconds: list[float]) -> str:
 
 
 def _cdc_latencies(stack: Stack, connector: DebeziumPostgres, rows: int, pause: float) -> list:
-    consumer = Consumer(kafka_client_config(stack, **{"group.id": "bench"}))
+    consumer = Consumer(kafka_client_config(stack, settings={"group.id": "bench"}))
     consumer.assign([TopicPartition(connector.topic(TABLE), 0, 0)])
     committed: dict[int, float] = {}
     arrived: dict[int, float] = {}

@@ -128,10 +128,7 @@ def test_an_offset_commit_through_a_cut_link_gives_up_and_lands_after_the_heal(
     group = f"commit-timeout-{uuid.uuid4().hex[:8]}"
     # The CDC consumers' own link and settings.
     config = kafka_client_config(
-        stack,
-        "consumer",
-        **{"group.id": group, "enable.auto.commit": False},
-        **KAFKA_CLIENT_TIMEOUTS,
+        stack, "consumer", {"group.id": group, "enable.auto.commit": False, **KAFKA_CLIENT_TIMEOUTS}
     )
     consumer = Consumer(config)
     committer = BoundedCommitter(consumer, timeout=2.0)

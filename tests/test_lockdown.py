@@ -244,7 +244,7 @@ def kafka_with_a_record(stack: Stack) -> Iterator[tuple[KafkaCluster, str]]:
     assert isinstance(kafka, KafkaCluster)
     topic = "lockdown-probe"
     create_topics(kafka_client_config(stack), [TopicSpec(topic)])
-    producer = Producer(kafka_client_config(stack, **{"acks": "all"}))
+    producer = Producer(kafka_client_config(stack, settings={"acks": "all"}))
     producer.produce(topic, b"the lab's record")
     assert producer.flush(30) == 0
     yield kafka, topic

@@ -413,10 +413,10 @@ class KafkaCluster(ServiceGroup[KafkaNode]):
 
 
 def kafka_client_config(
-    stack: ServiceStack, client: str | None = None, **extra: Any
+    stack: ServiceStack, client: str | None = None, settings: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The lab's confluent-kafka client config for the stack's Kafka: bootstrap.servers
-    and the SASL login, plus `extra` (group.id, acks, timeouts, ...).
+    and the SASL login, plus `settings` (group.id, acks, timeouts, ...).
 
     `client` names the Toxiproxy link "<client>->kafka" the client goes through (made
     on first use); None reaches the nodes directly (set-up and final reads, never
@@ -426,7 +426,7 @@ def kafka_client_config(
     if not isinstance(kafka, KafkaCluster):
         raise ServiceError("the stack's kafka service is not a Kafka cluster")
     bootstrap = None if client is None else kafka.link(stack.links, client)
-    return kafka.client_config(bootstrap, **extra)
+    return kafka.client_config(bootstrap, **(settings or {}))
 
 
 def cluster_from_spec(spec: ServiceSpec) -> KafkaCluster:
