@@ -312,6 +312,11 @@ def test_kafka_takes_no_client_without_the_stacks_login(
         except OSError:
             continue
         assert not any(secret in text for secret in secrets), cmdline
+    # Nor does a log of the stack (Kafka's, and Connect's when it runs).
+    logs = list((stack.root / "logs").glob("*.log"))
+    assert any(log.name.startswith("kafka") for log in logs)
+    for log in logs:
+        assert not any(secret in log.read_text(errors="replace") for secret in secrets), log
     if os.geteuid() != 0:
         return
     # The files that hold them are the stack user's alone, and so are the topics' segments.

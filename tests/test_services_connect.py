@@ -319,7 +319,7 @@ def test_connect_reaches_kafka_only_through_its_link(cdc: Cdc, stack: Any) -> No
 
 
 @pytest.mark.services
-def test_no_connector_config_hands_out_the_database_password(cdc: Cdc) -> None:
+def test_no_connector_config_hands_out_the_database_password(cdc: Cdc, stack: Any) -> None:
     password = cdc.connector.config()["database.password"]
     assert password
     shown = json.dumps(cdc.connect.rest("GET", "/connectors?expand=info"))
@@ -337,6 +337,11 @@ def test_no_connector_config_hands_out_the_database_password(cdc: Cdc) -> None:
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
         assert done.returncode != 0 and password not in done.stdout
+    # Nor does the worker's own file hold Kafka's password: a reference to the login file.
+    kafka_password = kafka_client_config(stack)["sasl.password"]
+    worker = cdc.connect.worker_path.read_text()
+    assert "sasl.jaas.config=${file:" in worker and kafka_password not in worker
+    assert stat.S_IMODE(cdc.connect.worker_path.stat().st_mode) == 0o600
     # The worker resolved the reference: the connector streams (the fixture waited).
     assert cdc.connect.status("items-cdc")["connector"]["state"] == "RUNNING"
 
