@@ -23,7 +23,8 @@ import psycopg
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from harness.services.connect import DebeziumPostgres, wait_slot_streaming
-from harness.services.kafka_admin import TopicSpec, create_topics
+from harness.services.kafka import kafka_client_config
+from harness.services.kafka_admin import KafkaConfig, TopicSpec, create_topics
 from harness.services.stack import Stack
 
 TABLE = "public.bench_rows"
@@ -39,9 +40,7 @@ def _figures(name: str, seconds: list[float]) -> str:
 
 
 def _cdc_latencies(stack: Stack, connector: DebeziumPostgres, rows: int, pause: float) -> list:
-    consumer = Consumer(
-        {"bootstrap.servers": stack["kafka"].bootstrap_servers, "group.id": "bench"}
-    )
+    consumer = Consumer(kafka_client_config(stack, settings={"group.id": "bench"}))
     consumer.assign([TopicPartition(connector.topic(TABLE), 0, 0)])
     committed: dict[int, float] = {}
     arrived: dict[int, float] = {}
@@ -68,9 +67,9 @@ def _cdc_latencies(stack: Stack, connector: DebeziumPostgres, rows: int, pause: 
     return [arrived[i] - committed[i] for i in arrived if i in committed]
 
 
-def _produce_latencies(bootstrap: str, count: int) -> list[float]:
-    create_topics(bootstrap, [TopicSpec("bench-acks")])
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+def _produce_latencies(kafka: KafkaConfig, count: int) -> list[float]:
+    create_topics(kafka, [TopicSpec("bench-acks")])
+    producer = Producer({**kafka, "acks": "all", "linger.ms": 0})
     took: list[float] = []
     for i in range(count):
         begun = time.monotonic()
@@ -108,8 +107,8 @@ def main() -> None:
                 "cdc commit -> consumed", _cdc_latencies(stack, connector, args.rows, args.pause)
             )
         )
-        bootstrap = stack["kafka"].bootstrap_servers
-        print(_figures("kafka produce acks=all", _produce_latencies(bootstrap, 200)))
+        kafka = kafka_client_config(stack)
+        print(_figures("kafka produce acks=all", _produce_latencies(kafka, 200)))
     finally:
         stack.down()
         shutil.rmtree(root, ignore_errors=True)

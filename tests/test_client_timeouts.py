@@ -24,6 +24,7 @@ from harness.architectures.cdc.protocol import BEFORE_APPLY, ConsumerConfig
 from harness.architectures.event_sourced.projector import Projector
 from harness.architectures.event_sourced.setup import LIVE, PROJECTOR, EventSourced
 from harness.architectures.work_queue.setup import amqp_parameters
+from harness.services.kafka import kafka_client_config
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.services.stack import Stack
 from harness.setups.connect import (
@@ -121,17 +122,14 @@ def test_an_offset_commit_through_a_cut_link_gives_up_and_lands_after_the_heal(
     stack: Stack,
 ) -> None:
     stack.up("kafka")
-    kafka = stack["kafka"]
+    direct = kafka_client_config(stack)
     topic = f"commit-timeout-{uuid.uuid4().hex[:8]}"
-    create_topics(kafka.bootstrap_servers, [TopicSpec(topic)])
+    create_topics(direct, [TopicSpec(topic)])
     group = f"commit-timeout-{uuid.uuid4().hex[:8]}"
     # The CDC consumers' own link and settings.
-    config = {
-        "bootstrap.servers": kafka.link(stack.links, "consumer"),
-        "group.id": group,
-        "enable.auto.commit": False,
-        **KAFKA_CLIENT_TIMEOUTS,
-    }
+    config = kafka_client_config(
+        stack, "consumer", {"group.id": group, "enable.auto.commit": False, **KAFKA_CLIENT_TIMEOUTS}
+    )
     consumer = Consumer(config)
     committer = BoundedCommitter(consumer, timeout=2.0)
     assert [tp.offset for tp in committer.commit([TopicPartition(topic, 0, 1)])] == [1]
@@ -157,7 +155,7 @@ def test_an_offset_commit_through_a_cut_link_gives_up_and_lands_after_the_heal(
     assert committer.landed() == []
     assert [tp.offset for tp in committer.commit([TopicPartition(topic, 0, 3)])] == [3]
     consumer.close()
-    auditor = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": group})
+    auditor = Consumer({**direct, "group.id": group})
     try:
         assert [tp.offset for tp in auditor.committed([TopicPartition(topic, 0)], 10)] == [3]
     finally:
@@ -250,16 +248,15 @@ def test_a_consumer_s_commit_through_a_cut_link_fails_and_is_recorded_once_it_la
     stack: Stack, tmp_path: Path
 ) -> None:
     stack.up("kafka")
-    kafka = stack["kafka"]
     topic = f"consumer-commit-{uuid.uuid4().hex[:8]}"
-    create_topics(kafka.bootstrap_servers, [TopicSpec(topic)])
+    create_topics(kafka_client_config(stack), [TopicSpec(topic)])
     ctx = make_context(stack, tmp_path, "consumer-commit")  # the run's header
     cfg = ConsumerConfig(
         instance="consumer-0#1",
         group=topic,
         topic=topic,
         partitions=[0],
-        bootstrap=kafka.link(stack.links, "consumer"),
+        kafka=kafka_client_config(stack, "consumer"),
         redis_host="127.0.0.1",
         redis_port=1,  # not called: only commits are
         redis_password="",

@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, TopicPartition
 from harness.services.base import Endpoint, ServiceError
 from harness.services.connect import ConnectService, RestError, is_secret
 from harness.services.debezium import DebeziumPostgres, wait_slot_streaming
+from harness.services.kafka import kafka_client_config
 from harness.services.kafka_admin import list_topic_names
 from harness.services.postgres import PostgresService
 
@@ -101,7 +102,7 @@ class Cdc:
     pg: PostgresService
     connect: ConnectService
     connector: DebeziumPostgres
-    bootstrap: str
+    kafka: dict[str, Any]  # the lab's client config, direct
 
     def execute(self, sql: str, params: tuple = ()) -> Any:
         with psycopg.connect(self.pg.conninfo(), autocommit=True) as conn:
@@ -115,7 +116,7 @@ class Cdc:
         """A consumer on the table's topic from the beginning (no group coordination)."""
         consumer = Consumer(
             {
-                "bootstrap.servers": self.bootstrap,
+                **self.kafka,
                 "group.id": f"cdc-test-{uuid.uuid4()}",
                 "enable.auto.commit": False,
             }
@@ -157,7 +158,7 @@ def cdc(stack: Any) -> Iterator[Cdc]:
     connect.put_connector(connector)
     wait_slot_streaming(connector)
     print(f"connect: connector streaming {time.monotonic() - begun:.1f}s after registration")
-    yield Cdc(pg, connect, connector, stack["kafka"].bootstrap_servers)
+    yield Cdc(pg, connect, connector, kafka_client_config(stack))
 
 
 @pytest.mark.services
@@ -278,7 +279,7 @@ def test_replacing_the_connector_config(cdc: Cdc) -> None:
     assert live["heartbeat.interval.ms"] == "2000"
     saved = (cdc.connect.connectors_dir / f"{changed.name}.properties").read_text()
     assert "heartbeat.interval.ms=2000" in saved
-    assert cdc.connector.heartbeat_topic in list_topic_names(cdc.bootstrap)
+    assert cdc.connector.heartbeat_topic in list_topic_names(cdc.kafka)
 
 
 @pytest.mark.services
@@ -298,7 +299,7 @@ def test_rejected_connector_config_is_not_kept(cdc: Cdc) -> None:
 @pytest.mark.services
 def test_connect_reaches_kafka_only_through_its_link(cdc: Cdc, stack: Any) -> None:
     assert "connect->kafka" in {link.name for link in stack.links.list()}
-    assert cdc.connect.kafka_bootstrap != cdc.bootstrap
+    assert cdc.connect.kafka_bootstrap != cdc.kafka["bootstrap.servers"]
     consumer = cdc.reader()
     try:
         stack.links.disable("connect->kafka")
@@ -318,7 +319,7 @@ def test_connect_reaches_kafka_only_through_its_link(cdc: Cdc, stack: Any) -> No
 
 
 @pytest.mark.services
-def test_no_connector_config_hands_out_the_database_password(cdc: Cdc) -> None:
+def test_no_connector_config_hands_out_the_database_password(cdc: Cdc, stack: Any) -> None:
     password = cdc.connector.config()["database.password"]
     assert password
     shown = json.dumps(cdc.connect.rest("GET", "/connectors?expand=info"))
@@ -336,6 +337,11 @@ def test_no_connector_config_hands_out_the_database_password(cdc: Cdc) -> None:
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
         assert done.returncode != 0 and password not in done.stdout
+    # Nor does the worker's own file hold Kafka's password: a reference to the login file.
+    kafka_password = kafka_client_config(stack)["sasl.password"]
+    worker = cdc.connect.worker_path.read_text()
+    assert "sasl.jaas.config=${file:" in worker and kafka_password not in worker
+    assert stat.S_IMODE(cdc.connect.worker_path.stat().st_mode) == 0o600
     # The worker resolved the reference: the connector streams (the fixture waited).
     assert cdc.connect.status("items-cdc")["connector"]["state"] == "RUNNING"
 

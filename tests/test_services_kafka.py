@@ -12,8 +12,19 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from harness.services.base import ServiceError
-from harness.services.kafka import KafkaCluster, KafkaSettings, new_cluster_id
-from harness.services.kafka_admin import TopicSpec, admin_client, create_topics, topic_configs
+from harness.services.kafka import (
+    KafkaCluster,
+    KafkaSettings,
+    kafka_client_config,
+    new_cluster_id,
+)
+from harness.services.kafka_admin import (
+    KafkaConfig,
+    TopicSpec,
+    admin_client,
+    create_topics,
+    topic_configs,
+)
 from harness.services.supervised import ServiceSpec
 
 
@@ -49,11 +60,19 @@ def test_unsupported_node_count_is_refused(tmp_path: Path) -> None:
         KafkaCluster(ServiceSpec("kafka", tmp_path), KafkaSettings(nodes=2))
 
 
-def produce_acked(bootstrap: str, topic: str, values: list[str]) -> dict[str, tuple[int, int]]:
+def test_a_folder_formatted_without_the_lab_s_kafka_user_is_named(tmp_path: Path) -> None:
+    # A stack folder an older driftlab formatted has no SCRAM user: Kafka would start
+    # and refuse every client, so the start stops here with the fix instead.
+    node = KafkaCluster(ServiceSpec("kafka", tmp_path)).nodes[0]
+    node.storage_dir.mkdir(parents=True)
+    (node.storage_dir / "meta.properties").write_text("version=1\n")
+    with pytest.raises(ServiceError, match=r"without the lab.s Kafka user.*driftlab down"):
+        node.prepare()
+
+
+def produce_acked(kafka: KafkaConfig, topic: str, values: list[str]) -> dict[str, tuple[int, int]]:
     """Produce with acks=all; returns value -> (partition, offset) of every acknowledged one."""
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5}
-    )
+    producer = Producer({**kafka, "acks": "all", "enable.idempotence": True, "linger.ms": 5})
     acked: dict[str, tuple[int, int]] = {}
 
     def on_delivery(err: object, msg: object) -> None:
@@ -67,11 +86,13 @@ def produce_acked(bootstrap: str, topic: str, values: list[str]) -> dict[str, tu
     return acked
 
 
-def consume_all(bootstrap: str, topic: str, expected: int, timeout: float = 30.0) -> list[tuple]:
+def consume_all(
+    kafka: KafkaConfig, topic: str, expected: int, timeout: float = 30.0
+) -> list[tuple]:
     """Read a topic from the beginning; (value, partition, offset) rows."""
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            **kafka,
             "group.id": f"test-{uuid.uuid4()}",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
@@ -103,7 +124,7 @@ def kafka(stack: object) -> Iterator[KafkaCluster]:
 
 @pytest.mark.services
 def test_round_trip_with_acks_all(kafka: KafkaCluster) -> None:
-    bootstrap = kafka.bootstrap_servers
+    bootstrap = kafka.client_config()
     create_topics(bootstrap, [TopicSpec("round-trip", partitions=3)])
     values = [f"v{i}" for i in range(300)]
     acked = produce_acked(bootstrap, "round-trip", values)
@@ -119,13 +140,15 @@ def test_round_trip_with_acks_all(kafka: KafkaCluster) -> None:
 
 @pytest.mark.services
 def test_a_linked_client_stays_on_its_link(kafka: KafkaCluster, stack: Any) -> None:
-    bootstrap = kafka.link(stack.links, "test-client")
-    assert kafka.link(stack.links, "test-client") == bootstrap  # idempotent
-    proxy_port = int(bootstrap.rsplit(":", 1)[1])
+    address = kafka.link(stack.links, "test-client")
+    assert kafka.link(stack.links, "test-client") == address  # idempotent
+    bootstrap = kafka_client_config(stack, "test-client")
+    assert bootstrap["bootstrap.servers"] == address
+    proxy_port = int(address.rsplit(":", 1)[1])
     # The metadata answer names the link's port, so every later request uses it too.
     brokers = admin_client(bootstrap).list_topics(timeout=10).brokers
     assert [b.port for b in brokers.values()] == [proxy_port]
-    create_topics(kafka.bootstrap_servers, [TopicSpec("via-link")])
+    create_topics(kafka.client_config(), [TopicSpec("via-link")])
     acked = produce_acked(bootstrap, "via-link", ["through-the-proxy"])
     assert consume_all(bootstrap, "via-link", 1) == [
         ("through-the-proxy", *acked["through-the-proxy"])
@@ -141,7 +164,7 @@ def test_acknowledged_messages_survive_kill_9(kafka: KafkaCluster) -> None:
     the JVM, not the kernel's page cache. A power loss could still lose acknowledged
     messages on a single node; only replication covers that.
     """
-    bootstrap = kafka.bootstrap_servers
+    bootstrap = kafka.client_config()
     create_topics(bootstrap, [TopicSpec("crash", partitions=2)])
     values = [f"c{i}" for i in range(500)]
     acked = produce_acked(bootstrap, "crash", values)
@@ -160,7 +183,7 @@ def test_acknowledged_messages_survive_kill_9(kafka: KafkaCluster) -> None:
 
 @pytest.mark.services
 def test_topic_configs_are_applied_and_retention_deletes(kafka: KafkaCluster) -> None:
-    bootstrap = kafka.bootstrap_servers
+    bootstrap = kafka.client_config()
     create_topics(
         bootstrap,
         [
@@ -178,7 +201,7 @@ def test_topic_configs_are_applied_and_retention_deletes(kafka: KafkaCluster) ->
     produce_acked(bootstrap, "short-lived", ["old-1", "old-2"])
     time.sleep(0.5)  # past segment.ms: the next append rolls a new segment
     produce_acked(bootstrap, "short-lived", ["new"])
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wm-{uuid.uuid4()}"})
+    consumer = Consumer({**bootstrap, "group.id": f"wm-{uuid.uuid4()}"})
     try:
         deadline = time.monotonic() + 30
         low = 0
@@ -203,8 +226,8 @@ def test_three_node_cluster_replicates(tmp_path_factory: pytest.TempPathFactory)
         cluster.start()
         cluster.wait_healthy(180)
         print(f"\nkafka x3: healthy in {time.monotonic() - begun:.1f}s (cold)")
-        bootstrap = cluster.bootstrap_servers
-        assert len(bootstrap.split(",")) == 3
+        assert len(cluster.bootstrap_servers.split(",")) == 3
+        bootstrap = cluster.client_config()
         create_topics(
             bootstrap,
             [TopicSpec("replicated", partitions=3, replication_factor=3, min_insync_replicas=2)],

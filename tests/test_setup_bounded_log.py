@@ -28,6 +28,7 @@ from harness.architectures.bounded_log.setup import (
 )
 from harness.architectures.registry import register_setup
 from harness.history.schema import LOG_AUDIT
+from harness.services.kafka import kafka_client_config
 from harness.services.stack import Stack
 from harness.setups.base import SetupContext
 from harness.workload.spec import WorkloadSpec
@@ -95,9 +96,9 @@ class SkippingLog(BoundedLog):
     def prepare(self, ctx: SetupContext) -> None:
         super().prepare(ctx)
         self.consumers[FAST].kafka.close()
-        bootstrap = ctx.stack["kafka"].link(ctx.stack.links, CONSUMER_LINK)
+        kafka = kafka_client_config(ctx.stack, CONSUMER_LINK)
         self.consumers[FAST] = SkippingConsumer(
-            FAST, self.topic, bootstrap, ctx.recorder, 0.0, prefetch=True
+            FAST, self.topic, kafka, ctx.recorder, 0.0, prefetch=True
         )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harness.services.base import Endpoint
+from harness.services.kafka import kafka_client_config
 from harness.services.stack_protocol import ServiceStack
 from harness.services.toxiproxy import link_name
 
@@ -83,17 +84,26 @@ class Reach:
                 out[svc] = SimpleNamespace(**self.external[svc].extra)
                 continue
             if svc == "kafka":
-                kafka: Any = self.stack["kafka"]
-                bootstrap = (
-                    kafka.bootstrap_servers
-                    if client is None
-                    else kafka.link(self.stack.links, client)
-                )
-                out[svc] = SimpleNamespace(bootstrap=bootstrap)
+                out[svc] = SimpleNamespace(**self.kafka_fields(client))
                 continue
             ep = self.endpoint(svc) if client is None else self.link(client, svc)
             out[svc] = SimpleNamespace(**service_fields(svc, ep))
         return out
+
+    def kafka_fields(self, client: str | None) -> dict[str, Any]:
+        """`{kafka.<field>}` for `client`'s link (None: the nodes): the bootstrap
+        servers and the login Kafka asks every client for."""
+        config = kafka_client_config(self.stack, client)
+        kafka: Any = self.stack["kafka"]
+        return {
+            "bootstrap": config["bootstrap.servers"],
+            "security_protocol": config["security.protocol"],
+            "sasl_mechanism": config["sasl.mechanism"],
+            "username": config["sasl.username"],
+            "password": config["sasl.password"],
+            # A Java client's login (security.protocol, sasl.mechanism, sasl.jaas.config).
+            "client_properties": str(kafka.client_properties()),
+        }
 
 
 def run_values(

@@ -13,7 +13,8 @@ _HEAD = """\
 # whether they stayed in sync. Run it with: driftlab run {file}
 # Templates in strings are filled in per run: {{namespace}} (unique per run: use it for
 # schemas, key prefixes, slot and topic names), {{postgres.dsn}}, {{redis.url}},
-# {{kafka.bootstrap}}, {{rabbitmq.url}}, {{source.table}}, ... Write {{{{ for a brace.
+# {{kafka.bootstrap}} (Kafka asks for {{kafka.username}} and {{kafka.password}}),
+# {{rabbitmq.url}}, {{source.table}}, ... Write {{{{ for a brace.
 name = "{name}"
 """
 
@@ -45,6 +46,12 @@ _ENV = {
     "PGDSN": "{postgres.dsn}",
     "REDIS_URL": "{redis.url}",
     "BOOTSTRAP": "{kafka.bootstrap}",
+    # Kafka takes no client without the stack's login: SASL_PLAINTEXT, SCRAM-SHA-256.
+    "KAFKA_SECURITY_PROTOCOL": "{kafka.security_protocol}",
+    "KAFKA_SASL_MECHANISM": "{kafka.sasl_mechanism}",
+    "KAFKA_USERNAME": "{kafka.username}",
+    "KAFKA_PASSWORD": "{kafka.password}",
+    "KAFKA_CLIENT_PROPERTIES": "{kafka.client_properties}",
     "AMQP_URL": "{rabbitmq.url}",
     "TABLE": "{source.table}",
     "PREFIX": "{namespace}:",
@@ -56,6 +63,17 @@ _ENV = {
 }
 """Each environment variable a starting file gives a process -> its template: one
 meaning per name across the shapes."""
+
+_KAFKA_LOGIN = (
+    "KAFKA_SECURITY_PROTOCOL KAFKA_SASL_MECHANISM KAFKA_USERNAME KAFKA_PASSWORD "
+    "KAFKA_CLIENT_PROPERTIES"
+)
+"""The variables of a Kafka client's login, after BOOTSTRAP."""
+
+
+def _kafka_env(before: str, after: str) -> str:
+    """A Kafka client's variables: `before`, BOOTSTRAP and the login, then `after`."""
+    return " ".join(filter(None, (before, "BOOTSTRAP", _KAFKA_LOGIN, after)))
 
 
 def _process(
@@ -133,8 +151,11 @@ RETURNING version
 \"\"\"
 read = "SELECT key, value, version FROM {{source.table}} WHERE value IS NOT NULL"
 
-{_process("relay", "PGDSN BOOTSTRAP OUTBOX TOPIC", "reads the outbox, publishes to Kafka")}
-{_process("consumer", "BOOTSTRAP TOPIC REDIS_URL PREFIX", "reads Kafka, writes Redis")}
+# Kafka's clients log in: librdkafka takes security.protocol, sasl.mechanism,
+# sasl.username and sasl.password; a Java client reads KAFKA_CLIENT_PROPERTIES (its
+# security.protocol, sasl.mechanism and sasl.jaas.config).
+{_process("relay", _kafka_env("PGDSN", "OUTBOX TOPIC"), "reads the outbox, publishes to Kafka")}
+{_process("consumer", _kafka_env("", "TOPIC REDIS_URL PREFIX"), "reads Kafka, writes Redis")}
 [stores.cache]
 kind = "mirror"
 redis = {{ pattern = "{{namespace}}:*" }}

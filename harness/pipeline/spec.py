@@ -55,7 +55,14 @@ KAFKA_CREDENTIALS = ("user", "password")
 SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
     "postgres": ("dsn", "jdbc_url", "host", "port", "user", "password", "dbname"),
     "redis": ("url", "host", "port", "password"),
-    "kafka": ("bootstrap",),
+    "kafka": (
+        "bootstrap",
+        "security_protocol",
+        "sasl_mechanism",
+        "username",
+        "password",
+        "client_properties",
+    ),
     "connect": ("url", "host", "port"),
     "rabbitmq": ("url", "host", "port", "user", "password"),
     "nats": ("url", "host", "port"),

@@ -13,7 +13,9 @@ lets a stack route both through Toxiproxy links.
 No connector config carries a password: the worker resolves `${file:...}` references
 through Connect's FileConfigProvider, and the values live in `secrets/<connector>`
 (mode 600, the stack user's), so neither the REST API (`GET /connectors?expand=info`)
-nor the connector files hand the database's password to another local user.
+nor the connector files hand the database's password to another local user. The
+worker's own Kafka clients log in the same way: their SASL settings are references to
+the stack's Kafka client.properties (KafkaCluster.client_properties, mode 600).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from harness.services.connect_tls import ConnectTls
 # wait_slot_streaming is imported from here by benchmarks/cdc_latency_bench.py.
 from harness.services.debezium import DebeziumPostgres, wait_slot_streaming
 from harness.services.kafka import KafkaCluster
+from harness.services.kafka_sasl import write_private_properties
 from harness.services.ports import LOOPBACK, port_accepts
 from harness.services.supervised import ProcessService, ServiceSpec
 from harness.services.toxiproxy import ToxiproxyService
@@ -66,8 +69,20 @@ class Connector(Protocol):
         ...
 
 
+KAFKA_LOGIN_KEYS = ("security.protocol", "sasl.mechanism", "sasl.jaas.config")
+"""The worker's Kafka login settings, each read from the stack's client.properties."""
+
+CLIENT_PREFIXES = ("", "producer.", "consumer.", "admin.")
+"""The worker's own clients (top level) and those it makes for connectors' tasks and
+topic creation, which do not inherit the top-level login."""
+
+
 class ConnectService(ProcessService):
-    """A standalone Connect worker: file offsets, REST on loopback, JSON without schemas."""
+    """A standalone Connect worker: file offsets, REST on loopback, JSON without schemas.
+
+    `kafka_login` writes and returns the stack's Kafka client.properties (see
+    KafkaCluster.client_properties): called when the worker's config is written.
+    """
 
     stop_timeout = 20.0
 
@@ -75,11 +90,13 @@ class ConnectService(ProcessService):
         self,
         spec: ServiceSpec,
         kafka_bootstrap: str | Callable[[], str],
+        kafka_login: Callable[[], Path],
         connectors: Iterable[Connector] = (),
         settings: ConnectSettings | None = None,
     ) -> None:
         super().__init__(spec)
         self._bootstrap = kafka_bootstrap
+        self._kafka_login = kafka_login
         self.settings = settings or ConnectSettings()
         self._initial = list(connectors)
 
@@ -107,8 +124,15 @@ class ConnectService(ProcessService):
     def worker_properties(self) -> dict[str, object]:
         """The standalone worker's configuration."""
         port = self.spec.port()
+        login = self._kafka_login()
         props: dict[str, object] = {
             "bootstrap.servers": self.kafka_bootstrap,
+            # Kafka asks for the lab's login; the password stays in the login file.
+            **{
+                f"{prefix}{key}": f"${{file:{login}:{key}}}"
+                for prefix in CLIENT_PREFIXES
+                for key in KAFKA_LOGIN_KEYS
+            },
             "key.converter": "org.apache.kafka.connect.json.JsonConverter",
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             # Plain JSON events; the schema envelope would triple every message.
@@ -178,7 +202,8 @@ class ConnectService(ProcessService):
         self.spec.runtime.kafka_libs()  # missing jars are named now
         self.tls.ensure(self.spec.runtime, self.log_path)
         self.connectors_dir.mkdir(parents=True, exist_ok=True)
-        jvm.write_properties(self.worker_path, self.worker_properties())
+        # Mode 600: it holds the REST keystores' password.
+        write_private_properties(self.worker_path, self.worker_properties())
         jvm.write_log4j(self.spec.data_dir / "log4j.properties")
         for connector in self._initial:
             self._write_connector(self.sealed_config(connector), connector.name)
@@ -326,7 +351,9 @@ def connect_from_deps(spec: ServiceSpec, deps: Mapping[str, object]) -> ConnectS
         raise ServiceError("connect needs the stack's kafka and toxiproxy services")
     # Made when the worker starts: `driftlab down` attaches to stacks whose Toxiproxy is
     # dead (a SIGKILLed owner), and asking it for a link failed the whole command.
-    return ConnectService(spec, lambda: kafka.link(toxiproxy.client(), "connect"))
+    return ConnectService(
+        spec, lambda: kafka.link(toxiproxy.client(), "connect"), kafka.client_properties
+    )
 
 
 def is_secret(key: str, value: str) -> bool:

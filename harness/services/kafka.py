@@ -5,6 +5,10 @@ static controller quorum (controller.quorum.voters), listening on 127.0.0.1 only
 node's data lives in <stack>/data/<node name> and survives kill and restart; the first
 start formats it with kafka.tools.StorageTool. Health is a real metadata round trip
 through confluent_kafka's AdminClient that lists the node as a registered broker.
+
+Every listener asks for a password (harness/services/kafka_sasl.py): a client of the
+lab gets its config from `kafka_client_config(stack)` (or `KafkaCluster.client_config`),
+never by writing bootstrap.servers itself.
 """
 
 from __future__ import annotations
@@ -16,19 +20,29 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
 from harness.services import jvm
 from harness.services.base import Endpoint, ServiceError, ServiceGroup
 from harness.services.kafka_admin import admin_client
+from harness.services.kafka_sasl import (
+    KafkaLogin,
+    server_properties,
+    write_argfile,
+    write_private_properties,
+)
 from harness.services.ports import LOOPBACK, port_accepts
 from harness.services.process import ProcessRecord
+from harness.services.stack_protocol import ServiceStack
 from harness.services.supervised import ProcessService, ServiceSpec
 from harness.services.toxiproxy import Links, link_name
 
 FORMAT_TIMEOUT_S = 60.0
 NODES_ENV = "DRIFTLAB_KAFKA_NODES"
+# Written next to a node's storage formatted with the lab's SCRAM user.
+SCRAM_MARKER = "scram-user"
 
 
 def new_cluster_id() -> str:
@@ -59,16 +73,28 @@ class KafkaSettings:
 
 
 class KafkaNode(ProcessService):
-    """One combined broker+controller JVM; its spec holds ports "main" and "controller"."""
+    """One combined broker+controller JVM; its spec holds ports "main" and "controller".
+
+    `login` is the lab's SCRAM user, `controller_password` the controllers' PLAIN one.
+    """
 
     def __init__(
-        self, spec: ServiceSpec, node_id: int, cluster_id: str, voters: str, settings: KafkaSettings
+        self,
+        spec: ServiceSpec,
+        node_id: int,
+        cluster_id: str,
+        voters: str,
+        settings: KafkaSettings,
+        login: KafkaLogin,
+        controller_password: str,
     ) -> None:
         super().__init__(spec)
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.voters = voters
         self.settings = settings
+        self.login = login
+        self.controller_password = controller_password
         self._admin: AdminClient | None = None
 
     @property
@@ -91,12 +117,12 @@ class KafkaNode(ProcessService):
         # LINKn listeners advertise their Toxiproxy link's port, so a client that
         # bootstraps through the link keeps talking through it after the metadata answer.
         slots = range(1, s.link_slots + 1)
-        listeners = [f"PLAINTEXT://{LOOPBACK}:{port}", f"CONTROLLER://{LOOPBACK}:{controller_port}"]
+        listeners = [f"CLIENT://{LOOPBACK}:{port}", f"CONTROLLER://{LOOPBACK}:{controller_port}"]
         listeners += [f"LINK{n}://{LOOPBACK}:{self.spec.port(f'link{n}')}" for n in slots]
-        advertised = [f"PLAINTEXT://{LOOPBACK}:{port}"]
+        advertised = [f"CLIENT://{LOOPBACK}:{port}"]
         advertised += [f"LINK{n}://{LOOPBACK}:{self.spec.port(f'proxy{n}')}" for n in slots]
-        protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
-        protocols += [f"LINK{n}:PLAINTEXT" for n in slots]
+        names = ["CLIENT", "CONTROLLER", *(f"LINK{n}" for n in slots)]
+        protocols = [f"{name}:{self.login.security_protocol}" for name in names]
         props: dict[str, object] = {
             "process.roles": "broker,controller",
             "node.id": self.node_id,
@@ -105,7 +131,7 @@ class KafkaNode(ProcessService):
             "advertised.listeners": ",".join(advertised),
             "listener.security.protocol.map": ",".join(protocols),
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
+            "inter.broker.listener.name": "CLIENT",
             "log.dirs": self.storage_dir,
             # The harness creates every topic with the partitions and configs it chose.
             "auto.create.topics.enable": "false",
@@ -132,6 +158,9 @@ class KafkaNode(ProcessService):
             # registration retries back off): a 1 s broker crash kept Kafka away for 15 s.
             "broker.session.timeout.ms": 3000,
             "broker.heartbeat.interval.ms": 750,
+            **server_properties(
+                self.login, self.controller_password, [n for n in names if n != "CONTROLLER"]
+            ),
         }
         props.update(s.extra)
         return props
@@ -149,21 +178,40 @@ class KafkaNode(ProcessService):
     def prepare(self) -> None:
         """Write the configs; format the storage the first time (data is kept after)."""
         self.spec.runtime.kafka_libs()  # missing jars are named now
+        # The topics' segments are on disk here: only the stack's user may read them.
+        self.spec.data_dir.mkdir(parents=True, exist_ok=True)
+        self.spec.data_dir.chmod(0o700)
         self.storage_dir.mkdir(parents=True, exist_ok=True)
-        jvm.write_properties(self.properties_path, self.server_properties())
+        write_private_properties(self.properties_path, self.server_properties())
         jvm.write_log4j(self.log4j_path)
         self._admin = None
+        marker = self.spec.data_dir / SCRAM_MARKER
         if (self.storage_dir / "meta.properties").exists():
+            if not marker.exists():
+                raise ServiceError(
+                    f"{self.name}: {self.storage_dir} was formatted without the lab's "
+                    "Kafka user (by an older driftlab); stop the stack with `driftlab "
+                    f"down` and remove {self.spec.data_dir}"
+                )
             return
-        argv = self._java(
-            "kafka.tools.StorageTool",
-            ["format", "-t", self.cluster_id, "-c", self.properties_path, "--ignore-formatted"],
-            heap="256m",
-        )
+        # The SCRAM user's password goes through the java launcher's @argfile (the main
+        # class and its arguments): a command line is readable by every local user.
+        args = write_argfile(
+            self.spec.data_dir / "format.args",
+            ["kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c",
+             self.properties_path, "--ignore-formatted", "--add-scram",
+             self.login.scram_credential()],
+        )  # fmt: skip
+        argv = self._java(f"@{args}", [], heap="256m")
+        # Before the format: a format cut short by a kill leaves a folder that is this
+        # driftlab's, not an older one's.
+        marker.touch()
         try:
             status = self.spec.runtime.run(argv, self.log_path, timeout=FORMAT_TIMEOUT_S)
         except ServiceError as exc:
             raise ServiceError(f"{self.name}: storage format: {exc}") from None
+        finally:
+            args.unlink(missing_ok=True)
         if status != 0:
             raise ServiceError(
                 f"{self.name}: formatting {self.storage_dir} failed (status "
@@ -179,11 +227,11 @@ class KafkaNode(ProcessService):
         if not port_accepts(self.spec.port("main")):
             return False
         if self._admin is None:
-            self._admin = admin_client(self.endpoint().address)
+            self._admin = admin_client(self.login.client_config(self.endpoint().address))
         return self.node_id in self._admin.list_topics(timeout=2.0).brokers
 
     def endpoint(self) -> Endpoint:
-        """The node's PLAINTEXT listener."""
+        """The node's CLIENT listener (SASL: see `KafkaCluster.client_config`)."""
         return Endpoint(LOOPBACK, self.spec.port("main"), {"node_id": str(self.node_id)})
 
     def bound_ports(self) -> dict[str, int]:
@@ -217,6 +265,8 @@ class KafkaCluster(ServiceGroup[KafkaNode]):
                 "single node) or 3 (a three-voter quorum)"
             )
         cluster_id = spec.secrets.setdefault("cluster_id", new_cluster_id())
+        self.login = KafkaLogin(spec.secret("scram"))
+        controller_password = spec.secret("controller")
         node_specs = [self._node_spec(i) for i in range(1, self.settings.nodes + 1)]
         voters = ",".join(
             f"{i}@{LOOPBACK}:{s.port('controller')}" for i, s in enumerate(node_specs, 1)
@@ -224,7 +274,7 @@ class KafkaCluster(ServiceGroup[KafkaNode]):
         super().__init__(
             spec.name,
             [
-                KafkaNode(s, i, cluster_id, voters, self.settings)
+                KafkaNode(s, i, cluster_id, voters, self.settings, self.login, controller_password)
                 for i, s in enumerate(node_specs, 1)
             ],
         )
@@ -258,8 +308,27 @@ class KafkaCluster(ServiceGroup[KafkaNode]):
 
     @property
     def bootstrap_servers(self) -> str:
-        """Every node's listener, as clients' bootstrap.servers."""
+        """Every node's listener, as clients' bootstrap.servers (a client also needs
+        the login: use `client_config`)."""
         return ",".join(n.endpoint().address for n in self.nodes)
+
+    def client_config(self, bootstrap: str | None = None, **extra: Any) -> dict[str, Any]:
+        """A confluent-kafka client config, logged in as the lab's user, for `bootstrap`
+        (a link's address from `link`; None: the nodes themselves), plus `extra`."""
+        return self.login.client_config(bootstrap or self.bootstrap_servers, **extra)
+
+    @property
+    def client_properties_path(self) -> Path:
+        """The Java clients' login settings (mode 600): security.protocol,
+        sasl.mechanism, sasl.jaas.config. Written by `client_properties`."""
+        return self.spec.data_dir / "client.properties"
+
+    def client_properties(self) -> Path:
+        """Write `client_properties_path` (idempotent) and return it: what a JVM client
+        (Connect's worker, a pipeline's process) reads its login from."""
+        self.spec.data_dir.mkdir(parents=True, exist_ok=True)
+        self.spec.data_dir.chmod(0o700)
+        return write_private_properties(self.client_properties_path, self.login.java_properties())
 
     def link(self, links: Links, client: str) -> str:
         """Route `client` through Toxiproxy: returns its bootstrap.servers.
@@ -341,6 +410,23 @@ class KafkaCluster(ServiceGroup[KafkaNode]):
         for node in self.nodes:
             if node.name in records:
                 node.adopt({"main": records[node.name]})
+
+
+def kafka_client_config(
+    stack: ServiceStack, client: str | None = None, settings: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The lab's confluent-kafka client config for the stack's Kafka: bootstrap.servers
+    and the SASL login, plus `settings` (group.id, acks, timeouts, ...).
+
+    `client` names the Toxiproxy link "<client>->kafka" the client goes through (made
+    on first use); None reaches the nodes directly (set-up and final reads, never
+    faults). Every Kafka client of the lab takes its config from here.
+    """
+    kafka = stack["kafka"]
+    if not isinstance(kafka, KafkaCluster):
+        raise ServiceError("the stack's kafka service is not a Kafka cluster")
+    bootstrap = None if client is None else kafka.link(stack.links, client)
+    return kafka.client_config(bootstrap, **(settings or {}))
 
 
 def cluster_from_spec(spec: ServiceSpec) -> KafkaCluster:

@@ -5,14 +5,18 @@ Retention experiments need segments that roll quickly: Kafka only deletes whole 
 segments, so `segment_ms`/`segment_bytes` must be small next to `retention_ms`/
 `retention_bytes`, and the broker checks retention every
 `log.retention.check.interval.ms` (1 s in driftlab's broker config).
+
+Each function takes the lab's client config for the stack's Kafka (bootstrap.servers
+and the login: harness.services.kafka.kafka_client_config), not a bare address.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
@@ -28,12 +32,17 @@ from harness.services.base import ServiceError
 _LOG = logging.getLogger("driftlab.kafka.admin")
 
 
-def admin_client(bootstrap_servers: str, **config: object) -> AdminClient:
-    """An AdminClient whose librdkafka logs go to Python logging, not the terminal."""
-    return AdminClient(
-        {"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": 5000, **config},
-        logger=_LOG,
-    )
+KafkaConfig = Mapping[str, Any]
+"""A confluent-kafka client config: bootstrap.servers, the login, and settings."""
+
+
+def admin_client(kafka: KafkaConfig, **config: object) -> AdminClient:
+    """An AdminClient on `kafka` (a client config) whose librdkafka logs go to Python
+    logging, not the terminal."""
+    if isinstance(kafka, str):
+        # Kafka asks for a login: an address alone would only time out.
+        raise TypeError(f"pass the lab's client config (kafka_client_config), not {kafka!r}")
+    return AdminClient({"socket.timeout.ms": 5000, **kafka, **config}, logger=_LOG)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,16 +76,14 @@ class TopicSpec:
         return configs
 
 
-def create_topics(
-    bootstrap_servers: str, specs: Iterable[TopicSpec], *, timeout: float = 30.0
-) -> None:
+def create_topics(kafka: KafkaConfig, specs: Iterable[TopicSpec], *, timeout: float = 30.0) -> None:
     """Create the topics and wait until every partition has a leader.
 
     A topic that already exists with the same partition count is accepted (a restarted
     stack keeps its topics); any other failure names the topic and Kafka's reason.
     """
     specs = list(specs)
-    admin = admin_client(bootstrap_servers)
+    admin = admin_client(kafka)
     new = [NewTopic(s.name, s.partitions, s.replication_factor, config=s.configs()) for s in specs]
     futures = admin.create_topics(new, operation_timeout=timeout, request_timeout=timeout)
     for spec in specs:
@@ -96,12 +103,12 @@ def create_topics(
     _wait_leaders(admin, [s.name for s in specs], timeout)
 
 
-def delete_topics(bootstrap_servers: str, names: Iterable[str], *, timeout: float = 30.0) -> None:
+def delete_topics(kafka: KafkaConfig, names: Iterable[str], *, timeout: float = 30.0) -> None:
     """Delete topics; one that does not exist is not an error."""
     names = list(names)
     if not names:
         return
-    admin = admin_client(bootstrap_servers)  # must outlive the futures
+    admin = admin_client(kafka)  # must outlive the futures
     futures = admin.delete_topics(names, operation_timeout=timeout)
     for name, future in futures.items():
         try:
@@ -111,10 +118,10 @@ def delete_topics(bootstrap_servers: str, names: Iterable[str], *, timeout: floa
                 raise ServiceError(f"kafka: cannot delete topic {name!r}: {exc}") from exc
 
 
-def topic_configs(bootstrap_servers: str, name: str, *, timeout: float = 10.0) -> dict[str, str]:
+def topic_configs(kafka: KafkaConfig, name: str, *, timeout: float = 10.0) -> dict[str, str]:
     """The effective configs of a topic (its own and the inherited ones)."""
     resource = ConfigResource(ConfigResource.Type.TOPIC, name)
-    admin = admin_client(bootstrap_servers)  # must outlive the future
+    admin = admin_client(kafka)  # must outlive the future
     future = admin.describe_configs([resource])[resource]
     try:
         entries = future.result(timeout)
@@ -124,7 +131,7 @@ def topic_configs(bootstrap_servers: str, name: str, *, timeout: float = 10.0) -
 
 
 def set_topic_configs(
-    bootstrap_servers: str, name: str, configs: dict[str, str], *, timeout: float = 10.0
+    kafka: KafkaConfig, name: str, configs: dict[str, str], *, timeout: float = 10.0
 ) -> None:
     """Set some of a topic's configs, leaving the others as they are."""
     entries = [
@@ -132,7 +139,7 @@ def set_topic_configs(
         for key, value in configs.items()
     ]
     resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
-    admin = admin_client(bootstrap_servers)  # must outlive the future
+    admin = admin_client(kafka)  # must outlive the future
     future = admin.incremental_alter_configs([resource])[resource]
     try:
         future.result(timeout)
@@ -140,9 +147,9 @@ def set_topic_configs(
         raise ServiceError(f"kafka: cannot set {configs} on topic {name!r}: {exc}") from exc
 
 
-def list_topic_names(bootstrap_servers: str, *, timeout: float = 10.0) -> set[str]:
+def list_topic_names(kafka: KafkaConfig, *, timeout: float = 10.0) -> set[str]:
     """Every topic's name, internal ones included."""
-    return set(admin_client(bootstrap_servers).list_topics(timeout=timeout).topics)
+    return set(admin_client(kafka).list_topics(timeout=timeout).topics)
 
 
 def _partitions(admin: AdminClient, name: str) -> int:

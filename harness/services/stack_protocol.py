@@ -20,7 +20,8 @@ class ServiceStack(Protocol):
 
     `stack[name]` is the service itself: kill, pause, resume and restart act on its
     processes (local) or its container (docker); Kafka's and Connect's services add
-    their own helpers (`bootstrap_servers`, `link`, `put_connector`).
+    their own helpers (`link`, `put_connector`); a Kafka client's config comes from
+    harness.services.kafka.kafka_client_config(stack, client).
     """
 
     @property

@@ -55,7 +55,8 @@ from harness.architectures.direct_producer.setup import AckedLog, AckedLogSetup,
 from harness.history.recorder import Recorder
 from harness.history.schema import LOG_AUDIT
 from harness.services.base import ServiceError
-from harness.services.kafka_admin import TopicSpec, admin_client, create_topics
+from harness.services.kafka import kafka_client_config
+from harness.services.kafka_admin import KafkaConfig, TopicSpec, admin_client, create_topics
 from harness.setups.base import SetupContext
 from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS
 
@@ -76,7 +77,7 @@ class LogConsumer(threading.Thread):
         self,
         name: str,
         topic: str,
-        bootstrap: str,
+        kafka: KafkaConfig,
         recorder: Recorder,
         delay_s: float,
         *,
@@ -93,7 +94,7 @@ class LogConsumer(threading.Thread):
         self.skipped = 0  # offsets jumped over (deleted before this consumer read them)
         self.stopping = threading.Event()
         config: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
+            **kafka,
             "group.id": f"{topic}-{name}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
@@ -210,7 +211,7 @@ class BoundedLog(AckedLogSetup):
     def __init__(self) -> None:
         super().__init__()
         self.topic = ""
-        self.bootstrap_direct = ""
+        self.kafka_direct: KafkaConfig = {}
         self.consumers: dict[str, LogConsumer] = {}
 
     def prepare(self, ctx: SetupContext) -> None:
@@ -226,13 +227,13 @@ class BoundedLog(AckedLogSetup):
             )
         slow_ms = float(p.get("slow_ms", 0))
         self.acked_log = AckedLog.create(ctx, retention_ms=retention_ms, segment_ms=segment_ms)
-        self.topic, self.bootstrap_direct = self.acked_log.topic, self.acked_log.bootstrap_direct
+        self.topic, self.kafka_direct = self.acked_log.topic, self.acked_log.kafka_direct
         self.warm_up()
-        bootstrap = ctx.stack["kafka"].link(ctx.stack.links, CONSUMER_LINK)
+        kafka = kafka_client_config(ctx.stack, CONSUMER_LINK)
         self.consumers = {
-            FAST: LogConsumer(FAST, self.topic, bootstrap, ctx.recorder, 0.0, prefetch=True),
+            FAST: LogConsumer(FAST, self.topic, kafka, ctx.recorder, 0.0, prefetch=True),
             SLOW: LogConsumer(
-                SLOW, self.topic, bootstrap, ctx.recorder, slow_ms / 1000, prefetch=False
+                SLOW, self.topic, kafka, ctx.recorder, slow_ms / 1000, prefetch=False
             ),
         }
 
@@ -242,15 +243,10 @@ class BoundedLog(AckedLogSetup):
         seconds: the workload's producers would spend its start waiting, and a log
         written that slowly never leaves the slow consumer behind."""
         topic = f"{self.context.namespace}.warm-up"
-        create_topics(self.bootstrap_direct, [TopicSpec(topic, 1)])
+        create_topics(self.kafka_direct, [TopicSpec(topic, 1)])
         assert self.acked_log is not None
         producer = Producer(
-            {
-                "bootstrap.servers": self.acked_log.bootstrap_app,
-                "acks": "all",
-                "enable.idempotence": True,
-            },
-            logger=log,
+            {**self.acked_log.kafka_app, "acks": "all", "enable.idempotence": True}, logger=log
         )
         producer.produce(topic, b"warm-up")
         if producer.flush(timeout):
@@ -267,7 +263,7 @@ class BoundedLog(AckedLogSetup):
     def trim(self, before: int) -> None:
         """Delete the records below offset `before` (DeleteRecords): what retention
         does to old segments, at a moment a replay chooses."""
-        admin = admin_client(self.bootstrap_direct)
+        admin = admin_client(self.kafka_direct)
         (future,) = admin.delete_records([TopicPartition(self.topic, 0, before)]).values()
         future.result(timeout=30)
 
@@ -282,9 +278,7 @@ class BoundedLog(AckedLogSetup):
     def quiesce(self, timeout: float) -> bool:
         """Wait until both consumers have read to the end offset; mark them done."""
         deadline = time.monotonic() + timeout
-        probe = Consumer(
-            {"bootstrap.servers": self.bootstrap_direct, "group.id": "probe"}, logger=log
-        )
+        probe = Consumer({**self.kafka_direct, "group.id": "probe"}, logger=log)
         try:
             end = probe.get_watermark_offsets(TopicPartition(self.topic, 0), 30)[1]
         finally:
@@ -314,7 +308,7 @@ class BoundedLog(AckedLogSetup):
         rec = self.context.recorder
         reader = Consumer(
             {
-                "bootstrap.servers": self.bootstrap_direct,
+                **self.kafka_direct,
                 "group.id": f"{self.topic}-{LOG_AUDIT}",
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",

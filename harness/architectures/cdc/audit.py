@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Mapping
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
@@ -24,7 +26,7 @@ log = logging.getLogger("driftlab.setups.cdc")
 
 def audit_topic(
     rec: Recorder,
-    bootstrap: str,
+    kafka: Mapping[str, Any],
     topic: str,
     want: dict[str, int],
     deadline: float,
@@ -35,7 +37,7 @@ def audit_topic(
     out first)."""
     reader = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            **kafka,
             "group.id": f"auditor-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
         },

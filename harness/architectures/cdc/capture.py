@@ -18,6 +18,7 @@ from psycopg import sql
 
 from harness.services.base import ServiceError
 from harness.services.debezium import DebeziumPostgres
+from harness.services.kafka import kafka_client_config
 from harness.services.kafka_admin import TopicSpec, create_topics
 from harness.setups.base import SetupContext
 from harness.setups.connect import direct_pg_connect
@@ -60,7 +61,7 @@ class Capture:
         failure on the way drops whatever was made."""
         assert self.connector is not None
         try:
-            create_topics(self.stack["kafka"].bootstrap_servers, [topic])
+            create_topics(kafka_client_config(self.stack), [topic])
             self.stack["connect"].put_connector(self.connector)
             ready(self.connector)
         except BaseException:

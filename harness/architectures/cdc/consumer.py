@@ -107,7 +107,7 @@ class CdcConsumer:
         self.apply_newer = self.redis.register_script(_APPLY_NEWER)
         self.kafka = Consumer(
             {
-                "bootstrap.servers": cfg.bootstrap,
+                **cfg.kafka,
                 "group.id": cfg.group,
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,

@@ -30,6 +30,7 @@ from harness.architectures.cdc.protocol import (
 from harness.architectures.cdc.wiring import CDC_SERVICES, Wiring
 from harness.services.base import Service, ServiceError
 from harness.services.debezium import wait_slot_streaming
+from harness.services.kafka import kafka_client_config
 from harness.services.kafka_admin import TopicSpec
 from harness.setups.base import Setup, SetupContext
 from harness.setups.stores import State
@@ -105,7 +106,7 @@ class CdcPipeline:
     def _consumers(self, o: ConsumerOptions) -> list[ConsumerProcess]:
         """One process per consumer, partitions dealt round-robin (not started)."""
         stack, w = self.ctx.stack, self.wiring
-        bootstrap = stack["kafka"].link(stack.links, CONSUMER)
+        kafka = kafka_client_config(stack, CONSUMER)
         redis_link = stack.link(CONSUMER, "redis")
         log_dir = self.ctx.logs
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -117,7 +118,7 @@ class CdcPipeline:
                 group=GROUP,
                 topic=self.topic,
                 partitions=list(range(i, o.partitions, o.consumers)),
-                bootstrap=bootstrap,
+                kafka=kafka,
                 redis_host=redis_link.host,
                 redis_port=redis_link.port,
                 redis_password=redis_link.extra.get("password", ""),
@@ -166,7 +167,7 @@ class CdcPipeline:
                 c.wait_healthy(max(1.0, deadline - time.monotonic()))
         rec, w = self.ctx.recorder, self.wiring
         ends = audit_topic(
-            rec, w.bootstrap_direct, self.topic, w.final_versions(), deadline, self.id_field
+            rec, w.kafka_direct, self.topic, w.final_versions(), deadline, self.id_field
         )
         if ends is None:
             return False

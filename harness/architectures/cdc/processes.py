@@ -66,7 +66,8 @@ class ConsumerProcess(CommandProcess):
 
     def endpoint(self) -> Endpoint:
         """Where it reads from: its Kafka link."""
-        host, port = self.config.bootstrap.split(",")[0].rsplit(":", 1)
+        bootstrap = self.config.kafka["bootstrap.servers"]
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
         return Endpoint(host, int(port), {"instance": self.instance})
 
 

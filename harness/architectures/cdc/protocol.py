@@ -24,7 +24,7 @@ class ConsumerConfig:
     group: str  # the history `consumer`: the Kafka group
     topic: str
     partitions: list[int]
-    bootstrap: str
+    kafka: dict[str, Any]  # the lab's client config on the consumer's link
     redis_host: str
     redis_port: int
     redis_password: str

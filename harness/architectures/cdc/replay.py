@@ -73,7 +73,7 @@ class CdcDriver(ReplayDriver):
         self.setup.start()
         self.reader = Consumer(
             {
-                "bootstrap.servers": self.pipeline.wiring.bootstrap_direct,
+                **self.pipeline.wiring.kafka_direct,
                 "group.id": f"replay-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
             }

@@ -9,11 +9,13 @@ them); the harness's own reads (set-up, audit, final states) go direct.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
 from harness.services.base import Endpoint
+from harness.services.kafka import kafka_client_config
 from harness.setups.base import SetupContext
 from harness.setups.connect import direct_pg_connect, endpoint, pg_conninfo, redis_client
 from harness.setups.stores import State, create_source_table, redis_hashes, source_rows
@@ -36,7 +38,7 @@ class Wiring:
     pg_direct: str
     redis_app: Endpoint
     redis_direct: Endpoint
-    bootstrap_direct: str
+    kafka_direct: dict[str, Any]  # the lab's client config for the nodes themselves
     counter: bool = False
 
     @classmethod
@@ -53,7 +55,7 @@ class Wiring:
             pg_direct=pg_conninfo(endpoint(stack, "postgres", direct=True)),
             redis_app=endpoint(stack, "redis"),
             redis_direct=endpoint(stack, "redis", direct=True),
-            bootstrap_direct=stack["kafka"].bootstrap_servers,
+            kafka_direct=kafka_client_config(stack),
             counter=counter,
         )
 

@@ -78,8 +78,8 @@ class CompactedLogDriver(ReplayDriver):
         """Let the cleaner compact the closed segments; wait until it has, exactly."""
         latest = {r.key: r.offset for r in self.records if r.offset not in self.last}
         expect = sorted({*latest.values(), *self.last})
-        topic, bootstrap = self.setup.topic, self.setup.wiring.bootstrap_direct
-        set_topic_configs(bootstrap, topic, {"min.compaction.lag.ms": "0"})
+        topic, kafka = self.setup.topic, self.setup.wiring.kafka_direct
+        set_topic_configs(kafka, topic, {"min.compaction.lag.ms": "0"})
         try:
             wait_for(
                 lambda: [m.offset() for m in self.setup.read_to(self.end)] == expect,
@@ -87,7 +87,7 @@ class CompactedLogDriver(ReplayDriver):
                 lambda: f"{what}: the cleaner did not leave exactly offsets {expect}",
             )
         finally:
-            set_topic_configs(bootstrap, topic, {"min.compaction.lag.ms": str(HOLD_MS)})
+            set_topic_configs(kafka, topic, {"min.compaction.lag.ms": str(HOLD_MS)})
         self.records = [r for r in self.records if r.offset in expect]
 
     def finish(self) -> None:

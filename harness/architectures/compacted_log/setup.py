@@ -303,7 +303,7 @@ class CompactedLog(Setup):
         assert self.wiring is not None
         reader = Consumer(
             {
-                "bootstrap.servers": self.wiring.bootstrap_direct,
+                **self.wiring.kafka_direct,
                 "group.id": f"reader-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
             },

@@ -39,7 +39,8 @@ from confluent_kafka import (
 from harness.history.events import MsgFields
 from harness.history.recorder import Recorder
 from harness.history.schema import LOG_AUDIT
-from harness.services.kafka_admin import TopicSpec, create_topics
+from harness.services.kafka import kafka_client_config
+from harness.services.kafka_admin import KafkaConfig, TopicSpec, create_topics
 from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import APP, KAFKA_CLIENT_TIMEOUTS
 
@@ -56,22 +57,21 @@ class AckedLog:
     direct-producer and bounded-log setups hold one."""
 
     topic: str
-    bootstrap_app: str
-    bootstrap_direct: str
+    kafka_app: KafkaConfig  # the lab's client config on the application's link
+    kafka_direct: KafkaConfig  # the nodes themselves: set-up and the audit
     timeout_s: float
 
     @classmethod
     def create(cls, ctx: SetupContext, partitions: int = 1, **settings: Any) -> AckedLog:
         """Create the topic (`partitions`, and `TopicSpec` settings such as retention)
         and the application's link to Kafka; `timeout_s` from the scenario (default 20)."""
-        kafka = ctx.stack["kafka"]
         acked = cls(
             topic=f"{ctx.namespace}.log",
-            bootstrap_app=kafka.link(ctx.stack.links, APP),
-            bootstrap_direct=kafka.bootstrap_servers,
+            kafka_app=kafka_client_config(ctx.stack, APP),
+            kafka_direct=kafka_client_config(ctx.stack),
             timeout_s=float(ctx.params.get("timeout_s", 20)),
         )
-        create_topics(acked.bootstrap_direct, [TopicSpec(acked.topic, partitions, **settings)])
+        create_topics(acked.kafka_direct, [TopicSpec(acked.topic, partitions, **settings)])
         return acked
 
     def client(self, rec: Recorder, process: str) -> ProducerClient:
@@ -122,7 +122,7 @@ class DirectProducer(AckedLogSetup):
         topic = self.acked_log.topic
         reader = Consumer(
             {
-                "bootstrap.servers": self.acked_log.bootstrap_direct,
+                **self.acked_log.kafka_direct,
                 "group.id": f"auditor-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
             },
@@ -182,7 +182,7 @@ class ProducerClient(Client):
         timeout_ms = int(acked_log.timeout_s * 1000)
         self.producer = Producer(
             {
-                "bootstrap.servers": acked_log.bootstrap_app,
+                **acked_log.kafka_app,
                 "acks": "all",
                 "enable.idempotence": True,
                 "linger.ms": 0,

@@ -41,6 +41,7 @@ import json
 import logging
 import threading
 import time
+from typing import Any
 
 import redis
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
@@ -52,6 +53,7 @@ from harness.architectures.cdc.protocol import parse_change
 from harness.architectures.cdc.wiring import CDC_SERVICES, Wiring
 from harness.history.events import MsgFields
 from harness.services.base import Endpoint
+from harness.services.kafka import kafka_client_config
 from harness.services.kafka_admin import TopicSpec
 from harness.setups.base import Setup, SetupContext
 from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS, direct_pg_connect, redis_client
@@ -82,7 +84,7 @@ class ViewConsumer(threading.Thread):
         s = self.setup
         kafka = Consumer(
             {
-                "bootstrap.servers": s.bootstrap_view,
+                **s.kafka_view,
                 "group.id": f"{s.topic}-{VIEW}",
                 "enable.auto.commit": False,
                 **KAFKA_CLIENT_TIMEOUTS,
@@ -153,7 +155,7 @@ class SnapshotStream(Setup):
         self.align = True
         self.topic = ""
         self.prefix = ""  # the view's Redis key prefix
-        self.bootstrap_view = ""
+        self.kafka_view: dict[str, Any] = {}
         self.redis_view: Endpoint | None = None
         self.wiring: Wiring | None = None
         self.capture: Capture | None = None
@@ -174,7 +176,7 @@ class SnapshotStream(Setup):
         self.wiring = wiring = Wiring.of(self.name, ctx, VIEW)
         self.prefix = wiring.prefix
         self.redis_view = stack.link("consumer", "redis")
-        self.bootstrap_view = stack["kafka"].link(stack.links, "consumer")
+        self.kafka_view = kafka_client_config(stack, "consumer")
         wiring.create_source()
         loader = CdcClient(wiring, ctx.recorder, LOADER)
         for i in range(preload):
@@ -222,7 +224,7 @@ class SnapshotStream(Setup):
         assert self.wiring is not None
         want = self.wiring.final_versions()
         ends = audit_topic(
-            self.context.recorder, self.wiring.bootstrap_direct, self.topic, want, deadline
+            self.context.recorder, self.wiring.kafka_direct, self.topic, want, deadline
         )
         if ends is None or self.view is None:
             return False
