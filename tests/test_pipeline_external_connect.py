@@ -109,6 +109,12 @@ def users_connect(stack: Stack) -> Iterator[tuple[str, str, Path]]:
         root / "worker.properties",
         {
             "bootstrap.servers": bootstrap,
+            # The user's worker logs in to the Kafka it is given, itself and its clients.
+            **{
+                f"{prefix}{key}": value
+                for prefix in ("", "producer.", "consumer.", "admin.")
+                for key, value in stack["kafka"].login.java_properties().items()
+            },
             "key.converter": "org.apache.kafka.connect.json.JsonConverter",
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             "offset.storage.file.filename": root / "offsets",

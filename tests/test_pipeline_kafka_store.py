@@ -45,6 +45,10 @@ ready = { log = "relay ready" }
 [processes.relay.env]
 DSN = "{postgres.dsn}"
 BOOTSTRAP = "{kafka.bootstrap}"
+KAFKA_SECURITY_PROTOCOL = "{kafka.security_protocol}"
+KAFKA_SASL_MECHANISM = "{kafka.sasl_mechanism}"
+KAFKA_USERNAME = "{kafka.username}"
+KAFKA_PASSWORD = "{kafka.password}"
 TOPIC = "{namespace}.items"
 PENDING = "{namespace}.pending"
 BUG = "VARIANT"

@@ -26,8 +26,8 @@ def kafka(stack: object) -> object:
     return stack["kafka"]  # type: ignore[index]
 
 
-def send(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None, int]]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+def send(login: dict, topic: str, records: list[tuple[bytes | None, bytes | None, int]]) -> None:
+    producer = Producer({**login, "acks": "all"})
     for key, value, partition in records:
         producer.produce(topic, key=key, value=value, partition=partition)
     assert producer.flush(30) == 0
@@ -41,12 +41,12 @@ def envelope(value: str | None, version: int) -> bytes:
 @pytest.mark.services
 @pytest.mark.parametrize("compact", [False, True])
 def test_a_topic_read_to_its_end_as_mirror_and_log(kafka: object, compact: bool) -> None:
-    bootstrap = kafka.bootstrap_servers  # type: ignore[attr-defined]
+    bootstrap = kafka.client_config()  # type: ignore[attr-defined]
     topic = f"readers-{'compact' if compact else 'plain'}"
     delete_topics(bootstrap, [topic])
     create_topics(bootstrap, [TopicSpec(topic, partitions=2, compact=compact)])
     paths = FieldPaths(key="key", value="payload.after.value", version="payload.after.version")
-    reader = KafkaReader(kafka.endpoint(), topic, paths)  # type: ignore[attr-defined]
+    reader = KafkaReader(kafka.client_config(), topic, paths)  # type: ignore[attr-defined]
     try:
         assert reader.read_all() == {}
         records = [
@@ -75,7 +75,7 @@ def test_a_topic_read_to_its_end_as_mirror_and_log(kafka: object, compact: bool)
             {("k1", "a"): 1, ("k2", "b"): 1, ("k1", "c"): 1, ("k4", "d"): 1}
         )
         # A second reader from the beginning sees the same.
-        fresh = KafkaReader(kafka.endpoint(), topic, paths)  # type: ignore[attr-defined]
+        fresh = KafkaReader(kafka.client_config(), topic, paths)  # type: ignore[attr-defined]
         try:
             assert fresh.read_all() == {"k4": ("d", 1)}
         finally:
@@ -87,7 +87,7 @@ def test_a_topic_read_to_its_end_as_mirror_and_log(kafka: object, compact: bool)
 
 @pytest.mark.services
 def test_a_topic_not_made_yet_holds_nothing(kafka: object) -> None:
-    reader = KafkaReader(kafka.endpoint(), "readers-never-made", FieldPaths())  # type: ignore[attr-defined]
+    reader = KafkaReader(kafka.client_config(), "readers-never-made", FieldPaths())  # type: ignore[attr-defined]
     try:
         assert reader.read_all() == {} and reader.rows() == Counter()
     finally:

@@ -33,7 +33,6 @@ from confluent_kafka import (
 
 from harness.pipeline.record_fields import as_text, as_version, pick
 from harness.pipeline.spec import FieldPaths
-from harness.services.base import Endpoint
 from harness.setups.stores import State
 
 log = logging.getLogger("driftlab.pipeline")
@@ -50,12 +49,13 @@ _MOVING = (
 mark retriable when it answers a watermark query."""
 
 
-def consumer_config(ep: Endpoint) -> dict[str, Any]:
-    """The settings of driftlab's own consumer of a store's topic, from the Kafka
-    service's endpoint: the one place they are made. Partitions are assigned and
-    offsets never committed: the group id is never joined."""
+def consumer_config(login: dict[str, Any]) -> dict[str, Any]:
+    """The settings of driftlab's own consumer of a store's topic: `login` (the
+    bootstrap servers and SASL login, harness.pipeline.links.Reach.kafka_config) and
+    the one place the rest is set. Partitions are assigned and offsets never
+    committed: the group id is never joined."""
     return {
-        "bootstrap.servers": ep.extra.get("bootstrap_servers") or f"{ep.host}:{ep.port}",
+        **login,
         "group.id": "driftlab-observer",
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
@@ -66,10 +66,10 @@ def consumer_config(ep: Endpoint) -> dict[str, Any]:
 class KafkaReader:
     """Topic `topic`: its records' key, value and version where `paths` says."""
 
-    def __init__(self, ep: Endpoint, topic: str, paths: FieldPaths) -> None:
+    def __init__(self, login: dict[str, Any], topic: str, paths: FieldPaths) -> None:
         self.topic = topic
         self.paths = paths
-        self._consumer = Consumer(consumer_config(ep), logger=log)
+        self._consumer = Consumer(consumer_config(login), logger=log)
         self._lock = threading.Lock()  # the observer and a workload client may read at once
         self._next: dict[int, int] = {}  # partition -> the next offset to read
         self._state: State = {}

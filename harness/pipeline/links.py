@@ -68,6 +68,23 @@ class Reach:
         ext = self.external.get(service)
         return ext if ext is not None else self.stack.endpoint(service)
 
+    def kafka_config(self) -> dict[str, Any]:
+        """driftlab's own client config for the pipeline's Kafka, reached directly: the
+        stack's, with its login; an external one's bootstrap servers, with the file's
+        `user` and `password` as a SASL login (`mechanism`, SCRAM-SHA-256 unless given)."""
+        ext = self.external.get("kafka")
+        if ext is None:
+            return kafka_client_config(self.stack)
+        config: dict[str, Any] = {"bootstrap.servers": ext.extra["bootstrap"]}
+        if "user" in ext.extra:
+            config |= {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": ext.extra.get("mechanism", "SCRAM-SHA-256"),
+                "sasl.username": ext.extra["user"],
+                "sasl.password": ext.extra.get("password", ""),
+            }
+        return config
+
     def link(self, client: str, service: str) -> Endpoint:
         """The address of the link `client->service`."""
         ext = self.external.get(service)

@@ -11,7 +11,6 @@ store's is how many times each (key, value) arrived.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from typing import Protocol
 
 import psycopg
@@ -20,7 +19,7 @@ from psycopg import sql
 
 from harness.pipeline.http_reader import HttpReader
 from harness.pipeline.kafka_reader import KafkaReader
-from harness.pipeline.links import fill
+from harness.pipeline.links import Reach, fill
 from harness.pipeline.spec import StoreSpec
 from harness.services.base import Endpoint
 from harness.setups.connect import direct_pg_connect, redis_client
@@ -155,15 +154,15 @@ class RedisReader:
 def store_reader(
     spec: StoreSpec,
     pg_conninfo: str,
-    endpoint: Callable[[str], Endpoint],
+    reach: Reach,
     values: dict[str, object],
 ) -> Reader:
-    """The reader of mirror store `spec` (`endpoint` gives a service's own address,
+    """The reader of mirror store `spec` (`reach` gives a service's own address,
     `values` fill its templates)."""
     if spec.redis_pattern is not None:
-        return RedisReader(endpoint("redis"), spec, values)
+        return RedisReader(reach.endpoint("redis"), spec, values)
     if spec.kafka_topic is not None:
-        return KafkaReader(endpoint("kafka"), fill(spec.kafka_topic, values), spec.fields)
+        return KafkaReader(reach.kafka_config(), fill(spec.kafka_topic, values), spec.fields)
     if spec.http_url is not None:
         return HttpReader(fill(spec.http_url, values), spec.fields)
     assert spec.sql_query is not None
@@ -173,12 +172,12 @@ def store_reader(
 def log_reader(
     spec: StoreSpec,
     pg_conninfo: str,
-    endpoint: Callable[[str], Endpoint],
+    reach: Reach,
     values: dict[str, object],
 ) -> Arrivals:
     """The reader of log store `spec`: one row, record or item per arrival."""
     if spec.kafka_topic is not None:
-        return KafkaReader(endpoint("kafka"), fill(spec.kafka_topic, values), spec.fields)
+        return KafkaReader(reach.kafka_config(), fill(spec.kafka_topic, values), spec.fields)
     if spec.http_url is not None:
         return HttpReader(fill(spec.http_url, values), spec.fields)
     assert spec.sql_query is not None

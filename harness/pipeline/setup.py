@@ -180,10 +180,10 @@ class PipelineSetup(Setup):
         self._opened.append(self.source_reader)
         for s in p.stores:
             if s.kind == "log":
-                self.logs[s.name] = log_reader(s, self.pg_direct, reach.endpoint, direct)
+                self.logs[s.name] = log_reader(s, self.pg_direct, reach, direct)
                 self._opened.append(self.logs[s.name])
             else:
-                self.readers[s.name] = store_reader(s, self.pg_direct, reach.endpoint, direct)
+                self.readers[s.name] = store_reader(s, self.pg_direct, reach, direct)
                 self._opened.append(self.readers[s.name])
         for spec in p.processes:
             values = {**run, **reach.values(spec.name, p.reached)}

@@ -49,7 +49,7 @@ EXTERNAL_UNLINKED = ("kafka",)
 their own addresses, which a proxy in front cannot rewrite, so clients would bypass it
 after their first request; link faults on them are refused."""
 
-KAFKA_CREDENTIALS = ("user", "password")
+KAFKA_CREDENTIALS = ("user", "password", "mechanism")
 """`{kafka.user}`, `{kafka.password}`: what an external Kafka's table may add."""
 
 SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -350,7 +350,8 @@ def _external(data: dict[str, Any]) -> dict[str, Endpoint]:
 
 def _external_kafka(value: Any) -> Endpoint:
     """`external.kafka`: "host:port[,host:port]" (the bootstrap servers), or a table
-    with `bootstrap` and the `user` and `password` the programs log in with."""
+    with `bootstrap` and the `user`, `password` and SASL `mechanism` the programs (and
+    driftlab's reader of a topic) log in with."""
     where, fix = "external.kafka", 'write "host:port,host:port" or { bootstrap = "host:port" }'
     table = value if isinstance(value, dict) else {"bootstrap": value}
     _only(table, ("bootstrap", *KAFKA_CREDENTIALS), f"{where}.")

@@ -23,10 +23,17 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 DSN, BOOTSTRAP, TOPIC, PENDING = (os.environ[n] for n in ("DSN", "BOOTSTRAP", "TOPIC", "PENDING"))
 BUG = os.environ.get("BUG", "")
+KAFKA = {
+    "bootstrap.servers": BOOTSTRAP,
+    "security.protocol": os.environ["KAFKA_SECURITY_PROTOCOL"],
+    "sasl.mechanism": os.environ["KAFKA_SASL_MECHANISM"],
+    "sasl.username": os.environ["KAFKA_USERNAME"],
+    "sasl.password": os.environ["KAFKA_PASSWORD"],
+}
 
 
 def make_topic() -> None:
-    admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    admin = AdminClient(KAFKA)
     try:
         admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
     except KafkaException as exc:
@@ -42,7 +49,7 @@ def main() -> None:
         if err is not None:
             failed.append(str(err))
 
-    producer = Producer({"bootstrap.servers": BOOTSTRAP, "acks": "all"})
+    producer = Producer({**KAFKA, "acks": "all"})
     later: list[tuple[float, str, str]] = []
     print("relay ready", flush=True)
     with psycopg.connect(DSN, autocommit=True) as conn:
