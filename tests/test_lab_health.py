@@ -20,13 +20,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import requests
 from cli_support import DRIFTLAB
 from lab_support import driftlab, output, stack_folder, up
 
 from harness.runner.watchdog import Watchdog
 from harness.services.process import read_start_time
 from harness.services.stack import Stack
+from harness.services.toxiproxy import API_DIR, API_SOCKET, ToxiproxyApi
 
 pytestmark = pytest.mark.services
 
@@ -264,14 +264,13 @@ def test_two_ups_on_one_folder_take_turns() -> None:
 
 
 def test_status_names_a_link_toxiproxy_lost_and_up_gives_it_back(lab: Path) -> None:
-    state = json.loads((lab / "stack.json").read_text())
-    api = f"http://127.0.0.1:{state['services']['toxiproxy']['spec']['ports']['main']}"
-    assert requests.delete(f"{api}/proxies/connect->kafka", timeout=10).status_code == 204
+    api = ToxiproxyApi(lab / "data" / "toxiproxy" / API_DIR / API_SOCKET)
+    api.delete("connect->kafka")
     status = driftlab("status", "--dir", str(lab))
     assert status.returncode == 3, output(status)
     assert "missing: link connect->kafka: toxiproxy lost it" in output(status)
     up(lab, LAB)
-    assert requests.get(f"{api}/proxies/connect->kafka", timeout=10).ok
+    assert api.proxy("connect->kafka") is not None
     assert driftlab("status", "--dir", str(lab)).returncode == 0
 
 

@@ -216,11 +216,11 @@ def test_missing_program_names_its_install_command(
         find_binary("redis-server")
     monkeypatch.setitem(
         binaries.BINARIES,
-        "toxiproxy-server",
-        Binary("toxiproxy-server", "bash scripts/bootstrap", (stack_dir,), on_path=False),
+        "driftlab-toxiproxy",
+        Binary("driftlab-toxiproxy", "bash scripts/bootstrap", (stack_dir,), on_path=False),
     )
     message = _refused(stack_dir / "stack", "nats")
-    assert "toxiproxy-server not found" in message
+    assert "driftlab-toxiproxy not found" in message
     assert "`bash scripts/bootstrap`" in message
 
 
