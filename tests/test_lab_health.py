@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from cli_support import DRIFTLAB
 from lab_support import driftlab, output, stack_folder, up
 
 from harness.runner.watchdog import Watchdog
+from harness.services.connect import ConnectService
 from harness.services.process import read_start_time
 from harness.services.stack import Stack
 from harness.services.toxiproxy import API_DIR, API_SOCKET, ToxiproxyApi
@@ -74,19 +76,26 @@ def _run_and_kill(
     """`driftlab run scenario` on the stack; once its history holds `after` (an
     operation: the workload runs), SIGKILL `service` outside any fault of the scenario.
     Returns what the run said, its exit status and its folder."""
+    return _run_and_strike(root, runs, scenario, lambda: _kill(root, service), after)
+
+
+def _run_and_strike(
+    root: Path, runs: Path, scenario: str, strike: Callable[[], None], after: str
+) -> tuple[str, int, Path]:
+    """`driftlab run scenario` on the stack, and `strike` once its history holds `after`."""
     argv = [DRIFTLAB, "run", scenario, "--stack-dir", str(root), "--seed", "3"]
     argv += ["--duration", "20s", "--runs-dir", str(runs), "--no-analyze"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 300
         while not any(
-            '"type":"op"' in s.read_text(errors="replace") for s in runs.glob("*/*/history/*.jsonl")
+            after in s.read_text(errors="replace") for s in runs.glob("*/*/history/*.jsonl")
         ):
             assert proc.poll() is None, f"the run ended before its workload: {proc.stdout}"
             assert time.monotonic() < deadline, "the workload did not start in 300 s"
             time.sleep(0.2)
         time.sleep(1.0)
-        _kill(root, service)
+        strike()
         out, _ = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
@@ -150,6 +159,41 @@ def test_connect_killed_mid_cdc_run_is_the_lab_failing_and_up_brings_it_back(
     assert status.returncode == 0, output(status)
 
 
+def _fail_connector(root: Path) -> None:
+    """Give the run's connector a transform that fails on every record (the field it
+    reads does not exist): Connect fails its task, with no fault of the scenario
+    behind it and the worker answering all along."""
+    connect = Stack.attach(root)["connect"]
+    assert isinstance(connect, ConnectService)
+    (name,) = connect.registered()
+    config = connect.rest("GET", f"/connectors/{name}/config")
+    config.update({
+        "transforms": "broken",
+        "transforms.broken.type": "org.apache.kafka.connect.transforms.ValueToKey",
+        "transforms.broken.fields": "no_such_field",
+    })  # fmt: skip
+    connect.rest("PUT", f"/connectors/{name}/config", config)
+
+
+def test_a_connector_task_failed_with_no_fault_is_the_lab_failing(
+    lab: Path, tmp_path: Path
+) -> None:
+    # The connector's task FAILED while Connect answered: the run read the history of a
+    # pipeline that had stopped capturing and judged it, as if the pipeline lost data.
+    said, code, run_dir = _run_and_strike(
+        lab, tmp_path / "runs", "C3", lambda: _fail_connector(lab), '"type":"op"'
+    )
+    assert code == 3, said
+    assert re.search(r"lab failed: connect task 0 of connector \S+ FAILED \(\S+", said), said
+    assert "unexpected anomaly" not in said and "Traceback" not in said
+    summary = json.loads((run_dir / "logs" / "run.json").read_text())
+    assert summary["verdict"] == "lab failed"
+    assert [f["service"] for f in summary["lab_failures"]][:1] == ["connect"]
+    # The run removed its connector: the stack is whole again.
+    status = driftlab("status", "--dir", str(lab))
+    assert status.returncode == 0, output(status)
+
+
 def test_kafka_killed_after_its_scheduled_crash_is_one_line_not_a_client_error(
     lab: Path, tmp_path: Path
 ) -> None:
@@ -174,7 +218,8 @@ def test_up_brings_back_a_killed_kafka_past_the_toxiproxy_listeners_it_advertise
     said = up(lab, LAB)
     assert "kafka: healthy in" in said, said
     assert "in use by" not in said
-    assert driftlab("status", "--dir", str(lab)).returncode == 0
+    status = driftlab("status", "--dir", str(lab))
+    assert status.returncode == 0, output(status)
 
 
 def test_the_broker_pid_is_the_broker_and_up_brings_it_back_past_its_epmd(lab: Path) -> None:
