@@ -28,7 +28,8 @@ from harness.runner.watchdog import Watchdog
 from harness.services.connect import ConnectService
 from harness.services.process import read_start_time
 from harness.services.stack import Stack
-from harness.services.toxiproxy import API_DIR, API_SOCKET, ToxiproxyApi
+from harness.services.toxiproxy import API_DIR, API_SOCKET
+from harness.services.toxiproxy_api import ToxiproxyApi
 
 pytestmark = pytest.mark.services
 

@@ -18,26 +18,23 @@ written to `proxies.json` in the server's folder (Toxiproxy's own config format)
 from __future__ import annotations
 
 import fcntl
-import http.client
 import json
 import os
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from harness.services.base import Endpoint, ServiceError
 from harness.services.ports import LOOPBACK, free_port, port_is_free
 from harness.services.supervised import ProcessService
+from harness.services.toxiproxy_api import ToxiproxyApi
 
 PROGRAM = "driftlab-toxiproxy"
 API_DIR = "api"  # in the service's data folder, mode 700: only the stack's user enters
 API_SOCKET = "toxiproxy.sock"
 UNIX_SOCKET_MAX = 107  # sun_path's bytes, less the terminating NUL
-API_TIMEOUT = 10.0
 
 
 def link_name(client: str, service: str) -> str:
@@ -90,109 +87,6 @@ class ToxiproxyService(ProcessService):
     def client(self) -> Links:
         """The links of this server."""
         return Links(self.socket_path, self.proxies_path)
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    """HTTP over a unix socket: the API's only address."""
-
-    def __init__(self, socket_path: Path, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self.socket_path = socket_path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(str(self.socket_path))
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
-
-
-class ToxiproxyApi:
-    """Toxiproxy's HTTP API (v2) on its unix socket: one connection per call."""
-
-    def __init__(self, socket_path: Path, timeout: float = API_TIMEOUT) -> None:
-        self.socket_path = socket_path
-        self.timeout = timeout
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        """(status, decoded JSON reply or None); ServiceError when nothing answers."""
-        conn = _UnixConnection(self.socket_path, self.timeout)
-        try:
-            payload = None if body is None else json.dumps(body).encode()
-            headers = {"Content-Type": "application/json"} if payload is not None else {}
-            conn.request(method, path, body=payload, headers=headers)
-            reply = conn.getresponse()
-            data = reply.read()
-        except (OSError, http.client.HTTPException) as exc:
-            raise ServiceError(
-                f"toxiproxy at {self.socket_path} did not answer ({exc}); is the stack up? "
-                "(`driftlab status`)"
-            ) from exc
-        finally:
-            conn.close()
-        try:
-            decoded = json.loads(data) if data.strip() else None
-        except ValueError:
-            decoded = data.decode(errors="replace").strip()
-        return reply.status, decoded
-
-    def ok(self, method: str, path: str, body: Any = None) -> Any:
-        """The reply of a call that must succeed; ServiceError with the server's word."""
-        status, reply = self.call(method, path, body)
-        if not 200 <= status < 300:
-            said = reply.get("error") if isinstance(reply, dict) else reply
-            raise ServiceError(f"toxiproxy: {method} {path} refused ({status}: {said})")
-        return reply
-
-    def version(self) -> str:
-        """The server's version (answers only once the API serves)."""
-        status, reply = self.call("GET", "/version")
-        return str(reply) if status == 200 else ""
-
-    def proxies(self) -> dict[str, dict[str, Any]]:
-        """Every proxy by name, with its toxics."""
-        return dict(self.ok("GET", "/proxies") or {})
-
-    def proxy(self, name: str) -> dict[str, Any] | None:
-        """One proxy, or None when the server has none by that name."""
-        status, reply = self.call("GET", _proxy_path(name))
-        if status == 404:
-            return None
-        if status != 200:
-            raise ServiceError(f"toxiproxy: GET {_proxy_path(name)} refused ({status}: {reply})")
-        return dict(reply)
-
-    def create(self, name: str, listen: str, upstream: str) -> None:
-        """A new enabled proxy."""
-        body = {"name": name, "listen": listen, "upstream": upstream, "enabled": True}
-        self.ok("POST", "/proxies", body)
-
-    def delete(self, name: str) -> None:
-        self.ok("DELETE", _proxy_path(name))
-
-    def set_enabled(self, name: str, enabled: bool) -> None:
-        self.ok("POST", _proxy_path(name), {"enabled": enabled})
-
-    def add_toxic(self, name: str, toxic: dict[str, Any]) -> None:
-        self.ok("POST", f"{_proxy_path(name)}/toxics", toxic)
-
-    def delete_toxic(self, name: str, toxic: str) -> None:
-        """Remove a toxic; one already gone (removed concurrently) is no error."""
-        path = f"{_proxy_path(name)}/toxics/{quote(toxic, safe='')}"
-        status, reply = self.call("DELETE", path)
-        if status not in (204, 404):
-            raise ServiceError(f"toxiproxy: DELETE {path} refused ({status}: {reply})")
-
-    def reset(self) -> None:
-        """Every toxic removed and every proxy enabled."""
-        self.ok("POST", "/reset")
-
-
-def _proxy_path(name: str) -> str:
-    return f"/proxies/{quote(name, safe='')}"
 
 
 @dataclass(frozen=True, slots=True)
