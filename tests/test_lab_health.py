@@ -20,12 +20,14 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from cli_support import DRIFTLAB
 from lab_support import driftlab, output, stack_folder, up
 
 from harness.runner.watchdog import Watchdog
-from harness.services.connect import ConnectService
+from harness.services.connect import ConnectService, DebeziumPostgres
+from harness.services.postgres import PostgresService
 from harness.services.process import read_start_time
 from harness.services.stack import Stack
 from harness.services.toxiproxy import API_DIR, API_SOCKET
@@ -193,6 +195,72 @@ def test_a_connector_task_failed_with_no_fault_is_the_lab_failing(
     # The run removed its connector: the stack is whole again.
     status = driftlab("status", "--dir", str(lab))
     assert status.returncode == 0, output(status)
+
+
+def test_a_task_that_fails_after_a_scheduled_connect_restart_is_the_lab_failing(
+    lab: Path,
+) -> None:
+    # Connect killed and restarted by a scheduled fault came back healthy, its task
+    # RUNNING; the task failed on the next record, once the window had closed: the worker
+    # still answered, and the run judged a pipeline that no longer captured.
+    stack = Stack.attach(lab)
+    connect, pg = stack["connect"], stack["postgres"]
+    assert isinstance(connect, ConnectService) and isinstance(pg, PostgresService)
+    with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS lab_restart_items (id int PRIMARY KEY)")
+    connector = DebeziumPostgres(
+        "lab-restart", stack.link("connect", "postgres"), "labrestart",
+        ("public.lab_restart_items",),
+        extra={  # fails on its first record: the field it reads does not exist
+            "transforms": "broken",
+            "transforms.broken.type": "org.apache.kafka.connect.transforms.ValueToKey",
+            "transforms.broken.fields": "no_such_field",
+        },
+    )  # fmt: skip
+    connect.put_connector(connector)
+    held = {"connect"}  # what the scheduled fault holds down
+    stopped = threading.Event()
+    dog = Watchdog(
+        stack, ["connect"], held.__contains__, stopped.set,
+        interval=0.1, answer_every=0.5, answer_grace=30.0,
+    )  # fmt: skip
+    dog.start()
+    try:
+        connect.kill()  # the scheduled crash, and its heal
+        connect.start()
+        connect.wait_healthy()
+        held.clear()
+        with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
+            conn.execute("INSERT INTO lab_restart_items VALUES (1)")
+        deadline = time.monotonic() + 60
+        while not dog.breakdowns:
+            assert time.monotonic() < deadline, "a FAILED task went unnoticed"
+            time.sleep(0.1)
+    finally:
+        dog.stop()
+        connect.delete_connector(connector.name)
+        _drop_slot(pg, connector)
+    [found] = dog.breakdowns
+    assert found.service == "connect" and stopped.is_set()
+    assert re.fullmatch(r"task 0 of connector lab-restart FAILED \(\S+.*\)", found.what), found
+
+
+def _drop_slot(pg: PostgresService, connector: DebeziumPostgres) -> None:
+    """Drop the connector's slot once its walsender let go, and its publication."""
+    with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
+        deadline = time.monotonic() + 30
+        while conn.execute(
+            "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (connector.slot,)
+        ).fetchone():
+            assert time.monotonic() < deadline, f"slot {connector.slot} stayed active"
+            conn.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                "WHERE slot_name = %s AND NOT active",
+                (connector.slot,),
+            )
+            time.sleep(0.2)
+        conn.execute(f'DROP PUBLICATION IF EXISTS "{connector.publication}"')
+        conn.execute("DROP TABLE lab_restart_items")
 
 
 def test_kafka_killed_after_its_scheduled_crash_is_one_line_not_a_client_error(
