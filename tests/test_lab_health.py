@@ -225,6 +225,7 @@ def test_a_task_that_fails_after_a_scheduled_connect_restart_is_the_lab_failing(
         interval=0.1, answer_every=0.5, answer_grace=30.0,
     )  # fmt: skip
     dog.start()
+    dog.workload_started()
     try:
         connect.kill()  # the scheduled crash, and its heal
         connect.start()

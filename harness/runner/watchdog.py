@@ -104,6 +104,7 @@ class Watchdog:
         self._probes: dict[str, Future[bool]] = {}
         self._last_probe: dict[str, float] = {}
         self._broken: dict[str, Future[str | None]] = {}
+        self._workload = False
         self._last_broken: dict[str, float] = {}
         # A probe of a frozen server may never return: it must not stall the watch.
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="driftlab-watchdog")
@@ -115,8 +116,11 @@ class Watchdog:
         return time.monotonic() - self._t0
 
     def workload_started(self) -> None:
-        """Time 0 of the failures' `at` (before it, they are negative)."""
+        """Time 0 of the failures' `at` (before it, they are negative); from now on, what
+        a service cannot do though it answers counts too (before it, the setup waits
+        for its own connectors and names one that cannot run: a config of the user's)."""
         self._t0 = time.monotonic()
+        self._workload = True
 
     def start(self) -> None:
         """Start watching (the clock starts too, until `workload_started` resets it)."""
@@ -196,7 +200,9 @@ class Watchdog:
 
     def _check_broken(self, name: str) -> None:
         """A service that runs but cannot serve the run (a connector's task FAILED),
-        asked as often as the probes and in the same pool."""
+        asked as often as the probes and in the same pool, once the workload runs."""
+        if not self._workload:
+            return
         asked = self._broken.get(name)
         if asked is not None and asked.done():
             del self._broken[name]
