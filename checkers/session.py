@@ -11,6 +11,7 @@ import socket
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,10 +163,15 @@ def stop_spark() -> None:
     cancelled and every later job fails at once, so whatever waits on Spark returns.
     The next `get_spark` starts a new session."""
     session = SparkSession._instantiatedSession
-    if session is not None:
-        session.stop()  # also forgets the session, unlike stopping its context alone
-    elif SparkContext._active_spark_context is not None:
-        SparkContext._active_spark_context.stop()
+    # Stopped in the middle of its calls (an interrupt), the JVM's stop fails and
+    # PySpark warns that it may have crashed, above our own line: the JVM is ending
+    # anyway (it exits when this process does), so the warning says nothing.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Unable to cleanly shutdown Spark JVM", RuntimeWarning)
+        if session is not None:
+            session.stop()  # also forgets the session, unlike stopping its context alone
+        elif SparkContext._active_spark_context is not None:
+            SparkContext._active_spark_context.stop()
 
 
 def task_progress() -> tuple[int, int] | None:

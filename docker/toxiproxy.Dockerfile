@@ -1,8 +1,8 @@
-# Toxiproxy's server, built with Go from its module (the version scripts/bootstrap
-# builds for the local backend). Bookworm's Go is 1.19; toxiproxy needs 1.23, which
-# bookworm-backports has.
+# driftlab-toxiproxy: Toxiproxy's server with its API on a unix socket, built from
+# tools/driftlab-toxiproxy as scripts/bootstrap builds it for the local backend (the
+# Toxiproxy version is its go.mod's). Bookworm's Go is 1.19; the module needs 1.23,
+# which bookworm-backports has.
 FROM debian:bookworm AS build
-ARG TOXIPROXY_VERSION=v2.12.0
 # docker/ca holds the building machine's own certificate authorities (scripts/
 # docker-images copies them): behind a TLS-inspecting proxy the module download needs
 # them. Only this build stage sees them; the image does not keep them.
@@ -10,11 +10,10 @@ COPY docker/ca/ /usr/local/share/ca-certificates/
 RUN echo 'deb http://deb.debian.org/debian bookworm-backports main' > /etc/apt/sources.list.d/backports.list \
  && apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-1.23-go ca-certificates
-RUN GOTOOLCHAIN=local GOBIN=/out /usr/lib/go-1.23/bin/go install \
-      "github.com/Shopify/toxiproxy/v2/cmd/server@${TOXIPROXY_VERSION}" \
- && mv /out/server /out/toxiproxy-server
+COPY tools/driftlab-toxiproxy/ /src/
+RUN cd /src && GOTOOLCHAIN=local /usr/lib/go-1.23/bin/go build -trimpath -o /out/driftlab-toxiproxy .
 
 FROM debian:bookworm
-COPY --from=build /out/toxiproxy-server /usr/local/bin/toxiproxy-server
+COPY --from=build /out/driftlab-toxiproxy /usr/local/bin/driftlab-toxiproxy
 COPY docker/driftlab-entry /usr/local/bin/driftlab-entry
 ENTRYPOINT ["/usr/local/bin/driftlab-entry"]

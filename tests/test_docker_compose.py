@@ -68,10 +68,9 @@ def test_nothing_is_published_beyond_the_host_loopback(project: dict) -> None:
 def test_versions_match_the_local_backend() -> None:
     dockerfiles = {n: (ROOT / "docker" / f"{n}.Dockerfile").read_text() for n in EXPECTED}
     assert "postgresql-15" in dockerfiles["postgres"]
-    bootstrap = (ROOT / "scripts" / "bootstrap").read_text()
-    toxiproxy = re.search(r"^TOXIPROXY_VERSION=(\S+)$", bootstrap, re.M)
-    assert toxiproxy
-    assert f"ARG TOXIPROXY_VERSION={toxiproxy.group(1)}" in dockerfiles["toxiproxy"]
+    # The same Toxiproxy program as scripts/bootstrap builds, from the same sources.
+    assert "COPY tools/driftlab-toxiproxy/ " in dockerfiles["toxiproxy"]
+    assert '(cd "$src" && go build' in (ROOT / "scripts" / "bootstrap").read_text()
     # The same jars as the local backend: what scripts/bootstrap put in vendor/kafka.
     assert "COPY vendor/kafka/libs " in dockerfiles["kafka"]
     assert "COPY vendor/kafka/plugins " in dockerfiles["connect"]

@@ -12,21 +12,26 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
-import requests
 from cli_support import DRIFTLAB
 from lab_support import driftlab, output, stack_folder, up
 
 from harness.runner.watchdog import Watchdog
+from harness.services.connect import ConnectService, DebeziumPostgres
+from harness.services.postgres import PostgresService
 from harness.services.process import read_start_time
 from harness.services.stack import Stack
+from harness.services.toxiproxy import API_DIR, API_SOCKET
+from harness.services.toxiproxy_api import ToxiproxyApi
 
 pytestmark = pytest.mark.services
 
@@ -74,6 +79,13 @@ def _run_and_kill(
     """`driftlab run scenario` on the stack; once its history holds `after` (an
     operation: the workload runs), SIGKILL `service` outside any fault of the scenario.
     Returns what the run said, its exit status and its folder."""
+    return _run_and_strike(root, runs, scenario, lambda: _kill(root, service))
+
+
+def _run_and_strike(
+    root: Path, runs: Path, scenario: str, strike: Callable[[], None]
+) -> tuple[str, int, Path]:
+    """`driftlab run scenario` on the stack, and `strike` once its workload runs."""
     argv = [DRIFTLAB, "run", scenario, "--stack-dir", str(root), "--seed", "3"]
     argv += ["--duration", "20s", "--runs-dir", str(runs), "--no-analyze"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -86,7 +98,7 @@ def _run_and_kill(
             assert time.monotonic() < deadline, "the workload did not start in 300 s"
             time.sleep(0.2)
         time.sleep(1.0)
-        _kill(root, service)
+        strike()
         out, _ = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
@@ -150,6 +162,108 @@ def test_connect_killed_mid_cdc_run_is_the_lab_failing_and_up_brings_it_back(
     assert status.returncode == 0, output(status)
 
 
+def _fail_connector(root: Path) -> None:
+    """Give the run's connector a transform that fails on every record (the field it
+    reads does not exist): Connect fails its task, with no fault of the scenario
+    behind it and the worker answering all along."""
+    connect = Stack.attach(root)["connect"]
+    assert isinstance(connect, ConnectService)
+    (name,) = connect.registered()
+    config = connect.rest("GET", f"/connectors/{name}/config")
+    config.update({
+        "transforms": "broken",
+        "transforms.broken.type": "org.apache.kafka.connect.transforms.ValueToKey",
+        "transforms.broken.fields": "no_such_field",
+    })  # fmt: skip
+    connect.rest("PUT", f"/connectors/{name}/config", config)
+
+
+def test_a_connector_task_failed_with_no_fault_is_the_lab_failing(
+    lab: Path, tmp_path: Path
+) -> None:
+    # The connector's task FAILED while Connect answered: the run read the history of a
+    # pipeline that had stopped capturing and judged it, as if the pipeline lost data.
+    said, code, run_dir = _run_and_strike(
+        lab, tmp_path / "runs", "C3", lambda: _fail_connector(lab)
+    )
+    assert code == 3, said
+    assert re.search(r"lab failed: connect task 0 of connector \S+ FAILED \(\S+", said), said
+    assert "unexpected anomaly" not in said and "Traceback" not in said
+    summary = json.loads((run_dir / "logs" / "run.json").read_text())
+    assert summary["verdict"] == "lab failed"
+    assert [f["service"] for f in summary["lab_failures"]][:1] == ["connect"]
+    # The run removed its connector: the stack is whole again.
+    status = driftlab("status", "--dir", str(lab))
+    assert status.returncode == 0, output(status)
+
+
+def test_a_task_that_fails_after_a_scheduled_connect_restart_is_the_lab_failing(
+    lab: Path,
+) -> None:
+    # Connect killed and restarted by a scheduled fault came back healthy, its task
+    # RUNNING; the task failed on the next record, once the window had closed: the worker
+    # still answered, and the run judged a pipeline that no longer captured.
+    stack = Stack.attach(lab)
+    connect, pg = stack["connect"], stack["postgres"]
+    assert isinstance(connect, ConnectService) and isinstance(pg, PostgresService)
+    with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS lab_restart_items (id int PRIMARY KEY)")
+    connector = DebeziumPostgres(
+        "lab-restart", stack.link("connect", "postgres"), "labrestart",
+        ("public.lab_restart_items",),
+        extra={  # fails on its first record: the field it reads does not exist
+            "transforms": "broken",
+            "transforms.broken.type": "org.apache.kafka.connect.transforms.ValueToKey",
+            "transforms.broken.fields": "no_such_field",
+        },
+    )  # fmt: skip
+    connect.put_connector(connector)
+    held = {"connect"}  # what the scheduled fault holds down
+    stopped = threading.Event()
+    dog = Watchdog(
+        stack, ["connect"], held.__contains__, stopped.set,
+        interval=0.1, answer_every=0.5, answer_grace=30.0,
+    )  # fmt: skip
+    dog.start()
+    dog.workload_started()
+    try:
+        connect.kill()  # the scheduled crash, and its heal
+        connect.start()
+        connect.wait_healthy()
+        held.clear()
+        with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
+            conn.execute("INSERT INTO lab_restart_items VALUES (1)")
+        deadline = time.monotonic() + 60
+        while not dog.breakdowns:
+            assert time.monotonic() < deadline, "a FAILED task went unnoticed"
+            time.sleep(0.1)
+    finally:
+        dog.stop()
+        connect.delete_connector(connector.name)
+        _drop_slot(pg, connector)
+    [found] = dog.breakdowns
+    assert found.service == "connect" and stopped.is_set()
+    assert re.fullmatch(r"task 0 of connector lab-restart FAILED \(\S+.*\)", found.what), found
+
+
+def _drop_slot(pg: PostgresService, connector: DebeziumPostgres) -> None:
+    """Drop the connector's slot once its walsender let go, and its publication."""
+    with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
+        deadline = time.monotonic() + 30
+        while conn.execute(
+            "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (connector.slot,)
+        ).fetchone():
+            assert time.monotonic() < deadline, f"slot {connector.slot} stayed active"
+            conn.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                "WHERE slot_name = %s AND NOT active",
+                (connector.slot,),
+            )
+            time.sleep(0.2)
+        conn.execute(f'DROP PUBLICATION IF EXISTS "{connector.publication}"')
+        conn.execute("DROP TABLE lab_restart_items")
+
+
 def test_kafka_killed_after_its_scheduled_crash_is_one_line_not_a_client_error(
     lab: Path, tmp_path: Path
 ) -> None:
@@ -174,7 +288,8 @@ def test_up_brings_back_a_killed_kafka_past_the_toxiproxy_listeners_it_advertise
     said = up(lab, LAB)
     assert "kafka: healthy in" in said, said
     assert "in use by" not in said
-    assert driftlab("status", "--dir", str(lab)).returncode == 0
+    status = driftlab("status", "--dir", str(lab))
+    assert status.returncode == 0, output(status)
 
 
 def test_the_broker_pid_is_the_broker_and_up_brings_it_back_past_its_epmd(lab: Path) -> None:
@@ -264,14 +379,13 @@ def test_two_ups_on_one_folder_take_turns() -> None:
 
 
 def test_status_names_a_link_toxiproxy_lost_and_up_gives_it_back(lab: Path) -> None:
-    state = json.loads((lab / "stack.json").read_text())
-    api = f"http://127.0.0.1:{state['services']['toxiproxy']['spec']['ports']['main']}"
-    assert requests.delete(f"{api}/proxies/connect->kafka", timeout=10).status_code == 204
+    api = ToxiproxyApi(lab / "data" / "toxiproxy" / API_DIR / API_SOCKET)
+    api.delete("connect->kafka")
     status = driftlab("status", "--dir", str(lab))
     assert status.returncode == 3, output(status)
     assert "missing: link connect->kafka: toxiproxy lost it" in output(status)
     up(lab, LAB)
-    assert requests.get(f"{api}/proxies/connect->kafka", timeout=10).ok
+    assert api.proxy("connect->kafka") is not None
     assert driftlab("status", "--dir", str(lab)).returncode == 0
 
 

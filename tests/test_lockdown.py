@@ -1,5 +1,6 @@
 """A locked-down lab: PostgreSQL and Kafka accept no local user without the stack's
-password, and nothing of an analysis listens beyond loopback."""
+password, Toxiproxy's API is the stack user's alone, and nothing of an analysis listens
+beyond loopback."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from harness.services.postgres import PostgresService
 from harness.services.stack import Stack
 from harness.services.stack_state import STATE_FILE
 from harness.services.supervised import ServiceSpec
+from harness.services.toxiproxy import ToxiproxyService
 
 
 def _listening(pid: int) -> list[str]:
@@ -373,3 +375,59 @@ def test_kafka_keeps_its_passwords_private_whatever_the_umask(tmp_path: Path) ->
     log = node.log_path.read_text()
     assert "Formatting" in log
     assert spec.secrets["scram"] not in log and spec.secrets["controller"] not in log
+
+
+# Run as another account: how far a stranger gets with the stack's Toxiproxy. It may
+# enter the service's folder and reach a link's port (loopback is open to all), but
+# connecting to the API's socket must fail.
+STRANGER_PROBE = """
+import os, socket, sys
+api, link_port = sys.argv[1], int(sys.argv[2])
+os.stat(os.path.dirname(os.path.dirname(api)))
+print("entered the service folder")
+socket.create_connection(("127.0.0.1", link_port), timeout=5).close()
+print("reached the link")
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    sock.connect(api)
+    sock.sendall(b"GET /proxies HTTP/1.0\\r\\n\\r\\n")
+    print("API answered:", sock.recv(200))
+except OSError as exc:
+    print("API refused:", type(exc).__name__)
+"""
+
+
+@pytest.mark.services
+def test_toxiproxy_api_is_closed_to_other_local_users(stack: Stack) -> None:
+    stack.up("redis")
+    link = stack.link("app", "redis")
+    toxiproxy = stack["toxiproxy"]
+    assert isinstance(toxiproxy, ToxiproxyService)
+    api = toxiproxy.socket_path
+    assert stat.S_ISSOCK(api.stat().st_mode)
+    assert stat.S_IMODE(api.parent.stat().st_mode) == 0o700
+    # No API on TCP: the server's only listeners are its links'.
+    assert toxiproxy.process is not None
+    ports = {int(a.rsplit(":", 1)[1], 16) for a in _listening(toxiproxy.process.pid)}
+    assert link.port in ports
+    assert ports == {info["port"] for info in stack.links_made.values()}
+    # The lab's own client lists the links and adds and removes a toxic.
+    link_name = "app->redis"
+    stack.links.latency(link_name, 50)
+    assert [i.toxics for i in stack.links.list() if i.name == link_name] == [
+        ("latency_downstream", "latency_upstream")
+    ]
+    stack.links.heal(link_name)
+    assert [i.toxics for i in stack.links.list() if i.name == link_name] == [()]
+    if os.geteuid() != 0:
+        return  # the probe below needs another account to run as
+    done = subprocess.run(
+        ["su", "nobody", "-s", "/bin/sh", "-c",
+         f"/usr/bin/python3 -c '{STRANGER_PROBE}' {api} {link.port}"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert "entered the service folder" in said, said
+    assert "reached the link" in said, said
+    assert "API refused: PermissionError" in said, said
+    assert [i.toxics for i in stack.links.list() if i.name == link_name] == [()]

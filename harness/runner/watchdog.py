@@ -1,9 +1,10 @@
 """The lab's watchdog: a run whose lab broke under it proves nothing of the pipeline.
 
 For the whole run, from the setup's start to its final reads, the watchdog looks at the
-stack's services the run uses: a service that dies, stops answering, or loses its
-configuration (Toxiproxy's proxies) while no scheduled fault put it there is a failure
-of the lab, not an anomaly of the pipeline. It records each as a `LabBreakdown`
+stack's services the run uses: a service that dies, stops answering, loses its
+configuration (Toxiproxy's proxies) or cannot serve though it answers (a Connect
+connector's task FAILED, after a restart or none) while no scheduled fault holds it is
+a failure of the lab, not an anomaly of the pipeline. It records each as a `LabBreakdown`
 (service, seconds since the workload's start, what happened) and stops the run: the
 runner then says `lab failed` (exit 3) with one line naming the service and when,
 whatever the history shows. A fault that could not be injected or healed is one too
@@ -102,6 +103,9 @@ class Watchdog:
         self._silent_since: dict[str, float] = {}
         self._probes: dict[str, Future[bool]] = {}
         self._last_probe: dict[str, float] = {}
+        self._broken: dict[str, Future[str | None]] = {}
+        self._workload = False
+        self._last_broken: dict[str, float] = {}
         # A probe of a frozen server may never return: it must not stall the watch.
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="driftlab-watchdog")
 
@@ -112,8 +116,11 @@ class Watchdog:
         return time.monotonic() - self._t0
 
     def workload_started(self) -> None:
-        """Time 0 of the failures' `at` (before it, they are negative)."""
+        """Time 0 of the failures' `at` (before it, they are negative); from now on, what
+        a service cannot do though it answers counts too (before it, the setup waits
+        for its own connectors and names one that cannot run: a config of the user's)."""
         self._t0 = time.monotonic()
+        self._workload = True
 
     def start(self) -> None:
         """Start watching (the clock starts too, until `workload_started` resets it)."""
@@ -167,6 +174,7 @@ class Watchdog:
                 continue
             if probe:
                 self._check_answers(name)
+                self._check_broken(name)
         self._check_proxies()
 
     def _check_answers(self, name: str) -> None:
@@ -189,6 +197,23 @@ class Watchdog:
         if name not in self._probes and now - self._last_probe.get(name, 0.0) >= self.answer_every:
             self._last_probe[name] = now
             self._probes[name] = self._pool.submit(self.stack.services[name].answers)
+
+    def _check_broken(self, name: str) -> None:
+        """A service that runs but cannot serve the run (a connector's task FAILED),
+        asked as often as the probes and in the same pool, once the workload runs."""
+        if not self._workload:
+            return
+        asked = self._broken.get(name)
+        if asked is not None and asked.done():
+            del self._broken[name]
+            what = None if asked.exception() else asked.result()
+            if what and not self.disturbed(name):
+                self.report(name, what)
+                return
+        now = time.monotonic()
+        if name not in self._broken and now - self._last_broken.get(name, 0.0) >= self.answer_every:
+            self._last_broken[name] = now
+            self._broken[name] = self._pool.submit(self.stack.services[name].broken)
 
     def _check_proxies(self) -> None:
         if TOXIPROXY not in self.services or TOXIPROXY in self._failed:

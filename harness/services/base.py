@@ -71,6 +71,12 @@ class Service(ABC):
         asks; a service that cannot tell says whether it runs."""
         return self.is_running()
 
+    def broken(self) -> str | None:
+        """What the service, though it answers, cannot do for a run now, in a few words
+        (a connector task that failed), or None; the lab's watchdog asks, so it may
+        talk to the service but must not wait long."""
+        return None
+
     def busy(self) -> bool:
         """Whether the service is in the middle of work that a crash now would cut short.
 

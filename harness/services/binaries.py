@@ -35,8 +35,9 @@ BINARIES: dict[str, Binary] = {
     ),
     "epmd": Binary("epmd", "apt-get install erlang-base"),
     "nats-server": Binary("nats-server", "apt-get install nats-server"),
-    "toxiproxy-server": Binary(
-        "toxiproxy-server", "bash scripts/bootstrap", (VENDOR_BIN,), on_path=False
+    # Toxiproxy's server with its API on a unix socket (tools/driftlab-toxiproxy).
+    "driftlab-toxiproxy": Binary(
+        "driftlab-toxiproxy", "bash scripts/bootstrap", (VENDOR_BIN,), on_path=False
     ),
 }
 

@@ -224,8 +224,8 @@ class ConnectService(ProcessService):
         return self._rest_ready() and all(self._running(name) for name in self.registered())
 
     def answers(self) -> bool:
-        """The REST API answers: the worker serves. Its connectors' states are the
-        pipeline's (a task failed by a fault is for the verdict), not the lab's."""
+        """The REST API answers: the worker serves (its connectors' states are
+        `broken`'s: a failed task is a worker that answers)."""
         try:
             return self._rest_ready()
         except (ServiceError, OSError, ValueError):
@@ -312,11 +312,26 @@ class ConnectService(ProcessService):
         states = [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
         for task in status["tasks"]:
             if task["state"] == "FAILED":
-                raise ConnectorFailed(
-                    f"{self.name}: connector {name} task {task['id']} FAILED:\n"
-                    f"{task.get('trace', '(no trace)')}"
-                )
+                trace = task.get("trace") or "(no trace)"
+                raise ConnectorFailed(f"{self.name}: {_task_failed(name, task)}\n{trace}")
         return bool(status["tasks"]) and all(s == "RUNNING" for s in states)
+
+    def broken(self) -> str | None:
+        """The first registered connector whose task (or itself) is FAILED, with its
+        trace's first line; None while none is. A task that fails is not the worker
+        dying: only the REST API shows it."""
+        for name in self.registered():
+            try:
+                status = self.status(name)
+            except (ServiceError, OSError, ValueError):
+                continue  # not registered yet, or the worker is busy: the probes judge
+            for task in status.get("tasks", ()):
+                if task.get("state") == "FAILED":
+                    return _task_failed(name, task)
+            connector = status.get("connector", {})
+            if connector.get("state") == "FAILED":
+                return _task_failed(name, connector)
+        return None
 
     def wait_connector_running(self, name: str, timeout: float = 60.0) -> None:
         """Block until the connector and its task run; a FAILED task raises at once."""
@@ -338,6 +353,15 @@ class ConnectService(ProcessService):
             f"connector {name} not RUNNING after {timeout:.0f}s"
             + (f"; last error: {last}" if last else "")
         )
+
+
+def _task_failed(connector: str, state: Mapping[str, Any]) -> str:
+    """One line: which task of the connector (or the connector itself, whose status
+    has no task id) FAILED, and its trace's first line."""
+    trace = str(state.get("trace") or "").strip()
+    first = trace.splitlines()[0][:300] if trace else "no trace"
+    who = f"task {state['id']} of connector" if "id" in state else "connector"
+    return f"{who} {connector} FAILED ({first})"
 
 
 def connect_from_deps(spec: ServiceSpec, deps: Mapping[str, object]) -> ConnectService:

@@ -76,7 +76,7 @@ IMAGE_BINARIES = {
     "rabbitmq-server": "/usr/lib/rabbitmq/bin/rabbitmq-server",
     "epmd": "/usr/bin/epmd",
     "nats-server": "/usr/sbin/nats-server",
-    "toxiproxy-server": "/usr/local/bin/toxiproxy-server",
+    "driftlab-toxiproxy": "/usr/local/bin/driftlab-toxiproxy",
 }
 IMAGE_JAVA = "/usr/bin/java"
 IMAGE_KAFKA = Path("/opt/driftlab/kafka")

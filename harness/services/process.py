@@ -98,7 +98,7 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pgid, sig)
 
 
-def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+def die_with_parent(parent_pid: int) -> Callable[[], None]:
     """A preexec_fn: SIGKILL this child when the forking *thread* of the parent exits.
 
     Runs after the uid switch (CPython calls preexec_fn last), which matters: a
@@ -201,7 +201,7 @@ class SupervisedProcess:
             entry = pwd.getpwnam(self.user)
             kwargs.update(user=entry.pw_uid, group=entry.pw_gid, extra_groups=[])
         if self.die_with_parent:
-            kwargs["preexec_fn"] = _die_with_parent(os.getpid())
+            kwargs["preexec_fn"] = die_with_parent(os.getpid())
         with open(self.log_path, "ab") as log:
             log.write(f"--- driftlab: starting {' '.join(self.argv)}\n".encode())
             log.flush()

@@ -4,6 +4,7 @@ runtime is harness.services.containers)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from harness.services.process import (
     RunOptions,
     StopOptions,
     SupervisedProcess,
+    die_with_parent,
 )
 
 
@@ -101,6 +103,10 @@ class LocalRuntime:
                     cwd=options.get("cwd"),
                     timeout=timeout,
                     check=False,
+                    # A one-off is in no state file, so no reaper stops it: a run killed
+                    # during Kafka's storage format left the formatter writing its meta
+                    # files into the folder the reaper was removing.
+                    preexec_fn=die_with_parent(os.getpid()),
                 )
             except subprocess.TimeoutExpired:
                 raise ServiceError(

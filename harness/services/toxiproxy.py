@@ -4,6 +4,11 @@ A link is a named proxy ("app->postgres") listening on a free loopback port and
 forwarding to one service. A fault cuts, slows or resets that link only, leaving the
 others (the CDC connector's, the checker's final reads) untouched.
 
+Toxiproxy's API has no authentication, and any local user can reach a loopback port:
+the stack runs driftlab-toxiproxy (tools/driftlab-toxiproxy, Toxiproxy's server built
+by scripts/bootstrap), which serves the API on a unix socket in a folder of mode 700,
+where only the stack's user can connect. The links' own listeners stay on loopback TCP.
+
 Toxiproxy keeps its proxies in memory only: a restarted server has none, and every
 client of a link would find its port closed. So each proxy made through `Links` is also
 written to `proxies.json` in the server's folder (Toxiproxy's own config format), and a
@@ -12,31 +17,24 @@ written to `proxies.json` in the server's folder (Toxiproxy's own config format)
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import requests
-from toxiproxy.api import APIConsumer
-from toxiproxy.exceptions import NotFound
-from toxiproxy.proxy import Proxy
-from toxiproxy.server import Toxiproxy
-
 from harness.services.base import Endpoint, ServiceError
 from harness.services.ports import LOOPBACK, free_port, port_is_free
 from harness.services.supervised import ProcessService
+from harness.services.toxiproxy_api import ToxiproxyApi
 
-# toxiproxy-python keeps the server's address in class attributes of APIConsumer, one
-# per Python process; a test process may hold two stacks, so every call points it at
-# this server under a lock.
-_API_LOCK = threading.RLock()
+PROGRAM = "driftlab-toxiproxy"
+API_DIR = "api"  # in the service's data folder, mode 700: only the stack's user enters
+API_SOCKET = "toxiproxy.sock"
+UNIX_SOCKET_MAX = 107  # sun_path's bytes, less the terminating NUL
 
 
 def link_name(client: str, service: str) -> str:
@@ -45,27 +43,34 @@ def link_name(client: str, service: str) -> str:
 
 
 class ToxiproxyService(ProcessService):
-    """toxiproxy-server with its API on loopback."""
+    """driftlab-toxiproxy with its API on a private unix socket."""
+
+    @property
+    def socket_path(self) -> Path:
+        """The API's unix socket."""
+        return self.spec.data_dir / API_DIR / API_SOCKET
 
     def prepare(self) -> None:
-        self.spec.runtime.binary("toxiproxy-server")  # a missing program is named now
+        self.spec.runtime.binary(PROGRAM)  # a missing program is named now
         self.spec.data_dir.mkdir(parents=True, exist_ok=True)
+        if len(str(self.socket_path)) > UNIX_SOCKET_MAX:
+            raise ServiceError(
+                f"toxiproxy: the unix socket path {self.socket_path} is too long "
+                f"({len(str(self.socket_path))} > {UNIX_SOCKET_MAX}); choose a shorter "
+                "stack folder"
+            )
+        self.socket_path.parent.mkdir(exist_ok=True)
+        self.socket_path.parent.chmod(0o700)
 
     def command(self) -> list[str]:
-        return [
-            self.spec.runtime.binary("toxiproxy-server"),
-            "-host",
-            LOOPBACK,
-            "-port",
-            str(self.spec.port()),
-        ]
+        return [self.spec.runtime.binary(PROGRAM), "-socket", str(self.socket_path)]
 
     def endpoint(self) -> Endpoint:
-        return Endpoint(LOOPBACK, self.spec.port())
+        # No TCP address: the API is the socket alone (the links have their ports).
+        return Endpoint(LOOPBACK, 0, {"socket": str(self.socket_path)})
 
     def probe(self) -> bool:
-        reply = requests.get(f"http://{LOOPBACK}:{self.spec.port()}/version", timeout=2)
-        return reply.ok
+        return bool(ToxiproxyApi(self.socket_path).version())
 
     @property
     def proxies_path(self) -> Path:
@@ -81,7 +86,7 @@ class ToxiproxyService(ProcessService):
 
     def client(self) -> Links:
         """The links of this server."""
-        return Links(LOOPBACK, self.spec.port(), self.proxies_path)
+        return Links(self.socket_path, self.proxies_path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,27 +107,14 @@ class Links:
     `missing` read (the server's own memory does not survive it).
     """
 
-    def __init__(self, host: str, port: int, memory: Path | None = None) -> None:
-        self.host = host
-        self.port = port
+    def __init__(self, socket_path: Path, memory: Path | None = None) -> None:
+        self.api = ToxiproxyApi(socket_path)
         self.memory = memory
 
-    @contextmanager
-    def _api(self) -> Iterator[Toxiproxy]:
-        with _API_LOCK:
-            APIConsumer.host, APIConsumer.port = self.host, self.port
-            try:
-                yield Toxiproxy()
-            except requests.RequestException as exc:
-                raise ServiceError(
-                    f"toxiproxy at {self.host}:{self.port} did not answer ({exc}); "
-                    f"is the stack up? (`driftlab status`)"
-                ) from exc
-
-    def _proxy(self, api: Toxiproxy, name: str) -> Proxy:
-        proxy = api.get_proxy(name)
+    def _proxy(self, name: str) -> dict[str, Any]:
+        proxy = self.api.proxy(name)
         if proxy is None:
-            known = ", ".join(sorted(api.proxies())) or "none"
+            known = ", ".join(sorted(self.api.proxies())) or "none"
             raise ServiceError(f"no link named {name!r} (links: {known}); create it first")
         return proxy
 
@@ -131,18 +123,17 @@ class Links:
 
         Idempotent: an existing proxy with the same upstream is kept (with its port).
         """
-        with self._api() as api:
-            existing = api.get_proxy(name)
-            if existing is not None and existing.upstream == upstream.address:
-                host, port = existing.listen.rsplit(":", 1)
-                self._remember(name, existing.listen, upstream.address)
-                return Endpoint(host, int(port), dict(upstream.extra))
-            if existing is not None:
-                existing.destroy()
-            if listen_port is None or not port_is_free(listen_port, allow_time_wait=True):
-                listen_port = free_port()
-            port = listen_port
-            api.create(upstream=upstream.address, name=name, listen=f"{LOOPBACK}:{port}")
+        existing = self.api.proxy(name)
+        if existing is not None and existing["upstream"] == upstream.address:
+            host, port = existing["listen"].rsplit(":", 1)
+            self._remember(name, existing["listen"], upstream.address)
+            return Endpoint(host, int(port), dict(upstream.extra))
+        if existing is not None:
+            self.api.delete(name)
+        if listen_port is None or not port_is_free(listen_port, allow_time_wait=True):
+            listen_port = free_port()
+        port = listen_port
+        self.api.create(name, f"{LOOPBACK}:{port}", upstream.address)
         self._remember(name, f"{LOOPBACK}:{port}", upstream.address)
         return Endpoint(LOOPBACK, port, dict(upstream.extra))
 
@@ -195,9 +186,7 @@ class Links:
         remembered = self.remembered()
         if not remembered:
             return []
-        with self._api() as api:
-            have = set(api.proxies())
-        return sorted(set(remembered) - have)
+        return sorted(set(remembered) - set(self.api.proxies()))
 
     def restore(self) -> list[str]:
         """Create every remembered proxy the server lacks, on its old port; returns
@@ -205,46 +194,48 @@ class Links:
         listeners know the old one)."""
         lost = self.missing()
         remembered = self.remembered()
-        with self._api() as api:
-            for name in lost:
-                entry = remembered[name]
-                try:
-                    api.create(upstream=entry["upstream"], name=name, listen=entry["listen"])
-                except Exception as exc:  # toxiproxy-python raises bare Exceptions
-                    raise ServiceError(
-                        f"toxiproxy: cannot restore link {name} on {entry['listen']} ({exc}); "
-                        "stop the program on that port, or `driftlab down` and `driftlab up`"
-                    ) from exc
+        for name in lost:
+            entry = remembered[name]
+            try:
+                self.api.create(name, entry["listen"], entry["upstream"])
+            except ServiceError as exc:
+                raise ServiceError(
+                    f"toxiproxy: cannot restore link {name} on {entry['listen']} ({exc}); "
+                    "stop the program on that port, or `driftlab down` and `driftlab up`"
+                ) from exc
         return lost
 
     def list(self) -> list[LinkInfo]:
         """Every link with its state and active toxics."""
-        with self._api() as api:
-            return [
-                LinkInfo(
-                    name,
-                    proxy.listen,
-                    proxy.upstream,
-                    bool(proxy.enabled),
-                    tuple(sorted(proxy.toxics())),
-                )
-                for name, proxy in sorted(api.proxies().items())
-            ]
+        return [
+            LinkInfo(
+                name,
+                proxy["listen"],
+                proxy["upstream"],
+                bool(proxy["enabled"]),
+                tuple(sorted(t["name"] for t in proxy.get("toxics") or ())),
+            )
+            for name, proxy in sorted(self.api.proxies().items())
+        ]
 
     def _add_toxic(self, name: str, toxic_type: str, stream: str, **attributes: float) -> None:
         streams = ("upstream", "downstream") if stream == "both" else (stream,)
-        with self._api() as api:
-            proxy = self._proxy(api, name)
-            for direction in streams:
-                toxic_name = f"{toxic_type}_{direction}"
-                if proxy.get_toxic(toxic_name) is not None:
-                    proxy.destroy_toxic(toxic_name)
-                proxy.add_toxic(
-                    type=toxic_type,
-                    name=toxic_name,
-                    stream=direction,
-                    attributes={k: int(v) for k, v in attributes.items()},
-                )
+        proxy = self._proxy(name)
+        present = {t["name"] for t in proxy.get("toxics") or ()}
+        for direction in streams:
+            toxic_name = f"{toxic_type}_{direction}"
+            if toxic_name in present:
+                self.api.delete_toxic(name, toxic_name)
+            self.api.add_toxic(
+                name,
+                {
+                    "type": toxic_type,
+                    "name": toxic_name,
+                    "stream": direction,
+                    "toxicity": 1.0,
+                    "attributes": {k: int(v) for k, v in attributes.items()},
+                },
+            )
 
     def cut(self, name: str) -> None:
         """A partition: bytes stop flowing both ways, connections stay open and hang.
@@ -256,8 +247,8 @@ class Links:
 
     def disable(self, name: str) -> None:
         """Take the link down: open connections close, new ones are refused."""
-        with self._api() as api:
-            self._proxy(api, name).disable()
+        self._proxy(name)
+        self.api.set_enabled(name, False)
 
     def latency(self, name: str, ms: int, jitter_ms: int = 0, stream: str = "both") -> None:
         """Delay every chunk of data by `ms` ± `jitter_ms` in the given direction(s)."""
@@ -286,15 +277,12 @@ class Links:
 
     def heal(self, name: str) -> None:
         """Remove every toxic from the link and enable it."""
-        with self._api() as api:
-            proxy = self._proxy(api, name)
-            for toxic in proxy.toxics():
-                with contextlib.suppress(NotFound):  # removed concurrently: already healed
-                    proxy.destroy_toxic(toxic)
-            if not proxy.enabled:
-                proxy.enable()
+        proxy = self._proxy(name)
+        for toxic in proxy.get("toxics") or ():
+            self.api.delete_toxic(name, toxic["name"])
+        if not proxy["enabled"]:
+            self.api.set_enabled(name, True)
 
     def heal_all(self) -> None:
         """Remove every toxic from every link and enable them all."""
-        with self._api() as api:
-            api.reset()
+        self.api.reset()

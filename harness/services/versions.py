@@ -55,7 +55,7 @@ _PROBES = {
     "redis": lambda: _binary_version("redis-server", r"v=([\d.]+)"),
     "nats": lambda: _binary_version("nats-server", r"v([\d.]+)"),
     "rabbitmq": lambda: _debian("rabbitmq-server"),
-    "toxiproxy": lambda: _binary_version("toxiproxy-server", r"version (\S+)"),
+    "toxiproxy": lambda: _binary_version("driftlab-toxiproxy", r"toxiproxy version v?(\S+)"),
     "kafka": lambda: _jar_version(_KAFKA_LIBS, "kafka-clients-"),
     "connect": lambda: "debezium " + _jar_version(_PLUGINS, "debezium-connector-postgres-"),
 }
