@@ -114,3 +114,31 @@ def test_a_config_that_cannot_run_is_named_and_leaves_nothing(
     with psycopg.connect(stack["postgres"].conninfo(), autocommit=True) as conn:
         slots = conn.execute("SELECT slot_name FROM pg_replication_slots").fetchall()
     assert not [s for (s,) in slots if "refused" in s]
+
+
+def test_a_sink_task_that_fails_mid_run_is_the_pipelines_outcome_not_the_labs(
+    stack: Stack, spark: object, tmp_path: Path
+) -> None:
+    # The file's connectors are the user's: a sink task that fails on the first record
+    # the workload sends is the pipeline failing. The run says so where the mirror did
+    # not converge (exit 1), naming the task and its trace; the lab did not fail.
+    sink = json.loads((EXAMPLE / "sink.json").read_text())
+    sink["config"] |= {
+        "transforms": "broken",
+        "transforms.broken.type": "org.apache.kafka.connect.transforms.ValueToKey",
+        "transforms.broken.fields": "no_such_field",
+    }
+    (tmp_path / "sink.json").write_text(json.dumps(sink))
+    (tmp_path / "source.json").write_text((EXAMPLE / "source.json").read_text())
+    text = (EXAMPLE / "pipeline.toml").read_text().replace('"pg-to-pg-jdbc"', '"sink-fails"')
+    (tmp_path / "p.toml").write_text(text.replace("timeout = 60", "timeout = 20"))
+    out = run_pipeline(load(tmp_path / "p.toml"), seed=1, runs_dir=tmp_path, stack=stack)
+    r = out.run
+    assert r.exit_code == exitcodes.VERDICT, (r.exit_code, r.error)
+    assert r.verdict != "lab failed"
+    (div,) = out.not_converged
+    assert div.store == "mirror" and div.causes, div
+    assert "task 0 of connector dl_sink_fails" in div.causes[0] and "FAILED (" in div.causes[0]
+    assert "FAILED" in str(r.error) and "not converged" in str(r.error)
+    summary = json.loads(r.run_dir.summary.read_text())
+    assert not summary.get("lab_failures"), summary.get("lab_failures")

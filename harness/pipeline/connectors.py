@@ -21,7 +21,7 @@ from typing import Any
 from harness.pipeline import links
 from harness.pipeline.spec import ConnectorSpec, connect_template
 from harness.services.base import ServiceError
-from harness.services.connect import ConnectorFailed, ConnectService, RestError
+from harness.services.connect import ConnectorFailed, ConnectService, RestError, task_failed
 from harness.services.connect_rest import ConnectRest
 
 log = logging.getLogger("driftlab.pipeline")
@@ -100,3 +100,21 @@ class Registered:
             with contextlib.suppress(ServiceError, OSError):
                 self.connect.delete_connector(name)
         self.names.clear()
+
+    def failed(self) -> list[str]:
+        """One line per connector of the run (or task of one) that is FAILED now, with
+        its trace's first line and where the whole trace is; a worker that does not
+        answer adds nothing (the watchdog judges the worker)."""
+        out = []
+        for name in self.names:
+            try:
+                status = self.connect.rest("GET", f"/connectors/{name}/status")
+            except (ServiceError, OSError, ValueError):
+                continue
+            states = [*status.get("tasks", ()), status.get("connector", {})]
+            out += [
+                f"{task_failed(name, s)}: see {self.trace_where}"
+                for s in states
+                if s.get("state") == "FAILED"
+            ]
+        return out

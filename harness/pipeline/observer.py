@@ -49,6 +49,7 @@ class Divergence:
     # history's first event: the clock of the report's timeline
     never_held: bool = False  # no sample of the whole run found a key in the store
     log: bool = False  # a log store: `keys` are those of writes that never arrived
+    causes: list[str] = field(default_factory=list)  # the file's connectors that FAILED
 
     def line(self) -> str:
         """One line a person reads."""
@@ -66,6 +67,8 @@ class Divergence:
         line = f"store {self.store}: {count} {what} ({named}){since}; {how}"
         if self.never_held:
             line += f"; no key was ever seen in it: check how [stores.{self.store}] reads it"
+        if self.causes:
+            line += "; " + "; ".join(self.causes)
         return line
 
 

@@ -260,6 +260,10 @@ class PipelineSetup(Setup):
             return False
         conv = self.pipeline.converge
         self.divergences = self.observer.converge(timeout, conv.window)
+        if self.divergences and self.connectors is not None:
+            failed = self.connectors.failed()
+            for d in self.divergences:
+                d.causes = failed
         return all(d.settled for d in self.divergences)
 
     def final_states(self) -> dict[str, State]:
@@ -325,6 +329,9 @@ def pipeline_setup(pipeline: Pipeline) -> type[PipelineSetup]:
         {
             "name": f"{SETUP_PREFIX}{pipeline.name}",
             "services": services,
+            # The file's connectors are the user's: a task of theirs that FAILED is the
+            # pipeline's outcome (named where its store did not converge), not the lab's.
+            "under_test": ("connect",) if pipeline.connectors else (),
             "pipeline": pipeline,
             "made": [],
         },

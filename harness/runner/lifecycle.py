@@ -176,7 +176,9 @@ def _run(
             for line in clean(live, own=ctx.namespace).lines():
                 log.warning("stack: removed %s", line)
             log.info("stack: every link healed and free of toxics, no leftovers")
-        watchdog = Watchdog(live, setup.services, driver.disturbed, stop.set)
+        watchdog = Watchdog(
+            live, setup.services, driver.disturbed, stop.set, under_test=setup.under_test
+        )
         watchdog.start()
         scope.callback(_stop_watching, watchdog, driver, ex)
         try:

@@ -86,8 +86,10 @@ class Watchdog:
         interval: float = 0.5,
         answer_every: float = 5.0,
         answer_grace: float = 30.0,
+        under_test: Iterable[str] = (),
     ) -> None:
         self.stack = stack
+        self.under_test = frozenset(under_test)
         self.services = [s for s in dict.fromkeys([*services, TOXIPROXY]) if s in stack.services]
         self.disturbed = disturbed
         self.on_failure = on_failure
@@ -200,8 +202,9 @@ class Watchdog:
 
     def _check_broken(self, name: str) -> None:
         """A service that runs but cannot serve the run (a connector's task FAILED),
-        asked as often as the probes and in the same pool, once the workload runs."""
-        if not self._workload:
+        asked as often as the probes and in the same pool, once the workload runs. A
+        service `under_test` (a pipeline file's own connectors) is left to the verdict."""
+        if not self._workload or name in self.under_test:
             return
         asked = self._broken.get(name)
         if asked is not None and asked.done():

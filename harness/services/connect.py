@@ -313,7 +313,7 @@ class ConnectService(ProcessService):
         for task in status["tasks"]:
             if task["state"] == "FAILED":
                 trace = task.get("trace") or "(no trace)"
-                raise ConnectorFailed(f"{self.name}: {_task_failed(name, task)}\n{trace}")
+                raise ConnectorFailed(f"{self.name}: {task_failed(name, task)}\n{trace}")
         return bool(status["tasks"]) and all(s == "RUNNING" for s in states)
 
     def broken(self) -> str | None:
@@ -327,10 +327,10 @@ class ConnectService(ProcessService):
                 continue  # not registered yet, or the worker is busy: the probes judge
             for task in status.get("tasks", ()):
                 if task.get("state") == "FAILED":
-                    return _task_failed(name, task)
+                    return task_failed(name, task)
             connector = status.get("connector", {})
             if connector.get("state") == "FAILED":
-                return _task_failed(name, connector)
+                return task_failed(name, connector)
         return None
 
     def wait_connector_running(self, name: str, timeout: float = 60.0) -> None:
@@ -355,7 +355,7 @@ class ConnectService(ProcessService):
         )
 
 
-def _task_failed(connector: str, state: Mapping[str, Any]) -> str:
+def task_failed(connector: str, state: Mapping[str, Any]) -> str:
     """One line: which task of the connector (or the connector itself, whose status
     has no task id) FAILED, and its trace's first line."""
     trace = str(state.get("trace") or "").strip()

@@ -168,6 +168,10 @@ class Setup(ABC):
     name: str = ""
     stores: tuple[str, ...] = ()
     services: tuple[str, ...] = ()  # stack services the setup needs (e.g. "postgres")
+    # Stack services whose failures to serve though they run (a connector's task
+    # FAILED) belong to the system under test, not to the lab: a pipeline file's own
+    # connectors on driftlab's Connect. The watchdog leaves those to the verdict.
+    under_test: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self.ctx: SetupContext | None = None
