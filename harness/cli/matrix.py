@@ -83,8 +83,7 @@ def matrix(
     Example: driftlab matrix --budget 20m --scenarios C1,C3 --seeds 2 --junit matrix.xml
     """
     from harness.app.matrix import parse_seeds, plan
-    from harness.app.pipeline import register
-    from harness.pipeline.spec import load
+    from harness.cli.pipeline import pipeline_scenario
     from harness.runner.stack_use import check_backend
     from scenarios.registry import claims_scenarios, get_scenario
 
@@ -99,7 +98,7 @@ def matrix(
         named = [n for n in names if not n.endswith(".toml")]
         chosen = [get_scenario(n) for n in named] if names else claims_scenarios()
         chosen = [sc.with_overrides(duration=secs) for sc in chosen]
-        chosen += [register(load(Path(f)), secs) for f in files]
+        chosen += [pipeline_scenario(Path(f), secs, backend) for f in files]
         cells = plan(
             chosen, [s.strip() for s in schedules.split(",") if s.strip()], parse_seeds(seeds)
         )

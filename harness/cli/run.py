@@ -80,8 +80,9 @@ def run(
     operation); 130 interrupted.
 
     A path ending in .toml runs your own pipeline from its file (docs/pipelines.md):
-    its services on either backend, its processes on this machine as commands; its
-    clients and rate are the file's [workload].
+    its services on either backend, its processes on this machine as commands (or, on
+    the docker backend, as containers of their `image`); its clients and rate are the
+    file's [workload].
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
@@ -98,7 +99,8 @@ def run(
     try:
         if from_file:
             refuse_scenario_options(clients=clients, rate=rate)
-            sc = pipeline_scenario(Path(scenario), parse_duration(duration))
+            on = backend if stack_dir is None else None
+            sc = pipeline_scenario(Path(scenario), parse_duration(duration), on)
         else:
             sc = get_scenario(scenario).with_overrides(
                 duration=parse_duration(duration), clients=clients, rate=rate

@@ -64,9 +64,8 @@ def suite(
 
     Your pipelines, nightly: driftlab suite --only mirror.toml,app.toml
     """
-    from harness.app.pipeline import register
     from harness.app.run import check_scenario
-    from harness.pipeline.spec import load
+    from harness.cli.pipeline import pipeline_scenario
     from harness.runner.stack_use import check_backend
     from scenarios.registry import all_scenarios, claims_scenarios
 
@@ -83,7 +82,7 @@ def suite(
         chosen = claims_scenarios(claims or None) if claims or not files else []
         secs = parse_duration(duration)
         chosen = [sc.with_overrides(duration=secs) for sc in chosen]
-        chosen += [register(load(Path(f)), secs) for f in files]
+        chosen += [pipeline_scenario(Path(f), secs, backend) for f in files]
         for sc in chosen:
             check_scenario(sc)
     except (KeyError, ValueError) as exc:

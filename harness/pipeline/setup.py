@@ -1,7 +1,8 @@
 """A pipeline file as a Setup: the runner drives it like any architecture.
 
     prepare  -> the run's schema, the source table (driftlab's or the user's `create`),
-                one CommandProcess per [processes.*] (its env filled from its links),
+                one CommandProcess per [processes.*] (its env filled from its links;
+                an `image` one runs as a container: harness.services.image_process),
                 each of [[connectors]] registered on the stack's Connect worker
     start    -> every process started and ready, then the observer samples the stores
     client   -> writes the source through the `app->postgres` link (ok: its version)
@@ -37,9 +38,11 @@ from harness.pipeline.readers import (
     log_reader,
     store_reader,
 )
-from harness.pipeline.spec import Pipeline, SqlSource
+from harness.pipeline.spec import Pipeline, PipelineError, ProcessSpec, SqlSource
 from harness.services.command import CommandProcess, Readiness
 from harness.services.connect_rest import ConnectRest
+from harness.services.docker_backend import DockerStack
+from harness.services.image_process import ImageProcess, ImageRuntime, check_image
 from harness.services.kinds import TOXIPROXY
 from harness.services.ports import free_port
 from harness.setups.base import Client, Setup, SetupContext
@@ -149,8 +152,14 @@ class PipelineSetup(Setup):
 
     def prepare(self, ctx: SetupContext) -> None:
         """The run's schema and source, its readers and (not started) processes."""
-        self.ctx = ctx
         p = self.pipeline
+        # Before anything is made: a setup that fails here has nothing to undo.
+        on_docker = isinstance(ctx.stack, DockerStack)
+        refuse_images(p, "docker" if on_docker else "local")
+        for spec in p.processes:
+            if spec.image is not None and isinstance(ctx.stack, DockerStack):
+                check_image(ctx.stack.client, spec.image)
+        self.ctx = ctx
         ns = ctx.namespace
         reach = links.Reach(ctx.stack, p.external)
         self.pg_app = pg_conninfo(reach.link(APP, "postgres"))
@@ -186,19 +195,8 @@ class PipelineSetup(Setup):
                 self.readers[s.name] = store_reader(s, self.pg_direct, reach, direct)
                 self._opened.append(self.readers[s.name])
         for spec in p.processes:
-            values = {**run, **reach.values(spec.name, p.reached)}
-            self.procs[spec.name] = CommandProcess(
-                spec.name,
-                [links.fill(a, values) for a in spec.command],
-                ctx.logs / f"{spec.name}.log",
-                env={**os.environ, **{k: links.fill(v, values) for k, v in spec.env.items()}},
-                cwd=(p.folder / spec.cwd).resolve(),
-                ready=Readiness(
-                    spec.ready_tcp,
-                    links.fill(spec.ready_http, values) if spec.ready_http else None,
-                    spec.ready_log,
-                ),
-                ready_timeout=spec.ready_timeout,
+            self.procs[spec.name] = self._command(
+                spec, {**run, **reach.values(spec.name, p.reached)}
             )
         if p.connectors:
             # The worker's own links: a fault on connect->postgres cuts the connectors.
@@ -214,6 +212,42 @@ class PipelineSetup(Setup):
                 # The runner tears down only a prepared setup: undo the half-made one.
                 self.teardown()
                 raise
+
+    def _command(self, spec: ProcessSpec, values: dict[str, Any]) -> CommandProcess:
+        """The process of `spec`, its templates filled with `values`: a command on this
+        machine, or a container of its image (the docker backend only)."""
+        env = {k: links.fill(v, values) for k, v in spec.env.items()}
+        ready = Readiness(
+            spec.ready_tcp,
+            links.fill(spec.ready_http, values) if spec.ready_http else None,
+            spec.ready_log,
+        )
+        argv = [links.fill(a, values) for a in spec.command]
+        log_path = self.context.logs / f"{spec.name}.log"
+        if spec.image is None:
+            return CommandProcess(
+                spec.name,
+                argv,
+                log_path,
+                env={**os.environ, **env},  # a command inherits driftlab's PATH, ...
+                cwd=(self.pipeline.folder / spec.cwd).resolve(),
+                ready=ready,
+                ready_timeout=spec.ready_timeout,
+            )
+        stack = self.context.stack
+        assert isinstance(stack, DockerStack)  # prepare refused the image otherwise
+        runtime = ImageRuntime(
+            stack.client, stack.stack_id, stack.root, spec.image, self.context.namespace
+        )
+        return ImageProcess(
+            spec.name,
+            argv,
+            log_path,
+            env=env,  # the container's whole environment: nothing of this machine's
+            ready=ready,
+            ready_timeout=spec.ready_timeout,
+            runtime=runtime,
+        )
 
     def start(self) -> None:
         """Every process started and ready, then the observer."""
@@ -317,6 +351,23 @@ class PipelineSetup(Setup):
                     conn.execute(sql.SQL("DROP PUBLICATION {}").format(sql.Identifier(pub)))
         except Exception as exc:
             log.warning("dropping the replication slots of %s failed: %s", namespace, exc)
+
+
+def image_refusal(spec: ProcessSpec) -> PipelineError:
+    """The error for an `image` process where no docker backend runs it."""
+    return PipelineError(
+        f"processes.{spec.name}: runs the image {spec.image}, which needs the docker "
+        "backend; add --backend docker (or run it as a command on this machine)"
+    )
+
+
+def refuse_images(pipeline: Pipeline, backend: str) -> None:
+    """PipelineError (bad input) when `pipeline` has an `image` process and `backend`
+    is not docker, before any stack starts."""
+    if backend != "docker":
+        for spec in pipeline.processes:
+            if spec.image is not None:
+                raise image_refusal(spec)
 
 
 def pipeline_setup(pipeline: Pipeline) -> type[PipelineSetup]:

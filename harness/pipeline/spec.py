@@ -116,7 +116,9 @@ class SqlSource:
 @dataclass(frozen=True)
 class ProcessSpec:
     """One of the user's programs: `command` (argv), `env` (templated), `cwd` (relative
-    to the pipeline file), and readiness: `ready_tcp`, `ready_http` or `ready_log`."""
+    to the pipeline file), and readiness: `ready_tcp`, `ready_http` or `ready_log`.
+    `image`: run as a container of that image on the docker backend (`command`, if any,
+    its arguments)."""
 
     name: str
     command: tuple[str, ...]
@@ -126,6 +128,7 @@ class ProcessSpec:
     ready_http: str | None = None
     ready_log: str | None = None
     ready_timeout: float = 30.0
+    image: str | None = None
 
 
 @dataclass(frozen=True)
@@ -424,11 +427,16 @@ def _process(
         )
     if not isinstance(data, dict):
         raise _fail(f"processes.{name}", "is not a table", f"write [processes.{name}]")
-    _only(data, ("command", "env", "cwd", "ready", "timeout"), where)
-    command = data.get("command")
+    _only(data, ("command", "env", "cwd", "ready", "timeout", "image"), where)
+    image = _str(data, "image", where)
+    command = data.get("command", [] if image else None)
     if isinstance(command, str):
         raise _fail(f"{where}command", "is a string", 'write a list: ["bash", "mirror.sh"]')
-    if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
+    if (
+        not isinstance(command, list)
+        or not (command or image)
+        or not all(isinstance(a, str) for a in command)
+    ):
         raise _fail(f"{where}command", "is missing", 'write command = ["program", "arg", ...]')
     env = data.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
@@ -458,6 +466,7 @@ def _process(
         ready_http=http,
         ready_log=_str(ready, "log", f"{where}ready."),
         ready_timeout=_number(data, "timeout", where, 30.0),
+        image=image,
     )
 
 

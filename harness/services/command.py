@@ -94,7 +94,12 @@ class CommandProcess(SupervisedService):
             self.before_start(self.instance)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        self.process = SupervisedProcess(
+        self.process = self._new_process()
+        self.process.start()
+
+    def _new_process(self) -> SupervisedProcess:
+        """The process of the instance being started: a command on this machine."""
+        return SupervisedProcess(
             self.instance,
             list(self.argv),
             self.log_path,
@@ -104,7 +109,6 @@ class CommandProcess(SupervisedService):
             stop_signal=signal.SIGTERM,
             stop_timeout=self.stop_timeout,
         )
-        self.process.start()
 
     def wait_healthy(self, timeout: float | None = None) -> None:
         """Block until this instance is ready (its Readiness) within `timeout` (default
