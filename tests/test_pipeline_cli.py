@@ -47,3 +47,25 @@ def test_run_refuses_options_a_pipeline_file_does_not_take(tmp_path: Path) -> No
     assert runner.invoke(app, ["init", str(target)]).exit_code == 0
     clients = runner.invoke(app, ["run", str(target), "--clients", "3"])
     assert clients.exit_code == 2 and "in its [workload]" in clients.output
+
+
+def test_run_refuses_an_image_process_on_the_local_backend(tmp_path: Path) -> None:
+    """An `image` process runs only on the docker backend: the local one refuses the
+    file before any stack starts, naming the option that runs it; suite and matrix too."""
+    runner = CliRunner()
+    target = tmp_path / "pipeline.toml"
+    assert runner.invoke(app, ["init", str(target)]).exit_code == 0
+    text = target.read_text()
+    command = next(ln for ln in text.splitlines() if ln.startswith("command = "))
+    target.write_text(text.replace(command, 'image = "shop/consumer:1.2"'))
+    assert load(target).processes[0].image == "shop/consumer:1.2"
+    for args in (
+        ["run", str(target), "--no-analyze"],
+        ["suite", "--only", str(target)],
+        ["matrix", "--scenarios", str(target), "--dry-run"],
+    ):
+        result = runner.invoke(app, args, env={"COLUMNS": "200"})  # no wrapping
+        assert result.exit_code == 2, (args, result.output)
+        (line,) = [ln for ln in result.output.splitlines() if ln.strip()]
+        assert "processes." in line and "shop/consumer:1.2" in line, line
+        assert "add --backend docker" in line, line

@@ -3,7 +3,8 @@ driftlab's containers, its processes on this machine as commands, reaching the
 containers through the same Toxiproxy links; the crash and cut faults act alike.
 Example 1's correct mirror passes; its planted bug, run as a user runs it
 (`driftlab run FILE --backend docker`), is caught and the command to repeat it keeps
-the backend.
+the backend. The same consumer shipped as an image (`image = ...`) runs as a container,
+crashed, paused and restarted by the schedule, and its mirror converges.
 
 scripts/bootstrap --docker (make test) starts the engine and builds the images; a
 machine without them fails here with the fix, never skips."""
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,3 +101,93 @@ def test_the_cli_runs_a_file_on_docker_and_catches_the_planted_bug(
     found = re.search(r"stack: \w+, in (\S+)", (run_dir / "logs" / "runner.log").read_text())
     assert found, "runner.log names the stack's folder"
     assert stack_containers(engine, stack_id(Path(found.group(1)))) == []
+
+
+MIRROR_IMAGE = "driftlab-test/mirror:dev"
+
+# Example 1's consumer as a user would ship it: an image holding mirror.sh, psql (from
+# driftlab's postgres image) and redis-cli with its libraries (copied from driftlab's
+# redis image: no package registry is reached by the build).
+MIRROR_DOCKERFILE = """\
+FROM driftlab/redis:dev AS redis
+FROM driftlab/postgres:dev
+COPY --from=redis /usr/bin/redis-cli /usr/bin/redis-cli
+COPY --from=redis /usr/lib/x86_64-linux-gnu/liblzf.so.1 \\
+     /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \\
+     /usr/lib/x86_64-linux-gnu/libatomic.so.1 /usr/lib/x86_64-linux-gnu/
+COPY mirror.sh /opt/mirror/mirror.sh
+ENTRYPOINT ["bash", "/opt/mirror/mirror.sh"]
+"""
+
+
+@pytest.fixture(scope="module")
+def mirror_image(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The image of example 1's consumer, built from driftlab's own images."""
+    context = tmp_path_factory.mktemp("mirror-image")
+    (context / "Dockerfile").write_text(MIRROR_DOCKERFILE)
+    shutil.copy(EXAMPLE / "mirror.sh", context / "mirror.sh")
+    engine.images.build(path=str(context), tag=MIRROR_IMAGE, rm=True)
+    return MIRROR_IMAGE
+
+
+def test_a_consumer_image_runs_as_a_container_crashed_paused_and_restarted(
+    engine: Any, docker_stack: DockerStack, mirror_image: str, spark: object, tmp_path: Path
+) -> None:
+    text = (EXAMPLE / "pipeline.toml").read_text()
+    text = text.replace('command = ["bash", "mirror.sh"]', f'image = "{mirror_image}"')
+    # The cut window becomes a pause of the consumer: docker pause, then unpause.
+    text = text.replace('kind = "cut"', 'kind = "pause"').replace(
+        'target = "mirror->redis"', 'target = "mirror"'
+    )
+    assert text.count(mirror_image) == 1 and text.count('kind = "pause"') == 1
+    path = tmp_path / "pipeline.toml"
+    path.write_text(text)
+    out = run_pipeline(load(path), seed=3, runs_dir=tmp_path / "runs", stack=docker_stack)
+    r = out.run
+    assert r.error is None and out.not_converged == [], r.error
+    assert r.exit_code == exitcodes.OK and r.verdict == "reproduced", (r.verdict, r.counts)
+    assert r.fault_windows == 3 and not r.fault_errors
+    # Three containers (the first start, a new one after each crash), their output in
+    # the run folder's log, as a command's would be.
+    log = r.run_dir.log("mirror.log").read_text()
+    assert log.count("--- driftlab: starting in a container") == 3, log[-2000:]
+    assert log.count("mirror ready") == 3, log[-2000:]
+    # Teardown removed the consumer's container; the stack's own keep running.
+    names = {c.name for c in stack_containers(engine, docker_stack.stack_id)}
+    assert not [n for n in names if n.endswith("-mirror")], names
+    assert {f"driftlab-{docker_stack.stack_id}-{s}" for s in ("postgres", "redis")} <= names
+
+
+def test_a_leftover_consumer_container_goes_with_its_stack(
+    engine: Any, mirror_image: str, tmp_path: Path
+) -> None:
+    """An image process's container carries its stack's label: the stack's down
+    removes it even when its run never stopped it (a harness killed mid-run)."""
+    from harness.services.command import Readiness
+    from harness.services.image_process import ImageProcess, ImageRuntime
+
+    root = Path(tempfile.mkdtemp(prefix="dl-", dir="/tmp"))
+    stack = DockerStack(root / "stack", owned=True, client=engine)
+    try:
+        runtime = ImageRuntime(engine, stack.stack_id, stack.root, mirror_image, "t1")
+        # mirror.sh without its environment stops at once, naming what is missing.
+        proc = ImageProcess(
+            "mirror",
+            [],
+            tmp_path / "mirror.log",
+            env={},
+            ready=Readiness(log="mirror ready"),
+            runtime=runtime,
+        )
+        proc.start()
+        with pytest.raises(ServiceError, match="exited"):
+            proc.wait_healthy(30)
+        for follower in threading.enumerate():
+            if follower.name == "log-mirror":
+                follower.join(10)  # the container's output, copied to the end
+        assert "PGDSN" in proc.logged()
+        assert len(stack_containers(engine, stack.stack_id)) == 1
+        stack.down()
+        assert stack_containers(engine, stack.stack_id) == []
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
