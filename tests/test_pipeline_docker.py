@@ -158,6 +158,18 @@ def test_a_consumer_image_runs_as_a_container_crashed_paused_and_restarted(
     assert {f"driftlab-{docker_stack.stack_id}-{s}" for s in ("postgres", "redis")} <= names
 
 
+def test_an_image_the_engine_lacks_is_bad_input_never_pulled(
+    docker_stack: DockerStack, tmp_path: Path
+) -> None:
+    text = (EXAMPLE / "pipeline.toml").read_text()
+    path = tmp_path / "pipeline.toml"
+    path.write_text(text.replace('command = ["bash", "mirror.sh"]', 'image = "dl-absent/x:0"'))
+    out = run_pipeline(load(path), seed=1, runs_dir=tmp_path / "runs", stack=docker_stack)
+    assert out.run.exit_code == exitcodes.BAD_INPUT, out.run.error
+    assert "dl-absent/x:0 is not on this machine's Docker engine" in (out.run.error or "")
+    assert "docker build -t dl-absent/x:0" in (out.run.error or "")
+
+
 def test_a_leftover_consumer_container_goes_with_its_stack(
     engine: Any, mirror_image: str, tmp_path: Path
 ) -> None:

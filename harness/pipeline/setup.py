@@ -42,7 +42,7 @@ from harness.pipeline.spec import Pipeline, PipelineError, ProcessSpec, SqlSourc
 from harness.services.command import CommandProcess, Readiness
 from harness.services.connect_rest import ConnectRest
 from harness.services.docker_backend import DockerStack
-from harness.services.image_process import ImageProcess, ImageRuntime, check_image
+from harness.services.image_process import ImageProcess, ImageRuntime, has_image
 from harness.services.kinds import TOXIPROXY
 from harness.services.ports import free_port
 from harness.setups.base import Client, Setup, SetupContext
@@ -153,12 +153,7 @@ class PipelineSetup(Setup):
     def prepare(self, ctx: SetupContext) -> None:
         """The run's schema and source, its readers and (not started) processes."""
         p = self.pipeline
-        # Before anything is made: a setup that fails here has nothing to undo.
-        on_docker = isinstance(ctx.stack, DockerStack)
-        refuse_images(p, "docker" if on_docker else "local")
-        for spec in p.processes:
-            if spec.image is not None and isinstance(ctx.stack, DockerStack):
-                check_image(ctx.stack.client, spec.image)
+        check_images(p, ctx.stack)  # first: a setup that fails here has nothing to undo
         self.ctx = ctx
         ns = ctx.namespace
         reach = links.Reach(ctx.stack, p.external)
@@ -359,6 +354,22 @@ def image_refusal(spec: ProcessSpec) -> PipelineError:
         f"processes.{spec.name}: runs the image {spec.image}, which needs the docker "
         "backend; add --backend docker (or run it as a command on this machine)"
     )
+
+
+def check_images(pipeline: Pipeline, stack: object) -> None:
+    """PipelineError (bad input) for an `image` process `stack` cannot run: not a
+    docker stack, or an image its engine does not have."""
+    for spec in pipeline.processes:
+        if spec.image is None:
+            continue
+        if not isinstance(stack, DockerStack):
+            raise image_refusal(spec)
+        if not has_image(stack.client, spec.image):
+            raise PipelineError(
+                f"processes.{spec.name}: the image {spec.image} is not on this machine's "
+                f"Docker engine (driftlab pulls none); build or load it first: "
+                f"docker build -t {spec.image} ..."
+            )
 
 
 def refuse_images(pipeline: Pipeline, backend: str) -> None:

@@ -40,18 +40,16 @@ from harness.services.process import SupervisedProcess
 LABEL_PROCESS = "driftlab.process"  # the pipeline process a container runs
 
 
-def check_image(client: Any, image: str) -> None:
-    """ServiceError with the fix when the engine does not have `image`: no registry is
-    asked (a pull could wait long, or reach outside this machine)."""
+def has_image(client: Any, image: str) -> bool:
+    """Whether the engine has `image` already: no registry is asked (a pull could wait
+    long, or reach outside this machine)."""
     from docker.errors import ImageNotFound
 
     try:
         client.images.get(image)
     except ImageNotFound:
-        raise ServiceError(
-            f"the image {image} is not on this machine's Docker engine: build or load it "
-            f"first (docker build -t {image} ..., or docker load)"
-        ) from None
+        return False
+    return True
 
 
 def _follow(container: Any, log_path: Path) -> None:
