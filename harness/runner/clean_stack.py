@@ -19,7 +19,6 @@ replication slot, and the next run gave a false verdict. Before its workload, a 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -35,6 +34,7 @@ from psycopg import sql
 from harness.exitcodes import LabFailure
 from harness.services.base import ServiceError
 from harness.services.process import read_start_time
+from harness.services.stack_lock import open_lock
 from harness.services.stack_protocol import ServiceStack
 from harness.setups.base import NAMESPACE_PREFIX
 
@@ -99,13 +99,10 @@ def run_lease(stack: ServiceStack, namespace: str) -> Iterator[None]:
     """Mark `namespace` as the live run on `stack` for the block; LabFailure at once
     when another run holds the stack (its lock, taken atomically)."""
     folder = _lease_dir(stack)
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fd, taken = open_lock(folder / RUN_LOCK)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise _in_use(stack, live_namespaces(stack)) from None
+        if not taken:
+            raise _in_use(stack, live_namespaces(stack))
         path = folder / f"{namespace}.json"
         pid = os.getpid()
         path.write_text(json.dumps({"pid": pid, "start_time": read_start_time(pid)}) + "\n")
