@@ -3,10 +3,16 @@ others (a process that repeats one shell line, the workload and convergence sect
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
+
+from harness import exitcodes
 from harness.app.pipeline import PipelineResult, run_pipeline
 from harness.pipeline.spec import load
+from harness.rundir import RunDir
 from harness.services.stack import Stack
 
 
@@ -57,3 +63,29 @@ def run_text(
     return run_pipeline(
         load(path), seed=seed, runs_dir=tmp_path / "runs", stack=stack, analyze=analyze
     )
+
+
+def history(run_dir: RunDir) -> list[dict[str, Any]]:
+    """Every event of the run's history, as JSON objects."""
+    return [json.loads(line) for f in run_dir.history.glob("*.jsonl") for line in f.open()]
+
+
+def final_states(events: list[dict[str, Any]], store: str) -> dict[str, Any]:
+    """The final value of every key in `store`, by the history's state events."""
+    return {e["key"]: e["value"] for e in events if e["type"] == "state" and e["store"] == store}
+
+
+def assert_passed(out: PipelineResult) -> None:
+    """The run finished without error, reproduced what it expected and converged."""
+    r = out.run
+    assert r.error is None and r.exit_code == exitcodes.OK, (r.error, r.counts)
+    assert r.verdict == "reproduced" and not out.not_converged
+
+
+def caught(out: PipelineResult, *kinds: str) -> list[dict[str, Any]]:
+    """The anomaly rows (of `kinds`, or all) of a run whose verdict found an unexpected
+    anomaly; the test fails when it found none."""
+    r = out.run
+    assert r.exit_code == exitcodes.VERDICT and r.verdict == "unexpected anomaly", r.counts
+    rows = pq.read_table(r.run_dir.anomalies).to_pylist()
+    return [row for row in rows if not kinds or row["kind"] in kinds]

@@ -14,21 +14,17 @@ from pathlib import Path
 import psycopg
 import pyarrow.parquet as pq
 import pytest
+from pipeline_support import final_states, history
 
 from harness import exitcodes
 from harness.app.pipeline import run_pipeline
 from harness.pipeline.observer import OBSERVER
 from harness.pipeline.spec import load
-from harness.rundir import RunDir
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pg_to_pg_jdbc"
-
-
-def history(run_dir: RunDir) -> list[dict[str, object]]:
-    return [json.loads(line) for f in run_dir.history.glob("*.jsonl") for line in f.open()]
 
 
 def test_the_connectors_copy_the_table_through_a_connect_crash(
@@ -48,12 +44,8 @@ def test_the_connectors_copy_the_table_through_a_connect_crash(
     }
     seen = [e for e in events if e["type"] == "op" and e.get("process") == OBSERVER]
     assert seen and all(e["store"] == "mirror" for e in seen)
-    finals = {
-        e["key"]: e["value"] for e in events if e["type"] == "state" and e["store"] == "mirror"
-    }
-    source = {
-        e["key"]: e["value"] for e in events if e["type"] == "state" and e["store"] == "source"
-    }
+    finals = final_states(events, "mirror")
+    source = final_states(events, "source")
     assert finals == source and len(source) > 20
     # The run cleaned up after itself: no connector, slot or publication of its own left.
     connect = stack["connect"]
