@@ -75,11 +75,14 @@ def final_states(events: list[dict[str, Any]], store: str) -> dict[str, Any]:
     return {e["key"]: e["value"] for e in events if e["type"] == "state" and e["store"] == store}
 
 
-def assert_passed(out: PipelineResult) -> None:
-    """The run finished without error, reproduced what it expected and converged."""
+def assert_passed(out: PipelineResult, fault_windows: int | None = None) -> None:
+    """The run finished without error, reproduced what it expected and converged (with
+    `fault_windows` faults, all applied without error, when given)."""
     r = out.run
     assert r.error is None and r.exit_code == exitcodes.OK, (r.error, r.counts)
-    assert r.verdict == "reproduced" and not out.not_converged
+    assert r.verdict == "reproduced" and not out.not_converged, (r.verdict, out.not_converged)
+    if fault_windows is not None:
+        assert r.fault_windows == fault_windows and not r.fault_errors, r.fault_errors
 
 
 def caught(out: PipelineResult, *kinds: str) -> list[dict[str, Any]]:
