@@ -85,6 +85,12 @@ def assert_passed(out: PipelineResult, fault_windows: int | None = None) -> None
         assert r.fault_windows == fault_windows and not r.fault_errors, r.fault_errors
 
 
+def passed_analysis(out: PipelineResult) -> dict[str, Any]:
+    """The analysis (analysis.json) of a run that passed (asserted as assert_passed does)."""
+    assert_passed(out)
+    return json.loads(out.run.run_dir.analysis.read_text())
+
+
 def caught(out: PipelineResult, *kinds: str) -> list[dict[str, Any]]:
     """The anomaly rows (of `kinds`, or all) of a run whose verdict found an unexpected
     anomaly; the test fails when it found none."""

@@ -5,13 +5,11 @@ its versions judged (stale-overwrite); the planted bugs are caught through the G
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from pipeline_support import caught, run_text
+from pipeline_support import caught, passed_analysis, run_text
 
-from harness import exitcodes
 from harness.app.pipeline import PipelineResult
 from harness.services.stack import Stack
 
@@ -44,9 +42,7 @@ def test_a_cache_read_through_the_apps_get_passes(
 ) -> None:
     absent = '["missing", "stale", "phantom", "extra", "stale-overwrite"]'
     out = run(tmp_path, stack, "pipeline.toml", f"absent = {absent}")
-    r = out.run
-    assert r.error is None and r.exit_code == exitcodes.OK, (r.error, r.counts)
-    analysis = json.loads(r.run_dir.analysis.read_text())
+    analysis = passed_analysis(out)
     assert analysis["coverage"]["stale-overwrite"] > 0  # the GET's versions were seen
     assert analysis["lag"]["cache"]["count"] > 0
 

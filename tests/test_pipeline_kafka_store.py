@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pipeline_support import PIPELINES, assert_passed, caught, history, run_text, settings
+from pipeline_support import PIPELINES, caught, history, passed_analysis, run_text, settings
 
 from harness.app.pipeline import PipelineResult
 from harness.services.stack import Stack
@@ -87,9 +87,7 @@ def test_a_topic_read_as_mirror_and_log_with_lag_per_store(
 ) -> None:
     absent = '["missing", "stale", "phantom", "extra", "lost-write", "stale-overwrite"]'
     out = run(tmp_path, stack, "", f"absent = {absent}")
-    r = out.run
-    assert_passed(out)
-    analysis = json.loads(r.run_dir.analysis.read_text())
+    analysis = passed_analysis(out)
     # Every write reached both stores; their lag comes from driftlab's sightings.
     lag = analysis["lag"]
     assert set(lag) == {"mirror", "log"}, lag
@@ -102,7 +100,7 @@ def test_a_topic_read_as_mirror_and_log_with_lag_per_store(
     # The mirror's versions were seen: stale-overwrite had chances to be found.
     assert analysis["coverage"]["stale-overwrite"] > 0, analysis["coverage"]
     # The observer's reads are driftlab's, not the workload's: no client op is a read.
-    series = json.loads(r.run_dir.series.read_text())
+    series = json.loads(out.run.run_dir.series.read_text())
     assert {row["f"] for row in series["ops"]} == {"write"}, series["ops"][:3]
 
 
