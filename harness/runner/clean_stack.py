@@ -22,7 +22,6 @@ import contextlib
 import json
 import logging
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from psycopg import sql
 
 from harness.exitcodes import LabFailure
 from harness.services.base import ServiceError
+from harness.services.postgres import drop_replication_slots
 from harness.services.process import read_start_time
 from harness.services.stack_lock import open_lock
 from harness.services.stack_protocol import ServiceStack
@@ -184,19 +184,8 @@ def clean(stack: ServiceStack, own: str | None = None) -> Leftovers:
 
 
 def _drop_slot(conn: psycopg.Connection[Any], slot: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            conn.execute(
-                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                "WHERE slot_name = %s",
-                (slot,),
-            )
-            return
-        except psycopg.errors.ObjectInUse:
-            if time.monotonic() >= deadline:
-                raise ServiceError(
-                    f"replication slot {slot} of a dead run is still in use after "
-                    f"{timeout:.0f} s; restart the stack (`driftlab down`, `driftlab up`)"
-                ) from None
-            time.sleep(0.3)
+    if not drop_replication_slots(conn, slot, timeout=timeout):
+        raise ServiceError(
+            f"replication slot {slot} of a dead run is still in use after "
+            f"{timeout:.0f} s; restart the stack (`driftlab down`, `driftlab up`)"
+        )
