@@ -3,10 +3,16 @@ others (a process that repeats one shell line, the workload and convergence sect
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
+
+from harness import exitcodes
 from harness.app.pipeline import PipelineResult, run_pipeline
 from harness.pipeline.spec import load
+from harness.rundir import RunDir
 from harness.services.stack import Stack
 
 
@@ -57,3 +63,38 @@ def run_text(
     return run_pipeline(
         load(path), seed=seed, runs_dir=tmp_path / "runs", stack=stack, analyze=analyze
     )
+
+
+def history(run_dir: RunDir) -> list[dict[str, Any]]:
+    """Every event of the run's history, as JSON objects."""
+    return [json.loads(line) for f in run_dir.history.glob("*.jsonl") for line in f.open()]
+
+
+def final_states(events: list[dict[str, Any]], store: str) -> dict[str, Any]:
+    """The final value of every key in `store`, by the history's state events."""
+    return {e["key"]: e["value"] for e in events if e["type"] == "state" and e["store"] == store}
+
+
+def assert_passed(out: PipelineResult, fault_windows: int | None = None) -> None:
+    """The run finished without error, reproduced what it expected and converged (with
+    `fault_windows` faults, all applied without error, when given)."""
+    r = out.run
+    assert r.error is None and r.exit_code == exitcodes.OK, (r.error, r.counts)
+    assert r.verdict == "reproduced" and not out.not_converged, (r.verdict, out.not_converged)
+    if fault_windows is not None:
+        assert r.fault_windows == fault_windows and not r.fault_errors, r.fault_errors
+
+
+def passed_analysis(out: PipelineResult) -> dict[str, Any]:
+    """The analysis (analysis.json) of a run that passed (asserted as assert_passed does)."""
+    assert_passed(out)
+    return json.loads(out.run.run_dir.analysis.read_text())
+
+
+def caught(out: PipelineResult, *kinds: str) -> list[dict[str, Any]]:
+    """The anomaly rows (of `kinds`, or all) of a run whose verdict found an unexpected
+    anomaly; the test fails when it found none."""
+    r = out.run
+    assert r.exit_code == exitcodes.VERDICT and r.verdict == "unexpected anomaly", r.counts
+    rows = pq.read_table(r.run_dir.anomalies).to_pylist()
+    return [row for row in rows if not kinds or row["kind"] in kinds]

@@ -64,10 +64,13 @@ def served() -> Iterator[tuple[Path, Stack]]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def _driftlab(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`driftlab *args` in `home`, its output captured as text."""
+    return subprocess.run([DRIFTLAB, *args], cwd=home, capture_output=True, text=True, timeout=600)
+
+
 def _up(home: Path, services: str) -> None:
-    up = subprocess.run(
-        [DRIFTLAB, "up", "--only", services], cwd=home, capture_output=True, text=True, timeout=600
-    )
+    up = _driftlab(home, "up", "--only", services)
     assert up.returncode == 0, up.stdout + up.stderr
 
 
@@ -113,13 +116,7 @@ def test_driftlab_run_judges_on_the_warm_server_as_this_process_would(
     _up(home, "postgres,redis")
     # A consumer that never writes: the store misses every key (and never converges).
     (home / "idle.toml").write_text(pipeline_text("idle"))
-    done = subprocess.run(
-        [DRIFTLAB, "run", "idle.toml", "--runs-dir", "runs"],
-        cwd=home,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = _driftlab(home, "run", "idle.toml", "--runs-dir", "runs")
     said = done.stdout + done.stderr
     assert done.returncode == 1 and "not converged" in said, said
     assert "analysed in this process" not in said
@@ -209,21 +206,13 @@ def test_driftlab_analyze_uses_the_warm_server_of_the_stack_here(
     home, _ = served
     run = home / "run"
     generate_history(run, events=3_000, seed=7, plant=PLANT)
-    done = subprocess.run(
-        [DRIFTLAB, "analyze", "run"], cwd=home, capture_output=True, text=True, timeout=600
-    )
+    done = _driftlab(home, "analyze", "run")
     said = done.stdout + done.stderr
     assert done.returncode == 0, said  # no expectations: anomalies found are no verdict
     assert "on the warm Spark of `driftlab up`" in said
     assert (run / "analysis.json").exists()
     # Another master asked for: analysed in process, not by the server.
-    cold = subprocess.run(
-        [DRIFTLAB, "analyze", "run", "--spark-master", "local[1]"],
-        cwd=home,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    cold = _driftlab(home, "analyze", "run", "--spark-master", "local[1]")
     assert "warm Spark" not in cold.stdout + cold.stderr
 
 

@@ -9,11 +9,9 @@ through the installed `driftlab` console script, as a user would.
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +21,7 @@ import psycopg
 import pytest
 import redis
 from cli_support import DRIFTLAB, assert_reproduced, driftlab
+from docker_support import docker_engine, docker_stack_in, short_folder
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 from service_checks import check_committed_rows_survive_a_kill
@@ -36,7 +35,6 @@ from harness.services.containers import (
     LABEL_STACK,
     docker_client,
     docker_host,
-    missing_images,
     stack_containers,
     stack_id,
 )
@@ -54,35 +52,21 @@ pytestmark = [pytest.mark.services]
 @pytest.fixture(scope="module")
 def engine() -> Any:
     """The Docker engine with driftlab's images: a failure naming the fix otherwise."""
-    try:
-        client = docker_client()
-    except ServiceError as exc:
-        pytest.fail(f"the docker backend's tests need a Docker engine: {exc}")
-    missing = missing_images(client, IMAGES)
-    if missing:
-        pytest.fail(f"images {', '.join(missing)} are missing: run bash scripts/docker-images")
-    return client
+    return docker_engine(IMAGES)
 
 
 @pytest.fixture
 def short_dir() -> Iterator[Path]:
     """A folder of a short path (PostgreSQL's socket path is bounded) that its
     unprivileged account can enter."""
-    path = Path(tempfile.mkdtemp(prefix="dl-", dir="/tmp"))
-    path.chmod(0o755)
-    try:
+    with short_folder() as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
 def stack(engine: Any, short_dir: Path) -> Iterator[DockerStack]:
-    docker_stack = DockerStack(short_dir / "stack", owned=True, client=engine)
-    try:
+    with docker_stack_in(engine, short_dir) as docker_stack:
         yield docker_stack
-    finally:
-        docker_stack.down()
 
 
 def _wait(predicate: Any, timeout: float, what: str) -> Any:

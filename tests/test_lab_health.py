@@ -120,6 +120,28 @@ def _lab_failed(
     return said, run_dir
 
 
+def started_watchdog(
+    stack: Stack, service: str, held: set[str], *, answer_every: float, answer_grace: float
+) -> tuple[Watchdog, threading.Event]:
+    """A started watchdog of `service` that excuses what `held` holds down (a scheduled
+    fault), and the event it sets when it stops the run."""
+    stopped = threading.Event()
+    dog = Watchdog(
+        stack, [service], held.__contains__, stopped.set,
+        interval=0.1, answer_every=answer_every, answer_grace=answer_grace,
+    )  # fmt: skip
+    dog.start()
+    return dog, stopped
+
+
+def await_breakdown(dog: Watchdog, seconds: float, unnoticed: str) -> None:
+    """Wait until `dog` names a breakdown; the test fails with `unnoticed` after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not dog.breakdowns:
+        assert time.monotonic() < deadline, unnoticed
+        time.sleep(0.1)
+
+
 def test_toxiproxy_killed_mid_run_is_the_lab_failing_and_up_restores_its_proxies(
     lab: Path, tmp_path: Path
 ) -> None:
@@ -219,12 +241,7 @@ def test_a_task_that_fails_after_a_scheduled_connect_restart_is_the_lab_failing(
     )  # fmt: skip
     connect.put_connector(connector)
     held = {"connect"}  # what the scheduled fault holds down
-    stopped = threading.Event()
-    dog = Watchdog(
-        stack, ["connect"], held.__contains__, stopped.set,
-        interval=0.1, answer_every=0.5, answer_grace=30.0,
-    )  # fmt: skip
-    dog.start()
+    dog, stopped = started_watchdog(stack, "connect", held, answer_every=0.5, answer_grace=30.0)
     dog.workload_started()
     try:
         connect.kill()  # the scheduled crash, and its heal
@@ -233,10 +250,7 @@ def test_a_task_that_fails_after_a_scheduled_connect_restart_is_the_lab_failing(
         held.clear()
         with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
             conn.execute("INSERT INTO lab_restart_items VALUES (1)")
-        deadline = time.monotonic() + 60
-        while not dog.breakdowns:
-            assert time.monotonic() < deadline, "a FAILED task went unnoticed"
-            time.sleep(0.1)
+        await_breakdown(dog, 60, "a FAILED task went unnoticed")
     finally:
         dog.stop()
         connect.delete_connector(connector.name)
@@ -334,12 +348,7 @@ def test_the_watchdog_excuses_a_scheduled_fault_and_names_a_silent_service(stack
     stack.up("redis")
     redis = stack["redis"]
     held: set[str] = set()  # what a scheduled fault holds down
-    stopped = threading.Event()
-    dog = Watchdog(
-        stack, ["redis"], held.__contains__, stopped.set,
-        interval=0.1, answer_every=0.2, answer_grace=2.0,
-    )  # fmt: skip
-    dog.start()
+    dog, stopped = started_watchdog(stack, "redis", held, answer_every=0.2, answer_grace=2.0)
     try:
         held.add("redis")
         redis.pause()  # a scheduled pause: silent, and no failure of the lab
@@ -350,10 +359,7 @@ def test_the_watchdog_excuses_a_scheduled_fault_and_names_a_silent_service(stack
         held.clear()
         dog.workload_started()
         redis.pause()  # frozen by nobody's schedule: the lab failed
-        deadline = time.monotonic() + 20
-        while not dog.breakdowns:
-            assert time.monotonic() < deadline, "a silent redis went unnoticed"
-            time.sleep(0.1)
+        await_breakdown(dog, 20, "a silent redis went unnoticed")
     finally:
         redis.resume()
         dog.stop()

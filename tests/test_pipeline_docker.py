@@ -21,14 +21,13 @@ from typing import Any
 
 import pytest
 from cli_support import driftlab
+from docker_support import docker_engine, docker_stack_in, short_folder
 
 from harness import exitcodes
 from harness.app.pipeline import run_pipeline
 from harness.pipeline.spec import load
 from harness.services.base import ServiceError
 from harness.services.containers import (
-    docker_client,
-    missing_images,
     stack_containers,
     stack_id,
 )
@@ -42,27 +41,14 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pg_to_redis"
 @pytest.fixture(scope="module")
 def engine() -> Any:
     """The Docker engine with the images a pipeline of PostgreSQL and Redis needs."""
-    try:
-        client = docker_client()
-    except ServiceError as exc:
-        pytest.fail(f"the docker backend's tests need a Docker engine: {exc}")
-    missing = missing_images(client, ["postgres", "redis", "toxiproxy"])
-    if missing:
-        pytest.fail(f"images {', '.join(missing)} are missing: run bash scripts/docker-images")
-    return client
+    return docker_engine(["postgres", "redis", "toxiproxy"])
 
 
 @pytest.fixture(scope="module")
 def docker_stack(engine: Any) -> Iterator[DockerStack]:
     """A docker stack in a short folder its services' account can enter."""
-    root = Path(tempfile.mkdtemp(prefix="dl-", dir="/tmp"))
-    root.chmod(0o755)
-    stack = DockerStack(root / "stack", owned=True, client=engine)
-    try:
+    with short_folder() as root, docker_stack_in(engine, root) as stack:
         yield stack
-    finally:
-        stack.down()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_the_mirror_passes_with_its_services_in_containers(

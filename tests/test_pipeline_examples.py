@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from pipeline_support import assert_passed, final_states, history
 
 from harness import exitcodes
 from harness.app.outcome import Outcome
 from harness.app.pipeline import run_pipeline
 from harness.pipeline.observer import NOT_CONVERGED, OBSERVER
 from harness.pipeline.spec import load
-from harness.rundir import RunDir
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
@@ -27,17 +27,10 @@ pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pg_to_redis"
 
 
-def history(run_dir: RunDir) -> list[dict[str, object]]:
-    return [json.loads(line) for f in run_dir.history.glob("*.jsonl") for line in f.open()]
-
-
 def test_the_correct_mirror_passes(stack: Stack, spark: object, tmp_path: Path) -> None:
     out = run_pipeline(load(EXAMPLE / "pipeline.toml"), seed=3, runs_dir=tmp_path, stack=stack)
     r = out.run
-    assert r.error is None, r.error
-    assert out.not_converged == []
-    assert r.exit_code == exitcodes.OK and r.verdict == "reproduced", (r.verdict, r.counts)
-    assert r.fault_windows == 3 and not r.fault_errors
+    assert_passed(out, fault_windows=3)
     events = history(r.run_dir)
     crashes = [e for e in events if e["type"] == "fault" and e.get("kind") == "crash"]
     assert {e["phase"] for e in crashes} == {"start", "stop"}
@@ -48,12 +41,8 @@ def test_the_correct_mirror_passes(stack: Stack, spark: object, tmp_path: Path) 
         if e["type"] == "op" and e.get("process") == OBSERVER and e["phase"] == "ok"
     ]
     assert seen and all(e["store"] == "cache" for e in seen)
-    finals = {
-        e["key"]: e["value"] for e in events if e["type"] == "state" and e["store"] == "cache"
-    }
-    source = {
-        e["key"]: e["value"] for e in events if e["type"] == "state" and e["store"] == "source"
-    }
+    finals = final_states(events, "cache")
+    source = final_states(events, "source")
     assert finals == source and len(source) > 20
     # The consumer was restarted by the faults: three instances wrote the log.
     assert r.run_dir.log("mirror.log").read_text().count("mirror ready") == 3

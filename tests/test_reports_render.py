@@ -415,30 +415,25 @@ def test_an_inconclusive_run_says_why_once_and_keeps_any_other_error(tmp_path: P
 
 def test_a_run_with_no_anomaly_says_so_where_its_examples_would_be(tmp_path: Path) -> None:
     history = {"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS}
-    clean = _run_folder(
-        tmp_path,
-        "pipeline",
-        "20260101T000000Z",
-        None,
-        verdict="reproduced",
-        counts={"missing": 0, "stale": 0},
-        expectations={"missing": "absent"},
-        history=history,
-    )
+
+    def pipeline_run(stamp: str, verdict: str, counts: dict[str, int]) -> Path:
+        return _run_folder(
+            tmp_path,
+            "pipeline",
+            stamp,
+            None,
+            verdict=verdict,
+            counts=counts,
+            expectations={"missing": "absent"},
+            history=history,
+        )
+
+    clean = pipeline_run("20260101T000000Z", "reproduced", {"missing": 0, "stale": 0})
     page = render_run_report(clean).read_text()
     examples = page[page.index('<section id="examples">') : page.index('<section id="files">')]
     assert "No anomaly found: no example to show." in examples
     assert 'id="filter"' not in examples
-    found = _run_folder(
-        tmp_path,
-        "pipeline",
-        "20260102T000000Z",
-        None,
-        verdict="unexpected anomaly",
-        counts={"missing": 3},
-        expectations={"missing": "absent"},
-        history=history,
-    )
+    found = pipeline_run("20260102T000000Z", "unexpected anomaly", {"missing": 3})
     page = render_run_report(found).read_text()
     assert "No anomaly found" not in page and 'id="filter"' in page
 

@@ -151,6 +151,17 @@ class RedisReader:
         self._r.close()
 
 
+def _stream_reader(
+    spec: StoreSpec, reach: Reach, values: dict[str, object]
+) -> KafkaReader | HttpReader | None:
+    """The Kafka or HTTP reader of `spec`, or None when it is read another way."""
+    if spec.kafka_topic is not None:
+        return KafkaReader(reach.kafka_config(), fill(spec.kafka_topic, values), spec.fields)
+    if spec.http_url is not None:
+        return HttpReader(fill(spec.http_url, values), spec.fields)
+    return None
+
+
 def store_reader(
     spec: StoreSpec,
     pg_conninfo: str,
@@ -161,10 +172,9 @@ def store_reader(
     `values` fill its templates)."""
     if spec.redis_pattern is not None:
         return RedisReader(reach.endpoint("redis"), spec, values)
-    if spec.kafka_topic is not None:
-        return KafkaReader(reach.kafka_config(), fill(spec.kafka_topic, values), spec.fields)
-    if spec.http_url is not None:
-        return HttpReader(fill(spec.http_url, values), spec.fields)
+    stream = _stream_reader(spec, reach, values)
+    if stream is not None:
+        return stream
     assert spec.sql_query is not None
     return SqlReader(pg_conninfo, fill(spec.sql_query, values))
 
@@ -176,9 +186,8 @@ def log_reader(
     values: dict[str, object],
 ) -> Arrivals:
     """The reader of log store `spec`: one row, record or item per arrival."""
-    if spec.kafka_topic is not None:
-        return KafkaReader(reach.kafka_config(), fill(spec.kafka_topic, values), spec.fields)
-    if spec.http_url is not None:
-        return HttpReader(fill(spec.http_url, values), spec.fields)
+    stream = _stream_reader(spec, reach, values)
+    if stream is not None:
+        return stream
     assert spec.sql_query is not None
     return LogReader(pg_conninfo, fill(spec.sql_query, values))

@@ -23,7 +23,6 @@ import threading
 import time
 from typing import Any, ClassVar
 
-import psycopg
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
@@ -45,6 +44,7 @@ from harness.services.docker_backend import DockerStack
 from harness.services.image_process import ImageProcess, ImageRuntime, has_image
 from harness.services.kinds import TOXIPROXY
 from harness.services.ports import free_port
+from harness.services.postgres import drop_replication_slots
 from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import APP, direct_pg_connect, pg_conninfo
 from harness.setups.stores import UPSERT, AppConnection, Outcome, State, create_source_table
@@ -323,22 +323,10 @@ class PipelineSetup(Setup):
         PostgreSQL for good: drop it once nothing uses it (a deleted connector's task
         lets go of its slot a moment later), and the publications named so."""
         like = f"%{namespace}%"
-        deadline = time.monotonic() + timeout
         try:
             with direct_pg_connect(self.pg_direct) as conn:
-                while True:
-                    try:
-                        conn.execute(
-                            "SELECT pg_drop_replication_slot(slot_name) "
-                            "FROM pg_replication_slots WHERE slot_name LIKE %s",
-                            (like,),
-                        )
-                        break
-                    except psycopg.errors.ObjectInUse:
-                        if time.monotonic() >= deadline:
-                            log.warning("a replication slot of %s is still in use", namespace)
-                            break
-                        time.sleep(0.3)
+                if not drop_replication_slots(conn, like, like=True, timeout=timeout):
+                    log.warning("a replication slot of %s is still in use", namespace)
                 pubs = conn.execute(
                     "SELECT pubname FROM pg_publication WHERE pubname LIKE %s", (like,)
                 ).fetchall()

@@ -19,11 +19,9 @@ replication slot, and the next run gave a false verdict. Before its workload, a 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +32,9 @@ from psycopg import sql
 
 from harness.exitcodes import LabFailure
 from harness.services.base import ServiceError
+from harness.services.postgres import drop_replication_slots
 from harness.services.process import read_start_time
+from harness.services.stack_lock import open_lock
 from harness.services.stack_protocol import ServiceStack
 from harness.setups.base import NAMESPACE_PREFIX
 
@@ -99,13 +99,10 @@ def run_lease(stack: ServiceStack, namespace: str) -> Iterator[None]:
     """Mark `namespace` as the live run on `stack` for the block; LabFailure at once
     when another run holds the stack (its lock, taken atomically)."""
     folder = _lease_dir(stack)
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / RUN_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fd, taken = open_lock(folder / RUN_LOCK)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise _in_use(stack, live_namespaces(stack)) from None
+        if not taken:
+            raise _in_use(stack, live_namespaces(stack))
         path = folder / f"{namespace}.json"
         pid = os.getpid()
         path.write_text(json.dumps({"pid": pid, "start_time": read_start_time(pid)}) + "\n")
@@ -187,19 +184,8 @@ def clean(stack: ServiceStack, own: str | None = None) -> Leftovers:
 
 
 def _drop_slot(conn: psycopg.Connection[Any], slot: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            conn.execute(
-                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                "WHERE slot_name = %s",
-                (slot,),
-            )
-            return
-        except psycopg.errors.ObjectInUse:
-            if time.monotonic() >= deadline:
-                raise ServiceError(
-                    f"replication slot {slot} of a dead run is still in use after "
-                    f"{timeout:.0f} s; restart the stack (`driftlab down`, `driftlab up`)"
-                ) from None
-            time.sleep(0.3)
+    if not drop_replication_slots(conn, slot, timeout=timeout):
+        raise ServiceError(
+            f"replication slot {slot} of a dead run is still in use after "
+            f"{timeout:.0f} s; restart the stack (`driftlab down`, `driftlab up`)"
+        )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -256,23 +257,9 @@ class ConnectService(ProcessService):
 
     def rest(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         """One REST call; returns the decoded JSON (None for an empty answer)."""
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(
-            self.rest_url + path,
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        return rest_call(
+            self.rest_url, method, path, body, self.name, context=self.tls.client_context()
         )
-        try:
-            context = self.tls.client_context()
-            with urllib.request.urlopen(request, timeout=10, context=context) as answer:
-                raw = answer.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace")
-            raise RestError(
-                f"{self.name}: {method} {path} answered {exc.code}: {detail}", exc.code
-            ) from exc
-        return json.loads(raw) if raw else None
 
     def registered(self) -> list[str]:
         """The connectors this worker starts with (its .properties files)."""
@@ -308,13 +295,7 @@ class ConnectService(ProcessService):
         return self.rest("GET", f"/connectors/{name}/status")
 
     def _running(self, name: str) -> bool:
-        status = self.status(name)
-        states = [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
-        for task in status["tasks"]:
-            if task["state"] == "FAILED":
-                trace = task.get("trace") or "(no trace)"
-                raise ConnectorFailed(f"{self.name}: {task_failed(name, task)}\n{trace}")
-        return bool(status["tasks"]) and all(s == "RUNNING" for s in states)
+        return connector_running(self.status(name), self.name, name)
 
     def broken(self) -> str | None:
         """The first registered connector whose task (or itself) is FAILED, with its
@@ -353,6 +334,48 @@ class ConnectService(ProcessService):
             f"connector {name} not RUNNING after {timeout:.0f}s"
             + (f"; last error: {last}" if last else "")
         )
+
+
+def rest_call(
+    url: str,
+    method: str,
+    path: str,
+    body: Mapping[str, Any] | None,
+    who: str,
+    headers: Mapping[str, str] | None = None,
+    context: ssl.SSLContext | None = None,
+) -> Any:
+    """One JSON call to the Connect REST API at `url`: the decoded answer (None when
+    empty); an HTTP error status raises RestError naming `who`."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        url + path,
+        data=data,
+        method=method,
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            **(headers or {}),
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as answer:
+            raw = answer.read()
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")
+        raise RestError(f"{who}: {method} {path} answered {exc.code}: {detail}", exc.code) from exc
+    return json.loads(raw) if raw else None
+
+
+def connector_running(status: Mapping[str, Any], worker: str, name: str) -> bool:
+    """Whether connector `name` and all its tasks are RUNNING by its status document; a
+    task that FAILED raises ConnectorFailed (named for `worker`) with its trace."""
+    states = [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
+    for task in status["tasks"]:
+        if task["state"] == "FAILED":
+            trace = task.get("trace") or "(no trace)"
+            raise ConnectorFailed(f"{worker}: {task_failed(name, task)}\n{trace}")
+    return bool(status["tasks"]) and all(s == "RUNNING" for s in states)
 
 
 def task_failed(connector: str, state: Mapping[str, Any]) -> str:

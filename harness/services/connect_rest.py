@@ -12,16 +12,13 @@ until each runs, and deletes them at the end.
 from __future__ import annotations
 
 import base64
-import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from harness.services.base import ServiceError
-from harness.services.connect import Connector, ConnectorFailed, RestError
+from harness.services.connect import Connector, RestError, connector_running, rest_call
 
 
 class ConnectRest:
@@ -40,22 +37,11 @@ class ConnectRest:
 
     def rest(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         """One REST call; the decoded JSON answer (None when empty)."""
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._auth:
-            headers["Authorization"] = self._auth
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        headers = {"Authorization": self._auth} if self._auth else {}
         try:
-            with urllib.request.urlopen(request, timeout=10) as answer:
-                raw = answer.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace")
-            raise RestError(
-                f"connect: {method} {path} answered {exc.code}: {detail}", exc.code
-            ) from exc
+            return rest_call(self.url, method, path, body, "connect", headers)
         except OSError as exc:
             raise ServiceError(f"connect at {self.url}: {method} {path}: {exc}") from exc
-        return json.loads(raw) if raw else None
 
     def put_connector(self, connector: Connector, timeout: float = 60.0) -> None:
         """Register or replace `connector` and wait until it and its tasks run; a task
@@ -66,14 +52,7 @@ class ConnectRest:
         while time.monotonic() < deadline:
             try:
                 status = self.rest("GET", f"/connectors/{connector.name}/status")
-                states = [status["connector"]["state"], *(t["state"] for t in status["tasks"])]
-                for task in status["tasks"]:
-                    if task["state"] == "FAILED":
-                        raise ConnectorFailed(
-                            f"connect: connector {connector.name} task {task['id']} FAILED:\n"
-                            f"{task.get('trace', '(no trace)')}"
-                        )
-                if status["tasks"] and all(s == "RUNNING" for s in states):
+                if connector_running(status, self.name, connector.name):
                     return
             except (RestError, KeyError) as exc:
                 last = exc  # the worker has not started it yet

@@ -7,7 +7,9 @@ import pwd
 import signal
 import stat
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -212,3 +214,24 @@ def _chown_tree(path: Path, user: str, only_root: bool = False) -> None:
     for folder, dirs, files in os.walk(path):
         for name in dirs + files:
             os.chown(os.path.join(folder, name), entry.pw_uid, entry.pw_gid)
+
+
+def drop_replication_slots(
+    conn: psycopg.Connection[Any], name: str, *, like: bool = False, timeout: float = 30.0
+) -> bool:
+    """Drop the replication slot `name` (with `like`, every slot whose name matches the
+    LIKE pattern `name`), trying again while a walsender still holds one (a deleted
+    connector's task lets go of its slot a moment later); False when one is still in
+    use after `timeout` seconds."""
+    query = "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots " + (
+        "WHERE slot_name LIKE %s" if like else "WHERE slot_name = %s"
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute(query, (name,))
+            return True
+        except psycopg.errors.ObjectInUse:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.3)

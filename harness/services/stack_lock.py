@@ -18,16 +18,25 @@ LOCK_FILE = ".lock"
 def stack_lock(root: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """Hold the folder's lock for the block; `on_wait` is called first when another
     process holds it (to say so), then this one waits its turn."""
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    fd, taken = open_lock(Path(root) / LOCK_FILE)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not taken:
             if on_wait is not None:
                 on_wait()
             fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
+
+
+def open_lock(path: Path) -> tuple[int, bool]:
+    """Open lock file `path` (made with its folder when missing) and try its exclusive
+    lock without waiting: the descriptor (the caller closes it, which releases the lock)
+    and whether the lock was taken."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return fd, False
+    return fd, True
