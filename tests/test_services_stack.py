@@ -176,7 +176,8 @@ def test_a_run_killed_while_kafka_formats_its_storage_leaves_no_folder(stack_dir
     )  # fmt: skip
     formatter = None
     try:
-        formatter = _wait_for_process(stack_dir, "kafka.tools.StorageTool", timeout=120)
+        # The format's main class and arguments are in its @argfile (they hold a password).
+        formatter = _wait_for_process(stack_dir, "@" + str(stack_dir), timeout=120)
         os.kill(formatter, signal.SIGSTOP)
         owner.send_signal(signal.SIGKILL)
         owner.wait()

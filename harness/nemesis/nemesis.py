@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.nemesis import actions
 from harness.nemesis.schedule import FaultSpec, Schedule
+from harness.services.connect import ConnectorFailed
 from harness.setups.base import AppCrash, Setup, SetupContext
 
 log = logging.getLogger("driftlab.nemesis")
@@ -159,10 +160,16 @@ class Nemesis:
         try:
             o.undo()
         except Exception as exc:
-            log.exception("healing %s on %s failed", o.spec.kind, o.spec.target)
-            self.errors.append(f"heal {o.spec.kind} {o.spec.target}: {exc}")
-            self._failed(o.spec, f"could not be healed of {o.spec.kind}: {_first(exc)}")
-            error = f"heal failed: {exc}"[:300]
+            if isinstance(exc, ConnectorFailed) and o.spec.target in self.setup.under_test:
+                # The service came back; a connector of the system under test (a
+                # pipeline file's own) did not: the pipeline's outcome, its verdict names.
+                log.warning("after the heal of %s: %s", o.spec.target, _first(exc))
+                error = f"under test: {_first(exc)}"[:300]
+            else:
+                log.exception("healing %s on %s failed", o.spec.kind, o.spec.target)
+                self.errors.append(f"heal {o.spec.kind} {o.spec.target}: {exc}")
+                self._failed(o.spec, f"could not be healed of {o.spec.kind}: {_first(exc)}")
+                error = f"heal failed: {exc}"[:300]
         finally:
             if o.spec.kind != "restart":
                 self._undisturb(self._service_fault(o.spec))

@@ -68,7 +68,7 @@ class KafkaSettings:
     # The cleaner's back-off (default 15 s) delays compaction of compacted topics.
     cleaner_backoff_ms: int = 1000
     # Extra listeners that Toxiproxy links attach to (see KafkaCluster.link).
-    link_slots: int = 6
+    link_slots: int = 10  # a pipeline may give several processes a link of their own
     extra: dict[str, str] = field(default_factory=dict)
 
 
