@@ -61,6 +61,7 @@ class Mark(StrEnum):
     QUIESCED = "quiesced"
     CONSUMER_DONE = "consumer-done"  # `consumer` has read everything it will read
     END = "end"  # the run finished writing its history: absent means cut short
+    FAULT_UNMET = "fault-unmet"  # a fault at a moment never opened: `extra` says why
 
 
 SOURCE_STORE = "source"

@@ -3,6 +3,11 @@
 Each window is recorded as a `fault` start/stop pair (kind, target, parameters), so the
 checkers and the report can put anomalies against the faults around them. `heal_all`
 closes whatever is open (the end of the run, Ctrl-C, an error) and is idempotent.
+
+Windows at a time open on one timeline. A window at a moment (`FaultSpec.after`) has a
+thread of its own that waits for the moment in the run's `Moments`, then opens it
+`at` seconds later; it is clipped to close by `ends_at`, and one whose moment never
+comes is recorded as a `fault-unmet` mark.
 """
 
 from __future__ import annotations
@@ -12,13 +17,17 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from harness.history.schema import Mark
 from harness.nemesis import actions
-from harness.nemesis.schedule import FaultSpec, Schedule
+from harness.nemesis.schedule import Anchor, FaultSpec, Schedule
 from harness.services.connect import ConnectorFailed
 from harness.setups.base import AppCrash, Setup, SetupContext
+from harness.setups.moments import Moment
 
 log = logging.getLogger("driftlab.nemesis")
 
@@ -28,14 +37,19 @@ class _Open:
     spec: FaultSpec
     fault_id: str
     undo: actions.Undo
+    index: int
 
 
 class Nemesis:
-    """Runs `schedule` against the stack and the setup of one run, in its own thread."""
+    """Runs `schedule` against the stack and the setup of one run, in its own thread;
+    every window closes by `ends_at` seconds after the start (None: no limit)."""
 
-    def __init__(self, schedule: Schedule, setup: Setup, ctx: SetupContext) -> None:
+    def __init__(
+        self, schedule: Schedule, setup: Setup, ctx: SetupContext, ends_at: float | None = None
+    ) -> None:
         schedule.validate()
         self.schedule = schedule
+        self.ends_at = ends_at
         self.setup = setup
         self.ctx = ctx
         self.rec = ctx.recorder
@@ -43,6 +57,8 @@ class Nemesis:
         self._lock = threading.Lock()
         self._open: dict[int, _Open] = {}
         self._thread: threading.Thread | None = None
+        self._waiters: list[threading.Thread] = []
+        self._quiet = threading.Condition(self._lock)  # a process window closed
         self.errors: list[str] = []
         # (seconds since the start, service, what): faults that could not be injected
         # or healed, which make the run's lab failed.
@@ -60,7 +76,7 @@ class Nemesis:
     def _service_fault(self, spec: FaultSpec) -> str | None:
         """The stack service a crash, pause or restart acts on (None: a link, the
         setup's own process, or another kind)."""
-        if spec.kind not in ("crash", "pause", "restart"):
+        if spec.kind not in PROCESS_KINDS:
             return None
         return None if self.setup.process(spec.target) is not None else spec.target
 
@@ -73,12 +89,22 @@ class Nemesis:
         self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
         self._thread.start()
+        for i, f in enumerate(self.schedule.faults):
+            if f.after is not None:
+                waiter = threading.Thread(
+                    target=self._run_at_moment, args=(i, f), name=f"nemesis-{i}", daemon=True
+                )
+                self._waiters.append(waiter)
+                waiter.start()
 
     def stop(self) -> None:
         """Stop opening windows (open ones stay open until `heal_all`)."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=120)
+        with self._quiet:
+            self._quiet.notify_all()
+        for thread in (self._thread, *self._waiters):
+            if thread is not None:
+                thread.join(timeout=120)
 
     def heal_all(self) -> None:
         """Close every open window: restart, resume, reconnect, remove toxics."""
@@ -93,6 +119,8 @@ class Nemesis:
         # Timeline of (time, order, action, index): closes sort before opens at a tie.
         events: list[tuple[float, int, str, int]] = []
         for i, f in enumerate(self.schedule.faults):
+            if f.after is not None:
+                continue  # its own thread: _run_at_moment
             events.append((f.at, 1, "open", i))
             if f.duration > 0 or f.kind != "restart":
                 events.append((f.until, 0, "close", i))
@@ -108,11 +136,75 @@ class Nemesis:
                 if o is not None:
                     self._close(o)
 
-    def _open_window(self, index: int, spec: FaultSpec) -> None:
+    def _run_at_moment(self, index: int, spec: FaultSpec) -> None:
+        """Wait for the moment of window `index`, open it `spec.at` seconds later and
+        close it after its duration, clipped to `ends_at`."""
+        assert spec.after is not None
+        end = self._t0 + self.ends_at if self.ends_at is not None else float("inf")
+        event, subject, find = moment_finder(spec.after)
+        moment = self.ctx.moments.wait(event, subject, find, end, self._stop)
+        opens = None if moment is None else max(moment, self._t0) + spec.at
+        if opens is None or opens >= end:
+            self._unmet(index, spec, "its moment never came" if moment is None else "too late")
+            return
+        if self._stop.wait(max(0.0, opens - time.monotonic())):
+            return
+        if spec.kind in PROCESS_KINDS and not self._await_target_free(spec.target, end):
+            self._unmet(index, spec, f"{spec.target} stayed down by another fault")
+            return
+        moment_s = None if moment is None else round(moment - self._t0, 3)
+        self._open_window(index, spec, {"moment_s": moment_s})
+        if spec.kind == "restart":
+            return
+        closes = min(time.monotonic() + spec.duration, end)
+        if self._stop.wait(max(0.0, closes - time.monotonic())):
+            return
+        with self._lock:
+            o = self._open.pop(index, None)
+        if o is not None:
+            self._close(o)
+
+    def _await_target_free(self, target: str, end: float) -> bool:
+        """Wait until no crash or pause window holds `target` (False if it still does at
+        `end`, or the nemesis stopped): a second kill of a killed process would heal it
+        twice."""
+        with self._quiet:
+            while any(
+                o.spec.target == target and o.spec.kind in PROCESS_KINDS
+                for o in self._open.values()
+            ):
+                left = end - time.monotonic()
+                if left <= 0 or self._stop.is_set():
+                    return False
+                self._quiet.wait(min(left, 0.1))
+            return True
+
+    def _unmet(self, index: int, spec: FaultSpec, why: str) -> None:
+        """Record that window `index` never opened, and why."""
+        assert spec.after is not None
+        log.info("fault %s never opened: %s", spec.describe(), why)
+        self.rec.mark(
+            Mark.FAULT_UNMET,
+            process="nemesis",
+            extra={
+                "fault": index,
+                "kind": spec.kind,
+                "target": spec.target,
+                "after": spec.after.describe(),
+                "why": why,
+            },
+        )
+
+    def _open_window(
+        self, index: int, spec: FaultSpec, moment: dict[str, Any] | None = None
+    ) -> None:
         extra: dict[str, Any] = {"at": spec.at, "duration": spec.duration, **spec.params}
+        if spec.after is not None:
+            extra |= {"after": spec.after.describe(), **(moment or {})}
         if spec.params.get("when") == "busy":
             extra["busy"] = self._await_busy(spec)
         fault_id = self.rec.fault_start(spec.kind, spec.target, extra=extra)
+        self.ctx.moments.emit("fault_start", str(index))
         self.windows += 1
         service = self._service_fault(spec)
         if service is not None:
@@ -131,7 +223,7 @@ class Nemesis:
         if spec.kind == "restart":
             self._undisturb(service)  # done at once: back and healthy already
         with self._lock:
-            self._open[index] = _Open(spec, fault_id, undo)
+            self._open[index] = _Open(spec, fault_id, undo, index)
 
     def _undisturb(self, service: str | None) -> None:
         if service is not None:
@@ -174,6 +266,9 @@ class Nemesis:
             if o.spec.kind != "restart":
                 self._undisturb(self._service_fault(o.spec))
         self.rec.fault_stop(o.fault_id, error=error)
+        self.ctx.moments.emit("fault_end", str(o.index))
+        with self._quiet:
+            self._quiet.notify_all()
 
     def _apply(self, spec: FaultSpec) -> actions.Undo:
         stack = self.ctx.stack
@@ -224,6 +319,39 @@ class Nemesis:
 
 LINK_KINDS = ("cut", "down", "latency", "bandwidth", "reset")
 """The fault kinds Toxiproxy injects."""
+
+PROCESS_KINDS = ("crash", "pause", "restart")
+"""The fault kinds that act on a process or a service itself."""
+
+
+def moment_finder(
+    anchor: Anchor,
+) -> tuple[str, str, Callable[[list[Moment]], float | None]]:
+    """What `Moments.wait` watches for `anchor`: the reports' event and subject, and
+    the function that finds the anchor's time among them."""
+    if anchor.event in ("lag", "caught_up"):
+        return "lag", anchor.subject, partial(_lag_moment, anchor)
+
+    def nth(reports: list[Moment]) -> float | None:
+        return reports[anchor.nth - 1].t if len(reports) >= anchor.nth else None
+
+    return anchor.event, anchor.subject, nth
+
+
+def _lag_moment(anchor: Anchor, samples: list[Moment]) -> float | None:
+    """The time of the `nth` crossing of the lag threshold: upwards for `lag`; for
+    `caught_up`, back to no lag at all after having been above it."""
+    crossings, lagging = 0, False
+    for s in samples:
+        if not lagging and s.value > anchor.above:
+            lagging = True
+            crossings += anchor.event == "lag"
+        elif lagging and s.value <= (0.0 if anchor.event == "caught_up" else anchor.above):
+            lagging = False
+            crossings += anchor.event == "caught_up"
+        if crossings == anchor.nth:
+            return s.t
+    return None
 
 
 def _first(exc: BaseException) -> str:

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from harness.history.schema import OBSERVER, SOURCE_STORE
 from harness.pipeline.readers import Arrivals, Reader
 from harness.setups.base import Recorder
+from harness.setups.moments import Moments
 from harness.setups.stores import State
 
 log = logging.getLogger("driftlab.pipeline")
@@ -85,8 +86,28 @@ def differing(source: State, store: State) -> list[str]:
     return sorted(k for k in keys if (source.get(k) or (None,))[0] != (store.get(k) or (None,))[0])
 
 
+@dataclass
+class Lag:
+    """Reports each mirror store's observed lag to the run's moments: the age of the
+    oldest acknowledged write (by `last_value`, key -> its last acknowledged value) the
+    store does not show yet, 0 when it shows them all."""
+
+    last_value: dict[str, str | None]
+    moments: Moments
+
+    def report(self, store: str, state: State, last_write: dict[str, int], now_ns: int) -> None:
+        """Report `store`'s lag as of `state`, read at `now_ns`."""
+        behind = [
+            now_ns - last_write.get(key, now_ns)
+            for key, value in dict(self.last_value).items()
+            if (state.get(key) or (None,))[0] != value
+        ]
+        self.moments.emit("lag", store, max(behind, default=0) / 1e9)
+
+
 class Observer:
-    """Samples `readers` (store -> Reader) into `rec`, in a thread of its own."""
+    """Samples `readers` (store -> Reader) into `rec`, in a thread of its own; with a
+    `lag`, each mirror store's sample is reported as a lag moment too."""
 
     def __init__(
         self,
@@ -97,8 +118,10 @@ class Observer:
         last_write: dict[str, int],
         logs: dict[str, Arrivals] | None = None,
         written: set[tuple[str, str]] | None = None,
+        lag: Lag | None = None,
     ) -> None:
         self.rec = rec
+        self.lag = lag
         self.source = source
         self.readers = readers
         self.logs = logs or {}
@@ -179,6 +202,8 @@ class Observer:
             if now != seen.state:
                 seen.state, seen.changed = now, time.monotonic()
             seen.held = seen.held or bool(now)
+            if self.lag is not None:
+                self.lag.report(name, now, self.last_write, seen_ns)
             return now
 
     def _attempt(self, name: str, read: Callable[[], _T]) -> _T | None:

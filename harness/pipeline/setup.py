@@ -21,6 +21,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from psycopg import sql
@@ -28,7 +29,7 @@ from psycopg import sql
 from harness.history.schema import SOURCE_STORE
 from harness.pipeline import connectors, links
 from harness.pipeline.http_source import HttpWriter
-from harness.pipeline.observer import Divergence, Observer
+from harness.pipeline.observer import Divergence, Lag, Observer
 from harness.pipeline.readers import (
     Arrivals,
     Reader,
@@ -99,6 +100,8 @@ class PipelineClient(Client):
             return
         self.rec.complete(op_id, "ok", version=version)
         self.setup.last_write[key] = time.time_ns()
+        self.setup.last_value[key] = value
+        self.setup.context.moments.emit("write")
         if value is not None:
             self.setup.written.add((key, value))
 
@@ -141,6 +144,7 @@ class PipelineSetup(Setup):
         self.stores = tuple(s.name for s in self.pipeline.stores)
         self.procs: dict[str, CommandProcess] = {}
         self.last_write: dict[str, int] = {}
+        self.last_value: dict[str, str | None] = {}  # key -> its last acknowledged value
         self.written: set[tuple[str, str]] = set()  # every ok write, for the log stores
         self.divergences: list[Divergence] = []
         self.observer: Observer | None = None
@@ -228,6 +232,7 @@ class PipelineSetup(Setup):
                 cwd=(self.pipeline.folder / spec.cwd).resolve(),
                 ready=ready,
                 ready_timeout=spec.ready_timeout,
+                on_ready=self._ready_moment(spec.name),
             )
         stack = self.context.stack
         assert isinstance(stack, DockerStack)  # prepare refused the image otherwise
@@ -241,8 +246,14 @@ class PipelineSetup(Setup):
             env=env,  # the container's whole environment: nothing of this machine's
             ready=ready,
             ready_timeout=spec.ready_timeout,
+            on_ready=self._ready_moment(spec.name),
             runtime=runtime,
         )
+
+    def _ready_moment(self, process: str) -> Callable[[str], None]:
+        """Reports each ready start of `process` to the run's moments."""
+        moments = self.context.moments
+        return lambda instance: moments.emit("ready", process)
 
     def start(self) -> None:
         """Every process started and ready, then the observer."""
@@ -259,6 +270,7 @@ class PipelineSetup(Setup):
             self.last_write,
             self.logs,
             self.written,
+            Lag(self.last_value, self.context.moments),
         )
         self.observer.start()
 

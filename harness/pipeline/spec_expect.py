@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.nemesis.schedule import FaultSpec, Schedule
+from harness.nemesis.schedule import Anchor, FaultSpec, Schedule
 from harness.pipeline.spec_fields import number_field, only_fields, spec_error, table_field
 from harness.pipeline.spec_model import EXTERNAL_UNLINKED, PipelineError, StoreSpec
 from harness.workload.spec import WorkloadSpec
@@ -15,9 +15,11 @@ def parse_faults(
     processes: tuple[str, ...],
     services: tuple[str, ...],
     own: tuple[str, ...],
+    mirrors: tuple[str, ...] = (),
 ) -> Schedule:
     """The `[[faults]]` schedule, each target checked against the pipeline's processes
-    and services."""
+    and services, each moment (`after`) against its processes and `mirrors` (its
+    stores read as mirrors)."""
     raw = data.get("faults", [])
     if not isinstance(raw, list):
         raise spec_error("faults", "is not a list", "write [[faults]] tables")
@@ -57,9 +59,35 @@ def parse_faults(
                 )
         if not ok:
             raise spec_error(f"{where}.target", f"{spec.target!r} is not in this pipeline", fix)
+        if spec.after is not None:
+            _check_moment(where, spec.after, processes, mirrors)
         windows.append(spec)
     recovery = number_field(data, "recovery", "", 2.0)
-    return Schedule(tuple(windows), recovery)
+    schedule = Schedule(tuple(windows), recovery)
+    try:
+        schedule.validate()
+    except ValueError as exc:
+        raise PipelineError(f"faults: {exc}") from None
+    return schedule
+
+
+def _check_moment(
+    where: str, after: Anchor, processes: tuple[str, ...], mirrors: tuple[str, ...]
+) -> None:
+    """A moment names one of the pipeline's processes (ready) or mirror stores (lag,
+    caught_up)."""
+    if after.event == "ready" and after.subject not in processes:
+        raise spec_error(
+            f"{where}.after.ready",
+            f"{after.subject!r} is not a process of this pipeline",
+            f"name one of: {', '.join(processes) or '(none: add a [processes.x])'}",
+        )
+    if after.event in ("lag", "caught_up") and after.subject not in mirrors:
+        raise spec_error(
+            f"{where}.after.{after.event}",
+            f"{after.subject!r} is not a store read as a mirror (a log store has no lag)",
+            f"name one of: {', '.join(mirrors) or '(none)'}",
+        )
 
 
 _UNSEEN_FROM_OUTSIDE = {

@@ -37,7 +37,10 @@ class WorkloadDriver:
         """Start the setup, then the nemesis's clock and the clients together."""
         self._ctx = ctx
         self._workload = Workload(self.scenario.workload, self.setup, self.seed)
-        self._nemesis = Nemesis(self.scenario.faults, self.setup, ctx)
+        faults = self.scenario.faults
+        self._nemesis = Nemesis(
+            faults, self.setup, ctx, ends_at=self.scenario.workload.duration - faults.recovery
+        )
         self.setup.start()
         self._workload.prepare()
         # Time 0 of the fault schedule, on the history's clock: the report puts the

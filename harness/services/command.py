@@ -78,6 +78,7 @@ class CommandProcess(SupervisedService):
     die_with_parent: bool = True
     stop_timeout: float = 5.0
     before_start: Callable[[str], None] | None = None  # called with each new instance
+    on_ready: Callable[[str], None] | None = None  # called once each instance is ready
     instance_format: str = "{name}-i{n}"  # the history `process` of the n-th start
     process: SupervisedProcess | None = field(default=None, init=False)
     instances: int = field(default=0, init=False)
@@ -130,6 +131,8 @@ class CommandProcess(SupervisedService):
         else:
             probe = proc.is_running
         proc.wait_until(probe, timeout, f"{self.instance}: {r.describe()}")
+        if self.on_ready is not None:
+            self.on_ready(self.instance)
 
     def logged(self) -> str:
         """What this instance has logged so far."""

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 from harness.history.recorder import Recorder
 from harness.rundir import RunDir
+from harness.setups.moments import Moments
 
 StepHook = Callable[[str, str, str], None]
 """`hook(point, process, key)`: runs when a client reaches a step point; it may block
@@ -104,6 +105,7 @@ class SetupContext:
     params: dict[str, Any] = field(default_factory=dict)
     steps: StepPoints = field(default_factory=StepPoints)
     seed: int = 0
+    moments: Moments = field(default_factory=Moments)  # what faults at a moment wait for
 
     @property
     def logs(self) -> Path:
