@@ -59,6 +59,8 @@ class Nemesis:
         self._thread: threading.Thread | None = None
         self._waiters: list[threading.Thread] = []
         self._quiet = threading.Condition(self._lock)  # a process window closed
+        # Process windows per target, from their opening until their heal is done.
+        self._held: Counter[str] = Counter()
         self.errors: list[str] = []
         # (seconds since the start, service, what): faults that could not be injected
         # or healed, which make the run's lab failed.
@@ -224,6 +226,8 @@ class Nemesis:
             self._undisturb(service)  # done at once: back and healthy already
         with self._lock:
             self._open[index] = _Open(spec, fault_id, undo, index)
+            if spec.kind in PROCESS_KINDS and spec.kind != "restart":
+                self._held[spec.target] += 1
 
     def _undisturb(self, service: str | None) -> None:
         if service is not None:
@@ -268,6 +272,8 @@ class Nemesis:
         self.rec.fault_stop(o.fault_id, error=error)
         self.ctx.moments.emit("fault_end", str(o.index))
         with self._quiet:
+            if o.spec.kind in PROCESS_KINDS and o.spec.kind != "restart":
+                self._held[o.spec.target] -= 1
             self._quiet.notify_all()
 
     def _apply(self, spec: FaultSpec) -> actions.Undo:

@@ -254,20 +254,22 @@ class Schedule:
         for f in self.faults:
             f.validate()
         for i, f in enumerate(self.faults):
-            seen = {i}
+            chain = [i]
             while f.after is not None and f.after.event in ("fault_start", "fault_end"):
                 j = int(f.after.subject)
                 if j >= len(self.faults):
                     raise ValueError(
-                        f"faults[{i}] waits for fault {j}, and there are {len(self.faults)}"
-                        f" (numbered 0 to {len(self.faults) - 1}); name one of those"
+                        f"faults[{chain[-1]}] waits for fault {j}, and there are "
+                        f"{len(self.faults)} (numbered 0 to {len(self.faults) - 1}); "
+                        "name one of those"
                     )
-                if j in seen:
+                if j in chain:
+                    circle = " -> ".join(str(k) for k in [*chain[chain.index(j) :], j])
                     raise ValueError(
-                        f"faults[{i}] waits, through fault {j}, for itself; anchor one of "
+                        f"faults wait for each other in a circle ({circle}); anchor one of "
                         "them to another moment or a time"
                     )
-                seen.add(j)
+                chain.append(j)
                 f = self.faults[j]
 
 
