@@ -77,6 +77,12 @@ def busy_spans(
     return out
 
 
+def _planned(window: Mapping[str, Any]) -> float | None:
+    """The planned `at` a series window names (None in older series)."""
+    at = window.get("planned_at")
+    return None if at is None else float(at)
+
+
 def fault_lines(
     windows: Sequence[Mapping[str, Any]],
     scheduled: Sequence[Mapping[str, Any]],
@@ -91,15 +97,29 @@ def fault_lines(
     started: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
     for w in sorted(windows, key=lambda w: float(w.get("start") or 0)):
         started.setdefault((w.get("kind"), w.get("target")), []).append(w)
-    # Windows open in the order of their planned times: the n-th window of a kind on a
-    # target is the n-th of that kind and target in the schedule.
-    for f in sorted(scheduled, key=lambda f: float(f.get("at") or 0)):
+    # Windows at a time first, each by its planned `at`; a window at a moment has no
+    # planned time, and takes one of its kind and target that is left.
+    for f in sorted(scheduled, key=lambda f: (f.get("after") is not None, float(f.get("at") or 0))):
+        at = float(f.get("at") or 0)
+        ids = started.get((f.get("kind"), f.get("target"))) or []
+        match = next((w for w in ids if _planned(w) == at), None)
+        match = (
+            match
+            if match is not None or any(_planned(w) is not None for w in ids)
+            else (ids[0] if ids else None)
+        )
         name = f"{f.get('kind')} {f.get('target')} at {f.get('at')} s"
-        ids = started.get((f.get("kind"), f.get("target")))
-        if not ids:
-            out.append(f"scheduled fault {name} never started (the run ended before it)")
+        if match is None:
+            if f.get("after") is not None:
+                out.append(
+                    f"fault {f.get('kind')} {f.get('target')} at a moment never started"
+                    " (its moment never came)"
+                )
+            else:
+                out.append(f"scheduled fault {name} never started (the run ended before it)")
             continue
-        error = ids.pop(0).get("error") or ""
+        ids.remove(match)
+        error = match.get("error") or ""
         if error.startswith(NOT_INJECTED):
             out.append(f"scheduled fault {name}: {error}")
     for w in windows:

@@ -21,6 +21,7 @@ from checkers.reference.lost import where_lost
 from checkers.verdict import LAB_FAILED, shown_verdict
 from harness import __version__
 from harness.history.schema import LOG_AUDIT, Mark
+from harness.nemesis.schedule import Anchor
 from harness.rundir import (
     ANALYZE_LOG,
     INDEX_HTML,
@@ -203,8 +204,10 @@ def fault_rows(
     `workload-start` mark; without one (a run recorded before it existed) the planned
     window stays on its own clock (`at`, `duration`) and `start` is None."""
     left = list(observed)
-    rows = []
-    for f in plan:
+    rows: list[dict[str, Any]] = [{} for _ in plan]
+    # Windows at a time first: a window at a moment has no planned time to tell it by.
+    for i in sorted(range(len(plan)), key=lambda i: plan[i].get("after") is not None):
+        f = plan[i]
         at, duration = float(f.get("at", 0.0)), float(f.get("duration", 0.0))
         same = [
             o for o in left if (o.get("kind"), o.get("target")) == (f.get("kind"), f.get("target"))
@@ -222,21 +225,34 @@ def fault_rows(
             match = same[0]
         if match is not None:
             left.remove(match)
-        start = None if workload_start is None else workload_start + at
-        rows.append(
-            {
-                "kind": f.get("kind"),
-                "target": f.get("target"),
-                "at": at,
-                "duration": duration,
-                "start": start,
-                "stop": None if start is None else start + duration,
-                "observed": match,
-            }
-        )
+        if f.get("after") is not None:
+            # Planned at a moment: it starts when it opened, if it did.
+            start = None if match is None else match.get("start")
+        else:
+            start = None if workload_start is None else workload_start + at
+        rows[i] = {
+            "kind": f.get("kind"),
+            "target": f.get("target"),
+            "at": at,
+            "after": _moment_text(f.get("after")),
+            "duration": duration,
+            "start": start,
+            "stop": None if start is None else start + duration,
+            "observed": match,
+        }
     for o in left:
         rows.append({"kind": o.get("kind"), "target": o.get("target"), "at": None, "observed": o})
     return rows
+
+
+def _moment_text(after: Any) -> str | None:
+    """A planned window's moment in words (config.json holds the Anchor's fields)."""
+    if after is None:
+        return None
+    try:
+        return Anchor.from_mapping(after).describe()
+    except (TypeError, ValueError):
+        return str(after)
 
 
 def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.verdict import NOT_REPRODUCED, shown_verdict
+from harness.nemesis.schedule import FaultSpec
 from harness.rundir import REPORT_HTML, RunDir, RunsDir, read_json_object
 from reports.claims import CLAIMS
 from reports.render import ReportError, write_html
@@ -176,10 +177,16 @@ def faults_text(faults: list[dict[str, Any]] | None) -> str | None:
         return None
     if not faults:
         return "no fault"
-    return "; ".join(
-        f"{f.get('kind')} {f.get('target')} at {f.get('at')} s for {f.get('duration')} s"
-        for f in faults
-    )
+    return "; ".join(_fault_text(f) for f in faults)
+
+
+def _fault_text(fault: dict[str, Any]) -> str:
+    """One window of config.json in words (its moment too); as written when unreadable."""
+    try:
+        return FaultSpec.from_dict(fault).describe()
+    except (KeyError, TypeError, ValueError):
+        f = fault
+        return f"{f.get('kind')} {f.get('target')} at {f.get('at')} s for {f.get('duration')} s"
 
 
 def build_suite_context(runs: Path) -> dict[str, Any]:
