@@ -229,6 +229,8 @@ def analyze(
             "expected_missing": verdict.expected_missing,
             "reasons": verdict.reasons,
             "inconclusive": verdict.reasons if verdict.verdict == INCONCLUSIVE else [],
+            "untested": verdict.untested,
+            "caveats": verdict.caveats,
             "lab_failures": list(facts.lab_failures) if verdict.verdict == LAB_FAILED else [],
             "checkers": {r.name: {"status": r.status, "error": r.error} for r in runs},
             "timings": {k: round(v, 3) for k, v in timings.items()},

@@ -18,6 +18,12 @@ log = logging.getLogger("driftlab.analyze")
 NOT_INJECTED = "not injected"
 """How a fault window's error begins when the nemesis could not inject it."""
 
+SLIP_FLOOR_S = 1.0
+SLIP_SHARE = 0.5
+"""A fault window slipped when it lasted longer than planned by more than
+max(SLIP_FLOOR_S, SLIP_SHARE x its planned duration): a heal that waits for a service
+to come back takes a second or two on an idle machine, ten times that under load."""
+
 
 def run_facts(
     run: RunDir, config: Mapping[str, Any], series: Mapping[str, Any], t_end_s: float
@@ -26,15 +32,17 @@ def run_facts(
     keyed pass made of its history (`series`: `ops`, `faults`, `bucket_s`) and the time
     its history ends, in seconds since its first event."""
     ops = list(series.get("ops") or [])
+    windows = series.get("faults") or []
     return RunFacts(
         lab_failures=lab_failures(run),
         ran=any(_completions(r) for r in ops),
         faults=fault_lines(
-            series.get("faults") or [],
+            windows,
             (config.get("params") or {}).get("faults") or [],
             busy_spans(ops, series.get("latency") or [], int(series.get("bucket_s") or 1)),
             t_end_s,
         ),
+        slipped=slip_lines(windows, t_end_s),
         unreadable=[str(line) for line in config.get("unreadable") or []],
         min_chances=check_min_chances(config.get("min_chances")),
     )
@@ -77,12 +85,6 @@ def busy_spans(
     return out
 
 
-def _planned(window: Mapping[str, Any]) -> float | None:
-    """The planned `at` a series window names (None in older series)."""
-    at = window.get("planned_at")
-    return None if at is None else float(at)
-
-
 def fault_lines(
     windows: Sequence[Mapping[str, Any]],
     scheduled: Sequence[Mapping[str, Any]],
@@ -90,36 +92,24 @@ def fault_lines(
     t_end_s: float,
 ) -> list[str]:
     """One line per fault window that counts as no chance: a scheduled one that never
-    started (the run ended before it) or was not injected, and any that took effect
-    while no operation ran. `windows` are series.json's faults, `busy` when operations
-    ran (`busy_spans`: the series' buckets are the resolution)."""
+    started or was not injected, and any that took effect while no operation ran.
+    `windows` are series.json's faults, `scheduled` config.json's (`at`, and `after`
+    for one anchored to an event), `busy` when operations ran (`busy_spans`: the
+    series' buckets are the resolution)."""
     out = []
     started: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
     for w in sorted(windows, key=lambda w: float(w.get("start") or 0)):
         started.setdefault((w.get("kind"), w.get("target")), []).append(w)
-    # Windows at a time first, each by its planned `at`; a window at a moment has no
-    # planned time, and takes one of its kind and target that is left.
-    for f in sorted(scheduled, key=lambda f: (f.get("after") is not None, float(f.get("at") or 0))):
-        at = float(f.get("at") or 0)
-        ids = started.get((f.get("kind"), f.get("target"))) or []
-        match = next((w for w in ids if _planned(w) == at), None)
-        match = (
-            match
-            if match is not None or any(_planned(w) is not None for w in ids)
-            else (ids[0] if ids else None)
-        )
-        name = f"{f.get('kind')} {f.get('target')} at {f.get('at')} s"
-        if match is None:
-            if f.get("after") is not None:
-                out.append(
-                    f"fault {f.get('kind')} {f.get('target')} at a moment never started"
-                    " (its moment never came)"
-                )
-            else:
-                out.append(f"scheduled fault {name} never started (the run ended before it)")
+    # Windows at a time first, each told by its planned `at`; then those at a moment.
+    for f in sorted(scheduled, key=lambda f: (_anchor(f) is not None, float(f.get("at") or 0))):
+        name = f"{f.get('kind')} {f.get('target')} {_planned_moment(f)}"
+        opened = started.get((f.get("kind"), f.get("target"))) or []
+        window = _opened_by(f, opened)
+        if window is None:
+            out.append(f"scheduled fault {name} never started ({_why_never(f)})")
             continue
-        ids.remove(match)
-        error = match.get("error") or ""
+        opened.remove(window)
+        error = window.get("error") or ""
         if error.startswith(NOT_INJECTED):
             out.append(f"scheduled fault {name}: {error}")
     for w in windows:
@@ -132,4 +122,77 @@ def fault_lines(
                 f"fault {w.get('kind')} {w.get('target')} from {start:.1f} s to {stop:.1f} s: "
                 "no operation ran while it lasted"
             )
+    return out
+
+
+def _opened_by(
+    fault: Mapping[str, Any], opened: Sequence[Mapping[str, Any]]
+) -> Mapping[str, Any] | None:
+    """The window the scheduled `fault` opened among those of its kind and target: the
+    one whose start names its planned `at` (series.json's `planned_at`), at a moment
+    (`after`) as the fault is; in an older series without them, the first left, since
+    windows of a kind on a target open in the order of their planned times."""
+    at, at_moment = float(fault.get("at") or 0.0), _anchor(fault) is not None
+    for w in opened:
+        planned = w.get("planned_at")
+        same = planned is not None and abs(float(planned) - at) < 1e-6
+        if same and bool(w.get("after")) == at_moment:
+            return w
+    if any(w.get("planned_at") is not None for w in opened):
+        return None
+    return opened[0] if opened else None
+
+
+def _anchor(fault: Mapping[str, Any]) -> Any:
+    """The moment a scheduled fault waits for (config.json's `after`: the fields of
+    harness.nemesis.schedule.Anchor), None for one at a time after the workload's
+    start."""
+    return fault.get("after")
+
+
+def _planned_moment(fault: Mapping[str, Any]) -> str:
+    """When a scheduled fault was planned, in words."""
+    at = float(fault.get("at") or 0.0)
+    after = _anchor(fault)
+    if after is None:
+        return f"at {at:g} s"
+    if isinstance(after, Mapping):
+        after = ", ".join(f"{k} {v}" for k, v in after.items())
+    return f"{at:g} s after its moment ({after})"
+
+
+def _why_never(fault: Mapping[str, Any]) -> str:
+    """Why a scheduled fault never started, as far as the history can tell: the run
+    ended before its time, or, for one at a moment, the moment never came (or came too
+    late to open before the run's end). Every line about a fault that never started
+    says it so, from here."""
+    if _anchor(fault) is None:
+        return "the run ended before it"
+    return "its moment never came, or too late to open before the run's end"
+
+
+def slip_lines(windows: Sequence[Mapping[str, Any]], t_end_s: float) -> list[str]:
+    """One line per fault window (series.json's faults) that lasted longer than its
+    planned duration (`planned_s`, from its start's `extra`) by more than the tolerance
+    (SLIP_FLOOR_S, SLIP_SHARE). The slip is the observed length less the planned one,
+    not the stop against a planned end: a fault anchored to an event has no planned
+    end before the event. A window still open when the history ended counts to its
+    end. Windows of no planned length (a restart) and older series without
+    `planned_s` have nothing to slip against."""
+    out = []
+    for w in sorted(windows, key=lambda w: float(w.get("start") or 0)):
+        planned, start = w.get("planned_s"), w.get("start")
+        if not planned or start is None or (w.get("error") or "").startswith(NOT_INJECTED):
+            continue
+        open_ = w.get("stop") is None
+        stop = t_end_s if open_ else float(w["stop"])
+        lasted = stop - float(start)
+        slip = lasted - float(planned)
+        if slip <= max(SLIP_FLOOR_S, SLIP_SHARE * float(planned)):
+            continue
+        end = "and was still open when the history ended" if open_ else f"to {stop:.1f} s"
+        out.append(
+            f"fault {w.get('kind')} {w.get('target')} slipped: planned for {float(planned):g} s, "
+            f"it lasted {lasted:.1f} s ({slip:.1f} s more), from {float(start):.1f} s {end}"
+        )
     return out

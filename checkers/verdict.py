@@ -9,7 +9,7 @@ to analysis.json; nothing rewrites it afterwards.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from checkers.anomaly import ALL_KINDS
@@ -20,14 +20,15 @@ NOT_REPRODUCED = "not reproduced"
 UNEXPECTED = "unexpected anomaly"
 NO_EXPECTATIONS = "no expectations"
 HELD = "held"
-"""How a reader is told `reproduced` when every expectation is `absent`: nothing was
-predicted to appear, the guarantee held (`shown_verdict`)."""
+"""The guarantee held: every expectation is `absent` and none was found (nothing was
+predicted to appear). Written as such to analysis.json and logs/run.json."""
 INCONCLUSIVE = "inconclusive"
 LAB_FAILED = "lab failed"
 PRESENT, ABSENT = "present", "absent"
 
 EXIT_CODES = {
     REPRODUCED: 0,
+    HELD: 0,
     NO_EXPECTATIONS: 0,
     NOT_REPRODUCED: 1,
     UNEXPECTED: 1,
@@ -44,13 +45,19 @@ class ExpectationError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The verdict, the kinds behind it (each list sorted) and why it is inconclusive or
-    the lab failed, one line each (empty otherwise)."""
+    """The verdict, the kinds behind it (each list sorted), why it is inconclusive or
+    the lab failed (`reasons`, one line each, empty otherwise), the named kinds the run
+    did not test (`untested`: no chance, not found) and what a reader should know that
+    does not change the verdict (`caveats`, one line each: an untested kind, a fault
+    window that slipped past its plan, a fault that never took effect under a verdict
+    that does not rest on it)."""
 
     verdict: str
     forbidden_found: list[str]
     expected_missing: list[str]
     reasons: list[str] = field(default_factory=list)
+    untested: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -68,6 +75,9 @@ class RunFacts:
     """some client operation completed"""
     faults: Sequence[str] = ()
     """fault windows that never took effect or had no operation, one line each"""
+    slipped: Sequence[str] = ()
+    """fault windows that lasted well beyond their planned duration, one line each
+    (checkers.run_facts.SLIP_TOLERANCE)"""
     unreadable: Sequence[str] = ()
     """what an importer could not read that the claim depends on, one line each"""
     min_chances: Mapping[str, int] = field(default_factory=dict)
@@ -122,7 +132,8 @@ def _kind_map(
 def judge(counts: Mapping[str, int], expectations: Mapping[str, str]) -> Verdict:
     """The counts against the expectations alone: `unexpected anomaly` if a kind expected
     absent appears, else `not reproduced` if a kind expected present is missing, else
-    `reproduced`; `no expectations` without any. `decide` adds what the run tested."""
+    `held` if every expectation is `absent`, else `reproduced`; `no expectations`
+    without any. `decide` adds what the run tested."""
     forbidden = sorted(k for k, v in expectations.items() if v == ABSENT and counts.get(k, 0))
     missing = sorted(k for k, v in expectations.items() if v == PRESENT and not counts.get(k, 0))
     if not expectations:
@@ -131,6 +142,8 @@ def judge(counts: Mapping[str, int], expectations: Mapping[str, str]) -> Verdict
         verdict = UNEXPECTED
     elif missing:
         verdict = NOT_REPRODUCED
+    elif all(v == ABSENT for v in expectations.values()):
+        verdict = HELD
     else:
         verdict = REPRODUCED
     return Verdict(verdict, forbidden, missing)
@@ -150,12 +163,20 @@ def decide(
     2. `inconclusive` when an importer could not read what the counts rest on (a
        history's final polls without their reads);
     3. `unexpected anomaly` when a forbidden kind was found, whatever else is missing;
-    4. `inconclusive` when the run did not test its claim: no client operation ran, a
-       fault window never took effect or had no operation, a kind the expectations name
-       had no chance, or fewer than the scenario's minimum;
-    5. otherwise the counts against the expectations (`judge`).
+    4. `inconclusive` when the run did not test its claim: no client operation ran;
+       no kind the expectations name had a chance; a kind expected present had no
+       chance (and was not found); a kind has fewer chances than `min_chances` asks;
+       a checker whose kind is named failed; or the verdict would be `held` or `not
+       reproduced`, which rest on the faults, while a fault never took effect or had
+       no operation;
+    5. otherwise the counts against the expectations (`judge`): a found expected
+       anomaly is `reproduced` whatever fault slipped or never came.
+
+    A named kind without a chance that none of these rules makes decisive is listed as
+    untested; the verdict stands.
     """
     judged = judge(counts, expectations)
+    untested = sorted(k for k in expectations if not counts.get(k) and not chances.get(k, 0))
     if facts.lab_failures:
         return Verdict(
             LAB_FAILED,
@@ -167,24 +188,42 @@ def decide(
         # The counts themselves rest on what could not be read (every message a final
         # poll without its reads read would count as lost): no finding stands on them.
         return Verdict(INCONCLUSIVE, [], judged.expected_missing, list(facts.unreadable))
-    if judged.verdict == UNEXPECTED:
-        return judged
     reasons = [] if facts.ran else ["the workload never ran: the history holds no client operation"]
-    reasons += list(facts.faults)
-    for kind in sorted(expectations):
-        n = int(chances.get(kind, 0))
-        checker = BY_NAME[kind].checker
-        if checker in facts.failed_checkers:
-            reasons.append(f"{kind} was not judged: the {checker} checker failed")
-        elif n == 0:
-            reasons.append(f"{kind} had no chance in this history: it holds no {_chance(kind)}")
+    failed = sorted(k for k in expectations if BY_NAME[k].checker in facts.failed_checkers)
+    reasons += [f"{k} was not judged: the {BY_NAME[k].checker} checker failed" for k in failed]
+    blind = [k for k in untested if k not in failed]
+    if blind and len(blind) + len(failed) == len(expectations):
+        decisive = blind
+        reasons += [f"nothing the run names was tested: {untested_line(k)}" for k in blind]
+    else:
+        decisive = [k for k in blind if expectations[k] == PRESENT]
+        reasons += [untested_line(k) for k in decisive]
     for kind, least in sorted(facts.min_chances.items()):
         n = int(chances.get(kind, 0))
-        if 0 < n < least or (n == 0 and kind not in expectations):
+        if n < least and kind not in decisive:
             reasons.append(f"{kind} had {n:,} chance(s); the scenario requires at least {least:,}")
+    # A finding that something did not happen rests on every fault taking effect; a
+    # found anomaly is evidence whatever a fault did.
+    negative = judged.verdict in (HELD, NOT_REPRODUCED)
+    if negative:
+        reasons += list(facts.faults)
+    caveats = [untested_line(k) for k in untested if k not in decisive and k not in failed]
+    if judged.verdict == HELD:
+        caveats += [f"{line}; the held verdict rests on it" for line in facts.slipped]
+    else:
+        caveats += list(facts.slipped)
+    if not negative:
+        caveats += list(facts.faults)
+    if judged.verdict == UNEXPECTED:
+        return replace(judged, untested=untested, caveats=caveats)
     if reasons:
-        return Verdict(INCONCLUSIVE, [], judged.expected_missing, reasons)
-    return judged
+        return Verdict(INCONCLUSIVE, [], judged.expected_missing, reasons, untested, caveats)
+    return replace(judged, untested=untested, caveats=caveats)
+
+
+def untested_line(kind: str) -> str:
+    """Why a named kind was not tested: what the history lacked for its chance."""
+    return f"{kind} had no chance in this history: it holds no {_chance(kind)}"
 
 
 def _chance(kind: str) -> str:
@@ -203,9 +242,9 @@ def _lab_line(failure: Mapping[str, Any]) -> str:
 
 
 def shown_verdict(verdict: str, expectations: Mapping[str, str]) -> str:
-    """The verdict's word for a reader: `held` for a run `reproduced` whose expectations
-    are all `absent` (no anomaly predicted, none found); otherwise the verdict itself.
-    analysis.json and the exit status keep the verdict."""
+    """The verdict's word for a reader: `held` for a run recorded `reproduced` before
+    `held` was a verdict of its own (every expectation `absent`); otherwise the
+    verdict itself, as analysis.json holds it."""
     if verdict == REPRODUCED and expectations and all(v == ABSENT for v in expectations.values()):
         return HELD
     return verdict

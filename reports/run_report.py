@@ -123,6 +123,8 @@ def build_context(folder: RunDir) -> dict[str, Any]:
         "versions": _versions(config, analysis),
         "verdict": shown_verdict(analysis.get("verdict", "not judged"), expectations),
         "inconclusive": analysis.get("inconclusive") or [],
+        "untested": analysis.get("untested") or [],
+        "caveats": analysis.get("caveats") or [],
         "lab_failed": analysis.get("reasons") or []
         if analysis.get("verdict") == LAB_FAILED
         else [],

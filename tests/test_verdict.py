@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 from checkers.coverage import chances
 from checkers.kinds import BY_NAME
 from checkers.reference import CHECKERS
-from checkers.run_facts import busy_spans, fault_lines
+from checkers.run_facts import busy_spans, fault_lines, slip_lines
 from checkers.verdict import (
+    HELD,
     INCONCLUSIVE,
     LAB_FAILED,
     NO_EXPECTATIONS,
+    NOT_REPRODUCED,
     REPRODUCED,
     UNEXPECTED,
     RunFacts,
@@ -46,16 +48,50 @@ def write(key: str, value: str, version: int = 1, phase: str = "ok") -> dict[str
     return ev.op("c0", phase, "write", key=key, value=value, store="source", version=version)
 
 
-def test_a_forbidden_kind_with_no_chance_is_inconclusive_and_named() -> None:
+NO_LOST_WRITE_CHANCE = (
+    "lost-write had no chance in this history: it holds no acknowledged source write, "
+    "in a history that quiesced, and a derived store with effects"
+)
+
+
+def test_a_run_that_tested_nothing_it_names_is_inconclusive() -> None:
     # Writes went in, nothing downstream recorded anything: no delivery, no final state.
     found = verdict(history(write("a", "a1"), ev.mark("quiesced")), {"lost-write": "absent"})
     assert found.verdict == INCONCLUSIVE and found.exit_code == 3
-    assert found.reasons == [
-        "lost-write had no chance in this history: it holds no acknowledged source write, "
-        "in a history that quiesced, and a derived store with effects"
-    ]
+    assert found.reasons == [f"nothing the run names was tested: {NO_LOST_WRITE_CHANCE}"]
+    assert found.untested == ["lost-write"]
     # Kinds the claim does not name do not matter.
     assert verdict(history(write("a", "a1")), {}).verdict == NO_EXPECTATIONS
+
+
+def test_forbidden_kinds_without_a_chance_are_untested_and_the_verdict_stands() -> None:
+    """A blanket "none of these may happen": the kinds the history could not show are
+    listed as untested; the kinds it could show decide."""
+    sends = [
+        ev.msg("produce", channel=CHANNEL, msg_id=f"m{i}", partition=0, offset=i, process="p")
+        for i in range(2)
+    ]
+    claim = {"inconsistent-offset": "absent", "lost-write": "absent", "extra": "absent"}
+    found = verdict(history(*sends), claim)
+    assert found.verdict == HELD and found.exit_code == 0 and not found.reasons
+    assert found.untested == ["extra", "lost-write"]
+    assert found.caveats[1] == NO_LOST_WRITE_CHANCE
+    # The same kinds untested under a forbidden kind found: still unexpected.
+    clash = ev.msg("produce", channel=CHANNEL, msg_id="m9", partition=0, offset=0, process="q")
+    found = verdict(history(*sends, clash), claim)
+    assert found.verdict == UNEXPECTED and found.untested == ["extra", "lost-write"]
+
+
+def test_an_expected_kind_without_a_chance_is_inconclusive() -> None:
+    sends = [
+        ev.msg("produce", channel=CHANNEL, msg_id=f"m{i}", partition=0, offset=i, process="p")
+        for i in range(2)
+    ]
+    claim = {"inconsistent-offset": "absent", "lost-write": "present"}
+    found = verdict(history(*sends), claim)
+    assert found.verdict == INCONCLUSIVE
+    assert found.reasons == [NO_LOST_WRITE_CHANCE]
+    assert found.expected_missing == ["lost-write"]
 
 
 def test_a_history_without_client_operations_never_ran() -> None:
@@ -100,7 +136,7 @@ def test_a_projection_read_without_deliveries_is_judged() -> None:
     right = history(*appended, ev.state("projection:balance", "acct-1", "7"))
     wrong = history(*appended, ev.state("projection:balance", "acct-1", "5"))
     claim = {"projection-mismatch": "absent"}
-    assert verdict(right, claim).verdict == REPRODUCED
+    assert verdict(right, claim).verdict == HELD
     assert verdict(wrong, claim).verdict == UNEXPECTED
     assert verdict(wrong, {"projection-mismatch": "present"}).verdict == REPRODUCED
     assert chances(right)["projection-mismatch"] == 1
@@ -115,7 +151,7 @@ def test_a_black_box_store_read_at_the_end_counts_as_observed() -> None:
     )
     claim = {"missing": "absent", "stale": "absent", "phantom": "absent"}
     assert chances(held)["missing"] == 2
-    assert verdict(held, claim).verdict == REPRODUCED
+    assert verdict(held, claim).verdict == HELD
     behind = history(*writes, *finals, ev.state("cache", "a", "a1"), ev.state("cache", "b", "b1"))
     found = verdict(behind, claim)
     assert found.verdict == UNEXPECTED and found.forbidden_found == ["stale"]
@@ -130,12 +166,15 @@ def test_a_scenario_may_require_a_minimum_of_chances() -> None:
     ]
     events = history(*sends)
     claim = {"nonmonotonic-send": "absent"}
-    assert verdict(events, claim, min_chances={"nonmonotonic-send": 2}).verdict == REPRODUCED
+    assert verdict(events, claim, min_chances={"nonmonotonic-send": 2}).verdict == HELD
     found = verdict(events, claim, min_chances={"nonmonotonic-send": 100})
     assert found.verdict == INCONCLUSIVE
     assert found.reasons == [
         "nonmonotonic-send had 2 chance(s); the scenario requires at least 100"
     ]
+    # A kind the claim does not name, required all the same.
+    found = verdict(events, claim, min_chances={"lost-write": 1})
+    assert found.reasons == ["lost-write had 0 chance(s); the scenario requires at least 1"]
 
 
 def test_a_kind_whose_checker_failed_was_not_judged() -> None:
@@ -168,7 +207,7 @@ def test_each_fault_that_never_took_effect_or_had_no_operation_is_named() -> Non
     ]
     assert fault_lines(windows, SCHEDULE, BUSY, 10.0) == [
         "scheduled fault cut consumer->redis at 4.5 s: not injected: no link",
-        "scheduled fault crash consumer at 7.0 s never started (the run ended before it)",
+        "scheduled fault crash consumer at 7 s never started (the run ended before it)",
     ]
     idle = [r for r in OPS if not 1 <= r["t"] <= 3]
     assert fault_lines(windows[:1], SCHEDULE[:1], busy_spans(idle, [], 1), 10.0) == [
@@ -189,6 +228,77 @@ def test_each_fault_that_never_took_effect_or_had_no_operation_is_named() -> Non
         for i, f in enumerate(SCHEDULE)
     ]
     assert fault_lines(every, SCHEDULE, BUSY, 10.0) == []
+
+
+def test_a_fault_anchored_to_an_event_that_never_came_says_so() -> None:
+    anchored = [
+        {"kind": "crash", "target": "consumer", "at": 0.5, "duration": 1.0, "after": "snapshot"},
+        {"kind": "crash", "target": "redis", "at": 1.0, "params": {"after": "caught-up"}},
+    ]
+    assert fault_lines([], anchored, BUSY, 10.0) == [
+        "scheduled fault crash consumer 0.5 s after snapshot never started (its moment "
+        "never came: the run ended without snapshot or within its delay)",
+        "scheduled fault crash redis 1 s after caught-up never started (its moment never "
+        "came: the run ended without caught-up or within its delay)",
+    ]
+
+
+def window(start: float, stop: float | None, planned: float | None, **more: Any) -> dict[str, Any]:
+    """A series.json fault window of a crash of the consumer."""
+    return {"kind": "crash", "target": "connect", "start": start, "stop": stop} | {
+        "planned_s": planned,
+        **more,
+    }
+
+
+def test_a_window_that_lasted_well_beyond_its_plan_slipped() -> None:
+    """The slip is the observed length less the planned one, with a tolerance of
+    max(1 s, 50 %): a window that opened late but lasted as planned did not slip."""
+    assert slip_lines([window(3.0, 31.0, 2.0)], 40.0) == [
+        "fault crash connect slipped: planned for 2 s, it lasted 28.0 s (26.0 s more), "
+        "from 3.0 s to 31.0 s"
+    ]
+    assert slip_lines([window(3.0, None, 2.0)], 12.0) == [
+        "fault crash connect slipped: planned for 2 s, it lasted 9.0 s (7.0 s more), "
+        "from 3.0 s and was still open when the history ended"
+    ]
+    within = [window(3.0, 5.9, 2.0), window(30.0, 44.9, 10.0), window(50.0, 52.0, 2.0)]
+    assert slip_lines(within, 60.0) == []
+    assert slip_lines([window(30.0, 45.1, 10.0)], 60.0) != []
+    # Nothing planned to slip against: a restart (0 s), an older series, a fault that
+    # was never injected.
+    never = window(3.0, 3.0, 2.0, error="not injected: no link")
+    assert slip_lines([window(3.0, 20.0, 0.0), window(3.0, 20.0, None), never], 30.0) == []
+
+
+SLIPPED = ["fault crash connect slipped: planned for 2 s, it lasted 28.0 s"]
+NEVER = ["scheduled fault crash consumer at 7 s never started (the run ended before it)"]
+
+
+def test_a_found_prediction_stands_whatever_a_fault_did() -> None:
+    """C4 under load: the prediction was found, a later crash never started and an
+    earlier one slipped: reproduced, both said beside it."""
+    counts, chances_of = {"lost-write": 98}, {"lost-write": 300, "stale": 40}
+    claim = {"lost-write": "present", "stale": "absent"}
+    found = decide(counts, chances_of, claim, RunFacts(faults=NEVER, slipped=SLIPPED))
+    assert found.verdict == REPRODUCED and found.exit_code == 0
+    assert found.caveats == SLIPPED + NEVER
+
+
+def test_a_finding_of_absence_rests_on_its_faults() -> None:
+    """held and not reproduced say that something did not happen: a fault that never
+    took effect makes them inconclusive; one that slipped is said beside held."""
+    chances_of = {"lost-write": 300, "stale": 40}
+    held = {"lost-write": "absent", "stale": "absent"}
+    found = decide({}, chances_of, held, RunFacts(faults=NEVER))
+    assert found.verdict == INCONCLUSIVE and found.reasons == NEVER
+    found = decide({}, chances_of, held, RunFacts(slipped=SLIPPED))
+    assert found.verdict == HELD
+    assert found.caveats == [f"{SLIPPED[0]}; the held verdict rests on it"]
+    predicted = {"lost-write": "present"}
+    assert decide({}, chances_of, predicted, RunFacts()).verdict == NOT_REPRODUCED
+    found = decide({}, chances_of, predicted, RunFacts(faults=NEVER))
+    assert found.verdict == INCONCLUSIVE and found.reasons == NEVER
 
 
 def test_the_lab_failures_of_run_json_are_read(tmp_path: Path) -> None:
@@ -220,17 +330,26 @@ def test_the_verdicts_order(
     failed: bool,
 ) -> None:
     """Whatever the counts and chances: the lab's failure first, then a forbidden kind
-    found, then a named kind without a chance, then the expectations."""
+    found, then nothing named tested or an expected kind untested, then the
+    expectations, with the other untested kinds listed."""
     lab = [{"service": "kafka", "at": 1.0, "what": "died"}] if failed else []
     found = decide(counts, chances_of, expectations, RunFacts(lab_failures=lab))
     forbidden = [k for k, v in expectations.items() if v == "absent" and counts.get(k)]
-    untested = [k for k in expectations if not chances_of.get(k)]
+    untested = sorted(k for k in expectations if not counts.get(k) and not chances_of.get(k))
+    decisive = (
+        untested
+        if len(untested) == len(expectations)
+        else [k for k in untested if expectations[k] == "present"]
+    )
     if failed:
         assert found.verdict == LAB_FAILED
     elif forbidden:
         assert found.verdict == UNEXPECTED and found.forbidden_found == sorted(forbidden)
-    elif untested:
+    elif decisive:
         assert found.verdict == INCONCLUSIVE
-        assert [r.split()[0] for r in found.reasons] == sorted(untested)
+        prefix = "nothing the run names was tested: "
+        assert [r.removeprefix(prefix).split()[0] for r in found.reasons] == decisive
     else:
         assert found.verdict not in (INCONCLUSIVE, LAB_FAILED) and not found.reasons
+        assert found.untested == untested
+        assert [c.split()[0] for c in found.caveats] == untested

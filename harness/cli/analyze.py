@@ -16,7 +16,7 @@ from rich.table import Table
 from harness import exitcodes
 from harness.cli.app import app
 from harness.cli.common import check_spark_master, fail
-from harness.cli.printing import lost_where_lines, progress
+from harness.cli.printing import lost_where_lines, print_caveats, progress
 from harness.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -159,6 +159,7 @@ def _reasons(console: Console, result: AnalysisResult) -> None:
         console.print(f"[yellow]{result.verdict}[/], {what}:")
     for line in reasons:
         console.print(f"  - {line}")
+    print_caveats(console, result.analysis.get("caveats") or [])
 
 
 @contextlib.contextmanager
@@ -274,7 +275,8 @@ def _summary(console: Console, result: AnalysisResult) -> None:
     elif a["expected_missing"] and judged:
         extra = f" (expected but absent: {', '.join(a['expected_missing'])})"
     console.print(f"verdict: [bold {colour}]{word}[/]{extra}")
+    span_s = (int(h.get("t1_ns") or 0) - int(h.get("t0_ns") or 0)) / 1e9
     console.print(
-        f"[dim]{h['events']:,} events in {a['timings']['total_s']:.1f}s; "
-        f"outputs in {result.run_dir}[/]"
+        f"[dim]{h['events']:,} events over {span_s:.1f} s of history, analysed in "
+        f"{a['timings']['total_s']:.1f} s; outputs in {result.run_dir}[/]"
     )

@@ -65,6 +65,14 @@ def lost_where_lines(lost_where: dict[str, dict[str, int]]) -> list[str]:
     return out
 
 
+def print_caveats(console: Console, caveats: list[str], indent: str = "") -> None:
+    """What does not change the verdict but a reader must know (analysis.json's
+    `caveats`): named kinds that were not tested, fault windows that slipped or never
+    took effect under a verdict that does not rest on them."""
+    for line in caveats:
+        console.print(f"{indent}[yellow]note:[/] {escape(line)}")
+
+
 def verdict_word(r: RunResult) -> str | None:
     """The run's verdict as a reader is told it, as its report says it: `held` for a
     reproduced run whose expectations (the judged run's own, a pipeline file's too) are
@@ -130,3 +138,4 @@ def print_result(console: Console, r: RunResult) -> None:
         for line in lost_where_lines(r.lost_where):
             console.print(f"  {line}")
         console.print(f"  verdict: [{colour}]{word}[/]")
+        print_caveats(console, r.caveats, "  ")
