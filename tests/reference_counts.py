@@ -8,6 +8,7 @@ session would take much longer on a shared CI machine.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from checkers.anomaly import Anomaly
@@ -15,7 +16,7 @@ from checkers.coverage import chances
 from checkers.reference import CHECKERS
 from checkers.run_facts import lab_failures
 from checkers.series import COMPLETIONS
-from checkers.verdict import RunFacts, Verdict, decide
+from checkers.verdict import PRESENT, RunFacts, Verdict, decide, judge
 from harness.history.reader import read_history
 from harness.history.schema import Event, EventType
 from harness.rundir import RunDir
@@ -56,3 +57,10 @@ def reference_verdict(
     if expectations is None:
         expectations = config.get("expectations") or {}
     return decide(reference_counts(run_dir), found, expectations, facts), found
+
+
+def predicted(expectations: Mapping[str, str]) -> str:
+    """The verdict of a run that behaves as `expectations` predict (every kind expected
+    present found, none expected absent): `held` when all are absent, else
+    `reproduced`."""
+    return judge({k: 1 for k, v in expectations.items() if v == PRESENT}, expectations).verdict
