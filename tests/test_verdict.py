@@ -353,3 +353,38 @@ def test_the_verdicts_order(
         assert found.verdict not in (INCONCLUSIVE, LAB_FAILED) and not found.reasons
         assert found.untested == untested
         assert [c.split()[0] for c in found.caveats] == untested
+
+
+def test_the_pass_gives_each_window_its_planned_length_and_anchor() -> None:
+    """The keyed pass's fault series (checkers.keyed.timeline) carries the planned
+    duration and the anchor of each window's start event, so a window that lasted
+    28 s where 2 were planned is found slipped, one that lasted its plan is not."""
+    from keyed_support import history_table
+
+    from checkers.keyed.columns import SERIES_ROW
+    from checkers.keyed.routing import route, with_positions
+    from checkers.keyed.timeline import series_rows
+
+    s = 1_000_000_000
+    timed = [
+        (0, write("a", "a1")),
+        (3 * s, ev.fault("start", "crash", target="connect", fault_id="f1",
+                         extra=json.dumps({"at": 2.0, "duration": 2.0}))),
+        (31 * s, ev.fault("stop", "crash", target="connect", fault_id="f1")),
+        (33 * s, ev.fault("start", "cut", target="connect->pg", fault_id="f2",
+                          extra=json.dumps({"after": "snapshot", "at": 0.5, "duration": 1.0}))),
+        (34 * s, ev.fault("stop", "cut", target="connect->pg", fault_id="f2")),
+        (40 * s, write("b", "b1")),
+    ]  # fmt: skip
+    events = [Event(**({c: f.get(c) for c in COLUMNS} | {"time": t})) for t, f in timed]
+    routed = route(with_positions(history_table(events), 0), 1)
+    rows = series_rows(routed.series[0], 0, 1).to_pylist()
+    windows = sorted(
+        (json.loads(r["detail"]) for r in rows if r["out"] == SERIES_ROW and r["kind"] == "faults"),
+        key=lambda w: w["fault_id"],
+    )
+    assert [(w["planned_s"], w["after"]) for w in windows] == [(2.0, None), (1.0, "snapshot")]
+    assert slip_lines(windows, 40.0) == [
+        "fault crash connect slipped: planned for 2 s, it lasted 28.0 s (26.0 s more), "
+        "from 3.0 s to 31.0 s"
+    ]
