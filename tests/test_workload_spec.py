@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
+from typing import ClassVar
 
 import pytest
 
+from harness.setups.base import Client, Setup, SetupContext
+from harness.workload.clients import Workload
 from harness.workload.spec import KeyChooser, OpChooser, WorkloadSpec
 
 
@@ -57,3 +61,50 @@ def test_op_mix_follows_weights() -> None:
 def test_bad_specs_are_named(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         WorkloadSpec.from_dict(fields)
+
+
+class _SlowToClose(Client):
+    """A client whose operations complete at once and whose close takes a while, as
+    an application process that flushes and exits does."""
+
+    closed_at: ClassVar[list[float]] = []
+    done_at: ClassVar[list[float]] = []
+
+    def write(self, key: str, value: str) -> None:
+        _SlowToClose.done_at.append(time.monotonic())
+
+    def delete(self, key: str) -> None:
+        self.write(key, "")
+
+    def read(self, key: str, store: str) -> None:
+        self.write(key, "")
+
+    def close(self) -> None:
+        time.sleep(0.3)
+        _SlowToClose.closed_at.append(time.monotonic())
+
+
+class _Setup(Setup):
+    name = "slow-to-close"
+
+    def prepare(self, ctx: SetupContext) -> None:
+        """Nothing to start."""
+
+    def client(self, process: str) -> Client:
+        return _SlowToClose(None, process)  # type: ignore[arg-type]
+
+    def read_stores(self) -> tuple[str, ...]:
+        return ("store",)
+
+    def final_states(self) -> dict[str, dict[str, tuple[str, int | None]]]:
+        return {}
+
+
+def test_the_workload_time_ends_with_its_last_operation_not_the_clients_close() -> None:
+    """The terminal's ops/s divides by the workload's time: from its start to its last
+    operation's completion, not to the end of closing the clients."""
+    workload = Workload(WorkloadSpec(clients=2, rate=100, duration=0.3), _Setup(), seed=1)
+    stats = workload.run()
+    assert stats.ops == len(_SlowToClose.done_at) > 0
+    end = workload._started + stats.elapsed
+    assert max(_SlowToClose.done_at) <= end < min(_SlowToClose.closed_at)

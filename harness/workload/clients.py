@@ -32,6 +32,8 @@ class WorkloadStats:
     crashes: int = 0
     errors: int = 0
     elapsed: float = 0.0
+    """seconds from the workload's start to its last operation's completion: closing
+    the clients (stopping their application processes) is not the workload's time"""
     by_op: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -51,6 +53,7 @@ class Workload:
         self.stats = WorkloadStats()
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._last_done: float | None = None  # when the last operation completed
         self._threads: list[threading.Thread] = []
         self._clients: list[Client] = []
         stores = setup.read_stores()
@@ -93,7 +96,9 @@ class Workload:
         deadline = None if timeout is None else time.monotonic() + timeout
         for t in self._threads:
             t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        self.stats.elapsed = time.monotonic() - self._started
+        with self._lock:
+            end = self._last_done if self._last_done is not None else time.monotonic()
+        self.stats.elapsed = end - self._started
         return self.stats
 
     def run(self) -> WorkloadStats:
@@ -160,6 +165,7 @@ class Workload:
                 with self._lock:
                     self.stats.ops += 1
                     self.stats.by_op[op] = self.stats.by_op.get(op, 0) + 1
+                    self._last_done = time.monotonic()
         finally:
             if client is not None:
                 with contextlib.suppress(Exception):
