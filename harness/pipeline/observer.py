@@ -57,7 +57,8 @@ class Divergence:
         named = ", ".join(self.keys[:KEYS_NAMED]) + (" ..." if len(self.keys) > KEYS_NAMED else "")
         how = "settled so" if self.settled else "still changing when the wait ended"
         since = (
-            f", differing since {self.since_s:.1f} s into the run"
+            f", differing since {self.since_s:.1f} s after the history's first event "
+            "(the report's clock; the file's `at` counts from the workload's start)"
             if self.since_s is not None
             else ""
         )
