@@ -144,6 +144,7 @@ def build_context(folder: RunDir) -> dict[str, Any]:
         "runner": summary,
         "run_error": _run_error(summary, analysis),
         "classes": _classes(analysis, examples, t0),
+        "no_chance": no_chance(analysis),
         "foreign": _foreign_names(config),
         "diagrams": diagrams_for_run(folder, examples, t0) if examples else [],
         "charts": _charts(series, duration, windows, marks),
@@ -257,8 +258,21 @@ def _moment_text(after: Any) -> str | None:
         return str(after)
 
 
+def no_chance(analysis: dict[str, Any]) -> list[str]:
+    """The kinds this history gave no chance that nobody named: none found, none
+    expected (a pipeline's history, read from outside its programs, gives the broker's
+    kinds none). The summary lists them in one line, not a row each of "0 in 0"; an
+    analysis without coverage hides none."""
+    coverage = analysis.get("coverage") or {}
+    counts = analysis.get("counts", {})
+    named = analysis.get("expectations", {})
+    return [k for k in counts if coverage.get(k) == 0 and not counts.get(k) and k not in named]
+
+
 def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> list[dict[str, Any]]:
-    """Per anomaly class: its kinds with counts, expectation and sampled examples."""
+    """Per anomaly class: its kinds with counts, expectation and sampled examples, but
+    those of `no_chance`; a class left with no kind is left out."""
+    hidden = set(no_chance(analysis))
     counts = analysis.get("counts", {})
     expectations = analysis.get("expectations", {})
     ex_kinds = examples.get("kinds", {})
@@ -273,6 +287,8 @@ def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> lis
     for checker, label, kinds in groups:
         rows = []
         for kind in kinds:
+            if kind in hidden:
+                continue
             ex = ex_kinds.get(kind, {})
             known_kind = BY_NAME.get(kind)
             rows.append(
@@ -286,6 +302,8 @@ def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> lis
                     "examples": [_example(e, t0) for e in ex.get("examples", [])],
                 }
             )
+        if not rows:
+            continue
         total = sum(r["count"] for r in rows)
         status = analysis.get("checkers", {}).get(checker, {}).get("status", "ok")
         out.append(

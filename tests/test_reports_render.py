@@ -466,3 +466,42 @@ def test_a_run_report_links_the_suite_page_only_where_one_was_written(tmp_path: 
     assert "did not quiesce" in page and "False" not in page
     render_suite(tmp_path)
     assert 'href="../../index.html"' in render_run_report(run).read_text()
+
+
+def test_a_verdict_that_stands_lists_its_untested_kinds_and_slipped_faults(
+    tmp_path: Path,
+) -> None:
+    """A pipeline's held run: the kinds named without a chance listed as untested, a
+    slipped fault window said under the verdict; the kinds nobody named that the history
+    gave no chance are one line, not a row each; the page says what a chance is."""
+    slipped = (
+        "fault crash connect slipped: planned for 2 s, it lasted 28.0 s (26.0 s more), "
+        "from 3.0 s to 31.0 s; the held verdict rests on it"
+    )
+    untested = "extra had no chance in this history: it holds no key held by the store"
+    coverage = {"missing": 40, "stale": 40, "extra": 0, "lost-message": 0, "poll-skip": 0}
+    run = _run_folder(
+        tmp_path,
+        "pipeline",
+        "20260101T000000Z",
+        None,
+        verdict="held",
+        untested=["extra"],
+        caveats=[untested, slipped],
+        counts=dict.fromkeys(coverage, 0),
+        coverage=coverage,
+        expectations={"missing": "absent", "stale": "absent", "extra": "absent"},
+        history={"events": 90, "segments": 1, "t0_ns": T0, "t1_ns": T0 + 5000 * MS},
+    )
+    page = render_run_report(run).read_text()
+    block = page[page.index('id="caveats"') :]
+    block = block[: block.index("</div>")]
+    assert untested in block and slipped in block
+    assert '<span id="untested">extra</span>' in block
+    summary = page[page.index('id="summary-table"') : page.index('id="no-chance"')]
+    assert "extra" in summary and "lost-message" not in summary and "poll-skip" not in summary
+    assert "no chance, none found, not named by the expectations): lost-message, poll-skip." in (
+        page
+    )
+    assert 'id="chance-note"' in page and "docs/checkers.md" in page
+    assert "<title>pipeline held:" in page
