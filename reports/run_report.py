@@ -113,7 +113,7 @@ def build_context(folder: RunDir) -> dict[str, Any]:
         "summary_text": params.get("summary"),
         "setup": params.get("setup"),
         "setup_params": params.get("setup_params") or {},
-        "workload": params.get("workload") or {},
+        "workload": workload_settings(params.get("workload") or {}),
         "seed": config.get("seed", analysis.get("run", {}).get("seed")),
         "started": config.get("started_utc")
         or (datetime.fromtimestamp(t0 / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if t0 else None),
@@ -155,6 +155,36 @@ def build_context(folder: RunDir) -> dict[str, Any]:
         "consumers": _consumers(series, duration, windows),
         "files": _files(folder),
     }
+
+
+def workload_settings(workload: dict[str, Any]) -> list[str]:
+    """The workload's settings as `name=value`, those that apply only: `read_own` and
+    `read_stores` where the mix reads, `zipf_s` with the zipf distribution, `rotate_s`
+    when it rotates; the mix as its weights (`write 3, read 1`)."""
+    mix = workload.get("mix")
+    reads = not isinstance(mix, dict) or bool(mix.get("read"))
+    skip = {
+        "read_own": not reads,
+        "read_stores": not reads,
+        "zipf_s": workload.get("distribution", "zipf") != "zipf",
+        "rotate_s": not workload.get("rotate_s"),
+    }
+    out = []
+    for name, value in workload.items():
+        if value is None or skip.get(name):
+            continue
+        if isinstance(value, dict):
+            shown = ", ".join(f"{k} {_number(v)}" for k, v in value.items())
+        elif isinstance(value, list):
+            shown = ", ".join(str(v) for v in value)
+        else:
+            shown = _number(value)
+        out.append(f"{name}={shown}")
+    return out
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _utc(ns: int) -> str | None:

@@ -505,3 +505,35 @@ def test_a_verdict_that_stands_lists_its_untested_kinds_and_slipped_faults(
     )
     assert 'id="chance-note"' in page and "docs/checkers.md" in page
     assert "<title>pipeline held:" in page
+
+
+def test_the_workload_line_shows_the_settings_that_apply() -> None:
+    from reports.run_report import workload_settings
+
+    writes_only = {
+        "clients": 4,
+        "distribution": "uniform",
+        "zipf_s": 1.1,
+        "mix": {"write": 1.0},
+        "read_own": True,
+        "read_stores": None,
+        "rate": 100.0,
+        "rotate_s": 0.0,
+    }
+    assert workload_settings(writes_only) == [
+        "clients=4",
+        "distribution=uniform",
+        "mix=write 1",
+        "rate=100",
+    ]
+    mixed = writes_only | {"distribution": "zipf", "mix": {"write": 3.0, "read": 1.0}}
+    assert workload_settings(mixed | {"read_stores": ["cache"], "rotate_s": 2.0}) == [
+        "clients=4",
+        "distribution=zipf",
+        "zipf_s=1.1",
+        "mix=write 3, read 1",
+        "read_own=True",
+        "read_stores=cache",
+        "rate=100",
+        "rotate_s=2",
+    ]
