@@ -113,6 +113,8 @@ def build_context(folder: RunDir) -> dict[str, Any]:
         "summary_text": params.get("summary"),
         "setup": params.get("setup"),
         "setup_params": params.get("setup_params") or {},
+        # A pipeline file's run: its programs are black boxes, read from outside.
+        "pipeline": bool((params.get("setup_params") or {}).get("pipeline_file")),
         "workload": workload_settings(params.get("workload") or {}),
         "seed": config.get("seed", analysis.get("run", {}).get("seed")),
         "started": config.get("started_utc")
@@ -488,7 +490,11 @@ def _charts(
         ("throughput: operations completed per second", "ops/s", throughput),
         ("latency of operations (invoke to completion)", "ms", latency),
         ("replication lag per store (source ok to first effect)", "ms", lag),
-        ("anomalies per bucket and class, at the time of the anomaly", "count", anomalies),
+        (
+            "anomalies per bucket and class, at each one's time (a divergence: the final read)",
+            "count",
+            anomalies,
+        ),
     ]
     return [
         render_chart(Chart(title, unit, t_max, ls, windows, marks)) for title, unit, ls in specs
