@@ -162,6 +162,39 @@ def test_dual_write_race_report_agrees_with_its_files(runs: Runs, browser: Any) 
     header_ops = int(re.search(r"runner\s+([\d,]+) op", setup)[1].replace(",", ""))  # type: ignore[index]
     assert header_ops == summary["ops"] == history_operations(run)
 
+    # One word for the verdict: the page's, analysis.json's and logs/run.json's.
+    verdict = page.locator("#verdict").inner_text()
+    assert verdict == analysis["verdict"] == summary["verdict"]
+    assert f"<title>dual-write-race {verdict}:" in (run / "report.html").read_text()
+
+    # The workload's time, behind the rate, ends with its last operation: closing the
+    # clients afterwards is not counted (the history's clock, to the millisecond).
+    rate = float(page.locator("#runner-rate").inner_text())
+    assert rate == pytest.approx(summary["ops"] / summary["workload_s"], abs=0.1)
+    history = pq.read_table(run / "history.parquet", columns=["type", "phase", "kind", "time"])
+    marks = {
+        k: t
+        for k, t, ty in zip(
+            history["kind"].to_pylist(),
+            history["time"].to_pylist(),
+            history["type"].to_pylist(),
+            strict=True,
+        )
+        if ty == "mark"
+    }
+    last_op = max(
+        t
+        for ty, ph, t in zip(
+            history["type"].to_pylist(),
+            history["phase"].to_pylist(),
+            history["time"].to_pylist(),
+            strict=True,
+        )
+        if ty == "op" and ph in ("ok", "fail", "info")
+    )
+    span = (last_op - marks["workload-start"]) / 1e9
+    assert summary["workload_s"] == pytest.approx(span, abs=0.25), (summary["workload_s"], span)
+
     # The throughput chart draws as many operations as the header counts.
     chart = page.locator("#series svg.chart").first.evaluate(CHART_JS)
     t_max = (analysis["history"]["t1_ns"] - analysis["history"]["t0_ns"]) / 1e9
