@@ -243,6 +243,22 @@ def test_a_fault_anchored_to_an_event_that_never_came_says_so() -> None:
     ]
 
 
+def test_a_window_is_matched_to_the_fault_that_opened_it() -> None:
+    """The window's start names its planned `at` and anchor: a fault that never came is
+    named as such, whichever of its kind and target opened."""
+    late = {"kind": "crash", "target": "consumer", "start": 7.1, "stop": 8.0, "planned_at": 7.0}
+    assert fault_lines([late | {"after": None}], [SCHEDULE[0], SCHEDULE[2]], BUSY, 10.0) == [
+        "scheduled fault crash consumer at 2 s never started (the run ended before it)"
+    ]
+    anchored = {"kind": "crash", "target": "consumer", "at": 2.0, "after": "snapshot"}
+    assert fault_lines([late | {"after": None}], [anchored], BUSY, 10.0) == [
+        "scheduled fault crash consumer 2 s after snapshot never started (its moment never "
+        "came: the run ended without snapshot or within its delay)"
+    ]
+    opened = late | {"planned_at": 2.0, "after": "snapshot"}
+    assert fault_lines([opened], [anchored], BUSY, 10.0) == []
+
+
 def window(start: float, stop: float | None, planned: float | None, **more: Any) -> dict[str, Any]:
     """A series.json fault window of a crash of the consumer."""
     return {"kind": "crash", "target": "connect", "start": start, "stop": stop} | {
