@@ -54,6 +54,7 @@ class RunInfo:
     report: str | None = None  # relative link, when report.html exists
     error: str | None = None
     inconclusive: list[str] = field(default_factory=list)  # what the run lacked
+    untested: list[str] = field(default_factory=list)  # named kinds without a chance
     faults: list[dict[str, Any]] | None = None  # the fault schedule it ran (config.json)
 
     @property
@@ -112,6 +113,7 @@ def _run_info(runs: Path, run: Path) -> RunInfo:
         else None,
         error=summary.get("error"),
         inconclusive=[str(w) for w in analysis.get("inconclusive") or []],
+        untested=[str(k) for k in analysis.get("untested") or []],
         faults=params.get("faults") if isinstance(params.get("faults"), list) else None,
     )
 
@@ -148,7 +150,11 @@ def evidence_line(run: RunInfo) -> str:
     missing = [
         k for k, w in run.expectations.items() if w == "present" and not run.counts.get(k, 0)
     ]
-    clean = [k for k, w in run.expectations.items() if w == "absent" and not run.counts.get(k, 0)]
+    clean = [
+        k
+        for k, w in run.expectations.items()
+        if w == "absent" and not run.counts.get(k, 0) and k not in run.untested
+    ]
     parts = []
     if forbidden:
         parts.append("forbidden but found: " + _few(forbidden))
@@ -158,6 +164,8 @@ def evidence_line(run: RunInfo) -> str:
         parts.append("found as predicted: " + _few(found))
     if clean:
         parts.append("none of " + _few(clean))
+    if run.untested:
+        parts.append("untested (no chance): " + _few(run.untested))
     if not parts:
         others = [f"{k} {n}" for k, n in run.counts.items() if n]
         parts.append("no expectations; observed: " + (", ".join(others) or "no anomaly"))

@@ -505,6 +505,10 @@ def test_a_verdict_that_stands_lists_its_untested_kinds_and_slipped_faults(
     )
     assert 'id="chance-note"' in page and "docs/checkers.md" in page
     assert "<title>pipeline held:" in page
+    # The suite page's evidence does not count an untested kind as one that held.
+    assert evidence_line(scan_runs(tmp_path)[0]) == (
+        "none of missing, stale; untested (no chance): extra"
+    )
 
 
 def test_the_workload_line_shows_the_settings_that_apply() -> None:
