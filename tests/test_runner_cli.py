@@ -141,3 +141,26 @@ def test_a_run_stopped_by_its_lab_names_what_failed_and_judges_nothing() -> None
     )
     assert "verdict: lab failed (the system under test was not judged)" in text
     assert "anomalies:" not in text
+
+
+def test_what_does_not_change_the_verdict_is_said_beside_it(tmp_path: Path) -> None:
+    """A reproduced run whose later fault never started: the terminal's summary and a
+    failure message (the pytest plugin's, the matrix's) say so under the verdict."""
+    import json
+
+    from harness.app.outcome import outcome_of
+    from harness.rundir import RunDir
+    from scenarios.registry import get_scenario
+
+    never = "scheduled fault crash consumer at 7 s never started (the run ended before it)"
+    console = Console(record=True, width=200, highlight=False)
+    run = RunDir(tmp_path / "run")
+    run.path.mkdir()
+    result = RunResult(run, "cdc-commit-before-apply", 1, verdict="reproduced", exit_code=0)
+    result.counts, result.caveats = {"lost-write": 98}, [never]
+    print_result(console, result)
+    text = console.export_text()
+    assert text.index("verdict: reproduced") < text.index(f"note: {never}")
+    run.analysis.write_text(json.dumps({"counts": {"lost-write": 98}, "caveats": [never]}))
+    summary = outcome_of(result, get_scenario("C4")).summary()
+    assert f"  note: {never}" in summary.splitlines()

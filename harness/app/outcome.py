@@ -28,12 +28,14 @@ class Outcome:
     missing: list[str] = field(default_factory=list)
     found: dict[str, int] = field(default_factory=dict)
     examples: dict[str, str] = field(default_factory=dict)
+    caveats: list[str] = field(default_factory=list)  # analysis.json's: untested, slipped
     duration: float | None = None
     rerun: str | None = None  # the command for a scenario the registry does not know
 
     @property
     def passed(self) -> bool:
-        """Reproduced (or no expectations): the run behaved as the scenario predicts."""
+        """Reproduced, held (or no expectations): the run behaved as the scenario
+        predicts."""
         return self.result.exit_code == exitcodes.OK
 
     @property
@@ -90,6 +92,7 @@ class Outcome:
         if self.found:
             seen = ", ".join(f"{k} {n}" for k, n in sorted(self.found.items()))
             lines.append(f"  also observed: {seen}")
+        lines += [f"  note: {line}" for line in self.caveats]
         lines.append(f"  report: {self.report or '(none)'}")
         lines.append(f"  run folder: {self.run_dir}")
         lines.append(f"  reproduce with: {self.reproduce()}")
@@ -125,6 +128,7 @@ def outcome_of(result: RunResult, scenario: Scenario, duration: float | None = N
         missing=missing,
         found=found,
         examples={k: v for k, v in examples.items() if v},
+        caveats=[str(line) for line in analysis.get("caveats") or []],
         duration=duration,
     )
 
