@@ -157,8 +157,12 @@ def _planned_moment(fault: Mapping[str, Any]) -> str:
     if after is None:
         return f"at {at:g} s"
     if isinstance(after, Mapping):
-        after = ", ".join(f"{k} {v}" for k, v in after.items())
-    return f"{at:g} s after its moment ({after})"
+        # The Anchor's fields (harness.nemesis.schedule, a layer above the checkers).
+        nth = int(after.get("nth") or 1)
+        after = f"{after.get('event')} {after.get('subject') or ''}".strip() + (
+            f" (occurrence {nth})" if nth != 1 else ""
+        )
+    return f"{at * 1000:g} ms after the moment {after}"
 
 
 def _why_never(fault: Mapping[str, Any]) -> str:

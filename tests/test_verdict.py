@@ -230,32 +230,38 @@ def test_each_fault_that_never_took_effect_or_had_no_operation_is_named() -> Non
     assert fault_lines(every, SCHEDULE, BUSY, 10.0) == []
 
 
-def test_a_fault_anchored_to_an_event_that_never_came_says_so() -> None:
+def test_a_fault_at_a_moment_that_never_came_says_so() -> None:
+    """config.json holds a moment as the Anchor's fields; the line says the moment
+    never came, not that the run ended before a time."""
+    ready = {"event": "ready", "subject": "consumer", "nth": 2, "above": 0.5}
+    caught_up = {"event": "caught_up", "subject": "cache", "nth": 1, "above": 0.5}
     anchored = [
-        {"kind": "crash", "target": "consumer", "at": 0.5, "duration": 1.0, "after": "snapshot"},
-        {"kind": "crash", "target": "redis", "at": 1.0, "params": {"after": "caught-up"}},
+        {"kind": "crash", "target": "consumer", "at": 0.5, "duration": 1.0, "after": ready},
+        {"kind": "cut", "target": "cache", "at": 0.0, "duration": 1.0, "after": caught_up},
     ]
+    why = "(its moment never came, or too late to open before the run's end)"
     assert fault_lines([], anchored, BUSY, 10.0) == [
-        "scheduled fault crash consumer 0.5 s after snapshot never started (its moment "
-        "never came: the run ended without snapshot or within its delay)",
-        "scheduled fault crash redis 1 s after caught-up never started (its moment never "
-        "came: the run ended without caught-up or within its delay)",
+        f"scheduled fault cut cache 0 ms after the moment caught_up cache never started {why}",
+        "scheduled fault crash consumer 500 ms after the moment ready consumer (occurrence 2) "
+        f"never started {why}",
     ]
 
 
 def test_a_window_is_matched_to_the_fault_that_opened_it() -> None:
-    """The window's start names its planned `at` and anchor: a fault that never came is
-    named as such, whichever of its kind and target opened."""
+    """The window's start names its planned `at`, and whether it waited for a moment:
+    a fault that never came is named as such, whichever of its kind and target opened."""
     late = {"kind": "crash", "target": "consumer", "start": 7.1, "stop": 8.0, "planned_at": 7.0}
     assert fault_lines([late | {"after": None}], [SCHEDULE[0], SCHEDULE[2]], BUSY, 10.0) == [
         "scheduled fault crash consumer at 2 s never started (the run ended before it)"
     ]
-    anchored = {"kind": "crash", "target": "consumer", "at": 2.0, "after": "snapshot"}
+    ready = {"event": "ready", "subject": "consumer", "nth": 1, "above": 0.5}
+    anchored = {"kind": "crash", "target": "consumer", "at": 7.0, "after": ready}
+    # A window at 7 s on the workload's clock is not one 7 s after a moment.
     assert fault_lines([late | {"after": None}], [anchored], BUSY, 10.0) == [
-        "scheduled fault crash consumer 2 s after snapshot never started (its moment never "
-        "came: the run ended without snapshot or within its delay)"
+        "scheduled fault crash consumer 7000 ms after the moment ready consumer never "
+        "started (its moment never came, or too late to open before the run's end)"
     ]
-    opened = late | {"planned_at": 2.0, "after": "snapshot"}
+    opened = late | {"after": "consumer ready after its start"}
     assert fault_lines([opened], [anchored], BUSY, 10.0) == []
 
 
