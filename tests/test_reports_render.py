@@ -541,3 +541,22 @@ def test_the_workload_line_shows_the_settings_that_apply() -> None:
         "rate=100",
         "rotate_s=2",
     ]
+
+
+def test_a_rerendered_suite_page_is_dated_now_and_says_when_the_suite_ran(
+    tmp_path: Path,
+) -> None:
+    from datetime import UTC, datetime
+
+    _run_folder(tmp_path, "dual-write-race", "20260101T000000Z", "C1", verdict="reproduced")
+    (tmp_path / "index.json").write_text(
+        json.dumps({"generated_utc": "2026-01-01T00:05:00Z", "wall_s": 300.0, "runs": []})
+    )
+    before = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    page = render_suite(tmp_path).read_text()
+    generated = re.search(r'<span id="generated">([^<]+)</span>', page)
+    assert generated is not None and generated[1] >= before
+    assert (
+        'the last suite took 300.0 s, ended <span id="index-written">2026-01-01T00:05:00Z</span>'
+        in page
+    )
