@@ -55,6 +55,8 @@ class RunInfo:
     error: str | None = None
     inconclusive: list[str] = field(default_factory=list)  # what the run lacked
     untested: list[str] = field(default_factory=list)  # named kinds without a chance
+    seed: int | None = None
+    duration_s: float | None = None  # the workload's duration it ran
     faults: list[dict[str, Any]] | None = None  # the fault schedule it ran (config.json)
 
     @property
@@ -114,8 +116,17 @@ def _run_info(runs: Path, run: Path) -> RunInfo:
         error=summary.get("error"),
         inconclusive=[str(w) for w in analysis.get("inconclusive") or []],
         untested=[str(k) for k in analysis.get("untested") or []],
+        seed=config.get("seed") if isinstance(config.get("seed"), int) else None,
+        duration_s=_duration(params),
         faults=params.get("faults") if isinstance(params.get("faults"), list) else None,
     )
+
+
+def _duration(params: dict[str, Any]) -> float | None:
+    """The workload's duration a run's config.json gives, None where it gives none."""
+    workload = params.get("workload")
+    value = workload.get("duration") if isinstance(workload, dict) else None
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _stamp(name: str, run: Path) -> str:

@@ -560,3 +560,14 @@ def test_a_rerendered_suite_page_is_dated_now_and_says_when_the_suite_ran(
         'the last suite took 300.0 s, ended <span id="index-written">2026-01-01T00:05:00Z</span>'
         in page
     )
+
+
+def test_each_trend_mark_names_its_runs_seed_and_duration(tmp_path: Path) -> None:
+    for stamp, seed, duration in (("20260101T000000Z", 3, 8), ("20260102T000000Z", 7, 20)):
+        run = _run_folder(tmp_path, "dual-write-race", stamp, "C1", verdict="reproduced")
+        config = json.loads((run / "config.json").read_text())
+        config["seed"], config["params"]["workload"] = seed, {"duration": duration}
+        (run / "config.json").write_text(json.dumps(config))
+    page = render_suite(tmp_path).read_text()
+    assert 'title="2026-01-01T00:00:00Z: reproduced (seed 3, 8 s)"' in page
+    assert 'title="2026-01-02T00:00:00Z: reproduced (seed 7, 20 s)"' in page
