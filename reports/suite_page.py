@@ -279,6 +279,10 @@ def build_suite_context(runs: Path) -> dict[str, Any]:
         "others": others,
         "claim_tally": _tally(c["verdict"] for c in claims),
         "scenario_tally": _tally(r["verdict"] for r in scenario_rows),
+        "other_tally": _tally(r["verdict"] for r in others),
+        # Only the user's own scenarios or pipeline files ran (`suite --only a.toml`):
+        # they lead the page, not a table of claims that were not run.
+        "others_lead": bool(others) and all(r["last"] is None for r in scenario_rows),
         "n_claims": len(claims),
         "n_scenarios": len(scenario_rows),
         "n_runs": len(all_runs),

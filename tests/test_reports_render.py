@@ -571,3 +571,21 @@ def test_each_trend_mark_names_its_runs_seed_and_duration(tmp_path: Path) -> Non
     page = render_suite(tmp_path).read_text()
     assert 'title="2026-01-01T00:00:00Z: reproduced (seed 3, 8 s)"' in page
     assert 'title="2026-01-02T00:00:00Z: reproduced (seed 7, 20 s)"' in page
+
+
+def test_a_suite_of_pipeline_files_only_leads_with_them(tmp_path: Path) -> None:
+    """`suite --only a.toml,b.toml`: no claim ran; the user's pipelines lead the page and
+    the headline counts their verdicts, the failure included."""
+    _run_folder(tmp_path, "mirror", "20260101T000000Z", None, verdict="held")
+    _run_folder(tmp_path, "relay", "20260101T000000Z", None, verdict="unexpected anomaly")
+    page = render_suite(tmp_path).read_text()
+    tally = page[page.index('<span id="tally-others">') :]
+    tally = tally[: tally.index("</span> ·")]
+    assert "2 scenario(s) of your own:" in tally
+    assert "1 unexpected anomaly" in tally and "1 held" in tally
+    assert page.index("Your scenarios and pipelines") < page.index("<h2>Claims</h2>")
+    # With a claim run, the claims lead and the others follow, counted too.
+    _run_folder(tmp_path, "dual-write-race", "20260101T000000Z", "C1", verdict="reproduced")
+    page = render_suite(tmp_path).read_text()
+    assert page.index("<h2>Claims</h2>") < page.index("<h2>Other scenarios</h2>")
+    assert "2 other scenario(s):" in page
