@@ -18,11 +18,12 @@ log = logging.getLogger("driftlab.analyze")
 NOT_INJECTED = "not injected"
 """How a fault window's error begins when the nemesis could not inject it."""
 
-SLIP_FLOOR_S = 1.0
+SLIP_FLOOR_S = 2.0
 SLIP_SHARE = 0.5
 """A fault window slipped when it lasted longer than planned by more than
-max(SLIP_FLOOR_S, SLIP_SHARE x its planned duration): a heal that waits for a service
-to come back takes a second or two on an idle machine, ten times that under load."""
+max(SLIP_FLOOR_S, SLIP_SHARE x its planned duration): the heal of a crash waits for
+the process to run again, a second or two on an idle machine (so a 0.5 s crash lasts
+2 s), ten times that under load."""
 
 
 def run_facts(

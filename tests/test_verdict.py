@@ -275,7 +275,7 @@ def window(start: float, stop: float | None, planned: float | None, **more: Any)
 
 def test_a_window_that_lasted_well_beyond_its_plan_slipped() -> None:
     """The slip is the observed length less the planned one, with a tolerance of
-    max(1 s, 50 %): a window that opened late but lasted as planned did not slip."""
+    max(2 s, 50 %): a window that opened late but lasted as planned did not slip."""
     assert slip_lines([window(3.0, 31.0, 2.0)], 40.0) == [
         "fault crash connect slipped: planned for 2 s, it lasted 28.0 s (26.0 s more), "
         "from 3.0 s to 31.0 s"
@@ -284,9 +284,9 @@ def test_a_window_that_lasted_well_beyond_its_plan_slipped() -> None:
         "fault crash connect slipped: planned for 2 s, it lasted 9.0 s (7.0 s more), "
         "from 3.0 s and was still open when the history ended"
     ]
-    within = [window(3.0, 5.9, 2.0), window(30.0, 44.9, 10.0), window(50.0, 52.0, 2.0)]
+    within = [window(3.0, 6.9, 2.0), window(30.0, 44.9, 10.0), window(50.0, 52.0, 2.0)]
     assert slip_lines(within, 60.0) == []
-    assert slip_lines([window(30.0, 45.1, 10.0)], 60.0) != []
+    assert len(slip_lines([window(3.0, 7.1, 2.0), window(30.0, 45.1, 10.0)], 60.0)) == 2
     # Nothing planned to slip against: a restart (0 s), an older series, a fault that
     # was never injected.
     never = window(3.0, 3.0, 2.0, error="not injected: no link")
