@@ -2,7 +2,10 @@
 
 One lane per client or consumer and one per store; an arrow per write, from the writer's
 lane when it was sent to the store's lane when it took effect, so an interleaving that
-left two stores in different orders shows as crossing arrows. Horizontal positions are
+left two stores in different orders shows as crossing arrows. A store whose writer
+records nothing (a pipeline's, read from outside) is drawn from driftlab's samples of
+it: an arrow from the store to the observer's lane where a sample first shows a new
+value. Horizontal positions are
 the rank of each instant, not its time, so that writes microseconds apart stay legible;
 times are printed under the arrows.
 
@@ -20,7 +23,7 @@ from typing import Any
 import pyarrow.compute as pc
 from markupsafe import Markup, escape
 
-from harness.history.schema import SOURCE_STORE
+from harness.history.schema import OBSERVER, SOURCE_STORE
 from harness.rundir import RunDir
 
 # Kinds whose evidence is an interleaving of writes on one key of one store: the ones a
@@ -66,7 +69,7 @@ class Arrow:
     t_done: int
     value: str | None
     label: str
-    outcome: str  # ok, fail, info (unknown), apply
+    outcome: str  # ok, fail, info (unknown), apply, seen (a sample of the store)
 
 
 @dataclass(slots=True)
@@ -129,8 +132,18 @@ def build_diagram(
     invokes: dict[str, dict[str, Any]] = {}
     delivers: dict[tuple[str | None, str | None, int | None], int] = {}
     arrows: list[Arrow] = []
+    sampled: str | None = None  # the value the observer's last sample of `store` showed
     for e in events:
-        if e["type"] == "op" and e["f"] == "write" and e["store"] in (SOURCE_STORE, store):
+        if e["type"] == "op" and e["process"] == OBSERVER:
+            if e["store"] == store and e["phase"] == "ok" and e["value"] != sampled:
+                shown = "absent" if e["value"] is None else e["value"]
+                arrows.append(
+                    Arrow(
+                        OBSERVER, store, e["time"], e["time"], e["value"], f"seen {shown}", "seen"
+                    )
+                )
+                sampled = e["value"]
+        elif e["type"] == "op" and e["f"] == "write" and e["store"] in (SOURCE_STORE, store):
             if e["phase"] == "invoke":
                 invokes[e["op_id"]] = e
                 continue
@@ -251,17 +264,24 @@ def render_diagram(d: Diagram, t0_ns: int) -> Markup:
         label_y = y0 - 5 if x0 >= label_end.get(actor, 0.0) else y0 + 13
         if label_y < y0:
             label_end[actor] = x0 + 7.5 * len(a.label) + 8
+        if a.outcome == "seen":
+            # A sample reads the store: the arrow points from the store to the observer.
+            y0, y1 = y1, y0
         y1 += -6 if y1 > y0 else 6
         color = colors[a.value]
         dash = ' stroke-dasharray="4 3"' if a.outcome in ("fail", "info") else ""
         ms = (a.t_done - t0_ns) / 1e6
-        tip = f"{a.actor} {a.label} -> {a.store} ({a.outcome}) at {ms / 1000:.6f}s"
+        tip = (
+            f"{a.actor} {a.label} in {a.store} at {ms / 1000:.6f}s"
+            if a.outcome == "seen"
+            else f"{a.actor} {a.label} -> {a.store} ({a.outcome}) at {ms / 1000:.6f}s"
+        )
         out.append(
             f'<g class="write"><title>{escape(tip)}</title>'
             f'<line x1="{x0:.1f}" y1="{y0}" x2="{x1 + 0.01:.1f}" y2="{y1}" stroke="{color}" '
             f'stroke-width="1.7" marker-end="url(#ah)"{dash}/>'
             f'<text x="{x0 + 3:.1f}" y="{label_y}" class="al" fill="{color}">'
-            f"{escape(a.label)}{'' if a.outcome in ('ok', 'apply') else ' ' + a.outcome}"
+            f"{escape(a.label)}{'' if a.outcome in ('ok', 'apply', 'seen') else ' ' + a.outcome}"
             "</text></g>"
         )
     for name in stores:

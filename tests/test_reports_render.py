@@ -589,3 +589,32 @@ def test_a_suite_of_pipeline_files_only_leads_with_them(tmp_path: Path) -> None:
     page = render_suite(tmp_path).read_text()
     assert page.index("<h2>Claims</h2>") < page.index("<h2>Other scenarios</h2>")
     assert "2 other scenario(s):" in page
+
+
+def test_a_store_read_from_outside_is_drawn_from_the_observers_samples() -> None:
+    """A pipeline's store: its writer records nothing, driftlab samples it. Each sample
+    showing a new value is an arrow from the store to the observer's lane."""
+
+    def sample(t_ms: int, value: str | None) -> dict:
+        return _op(t_ms, "observer", "ok", f"r{t_ms}", "cache", value) | {"f": "read"}  # type: ignore[arg-type]
+
+    events = [
+        _op(0, "client-1", "invoke", "w1", "source", "A"),
+        _op(1, "client-1", "ok", "w1", "source", "A"),
+        sample(2, None),
+        sample(3, "A"),
+        sample(4, "A"),
+        _op(5, "client-1", "invoke", "w2", "source", "B"),
+        _op(6, "client-1", "ok", "w2", "source", "B"),
+        sample(7, "A"),
+        _state(20, "source", "B"),
+        _state(21, "cache", "A"),
+    ]
+    d = build_diagram(events, "x", "cache", "stale", "cache holds A", T0 + 21 * MS)
+    assert [(a.actor, a.store, a.label, a.outcome) for a in d.arrows] == [
+        ("client-1", "source", "set A", "ok"),
+        ("observer", "cache", "seen A", "seen"),
+        ("client-1", "source", "set B", "ok"),
+    ]
+    svg = str(render_diagram(d, T0))
+    assert ">observer</text>" in svg and "observer seen A in cache at" in svg
