@@ -219,8 +219,9 @@ def render_diagram(d: Diagram, t0_ns: int) -> Markup:
     stores = [SOURCE_STORE] + ([d.store] if d.store != SOURCE_STORE else [])
     # A consumer may share its store's name (the view feeds `view`): its lane is its own.
     lane_of = {a.actor: f"{a.actor} (consumer)" if a.actor in stores else a.actor for a in d.arrows}
-    actors = sorted(set(lane_of.values()))
-    lanes = actors + stores
+    actors = sorted(set(lane_of.values()) - {OBSERVER})
+    # driftlab's samples of the stores read them from below, across no other lane.
+    lanes = actors + stores + ([OBSERVER] if OBSERVER in lane_of.values() else [])
     instants = sorted({t for a in d.arrows for t in (a.t_send, a.t_done)})
     rank = {t: i for i, t in enumerate(instants)}
     left, top, lane_h, final_w = 130, 34, 58, 150
