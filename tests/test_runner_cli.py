@@ -164,3 +164,18 @@ def test_what_does_not_change_the_verdict_is_said_beside_it(tmp_path: Path) -> N
     run.analysis.write_text(json.dumps({"counts": {"lost-write": 98}, "caveats": [never]}))
     summary = outcome_of(result, get_scenario("C4")).summary()
     assert f"  note: {never}" in summary.splitlines()
+
+
+def test_the_suites_table_is_followed_by_each_runs_caveats() -> None:
+    from harness.cli.suite import _table
+    from scenarios.registry import get_scenario
+
+    slipped = "fault crash consumer slipped: planned for 0.5 s, it lasted 4.0 s (3.5 s more)"
+    console = Console(record=True, width=200, highlight=False)
+    result = RunResult(Path("runs/x/1"), "cdc-commit-before-apply", 3, verdict="reproduced")
+    result.caveats = [slipped]
+    quiet = RunResult(Path("runs/x/2"), "cdc-consumer-crash", 3, verdict="reproduced")
+    _table(console, [get_scenario("C4"), get_scenario("C3")], [result, quiet], 60.0)
+    text = console.export_text()
+    assert f"cdc-commit-before-apply:\n  note: {slipped}" in text
+    assert "cdc-consumer-crash:" not in text

@@ -21,7 +21,13 @@ from harness.cli.common import (
     parse_duration,
     seed_in_range,
 )
-from harness.cli.printing import make_tick, print_result, progress, verdict_word
+from harness.cli.printing import (
+    make_tick,
+    print_caveats,
+    print_result,
+    progress,
+    verdict_word,
+)
 
 if TYPE_CHECKING:
     from harness.runner.runner import RunResult
@@ -184,3 +190,9 @@ def _table(console: Console, chosen: list[Any], results: list[RunResult], wall: 
         style = "green" if r.exit_code == exitcodes.OK else "red"
         table.add_row(sc.claim or "-", sc.name, f"{r.stats.rate:.0f}", verdict, style=style)
     console.print(table)
+    # What does not change a verdict but its reader must know: untested kinds, a fault
+    # window that slipped, a fault that never took effect under a found anomaly.
+    for r in results:
+        if r.caveats:
+            console.print(f"{r.scenario}:")
+            print_caveats(console, r.caveats, "  ")
