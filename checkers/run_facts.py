@@ -95,8 +95,8 @@ def fault_lines(
     """One line per fault window that counts as no chance: a scheduled one that never
     started or was not injected, and any that took effect while no operation ran.
     `windows` are series.json's faults, `scheduled` config.json's (`at`, and `after`
-    for one anchored to an event), `busy` when operations ran (`busy_spans`: the
-    series' buckets are the resolution)."""
+    for one at a moment), `busy` when operations ran (`busy_spans`: the series' buckets
+    are the resolution)."""
     out = []
     started: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
     for w in sorted(windows, key=lambda w: float(w.get("start") or 0)):
@@ -180,8 +180,8 @@ def slip_lines(windows: Sequence[Mapping[str, Any]], t_end_s: float) -> list[str
     """One line per fault window (series.json's faults) that lasted longer than its
     planned duration (`planned_s`, from its start's `extra`) by more than the tolerance
     (SLIP_FLOOR_S, SLIP_SHARE). The slip is the observed length less the planned one,
-    not the stop against a planned end: a fault anchored to an event has no planned
-    end before the event. A window still open when the history ended counts to its
+    not the stop against a planned end: a fault at a moment has no planned end before
+    its moment. A window still open when the history ended counts to its
     end. Windows of no planned length (a restart) and older series without
     `planned_s` have nothing to slip against."""
     out = []

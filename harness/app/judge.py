@@ -89,7 +89,6 @@ def judge_run(
     result.coverage = analysis.get("coverage") or {}
     result.expectations = analysis.get("expectations") or {}
     result.reasons = analysis.get("reasons") or []
-    result.untested = analysis.get("untested") or []
     result.caveats = analysis.get("caveats") or []
     if result.verdict == INCONCLUSIVE:
         result.inconclusive = result.reasons

@@ -74,9 +74,9 @@ def print_caveats(console: Console, caveats: list[str], indent: str = "") -> Non
 
 
 def verdict_word(r: RunResult) -> str | None:
-    """The run's verdict as a reader is told it, as its report says it: `held` for a
-    reproduced run whose expectations (the judged run's own, a pipeline file's too) are
-    all absent (checkers.verdict.shown_verdict)."""
+    """The run's verdict as a reader is told it, as its report says it: analysis.json's
+    word, and `held` for a run analysed before `held` was a verdict of its own
+    (checkers.verdict.shown_verdict)."""
     from checkers.verdict import shown_verdict
 
     if r.verdict is None:

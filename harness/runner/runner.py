@@ -58,7 +58,6 @@ class RunResult:
     inconclusive: list[str] = field(default_factory=list)  # why the verdict proves nothing
     lab_failures: list[dict[str, Any]] = field(default_factory=list)  # the watchdog's
     reasons: list[str] = field(default_factory=list)  # why inconclusive or the lab failed
-    untested: list[str] = field(default_factory=list)  # named kinds that had no chance
     caveats: list[str] = field(default_factory=list)  # what does not change the verdict
     coverage: dict[str, int] = field(default_factory=dict)  # chances per kind
     expectations: dict[str, str] = field(default_factory=dict)  # analysis.json's
