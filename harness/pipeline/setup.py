@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
-from harness.pipeline import connectors, links
+from harness.pipeline import connectors, links, run_role
 from harness.pipeline.http_source import HttpWriter
 from harness.pipeline.observer import Divergence, Observer
 from harness.pipeline.readers import (
@@ -149,16 +149,35 @@ class PipelineSetup(Setup):
         self._opened: list[Reader | Arrivals] = []  # closed at teardown
         self._read_lock = threading.Lock()
         self.connectors: connectors.Registered | None = None
+        self.run_role: str | None = None  # on driftlab's PostgreSQL (harness.pipeline.run_role)
 
     def prepare(self, ctx: SetupContext) -> None:
         """The run's schema and source, its readers and (not started) processes."""
         p = self.pipeline
         check_images(p, ctx.stack)  # first: a setup that fails here has nothing to undo
         self.ctx = ctx
-        ns = ctx.namespace
         reach = links.Reach(ctx.stack, p.external)
-        self.pg_app = pg_conninfo(reach.link(APP, "postgres"))
         self.pg_direct = pg_conninfo(reach.endpoint("postgres"))
+        try:
+            self._prepare(ctx, reach)
+        except BaseException:
+            # The runner tears down only a prepared setup: undo the half-made one.
+            self.teardown()
+            raise
+
+    def _prepare(self, ctx: SetupContext, reach: links.Reach) -> None:
+        p = self.pipeline
+        ns = ctx.namespace
+        with direct_pg_connect(self.pg_direct) as conn:
+            if "postgres" in p.external:  # the user's login: theirs to restrict
+                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ns)))
+            else:
+                dbname = reach.endpoint("postgres").extra["dbname"]
+                self.run_role = ns
+                login = run_role.create(conn, ns, dbname)
+                reach = links.Reach(ctx.stack, p.external, {"postgres": login})
+        self.pg_app = pg_conninfo(reach.link(APP, "postgres"))
+        pg_owner = pg_conninfo(reach.pipeline_endpoint("postgres"))  # owns what it creates
         ports = {spec.name: free_port() for spec in p.processes}  # kept across restarts
         run = links.run_values(ns, p.source.table, ctx.work_dir, p.folder, ports)
         direct = {**run, **reach.values(None, p.reached)}
@@ -168,12 +187,11 @@ class PipelineSetup(Setup):
             if p.source.http is not None
             else SourceWriter(p.source, ns, app_values)
         )
-        with direct_pg_connect(self.pg_direct) as conn:
-            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ns)))
+        with direct_pg_connect(pg_owner) as conn:
             if p.source.create is not None:
                 conn.execute(links.fill(p.source.create, direct).encode())
             elif not p.source.own_sql:
-                create_source_table(self.pg_direct, ns, p.source.table)
+                create_source_table(pg_owner, ns, p.source.table)
         if p.source.own_sql:
             assert p.source.read is not None
             self.source_reader: Reader = SqlReader(
@@ -201,17 +219,14 @@ class PipelineSetup(Setup):
             self.connectors = connectors.Registered(
                 ConnectRest(users.extra["url"]) if users else ctx.stack["connect"]
             )
-            try:
-                self.connectors.put(connectors.for_run(p.connectors, ns, values))
-            except BaseException:
-                # The runner tears down only a prepared setup: undo the half-made one.
-                self.teardown()
-                raise
+            self.connectors.put(connectors.for_run(p.connectors, ns, values))
 
     def _command(self, spec: ProcessSpec, values: dict[str, Any]) -> CommandProcess:
         """The process of `spec`, its templates filled with `values`: a command on this
         machine, or a container of its image (the docker backend only)."""
         env = {k: links.fill(v, values) for k, v in spec.env.items()}
+        strings = [*spec.command, *spec.env.values(), spec.ready_http or ""]
+        env = {**links.login_env(strings, values), **env}  # the file's own env wins
         ready = Readiness(
             spec.ready_tcp,
             links.fill(spec.ready_http, values) if spec.ready_http else None,
@@ -312,6 +327,12 @@ class PipelineSetup(Setup):
                 proc.stop()
         if self.connectors is not None:
             self.connectors.remove()
+        if self.run_role is not None:  # first: it ends the sessions holding slots
+            try:
+                with direct_pg_connect(self.pg_direct) as conn:
+                    run_role.drop(conn, self.run_role)
+            except Exception as exc:
+                log.warning("dropping the role %s failed: %s", self.run_role, exc)
         if self.ctx is not None:
             self._drop_slots(self.ctx.namespace)
         for reader in self._opened:

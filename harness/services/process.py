@@ -29,6 +29,10 @@ from harness.services.base import ServiceError
 
 LOG_TAIL_LINES = 25
 
+HARNESS_NOTE = "--- driftlab: "
+"""How the lines the harness itself writes into a process's log begin (the command line
+it starts, a stop that needed SIGKILL): never the process's own words."""
+
 
 class StopOptions(TypedDict, total=False):
     """How a supervised process is stopped (SupervisedProcess's defaults otherwise)."""
@@ -203,7 +207,7 @@ class SupervisedProcess:
         if self.die_with_parent:
             kwargs["preexec_fn"] = die_with_parent(os.getpid())
         with open(self.log_path, "ab") as log:
-            log.write(f"--- driftlab: starting {' '.join(self.argv)}\n".encode())
+            log.write(f"{HARNESS_NOTE}starting {' '.join(self.argv)}\n".encode())
             log.flush()
 
             def launch() -> subprocess.Popen[bytes]:
@@ -322,7 +326,7 @@ class SupervisedProcess:
 
     def _log_note(self, note: str) -> None:
         with open(self.log_path, "a") as log:
-            log.write(f"--- driftlab: {self.name} {note}\n")
+            log.write(f"{HARNESS_NOTE}{self.name} {note}\n")
 
     def failure(self, problem: str) -> ServiceError:
         """A ServiceError naming the problem, the log file and quoting its tail."""
