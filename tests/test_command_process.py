@@ -52,8 +52,9 @@ def test_shell_pipeline_ready_by_log_line_then_killed_as_a_group(tmp_path: Path)
 
 def test_a_log_pattern_matches_one_line_the_process_printed(tmp_path: Path) -> None:
     # `^ready$` is a line that is exactly "ready"; the harness's own note at the top of
-    # the log quotes the command line, which holds the word, and must not count.
-    script = "echo 'not ready yet'; sleep 1.5; echo ready; sleep 300"
+    # the log quotes the command line, a script of several lines, one of them `ready`
+    # once the `echo ` is cut: the note is one line, and never counts.
+    script = "echo 'not ready yet'\nsleep 1.5\necho ready\nsleep 300"
     proc = CommandProcess(
         "exact",
         ["bash", "-c", script],

@@ -34,6 +34,14 @@ HARNESS_NOTE = "--- driftlab: "
 it starts, a stop that needed SIGKILL): never the process's own words."""
 
 
+def starting_note(argv: list[str], where: str = "") -> bytes:
+    """The harness's note that opens a start's log: its command line on one line (an
+    argument's own newlines written `\\n`), so no line of a script passed as `bash -c`
+    reads as the process's output."""
+    command = " ".join(argv).replace("\n", "\\n")
+    return f"{HARNESS_NOTE}starting {where}{command}\n".encode()
+
+
 class StopOptions(TypedDict, total=False):
     """How a supervised process is stopped (SupervisedProcess's defaults otherwise)."""
 
@@ -207,7 +215,7 @@ class SupervisedProcess:
         if self.die_with_parent:
             kwargs["preexec_fn"] = die_with_parent(os.getpid())
         with open(self.log_path, "ab") as log:
-            log.write(f"{HARNESS_NOTE}starting {' '.join(self.argv)}\n".encode())
+            log.write(starting_note(self.argv))
             log.flush()
 
             def launch() -> subprocess.Popen[bytes]:
