@@ -1,12 +1,15 @@
 """A pipeline's stores that did not converge after the heal: such a run fails with that
 reason (exit 1), whatever the anomaly counts say, and logs/run.json names the stores,
-the keys and since when. Every run of a scenario is judged so (harness.app.run); a
-setup that observes no store has nothing to say."""
+the keys and since when. A store that could not be read at the final reading makes the
+run `inconclusive` (exit 3), naming it: the run proves nothing about that store, and
+its reader's failure is no anomaly of the pipeline. Every run of a scenario is judged
+so (harness.app.run); a setup that observes no store has nothing to say."""
 
 from __future__ import annotations
 
 import json
 
+from checkers.verdict import INCONCLUSIVE
 from harness import exitcodes
 from harness.pipeline.observer import Divergence
 from harness.rundir import RunDir, write_json_atomically
@@ -25,6 +28,31 @@ def judge_convergence(result: RunResult, setup: Setup) -> list[Divergence]:
             result.exit_code = exitcodes.VERDICT
         _note(result.run_dir, divergences, result.error)
     return divergences
+
+
+def judge_unreadable(result: RunResult, setup: Setup) -> list[str]:
+    """Why the run is inconclusive: the stores `setup` could not read at the final
+    reading (none: the verdict stands)."""
+    unreadable: dict[str, str] = dict(getattr(setup, "unreadable", {}))
+    if not unreadable or result.interrupted or result.exit_code == exitcodes.BAD_INPUT:
+        return []
+    reasons = [
+        f"store {name} could not be read at the final reading ({why}); fix how it is read"
+        for name, why in sorted(unreadable.items())
+    ]
+    result.verdict = INCONCLUSIVE
+    result.inconclusive = result.reasons = reasons
+    result.exit_code = exitcodes.LAB_FAILED
+    result.error = f"{INCONCLUSIVE}: " + "; ".join(reasons)
+    summary = result.run_dir.summary
+    try:
+        data = json.loads(summary.read_text())
+    except (OSError, ValueError):
+        return reasons
+    data |= {"verdict": INCONCLUSIVE, "inconclusive": reasons, "error": result.error}
+    data["exit_code"] = result.exit_code
+    write_json_atomically(summary, data)
+    return reasons
 
 
 def _note(run_dir: RunDir, divergences: list[Divergence], error: str) -> None:

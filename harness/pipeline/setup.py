@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
-from harness.pipeline import connectors, links, run_role
+from harness.pipeline import checks, connectors, links, run_role
 from harness.pipeline.http_source import HttpWriter
 from harness.pipeline.observer import Divergence, Observer
 from harness.pipeline.readers import (
@@ -38,6 +38,7 @@ from harness.pipeline.readers import (
     store_reader,
 )
 from harness.pipeline.spec import Pipeline, PipelineError, ProcessSpec, SqlSource
+from harness.services.base import ServiceError
 from harness.services.command import CommandProcess, Readiness
 from harness.services.connect_rest import ConnectRest
 from harness.services.docker_backend import DockerStack
@@ -70,6 +71,14 @@ class SourceWriter:
             table = sql.Identifier(namespace, source.table)
             self.write_sql = sql.SQL(UPSERT).format(table=table).as_string(None)
             self.delete_sql = self.write_sql
+
+    def check(self, conninfo: str) -> None:
+        """PipelineError when a statement fails, each tried once and rolled back."""
+        for field, text in (("source.write", self.write_sql), ("source.delete", self.delete_sql)):
+            if text is not None:
+                key, value = "driftlab-check", None if field == "source.delete" else "check"
+                params = {"key": key, "value": value} if self.named else (key, value)
+                checks.check_statement(field, conninfo, text.encode(), params)
 
     def execute(self, conn: AppConnection, key: str, value: str | None) -> int | None:
         """Run the write (value None: the delete); the version it returned."""
@@ -149,6 +158,7 @@ class PipelineSetup(Setup):
         self._opened: list[Reader | Arrivals] = []  # closed at teardown
         self._read_lock = threading.Lock()
         self.connectors: connectors.Registered | None = None
+        self.unreadable: dict[str, str] = {}  # store -> why its final reading failed
         self.run_role: str | None = None  # on driftlab's PostgreSQL (harness.pipeline.run_role)
 
     def prepare(self, ctx: SetupContext) -> None:
@@ -168,6 +178,8 @@ class PipelineSetup(Setup):
     def _prepare(self, ctx: SetupContext, reach: links.Reach) -> None:
         p = self.pipeline
         ns = ctx.namespace
+        redis_ep = reach.endpoint("redis") if "redis" in p.external else None
+        checks.check_external(p, self.pg_direct, redis_ep)
         with direct_pg_connect(self.pg_direct) as conn:
             if "postgres" in p.external:  # the user's login: theirs to restrict
                 conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ns)))
@@ -192,6 +204,8 @@ class PipelineSetup(Setup):
                 conn.execute(links.fill(p.source.create, direct).encode())
             elif not p.source.own_sql:
                 create_source_table(pg_owner, ns, p.source.table)
+        if isinstance(self.writer, SourceWriter):
+            self.writer.check(self.pg_app)
         if p.source.own_sql:
             assert p.source.read is not None
             self.source_reader: Reader = SqlReader(
@@ -263,9 +277,13 @@ class PipelineSetup(Setup):
         """Every process started and ready, then the observer."""
         for spec in self.pipeline.processes:
             proc = self.procs[spec.name]
-            proc.start()
-            proc.wait_healthy()
+            try:
+                proc.start()
+                proc.wait_healthy()
+            except ServiceError as exc:
+                raise checks.did_not_start(proc, exc) from exc
             log.info("process %s ready (%s)", proc.instance, proc.ready.describe())
+        checks.check_readers(self.readers, self.logs)
         self.observer = Observer(
             self.context.recorder,
             self.source_reader,
@@ -315,7 +333,11 @@ class PipelineSetup(Setup):
         state per key: its arrivals are its record)."""
         out = {SOURCE_STORE: self.source_reader.read_all()}
         for name, reader in self.readers.items():
-            out[name] = reader.read_all()
+            try:
+                out[name] = reader.read_all()
+            except Exception as exc:  # the run proves nothing of it (harness.app.convergence)
+                log.warning("store %s could not be read at the final reading: %s", name, exc)
+                self.unreadable[name] = checks.one_line(exc)
         return out
 
     def teardown(self) -> None:

@@ -101,13 +101,13 @@ def parse_process(
         )
     for arg in command:
         check_template(arg, f"{where}command", services, ports)
-        for name in template_names(arg, f"{where}command"):
-            if name in SECRET_FIELDS:
+        for field in template_names(arg, f"{where}command"):
+            if field in SECRET_FIELDS:
                 raise spec_error(
                     f"{where}command",
-                    f"puts {{{name}}}, a password, on the command line, which every local "
+                    f"puts {{{field}}}, a password, on the command line, which every local "
                     "user can read (ps)",
-                    f'give it in env instead: SECRET = "{{{name}}}"',
+                    f'give it in env instead: SECRET = "{{{field}}}"',
                 )
     for key, value in env.items():
         check_template(value, f"{where}env.{key}", services, ports)
