@@ -196,8 +196,9 @@ class RunDir(_Folder):
         happened leaves nothing to be read as one."""
         shutil.rmtree(self.path, ignore_errors=True)
         self.runs.drop_dangling_latest()
-        with contextlib.suppress(OSError):
-            self.path.parent.rmdir()  # the scenario's folder, when it was its only run
+        for emptied in (self.path.parent, self.path.parent.parent):
+            with contextlib.suppress(OSError):
+                emptied.rmdir()  # the scenario's folder, the runs folder: if this was all
 
     @property
     def run_id(self) -> str:
