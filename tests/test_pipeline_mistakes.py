@@ -3,21 +3,31 @@ pipeline: each found before the workload is exit 2 with one line naming the fiel
 the fix, and leaves no run folder; a process of the user's that fails its first start is
 the pipeline not starting (exit 1, in its own words); a store that cannot be read at the
 final reading makes the run inconclusive, naming it. Each runs the real `driftlab run`
-on the session's stack, as a user would."""
+on a stack of `driftlab up --dir`, as a user would."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_support import DRIFTLAB
+from lab_support import stack_folder, up
 
 from harness import exitcodes
-from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Path]:
+    """The folder of a stack of `driftlab up --dir` (PostgreSQL, Redis), stopped at the end."""
+    with stack_folder() as root:
+        up(root, "postgres,redis")
+        yield root
+
 
 BASE = """
 name = "mistake"
@@ -57,13 +67,13 @@ def pipeline(
     return BASE.format(external=external, source=source, script=script, query=query)
 
 
-def run(stack: Stack, tmp_path: Path, text: str) -> tuple[int, list[str], Path]:
+def run(stack: Path, tmp_path: Path, text: str) -> tuple[int, list[str], Path]:
     """`driftlab run` of `text` on `stack`: its status, the lines it printed, its runs
     folder."""
     path = tmp_path / "mistake.toml"
     path.write_text(text)
     runs = tmp_path / "runs"
-    argv = [DRIFTLAB, "run", str(path), "--stack-dir", str(stack.root), "--no-analyze"]
+    argv = [DRIFTLAB, "run", str(path), "--stack-dir", str(stack), "--no-analyze"]
     done = subprocess.run(
         [*argv, "--runs-dir", str(runs)],
         capture_output=True,
@@ -76,7 +86,7 @@ def run(stack: Stack, tmp_path: Path, text: str) -> tuple[int, list[str], Path]:
     return done.returncode, lines, runs
 
 
-def found_before_the_workload(stack: Stack, tmp_path: Path, text: str) -> str:
+def found_before_the_workload(stack: Path, tmp_path: Path, text: str) -> str:
     """The one line of a mistake found before the workload (exit 2, no run folder)."""
     code, lines, runs = run(stack, tmp_path, text)
     assert code == exitcodes.BAD_INPUT, lines
@@ -86,9 +96,8 @@ def found_before_the_workload(stack: Stack, tmp_path: Path, text: str) -> str:
 
 
 def test_a_store_reader_that_fails_is_named_before_the_workload(
-    stack: Stack, tmp_path: Path
+    stack: Path, tmp_path: Path
 ) -> None:
-    stack.up("postgres", "redis")
     text = pipeline(query="SELECT key, value, version FROM no_such_table")
     line = found_before_the_workload(stack, tmp_path, text)
     assert 'stores.copy: its reader fails before the workload: relation "no_such_table"' in line
@@ -96,9 +105,8 @@ def test_a_store_reader_that_fails_is_named_before_the_workload(
 
 
 def test_a_source_write_statement_that_fails_is_named_before_the_workload(
-    stack: Stack, tmp_path: Path
+    stack: Path, tmp_path: Path
 ) -> None:
-    stack.up("postgres", "redis")
     source = "\n".join(
         [
             'create = "CREATE TABLE {source.table} (key text PRIMARY KEY, value text)"',
@@ -111,10 +119,10 @@ def test_a_source_write_statement_that_fails_is_named_before_the_workload(
 
 
 def test_an_external_redis_with_a_wrong_password_is_named_before_anything_starts(
-    stack: Stack, tmp_path: Path
+    stack: Path, tmp_path: Path
 ) -> None:
-    stack.up("postgres", "redis")
-    port = stack.endpoint("redis").port
+    state = json.loads((stack / "stack.json").read_text())
+    port = state["services"]["redis"]["spec"]["ports"]["main"]
     url = f"redis://default:wrong@127.0.0.1:{port}/0"
     text = pipeline(external=f'external = {{ redis = "{url}" }}')
     text = text.replace('services = ["postgres", "redis"]', 'services = ["postgres"]')
@@ -123,9 +131,8 @@ def test_an_external_redis_with_a_wrong_password_is_named_before_anything_starts
 
 
 def test_a_process_that_fails_its_first_start_is_the_pipeline_not_starting(
-    stack: Stack, tmp_path: Path
+    stack: Path, tmp_path: Path
 ) -> None:
-    stack.up("postgres", "redis")
     script = "echo starting; echo 'cannot read /etc/mirror.conf' >&2; exit 1"
     code, lines, runs = run(stack, tmp_path, pipeline(script=script))
     assert code == exitcodes.VERDICT, lines  # the pipeline's outcome, not the lab's
@@ -140,9 +147,8 @@ def test_a_process_that_fails_its_first_start_is_the_pipeline_not_starting(
 
 
 def test_a_store_unreadable_at_the_final_reading_makes_the_run_inconclusive(
-    stack: Stack, tmp_path: Path
+    stack: Path, tmp_path: Path
 ) -> None:
-    stack.up("postgres", "redis")
     # The store's table is there before the workload, and loses its column after it.
     script = "\n".join(
         [
