@@ -19,6 +19,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from harness.services.postgres import drop_role
+
 
 def create(conn: psycopg.Connection[Any], namespace: str, dbname: str) -> dict[str, str]:
     """Create the run's role `namespace` and its schema `namespace` (owned by it) on the
@@ -41,16 +43,6 @@ def create(conn: psycopg.Connection[Any], namespace: str, dbname: str) -> dict[s
 
 
 def drop(conn: psycopg.Connection[Any], namespace: str) -> None:
-    """Drop the run's role `namespace` (a no-op when there is none): its sessions ended,
-    what it owned given to the connected superuser, its grants revoked."""
-    role = sql.Identifier(namespace)
-    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (namespace,)).fetchone()
-    if exists is None:
-        return
-    conn.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
-        (namespace,),
-    )
-    conn.execute(sql.SQL("REASSIGN OWNED BY {} TO CURRENT_USER").format(role))
-    conn.execute(sql.SQL("DROP OWNED BY {}").format(role))
-    conn.execute(sql.SQL("DROP ROLE {}").format(role))
+    """Drop the run's role `namespace` (a no-op when there is none) on the superuser's
+    connection `conn` (harness.services.postgres.drop_role)."""
+    drop_role(conn, namespace)
