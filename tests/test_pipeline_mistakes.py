@@ -170,3 +170,32 @@ def test_a_store_unreadable_at_the_final_reading_makes_the_run_inconclusive(
     facts = json.loads(summary.read_text())
     assert facts["verdict"] == "inconclusive" and facts["exit_code"] == exitcodes.LAB_FAILED
     assert facts["inconclusive"] and "store copy" in facts["inconclusive"][0]
+
+
+def test_a_process_that_does_not_come_back_after_its_crash_is_a_finding(
+    stack: Path, tmp_path: Path
+) -> None:
+    # The second start finds the first one's lock file and gives up.
+    script = "\n".join(
+        [
+            'if [ -e "/tmp/{namespace}.lock" ]; then',
+            "  echo 'my lock file is still there' >&2; exit 1",
+            "fi",
+            'touch "/tmp/{namespace}.lock"; echo ready; exec sleep 600',
+        ]
+    )
+    text = pipeline(external="recovery = 1.0", script=script).replace(
+        "duration = 2", "duration = 3"
+    )
+    text += '\n[[faults]]\nkind = "crash"\ntarget = "mirror"\nat = 0.5\nduration = 0.5\n'
+    code, lines, runs = run(stack, tmp_path, text)
+    assert code == exitcodes.VERDICT, lines  # the pipeline's finding, not a lab failure
+    said = " ".join(" ".join(lines).split())
+    assert (
+        "your process `mirror` did not come back after a fault: its start 2 exited with "
+        "status 1 before it was ready: ready | my lock file is still there" in said
+    ), said
+    (summary,) = runs.glob("mistake/*/logs/run.json")
+    facts = json.loads(summary.read_text())
+    assert facts["exit_code"] == exitcodes.VERDICT and not facts["lab_failures"]
+    assert facts["not_back"] and "`mirror` did not come back" in facts["not_back"][0]

@@ -144,9 +144,9 @@ class PipelineDidNotStart(PipelineFailure):
     """A process of the user's failed its first start: the pipeline did not start."""
 
 
-def did_not_start(proc: CommandProcess, error: Exception) -> PipelineDidNotStart:
-    """The one line for a process of the user's that failed its first start, in its own
-    words: the last lines it printed."""
+def process_failure(proc: CommandProcess, error: Exception) -> str:
+    """Why the current start of `proc` failed, in the process's own words: how it
+    ended and the last lines it printed."""
     try:
         printed = [
             line
@@ -163,6 +163,18 @@ def did_not_start(proc: CommandProcess, error: Exception) -> PipelineDidNotStart
     else:
         why = f"did not start ({one_line(error)})"
     said = " | ".join(printed[-3:]) or "(it printed nothing)"
-    return PipelineDidNotStart(
-        f"your process `{proc.name}` {why}: {said} (its output: {proc.log_path})"
+    return f"{why}: {said} (its output: {proc.log_path})"
+
+
+def did_not_start(proc: CommandProcess, error: Exception) -> PipelineDidNotStart:
+    """The one line for a process of the user's that failed its first start."""
+    return PipelineDidNotStart(f"your process `{proc.name}` {process_failure(proc, error)}")
+
+
+def not_back(proc: CommandProcess, error: Exception) -> str:
+    """The one line for a process of the user's that did not come back after a fault
+    (its start `proc.instances`)."""
+    return (
+        f"your process `{proc.name}` did not come back after a fault: its start "
+        f"{proc.instances} {process_failure(proc, error)}"
     )

@@ -29,6 +29,7 @@ from harness.history.schema import SOURCE_STORE
 from harness.pipeline import checks, connectors, links, run_role
 from harness.pipeline.http_source import HttpWriter
 from harness.pipeline.observer import Divergence, Observer
+from harness.pipeline.processes import PipelineCommand, PipelineImage
 from harness.pipeline.readers import (
     Arrivals,
     Reader,
@@ -42,7 +43,7 @@ from harness.services.base import ServiceError
 from harness.services.command import CommandProcess, Readiness
 from harness.services.connect_rest import ConnectRest
 from harness.services.docker_backend import DockerStack
-from harness.services.image_process import ImageProcess, ImageRuntime, has_image
+from harness.services.image_process import ImageRuntime, has_image
 from harness.services.kinds import TOXIPROXY
 from harness.services.ports import free_port
 from harness.services.postgres import drop_replication_slots
@@ -148,7 +149,8 @@ class PipelineSetup(Setup):
         super().__init__()
         type(self).made.append(self)
         self.stores = tuple(s.name for s in self.pipeline.stores)
-        self.procs: dict[str, CommandProcess] = {}
+        self.procs: dict[str, PipelineCommand | PipelineImage] = {}
+        self.not_back: list[str] = []  # processes that did not come back after a fault
         self.last_write: dict[str, int] = {}
         self.written: set[tuple[str, str]] = set()  # every ok write, for the log stores
         self.divergences: list[Divergence] = []
@@ -225,6 +227,7 @@ class PipelineSetup(Setup):
             self.procs[spec.name] = self._command(
                 spec, {**run, **reach.values(spec.name, p.reached)}
             )
+            self.procs[spec.name].not_back = self._not_back
         if p.connectors:
             # The worker's own links: a fault on connect->postgres cuts the connectors.
             reached = tuple(svc for svc in p.reached if svc != "connect")
@@ -235,7 +238,9 @@ class PipelineSetup(Setup):
             )
             self.connectors.put(connectors.for_run(p.connectors, ns, values))
 
-    def _command(self, spec: ProcessSpec, values: dict[str, Any]) -> CommandProcess:
+    def _command(
+        self, spec: ProcessSpec, values: dict[str, Any]
+    ) -> PipelineCommand | PipelineImage:
         """The process of `spec`, its templates filled with `values`: a command on this
         machine, or a container of its image (the docker backend only)."""
         env = {k: links.fill(v, values) for k, v in spec.env.items()}
@@ -249,7 +254,7 @@ class PipelineSetup(Setup):
         argv = [links.fill(a, values) for a in spec.command]
         log_path = self.context.logs / f"{spec.name}.log"
         if spec.image is None:
-            return CommandProcess(
+            return PipelineCommand(
                 spec.name,
                 argv,
                 log_path,
@@ -263,7 +268,7 @@ class PipelineSetup(Setup):
         runtime = ImageRuntime(
             stack.client, stack.stack_id, stack.root, spec.image, self.context.namespace
         )
-        return ImageProcess(
+        return PipelineImage(
             spec.name,
             argv,
             log_path,
@@ -272,6 +277,13 @@ class PipelineSetup(Setup):
             ready_timeout=spec.ready_timeout,
             runtime=runtime,
         )
+
+    def _not_back(self, proc: CommandProcess, error: ServiceError) -> None:
+        """A process that did not come back after a fault: the pipeline's finding (the
+        run fails with it, harness.app.convergence), not a heal the lab failed."""
+        line = checks.not_back(proc, error)
+        log.warning("%s", line)
+        self.not_back.append(line)
 
     def start(self) -> None:
         """Every process started and ready, then the observer."""
