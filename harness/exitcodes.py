@@ -4,7 +4,8 @@ matrix and the pytest plugin never count a crash of the lab as an anomaly found.
     0    clean, or the verdict the scenario predicts
     1    the verdict only: a forbidden anomaly (run, suite: or a prediction not reproduced);
          for a pipeline file, also a store that did not converge and a process of yours
-         that did not start (PipelineFailure): your pipeline failed, not the lab
+         that did not start (PipelineFailure) or come back after a fault: your
+         pipeline failed, not the lab
     2    bad input: an unknown name, a malformed option, a missing or corrupt run folder
     3    the lab itself failed: a service down or not starting, a port taken, the Spark
          master unreachable, a full disk, a read-only runs folder, an internal error;
