@@ -2,7 +2,10 @@
 matrix and the pytest plugin never count a crash of the lab as an anomaly found.
 
     0    clean, or the verdict the scenario predicts
-    1    the verdict only: a forbidden anomaly (run, suite: or a prediction not reproduced)
+    1    the verdict only: a forbidden anomaly (run, suite: or a prediction not reproduced);
+         for a pipeline file, also a store that did not converge and a process of yours
+         that did not start (PipelineFailure) or come back after a fault: your
+         pipeline failed, not the lab
     2    bad input: an unknown name, a malformed option, a missing or corrupt run folder
     3    the lab itself failed: a service down or not starting, a port taken, the Spark
          master unreachable, a full disk, a read-only runs folder, an internal error;
@@ -26,7 +29,8 @@ LAB_FAILED = 3
 INTERRUPTED = 130
 
 HELP = (
-    "Exit status: 0 clean or as predicted; 1 forbidden anomaly (the verdict only); "
+    "Exit status: 0 clean or as predicted; 1 forbidden anomaly (the verdict only; a "
+    "pipeline file's: also a store not converged, a process of yours that did not start); "
     "2 bad input; 3 the lab itself failed (service down, port taken, Spark master "
     "unreachable, disk full, read-only runs folder) or the run is inconclusive; "
     "130 interrupted."
@@ -36,6 +40,12 @@ HELP = (
 class BadInput(Exception):
     """The user's input cannot be used; `str(error)` names the problem and the fix.
     A history that cannot be read (harness.history.errors.HistoryError) is one."""
+
+
+class PipelineFailure(Exception):
+    """The user's pipeline failed before it could be judged (a process of theirs that
+    did not start); `str(error)` says so in the process's own words. Exit 1: the
+    pipeline's outcome, never the lab's."""
 
 
 class LabFailure(Exception):
@@ -50,6 +60,8 @@ def describe(exc: BaseException) -> tuple[int, str] | None:
         return INTERRUPTED, "interrupted"
     if isinstance(exc, BadInput):
         return BAD_INPUT, str(exc)
+    if isinstance(exc, PipelineFailure):
+        return VERDICT, str(exc)
     if isinstance(exc, LabFailure):
         return LAB_FAILED, str(exc)
     if isinstance(exc, OSError):

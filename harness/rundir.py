@@ -24,9 +24,11 @@ layout (a leaf), so the history, the checkers and the reports may all use it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,6 +190,15 @@ class RunDir(_Folder):
         run.logs.mkdir()
         runs.point_latest(run)
         return run
+
+    def discard(self) -> None:
+        """Remove this run folder (and `latest`, when it named it): a run that never
+        happened leaves nothing to be read as one."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.runs.drop_dangling_latest()
+        for emptied in (self.path.parent, self.path.parent.parent):
+            with contextlib.suppress(OSError):
+                emptied.rmdir()  # the scenario's folder, the runs folder: if this was all
 
     @property
     def run_id(self) -> str:

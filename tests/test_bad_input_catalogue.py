@@ -156,6 +156,26 @@ class Case:
     refused_up_front: bool = False  # nothing may be left in the folder _refused gives
 
 
+PIPELINE = """
+name = "mistake"
+services = ["postgres"]
+[source]
+table = "items"
+[processes.mirror]
+command = {command}
+[stores.copy]
+sql = {{ query = "SELECT key, value, version FROM {{source.table}}" }}
+"""
+
+
+def _pipeline(w: World, name: str, command: str) -> str:
+    """A pipeline file whose process runs `command` (TOML), in the world's folder."""
+    path = w.tmp / f"{name}.toml"
+    path.write_text(PIPELINE.format(command=command))
+    (w.tmp / "not-executable.sh").write_text("echo ready\n")  # mode 644
+    return str(path)
+
+
 def _refused(w: World) -> str:
     """The runs folder of a case refused up front: it must not come to exist."""
     return str(w.tmp / "refused")
@@ -256,6 +276,36 @@ CATALOGUE: dict[str, Case] = {
         lambda w: ["run", "C3", "--duration", "1ms", "--runs-dir", _refused(w)],
         2,
         "leaves no room for any of scenario cdc-consumer-crash's 2 fault(s)",
+        refused_up_front=True,
+    ),
+    "pipeline command not on PATH": Case(
+        lambda w: ["run", _pipeline(w, "nocmd", '["my-consumr"]'), "--runs-dir", _refused(w)],
+        2,
+        "processes.mirror.command: my-consumr is not on PATH; install it, or give its path",
+        refused_up_front=True,
+    ),
+    "pipeline command not executable": Case(
+        lambda w: [
+            "run",
+            _pipeline(w, "noexec", '["./not-executable.sh"]'),
+            "--runs-dir",
+            _refused(w),
+        ],
+        2,
+        "./not-executable.sh is not executable; chmod +x",
+        refused_up_front=True,
+    ),
+    "pipeline duration of 1 ms": Case(
+        lambda w: [
+            "run",
+            _pipeline(w, "short", '["bash", "-c", "sleep 60"]'),
+            "--duration",
+            "1ms",
+            "--runs-dir",
+            _refused(w),
+        ],
+        2,
+        "--duration: 0.001 s is too short for a run; give at least 1 s",
         refused_up_front=True,
     ),
     "disk full (analyze)": Case(

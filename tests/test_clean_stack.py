@@ -122,27 +122,34 @@ def test_clean_removes_only_dead_runs_leftovers_and_heals(stack: Stack) -> None:
             conn.execute(
                 "SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (f"dbz_{ns}",)
             )
+            conn.execute(f"CREATE ROLE {ns} LOGIN REPLICATION")  # a pipeline run's role
+        # A pipeline's own slot, named after its namespace alone (docs/pipelines.md).
+        conn.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (dead,))
     try:
         with run_lease(stack, live):
             found = find_leftovers(stack)
             assert found.toxics == {"app->postgres": ["timeout_downstream", "timeout_upstream"]}
-            assert found.slots == [f"dbz_{dead}"]  # the live run's slot is no leftover
+            # The live run's slot and role are no leftovers.
+            assert found.slots == [f"dbz_{dead}", dead] and found.roles == [dead]
             # A second run would heal the live one's faults: refused.
             with pytest.raises(LabFailure, match=f"in use by run\\(s\\) {live}"):
                 clean(stack)
             assert find_leftovers(stack) == found
         # Its lease gone with the block, the live run's slot is a leftover now.
         removed = clean(stack)
-        assert removed.slots == [f"dbz_{dead}", f"dbz_{live}"]
+        assert removed.slots == [f"dbz_{dead}", f"dbz_{live}", dead]
+        assert removed.roles == [dead, live]
         assert "app->postgres" in removed.toxics
         after = find_leftovers(stack)
-        assert not after.toxics and not after.slots
+        assert not after.toxics and not after.slots and not after.roles
     finally:
         with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
             conn.execute(
                 "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                "WHERE slot_name LIKE 'dbz_dl_test_%'"
+                "WHERE slot_name LIKE '%dl_test_%'"
             )
+            for ns in (live, dead):
+                conn.execute(f"DROP ROLE IF EXISTS {ns}")
 
 
 def test_a_lease_of_a_dead_process_is_no_live_run(stack: Stack) -> None:
@@ -159,3 +166,25 @@ def test_a_lease_of_a_dead_process_is_no_live_run(stack: Stack) -> None:
         assert "dl_here_0004" not in live_namespaces(stack)
     finally:
         gone.unlink()
+
+
+def test_a_killed_pipeline_run_leaves_its_slot_and_role_to_the_sweep(
+    shared_stack: Path, tmp_path: Path
+) -> None:
+    # Example 1's consumer names its slot {namespace}; the run's role is named so too.
+    example = Path(__file__).resolve().parents[1] / "examples" / "pg_to_redis" / "pipeline.toml"
+    runs = tmp_path / "runs"
+    _kill_in_fault_window(str(example), shared_stack, runs)
+    status = driftlab("status", "--dir", str(shared_stack))
+    assert "leftover: replication slot dl_pg_to_redis_" in status.stdout, status.stdout
+    assert "leftover: role dl_pg_to_redis_" in status.stdout, status.stdout
+    after = driftlab(
+        "run", str(example), "--stack-dir", str(shared_stack), "--seed", "2",
+        "--runs-dir", str(runs), "--no-analyze",
+    )  # fmt: skip
+    assert after.returncode == 0, after.stdout + after.stderr
+    log = sorted(runs.glob("pg-to-redis/*/logs/runner.log"))[-1].read_text()
+    assert "removed replication slot dl_pg_to_redis_" in log, log[-2000:]
+    assert "removed role dl_pg_to_redis_" in log
+    status = driftlab("status", "--dir", str(shared_stack))
+    assert "no active toxics, no leftovers of earlier runs" in status.stdout

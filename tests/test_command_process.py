@@ -31,7 +31,7 @@ def test_shell_pipeline_ready_by_log_line_then_killed_as_a_group(tmp_path: Path)
         tmp_path / "logs" / "worker.log",
         env={**os.environ, "INSTANCE_NOTE": "now"},
         cwd=tmp_path,
-        ready=Readiness(log=r"(?m)^ready now$"),
+        ready=Readiness(log=r"^ready now$"),
     )
     proc.start()
     proc.wait_healthy(10)
@@ -48,6 +48,27 @@ def test_shell_pipeline_ready_by_log_line_then_killed_as_a_group(tmp_path: Path)
     assert (tmp_path / "logs" / "worker.log").read_text().count("ready now") == 2
     proc.stop()
     assert not proc.is_running()
+
+
+def test_a_log_pattern_matches_one_line_the_process_printed(tmp_path: Path) -> None:
+    # `^ready$` is a line that is exactly "ready"; the harness's own note at the top of
+    # the log quotes the command line, a script of several lines, one of them `ready`
+    # once the `echo ` is cut: the note is one line, and never counts.
+    script = "echo 'not ready yet'\nsleep 1.5\necho ready\nsleep 300"
+    proc = CommandProcess(
+        "exact",
+        ["bash", "-c", script],
+        tmp_path / "exact.log",
+        ready=Readiness(log="^ready$"),
+    )
+    proc.start()
+    try:
+        with pytest.raises(ServiceError, match=r"exact-i1: the log line /\^ready\$/"):
+            proc.wait_healthy(0.8)
+        proc.wait_healthy(10)
+        assert proc.logged().splitlines()[-1] == "ready"
+    finally:
+        proc.stop()
 
 
 def test_pause_and_resume_act_on_the_group(tmp_path: Path) -> None:

@@ -636,7 +636,8 @@ def test_command_refuses_bad_input_before_spark(
         ["analyze", "--from", "jepsen", str(tmp_path / "bad.edn"), "--runs-dir", str(tmp_path)],
     )
     assert result.exit_code == 2 and "the text ends inside '{'" in result.output
-    assert not list((tmp_path / "jepsen").iterdir()) and not (tmp_path / "latest").exists()
+    # No run folder, and no empty runs/jepsen/ folder of none.
+    assert not (tmp_path / "jepsen").exists() and not (tmp_path / "latest").exists()
 
 
 # --- the command, with Spark ----------------------------------------------------------

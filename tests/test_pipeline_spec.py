@@ -112,6 +112,18 @@ def external(service: str, url: str) -> str:
         (edit("ready = { port = 80 }"), "processes.mirror.ready.port", "use one of: tcp"),
         (edit('env = { DSN = "{kafka.bootstrap}" }'), "processes.mirror.env.DSN", 'add "kafka"'),
         (edit('env = { DSN = "{postgres.url}" }'), "processes.mirror.env.DSN", "use one of"),
+        (
+            edit('command = ["psql", "-W", "{postgres.password}"]'),
+            "processes.mirror.command",
+            'give it in env instead: SECRET = "{postgres.password}"',
+        ),
+        (
+            edit('command = ["consumer", "--amqp={rabbitmq.url}"]').replace(
+                '"redis"]', '"redis", "rabbitmq"]'
+            ),
+            "processes.mirror.command",
+            "a password, on the command line",
+        ),
         (edit('redis = { pattern = "{namespace}:" }'), "stores.cache.redis.pattern", "one *"),
         (edit('colour = "blue"'), "colour", "use one of"),
         (fault("crash", "consumer"), "faults[0].target", "mirror"),

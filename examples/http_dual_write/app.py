@@ -14,8 +14,9 @@ also repairs what a crash between the two writes left behind.
 BUG=1 plants the classic bugs: a plain overwrite (the later cache write wins, whatever
 its version), no repair, no warm-up.
 
-Environment: PGDSN, REDIS_URL, TABLE (schema.table), PREFIX, PORT, GAP_MS (work
-between the two writes).
+Environment: PGDSN (no password: libpq reads PGPASSWORD, which driftlab sets), REDIS_URL
+and REDIS_PASSWORD, TABLE (schema.table), PREFIX, PORT, GAP_MS (work between the two
+writes).
 """
 
 from __future__ import annotations
@@ -48,7 +49,12 @@ if held and tonumber(held) >= tonumber(ARGV[2]) then return 0 end
 redis.call('HSET', KEYS[1], 'value', ARGV[1], 'version', ARGV[2])
 return 1"""
 
-cache = redis.Redis.from_url(os.environ["REDIS_URL"], socket_timeout=1, socket_connect_timeout=1)
+cache = redis.Redis.from_url(
+    os.environ["REDIS_URL"],
+    password=os.environ.get("REDIS_PASSWORD") or None,
+    socket_timeout=1,
+    socket_connect_timeout=1,
+)
 connections: queue.Queue[psycopg.Connection] = queue.Queue()
 dirty: set[str] = set()
 dirty_lock = threading.Lock()

@@ -8,10 +8,13 @@
 #
 # Environment: PGDSN, REDIS_URL, SLOT (a fresh name per run), TABLE (schema.table),
 # PREFIX (Redis keys are PREFIX<key>, hashes with fields value and version).
+# PGDSN and REDIS_URL hold no password, since psql and redis-cli show their arguments
+# to every local user (ps): psql finds it in PGPASSWORD, redis-cli in REDISCLI_AUTH,
+# both set by driftlab in this script's environment, which only its own user reads.
 # SKIP_AHEAD_ON_RESTART=1 plants a bug: a restarted consumer jumps to the end of the
 # WAL "to catch up fast", and every change made while it was down is never mirrored.
 set -u
-: "${PGDSN:?}" "${REDIS_URL:?}" "${SLOT:?}" "${TABLE:?}" "${PREFIX:?}"
+: "${PGDSN:?}" "${PGPASSWORD:?}" "${REDIS_URL:?}" "${SLOT:?}" "${TABLE:?}" "${PREFIX:?}"
 export PGCONNECT_TIMEOUT=3
 
 q() { psql "$PGDSN" -X -q -At -v ON_ERROR_STOP=1 -F '|' "$@"; }
@@ -56,7 +59,7 @@ while true; do
     done <<< "$batch"
     if [ -n "$commands" ]; then
         # --pipe exits non-zero unless Redis answered every command without an error.
-        if ! printf '%s' "$commands" | redis-cli -u "$REDIS_URL" --no-auth-warning --pipe --pipe-timeout 10 >/dev/null 2>&1; then
+        if ! printf '%s' "$commands" | redis-cli -u "$REDIS_URL" --pipe --pipe-timeout 10 >/dev/null 2>&1; then
             echo "redis write failed; retrying the batch"
             sleep 0.5
             continue

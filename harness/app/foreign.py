@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -42,7 +41,6 @@ def import_foreign(
         summary = import_history(source, run_dir.path, wrap=wrap)
     except JepsenImportError as exc:
         # Half a history is no run: nothing may analyse it later as if it were one.
-        shutil.rmtree(run_dir.path, ignore_errors=True)
-        run_dir.runs.drop_dangling_latest()
+        run_dir.discard()
         raise BadInput(str(exc)) from None
     return run_dir, summary

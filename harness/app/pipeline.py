@@ -14,6 +14,7 @@ from typing import Unpack
 
 from harness.app.run import RunOptions, run_scenario
 from harness.architectures.registry import SETUPS
+from harness.pipeline.checks import check_commands, check_duration
 from harness.pipeline.observer import Divergence
 from harness.pipeline.setup import pipeline_setup
 from harness.pipeline.spec import Pipeline
@@ -47,7 +48,12 @@ def to_scenario(pipeline: Pipeline, setup_name: str) -> Scenario:
 
 def register(pipeline: Pipeline, duration: float | None = None) -> Scenario:
     """Make the pipeline's setup known to the runner (`pipeline:<name>`) and return its
-    scenario (with `duration`, faults stretched); `unregister` when done."""
+    scenario (with `duration`, faults stretched); `unregister` when done. PipelineError
+    (bad input) before anything starts for a command this machine lacks or a duration
+    too short."""
+    check_commands(pipeline)
+    if duration is not None:
+        check_duration(duration)
     setup = pipeline_setup(pipeline)
     SETUPS[setup.name] = setup
     sc = to_scenario(pipeline, setup.name)

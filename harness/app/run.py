@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import Required, TypedDict
 
-from harness.app.convergence import judge_convergence
+from harness.app.convergence import judge_convergence, judge_not_back, judge_unreadable
 from harness.app.judge import WarmSpark, judge_run, write_report
 from harness.architectures.registry import setup_class
 from harness.runner.runner import RunResult, record_run
@@ -77,6 +77,8 @@ def run_scenario(
     )
     # The convergence wait's verdict first: the report must say why a run failed.
     judge_convergence(result, setup)
+    judge_not_back(result, setup)
+    judge_unreadable(result, setup)
     if result.verdict is not None:
         write_report(result.run_dir)
     return result

@@ -138,6 +138,9 @@ def run(
             analyze=analyze,
             tick=make_tick(prog, task, sc.name, sc.workload.duration),
         )
+    if result.discarded:
+        # Found before the workload: the one line, and no run folder to point at.
+        raise fail(err, result.exit_code, result.error or "bad input")
     print_result(console, result)
     if from_file:
         rerun = f"driftlab run {scenario} --seed {seed}"

@@ -3,8 +3,15 @@
 Each process reaches each service (driftlab's or an external one) through a Toxiproxy
 link of its own,
 `<process>->service` (the workload's is `app->service`), so a `cut` on
-`mirror->redis` partitions that process from Redis and nothing else. A template's
-`{postgres.dsn}` is the link's address with the service's credentials.
+`mirror->redis` partitions that process from Redis and nothing else.
+
+No template that a script may put on a command line holds a password: any local user
+reads command lines (`ps`). `{postgres.dsn}` is the link's address with the user and
+no password, `{redis.url}` likewise; a process whose strings name the service finds
+the password in its environment, where libpq (psql, psycopg), Go's pgx and lib/pq,
+node-postgres and asyncpg read `PGPASSWORD`, and redis-cli `REDISCLI_AUTH`
+(`login_env`). On driftlab's own PostgreSQL that login is the run's role
+(harness.pipeline.run_role), never the stack's superuser.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ def service_fields(service: str, ep: Endpoint) -> dict[str, Any]:
     base: dict[str, Any] = {"host": ep.host, "port": ep.port}
     if service == "postgres":
         user, password, db = x.get("user", ""), x.get("password", ""), x.get("dbname", "")
-        dsn = f"postgresql://{quote(user)}:{quote(password)}@{ep.host}:{ep.port}/{quote(db)}"
+        dsn = f"postgresql://{quote(user)}@{ep.host}:{ep.port}/{quote(db)}"
         jdbc_url = f"jdbc:postgresql://{ep.host}:{ep.port}/{quote(db)}"
         return {
             **base,
@@ -41,8 +48,7 @@ def service_fields(service: str, ep: Endpoint) -> dict[str, Any]:
         }
     if service == "redis":
         password = x.get("password") or ""
-        auth = f"default:{quote(password)}@" if password else ""
-        return {**base, "url": f"redis://{auth}{ep.host}:{ep.port}/0", "password": password}
+        return {**base, "url": f"redis://{ep.host}:{ep.port}/0", "password": password}
     if service == "rabbitmq":
         user, password = x.get("user", "guest"), x.get("password", "guest")
         url = f"amqp://{quote(user)}:{quote(password)}@{ep.host}:{ep.port}/%2F"
@@ -62,11 +68,25 @@ class Reach:
 
     stack: ServiceStack
     external: dict[str, Endpoint] = field(default_factory=dict)
+    logins: dict[str, dict[str, str]] = field(default_factory=dict)
+    """service -> the login (`user`, `password`) the pipeline's parties use instead of
+    the service's own: the run's PostgreSQL role."""
 
     def endpoint(self, service: str) -> Endpoint:
-        """The service's own address (driftlab's reads, never faults)."""
+        """The service's own address, with its own login (driftlab's reads, never
+        faults)."""
         ext = self.external.get(service)
         return ext if ext is not None else self.stack.endpoint(service)
+
+    def pipeline_endpoint(self, service: str) -> Endpoint:
+        """The service's own address with the login of the pipeline's parties (the
+        run's DDL runs so, and owns what it creates)."""
+        return self._as_pipeline(service, self.endpoint(service))
+
+    def _as_pipeline(self, service: str, ep: Endpoint) -> Endpoint:
+        """`ep` with the login of the pipeline's parties."""
+        login = self.logins.get(service)
+        return ep if login is None else Endpoint(ep.host, ep.port, {**ep.extra, **login})
 
     def kafka_config(self) -> dict[str, Any]:
         """driftlab's own client config for the pipeline's Kafka, reached directly: the
@@ -86,11 +106,13 @@ class Reach:
         return config
 
     def link(self, client: str, service: str) -> Endpoint:
-        """The address of the link `client->service`."""
+        """The address of the link `client->service`, with the pipeline's login."""
         ext = self.external.get(service)
         if ext is None:
-            return self.stack.link(client, service)
-        return self.stack.links.create(link_name(client, service), ext)
+            ep = self.stack.link(client, service)
+        else:
+            ep = self.stack.links.create(link_name(client, service), ext)
+        return self._as_pipeline(service, ep)
 
     def values(self, client: str | None, services: tuple[str, ...]) -> dict[str, Any]:
         """`{service.field}` values for `client`'s links (None: the services themselves)."""
@@ -103,7 +125,7 @@ class Reach:
             if svc == "kafka":
                 out[svc] = SimpleNamespace(**self.kafka_fields(client))
                 continue
-            ep = self.endpoint(svc) if client is None else self.link(client, svc)
+            ep = self.pipeline_endpoint(svc) if client is None else self.link(client, svc)
             out[svc] = SimpleNamespace(**service_fields(svc, ep))
         return out
 
@@ -121,6 +143,28 @@ class Reach:
             # A Java client's login (security.protocol, sasl.mechanism, sasl.jaas.config).
             "client_properties": str(kafka.client_properties()),
         }
+
+
+LOGIN_VARIABLES = {"postgres": "PGPASSWORD", "redis": "REDISCLI_AUTH"}
+"""service -> the environment variable its command-line clients read the password from
+(libpq's, and so psql's, psycopg's, pgx's; redis-cli's)."""
+
+
+def login_env(strings: list[str], values: dict[str, Any]) -> dict[str, str]:
+    """The passwords a process whose `strings` (command, env, ready) name a service
+    needs in its environment, as LOGIN_VARIABLES says, from its template `values`."""
+    named = {
+        name.split(".")[0]
+        for text in strings
+        for _, name, _, _ in string.Formatter().parse(text)
+        if name is not None
+    }
+    out = {}
+    for service, variable in LOGIN_VARIABLES.items():
+        password = getattr(values.get(service), "password", "") if service in named else ""
+        if password:
+            out[variable] = password
+    return out
 
 
 def run_values(

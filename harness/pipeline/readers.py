@@ -60,23 +60,31 @@ def _version(raw: object) -> int | None:
 
 
 class SqlReader:
-    """A query returning key, value[, version], on PostgreSQL."""
+    """A query returning key, value[, version], on PostgreSQL. A table of the schema
+    `later` (the run's) not made yet holds nothing: a sink (Debezium's JDBC sink)
+    creates its table with the first record it writes. Any other error is the reader's
+    own (a table that is nowhere, a column, the syntax)."""
 
-    def __init__(self, conninfo: str, query: str) -> None:
+    def __init__(self, conninfo: str, query: str, later: str | None = None) -> None:
         self.conninfo = conninfo
         self.query = query
+        self.later = later
         self._conn = direct_pg_connect(conninfo)
 
-    def read_all(self) -> State:
-        """Run the query; rows with a NULL value are absent keys (tombstones). A table
-        not made yet holds nothing: a sink (Debezium's JDBC sink) creates its table
-        with the first record it writes."""
+    def _rows(self) -> list[tuple[object, ...]]:
         if self._conn.closed:
             self._conn = direct_pg_connect(self.conninfo)
         try:
-            rows = self._conn.execute(self.query.encode()).fetchall()
-        except psycopg.errors.UndefinedTable:
-            return {}
+            return self._conn.execute(self.query.encode()).fetchall()
+        except psycopg.errors.UndefinedTable as exc:
+            # 'relation "<schema>.<table>" does not exist'
+            if self.later is not None and f'"{self.later}.' in str(exc.diag.message_primary):
+                return []
+            raise
+
+    def read_all(self) -> State:
+        """Run the query; rows with a NULL value are absent keys (tombstones)."""
+        rows = self._rows()
         return {
             str(r[0]): (str(r[1]), _version(r[2]) if len(r) > 2 else None)
             for r in rows
@@ -92,9 +100,7 @@ class LogReader(SqlReader):
 
     def rows(self) -> Counter[tuple[str, str]]:
         """How many times each (key, value) is in the log now."""
-        if self._conn.closed:
-            self._conn = direct_pg_connect(self.conninfo)
-        found = self._conn.execute(self.query.encode()).fetchall()
+        found = self._rows()
         return Counter((str(r[0]), str(r[1])) for r in found if r[1] is not None)
 
 
@@ -176,7 +182,7 @@ def store_reader(
     if stream is not None:
         return stream
     assert spec.sql_query is not None
-    return SqlReader(pg_conninfo, fill(spec.sql_query, values))
+    return SqlReader(pg_conninfo, fill(spec.sql_query, values), str(values["namespace"]))
 
 
 def log_reader(
@@ -190,4 +196,4 @@ def log_reader(
     if stream is not None:
         return stream
     assert spec.sql_query is not None
-    return LogReader(pg_conninfo, fill(spec.sql_query, values))
+    return LogReader(pg_conninfo, fill(spec.sql_query, values), str(values["namespace"]))

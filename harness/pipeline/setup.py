@@ -27,9 +27,10 @@ from typing import Any, ClassVar
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
-from harness.pipeline import connectors, links
+from harness.pipeline import checks, connectors, links, run_role
 from harness.pipeline.http_source import HttpWriter
 from harness.pipeline.observer import Divergence, Lag, Observer
+from harness.pipeline.processes import PipelineCommand, PipelineImage
 from harness.pipeline.readers import (
     Arrivals,
     Reader,
@@ -39,10 +40,11 @@ from harness.pipeline.readers import (
     store_reader,
 )
 from harness.pipeline.spec import Pipeline, PipelineError, ProcessSpec, SqlSource
+from harness.services.base import ServiceError
 from harness.services.command import CommandProcess, Readiness
 from harness.services.connect_rest import ConnectRest
 from harness.services.docker_backend import DockerStack
-from harness.services.image_process import ImageProcess, ImageRuntime, has_image
+from harness.services.image_process import ImageRuntime, has_image
 from harness.services.kinds import TOXIPROXY
 from harness.services.ports import free_port
 from harness.services.postgres import drop_replication_slots
@@ -71,6 +73,14 @@ class SourceWriter:
             table = sql.Identifier(namespace, source.table)
             self.write_sql = sql.SQL(UPSERT).format(table=table).as_string(None)
             self.delete_sql = self.write_sql
+
+    def check(self, conninfo: str) -> None:
+        """PipelineError when a statement fails, each tried once and rolled back."""
+        for field, text in (("source.write", self.write_sql), ("source.delete", self.delete_sql)):
+            if text is not None:
+                key, value = "driftlab-check", None if field == "source.delete" else "check"
+                params = {"key": key, "value": value} if self.named else (key, value)
+                checks.check_statement(field, conninfo, text.encode(), params)
 
     def execute(self, conn: AppConnection, key: str, value: str | None) -> int | None:
         """Run the write (value None: the delete); the version it returned."""
@@ -142,7 +152,8 @@ class PipelineSetup(Setup):
         super().__init__()
         type(self).made.append(self)
         self.stores = tuple(s.name for s in self.pipeline.stores)
-        self.procs: dict[str, CommandProcess] = {}
+        self.procs: dict[str, PipelineCommand | PipelineImage] = {}
+        self.not_back: list[str] = []  # processes that did not come back after a fault
         self.last_write: dict[str, int] = {}
         self.last_value: dict[str, str | None] = {}  # key -> its last acknowledged value
         self.written: set[tuple[str, str]] = set()  # every ok write, for the log stores
@@ -153,16 +164,38 @@ class PipelineSetup(Setup):
         self._opened: list[Reader | Arrivals] = []  # closed at teardown
         self._read_lock = threading.Lock()
         self.connectors: connectors.Registered | None = None
+        self.unreadable: dict[str, str] = {}  # store -> why its final reading failed
+        self.run_role: str | None = None  # on driftlab's PostgreSQL (harness.pipeline.run_role)
 
     def prepare(self, ctx: SetupContext) -> None:
         """The run's schema and source, its readers and (not started) processes."""
         p = self.pipeline
         check_images(p, ctx.stack)  # first: a setup that fails here has nothing to undo
         self.ctx = ctx
-        ns = ctx.namespace
         reach = links.Reach(ctx.stack, p.external)
-        self.pg_app = pg_conninfo(reach.link(APP, "postgres"))
         self.pg_direct = pg_conninfo(reach.endpoint("postgres"))
+        try:
+            self._prepare(ctx, reach)
+        except BaseException:
+            # The runner tears down only a prepared setup: undo the half-made one.
+            self.teardown()
+            raise
+
+    def _prepare(self, ctx: SetupContext, reach: links.Reach) -> None:
+        p = self.pipeline
+        ns = ctx.namespace
+        redis_ep = reach.endpoint("redis") if "redis" in p.external else None
+        checks.check_external(p, self.pg_direct, redis_ep)
+        with direct_pg_connect(self.pg_direct) as conn:
+            if "postgres" in p.external:  # the user's login: theirs to restrict
+                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ns)))
+            else:
+                dbname = reach.endpoint("postgres").extra["dbname"]
+                self.run_role = ns
+                login = run_role.create(conn, ns, dbname)
+                reach = links.Reach(ctx.stack, p.external, {"postgres": login})
+        self.pg_app = pg_conninfo(reach.link(APP, "postgres"))
+        pg_owner = pg_conninfo(reach.pipeline_endpoint("postgres"))  # owns what it creates
         ports = {spec.name: free_port() for spec in p.processes}  # kept across restarts
         run = links.run_values(ns, p.source.table, ctx.work_dir, p.folder, ports)
         direct = {**run, **reach.values(None, p.reached)}
@@ -172,12 +205,13 @@ class PipelineSetup(Setup):
             if p.source.http is not None
             else SourceWriter(p.source, ns, app_values)
         )
-        with direct_pg_connect(self.pg_direct) as conn:
-            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(ns)))
+        with direct_pg_connect(pg_owner) as conn:
             if p.source.create is not None:
                 conn.execute(links.fill(p.source.create, direct).encode())
             elif not p.source.own_sql:
-                create_source_table(self.pg_direct, ns, p.source.table)
+                create_source_table(pg_owner, ns, p.source.table)
+        if isinstance(self.writer, SourceWriter):
+            self.writer.check(self.pg_app)
         if p.source.own_sql:
             assert p.source.read is not None
             self.source_reader: Reader = SqlReader(
@@ -197,6 +231,7 @@ class PipelineSetup(Setup):
             self.procs[spec.name] = self._command(
                 spec, {**run, **reach.values(spec.name, p.reached)}
             )
+            self.procs[spec.name].not_back = self._not_back
         if p.connectors:
             # The worker's own links: a fault on connect->postgres cuts the connectors.
             reached = tuple(svc for svc in p.reached if svc != "connect")
@@ -205,17 +240,16 @@ class PipelineSetup(Setup):
             self.connectors = connectors.Registered(
                 ConnectRest(users.extra["url"]) if users else ctx.stack["connect"]
             )
-            try:
-                self.connectors.put(connectors.for_run(p.connectors, ns, values))
-            except BaseException:
-                # The runner tears down only a prepared setup: undo the half-made one.
-                self.teardown()
-                raise
+            self.connectors.put(connectors.for_run(p.connectors, ns, values))
 
-    def _command(self, spec: ProcessSpec, values: dict[str, Any]) -> CommandProcess:
+    def _command(
+        self, spec: ProcessSpec, values: dict[str, Any]
+    ) -> PipelineCommand | PipelineImage:
         """The process of `spec`, its templates filled with `values`: a command on this
         machine, or a container of its image (the docker backend only)."""
         env = {k: links.fill(v, values) for k, v in spec.env.items()}
+        strings = [*spec.command, *spec.env.values(), spec.ready_http or ""]
+        env = {**links.login_env(strings, values), **env}  # the file's own env wins
         ready = Readiness(
             spec.ready_tcp,
             links.fill(spec.ready_http, values) if spec.ready_http else None,
@@ -224,7 +258,7 @@ class PipelineSetup(Setup):
         argv = [links.fill(a, values) for a in spec.command]
         log_path = self.context.logs / f"{spec.name}.log"
         if spec.image is None:
-            return CommandProcess(
+            return PipelineCommand(
                 spec.name,
                 argv,
                 log_path,
@@ -239,7 +273,7 @@ class PipelineSetup(Setup):
         runtime = ImageRuntime(
             stack.client, stack.stack_id, stack.root, spec.image, self.context.namespace
         )
-        return ImageProcess(
+        return PipelineImage(
             spec.name,
             argv,
             log_path,
@@ -255,13 +289,24 @@ class PipelineSetup(Setup):
         moments = self.context.moments
         return lambda instance: moments.emit("ready", process)
 
+    def _not_back(self, proc: CommandProcess, error: ServiceError) -> None:
+        """A process that did not come back after a fault: the pipeline's finding (the
+        run fails with it, harness.app.convergence), not a heal the lab failed."""
+        line = checks.not_back(proc, error)
+        log.warning("%s", line)
+        self.not_back.append(line)
+
     def start(self) -> None:
         """Every process started and ready, then the observer."""
         for spec in self.pipeline.processes:
             proc = self.procs[spec.name]
-            proc.start()
-            proc.wait_healthy()
+            try:
+                proc.start()
+                proc.wait_healthy()
+            except ServiceError as exc:
+                raise checks.did_not_start(proc, exc) from exc
             log.info("process %s ready (%s)", proc.instance, proc.ready.describe())
+        checks.check_readers(self.readers, self.logs)
         self.observer = Observer(
             self.context.recorder,
             self.source_reader,
@@ -312,7 +357,11 @@ class PipelineSetup(Setup):
         state per key: its arrivals are its record)."""
         out = {SOURCE_STORE: self.source_reader.read_all()}
         for name, reader in self.readers.items():
-            out[name] = reader.read_all()
+            try:
+                out[name] = reader.read_all()
+            except Exception as exc:  # the run proves nothing of it (harness.app.convergence)
+                log.warning("store %s could not be read at the final reading: %s", name, exc)
+                self.unreadable[name] = checks.one_line(exc)
         return out
 
     def teardown(self) -> None:
@@ -324,6 +373,12 @@ class PipelineSetup(Setup):
                 proc.stop()
         if self.connectors is not None:
             self.connectors.remove()
+        if self.run_role is not None:  # first: it ends the sessions holding slots
+            try:
+                with direct_pg_connect(self.pg_direct) as conn:
+                    run_role.drop(conn, self.run_role)
+            except Exception as exc:
+                log.warning("dropping the role %s failed: %s", self.run_role, exc)
         if self.ctx is not None:
             self._drop_slots(self.ctx.namespace)
         for reader in self._opened:

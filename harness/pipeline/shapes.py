@@ -15,6 +15,11 @@ _HEAD = """\
 # schemas, key prefixes, slot and topic names), {{postgres.dsn}}, {{redis.url}},
 # {{kafka.bootstrap}} (Kafka asks for {{kafka.username}} and {{kafka.password}}),
 # {{rabbitmq.url}}, {{source.table}}, ... Write {{{{ for a brace.
+# Passwords go in env, never in command: every local user reads command lines (ps).
+# {{postgres.dsn}} and {{redis.url}} hold none: driftlab sets PGPASSWORD (libpq, pgx)
+# and REDISCLI_AUTH (redis-cli) for a process that uses them; a Redis library takes
+# {{redis.password}} (REDIS_PASSWORD below). Your processes log in to PostgreSQL as
+# the run's own role: logical replication and the run's schema, no superuser.
 name = "{name}"
 """
 
@@ -45,6 +50,7 @@ window = {window}  # a store unchanged this long has settled {why}
 _ENV = {
     "PGDSN": "{postgres.dsn}",
     "REDIS_URL": "{redis.url}",
+    "REDIS_PASSWORD": "{redis.password}",
     "BOOTSTRAP": "{kafka.bootstrap}",
     # Kafka takes no client without the stack's login: SASL_PLAINTEXT, SCRAM-SHA-256.
     "KAFKA_SECURITY_PROTOCOL": "{kafka.security_protocol}",
@@ -120,7 +126,7 @@ table = "items"
 # knows it is ready (ready = {{ log = "..." }}, {{ tcp = 8080 }} or {{ http = "http://..." }}).
 # It reaches each service through a link of its own (here mirror->postgres and
 # mirror->redis), which the faults below can cut.
-{_process("mirror", "PGDSN REDIS_URL TABLE PREFIX", command="./my-consumer")}
+{_process("mirror", "PGDSN REDIS_URL REDIS_PASSWORD TABLE PREFIX", command="./my-consumer")}
 # What your consumer derives, and how driftlab reads it. kind = "mirror": the latest
 # value of each key (skipped intermediate versions are no loss).
 [stores.cache]
@@ -155,7 +161,13 @@ read = "SELECT key, value, version FROM {{source.table}} WHERE value IS NOT NULL
 # sasl.username and sasl.password; a Java client reads KAFKA_CLIENT_PROPERTIES (its
 # security.protocol, sasl.mechanism and sasl.jaas.config).
 {_process("relay", _kafka_env("PGDSN", "OUTBOX TOPIC"), "reads the outbox, publishes to Kafka")}
-{_process("consumer", _kafka_env("", "TOPIC REDIS_URL PREFIX"), "reads Kafka, writes Redis")}
+{
+    _process(
+        "consumer",
+        _kafka_env("", "TOPIC REDIS_URL REDIS_PASSWORD PREFIX"),
+        "reads Kafka, writes Redis",
+    )
+}
 [stores.cache]
 kind = "mirror"
 redis = {{ pattern = "{{namespace}}:*" }}
@@ -208,7 +220,7 @@ read = "SELECT key, value, version FROM {{source.table}} WHERE value IS NOT NULL
 {
     _process(
         "app_server",
-        "PGDSN REDIS_URL TABLE PREFIX PORT",
+        "PGDSN REDIS_URL REDIS_PASSWORD TABLE PREFIX PORT",
         command="./my-app",
         ready='http = "http://127.0.0.1:{app_server.port}/health"',
     )

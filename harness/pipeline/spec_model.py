@@ -42,6 +42,17 @@ SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
 }
 """What a template may ask of each service's link: `{postgres.dsn}`, `{redis.url}`, ..."""
 
+SECRET_FIELDS = (
+    "postgres.password",
+    "redis.password",
+    "rabbitmq.url",
+    "rabbitmq.password",
+    "kafka.password",
+)
+"""Templates that hold a password. A process's command line is readable by every local
+user (`ps`), so a process gets them in `env` only; `{postgres.dsn}` and `{redis.url}`
+carry none (the process finds it in PGPASSWORD and REDISCLI_AUTH)."""
+
 RUN_FIELDS = ("namespace", "run_dir", "pipeline_dir", "python")
 """Plain template names: the run's namespace (unique: a schema, a key prefix, a slot
 name), the run folder, the pipeline file's folder, the Python driftlab runs on (with

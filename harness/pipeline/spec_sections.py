@@ -12,9 +12,11 @@ from harness.pipeline.spec_fields import (
     spec_error,
     str_field,
     table_field,
+    template_names,
 )
 from harness.pipeline.spec_model import (
     HTTP_METHODS,
+    SECRET_FIELDS,
     SERVICES,
     STORE_KINDS,
     FieldPaths,
@@ -99,6 +101,14 @@ def parse_process(
         )
     for arg in command:
         check_template(arg, f"{where}command", services, ports)
+        for field in template_names(arg, f"{where}command"):
+            if field in SECRET_FIELDS:
+                raise spec_error(
+                    f"{where}command",
+                    f"puts {{{field}}}, a password, on the command line, which every local "
+                    "user can read (ps)",
+                    f'give it in env instead: SECRET = "{{{field}}}"',
+                )
     for key, value in env.items():
         check_template(value, f"{where}env.{key}", services, ports)
     ready = data.get("ready", {})

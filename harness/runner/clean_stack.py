@@ -5,8 +5,10 @@ a shared stack (`driftlab up`) it left a toxic on a link and a connector with it
 replication slot, and the next run gave a false verdict. Before its workload, a run now
 
 - heals every Toxiproxy link and checks that none has a toxic left or is disabled;
-- removes the leftovers of runs that are no longer alive: Debezium connectors, their
-  replication slots and publications (their names start with the run's namespace);
+- removes the leftovers of runs that are no longer alive: Debezium connectors, the
+  replication slots and publications whose names hold a run's namespace (a scenario's
+  `dbz_<namespace>`, a pipeline's own, named after `{namespace}` as docs/pipelines.md
+  asks), and a pipeline run's PostgreSQL role (named its namespace);
 - holds a lease `leases/<namespace>.json` in the stack folder (pid and start time)
   while it runs, which tells a live run's resources from a dead run's. The lease is
   taken first, under an exclusive lock of `leases/run.lock` held for the whole run, so
@@ -22,6 +24,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +35,7 @@ from psycopg import sql
 
 from harness.exitcodes import LabFailure
 from harness.services.base import ServiceError
-from harness.services.postgres import drop_replication_slots
+from harness.services.postgres import drop_replication_slots, drop_role
 from harness.services.process import read_start_time
 from harness.services.stack_lock import open_lock
 from harness.services.stack_protocol import ServiceStack
@@ -42,7 +45,6 @@ log = logging.getLogger("driftlab.runner")
 
 LEASES = "leases"
 RUN_LOCK = "run.lock"
-SLOT_PREFIX = "dbz_"  # DebeziumPostgres.slot: dbz_<connector name>
 
 
 @dataclass
@@ -52,6 +54,7 @@ class Leftovers:
     connectors: list[str] = field(default_factory=list)
     slots: list[str] = field(default_factory=list)
     publications: list[str] = field(default_factory=list)
+    roles: list[str] = field(default_factory=list)
     toxics: dict[str, list[str]] = field(default_factory=dict)  # link -> toxic names
     disabled: list[str] = field(default_factory=list)
 
@@ -63,6 +66,7 @@ class Leftovers:
             ("connector", self.connectors),
             ("replication slot", self.slots),
             ("publication", self.publications),
+            ("role", self.roles),
         ):
             out += [f"{what} {n} of a run no longer alive" for n in names]
         return out
@@ -122,6 +126,16 @@ def _dead(name: str, prefix: str, alive: set[str]) -> bool:
     return not any(rest == ns or rest.startswith(ns + "_") for ns in alive)
 
 
+NAMESPACE_IN = re.compile(rf"(^|_){NAMESPACE_PREFIX}")
+"""Where a name holds a run's namespace: at its start or after an underscore."""
+
+
+def _of_dead_run(name: str, alive: set[str]) -> bool:
+    """Whether `name` holds a run's namespace (anywhere: `dbz_<ns>_pub`, `<ns>`) and
+    no live run's."""
+    return NAMESPACE_IN.search(name) is not None and not any(ns in name for ns in alive)
+
+
 def _running(stack: ServiceStack, name: str) -> bool:
     return name in stack.services and stack.services[name].is_running()
 
@@ -144,8 +158,10 @@ def find_leftovers(stack: ServiceStack) -> Leftovers:
         with psycopg.connect(stack["postgres"].conninfo(), autocommit=True) as conn:
             slots = conn.execute("SELECT slot_name FROM pg_replication_slots").fetchall()
             pubs = conn.execute("SELECT pubname FROM pg_publication").fetchall()
-        found.slots = sorted(s for (s,) in slots if _dead(s, SLOT_PREFIX, alive))
-        found.publications = sorted(p for (p,) in pubs if _dead(p, SLOT_PREFIX, alive))
+            roles = conn.execute("SELECT rolname FROM pg_roles").fetchall()
+        found.slots = sorted(s for (s,) in slots if _of_dead_run(s, alive))
+        found.publications = sorted(p for (p,) in pubs if _of_dead_run(p, alive))
+        found.roles = sorted(r for (r,) in roles if _dead(r, "", alive))
     return found
 
 
@@ -166,15 +182,17 @@ def clean(stack: ServiceStack, own: str | None = None) -> Leftovers:
     if _running(stack, "connect"):
         for name in before.connectors:
             stack["connect"].delete_connector(name)
-    if before.slots or before.publications:
+    if before.slots or before.publications or before.roles:
         with psycopg.connect(stack["postgres"].conninfo(), autocommit=True) as conn:
+            for role in before.roles:  # first: it ends the sessions that hold slots
+                drop_role(conn, role)
             for slot in before.slots:
                 # A deleted connector's task lets go of its slot a moment later.
                 _drop_slot(conn, slot)
             for pub in before.publications:
                 conn.execute(sql.SQL("DROP PUBLICATION IF EXISTS {}").format(sql.Identifier(pub)))
     after = find_leftovers(stack)
-    if after.toxics or after.disabled or after.slots:
+    if after.toxics or after.disabled or after.slots or after.roles:
         raise LabFailure(
             "the stack is not clean after healing: "
             + "; ".join(after.lines())

@@ -68,6 +68,7 @@ class RunResult:
     analysed_on: str | None = None  # "server" (the stack's warm Spark) or "process"
     analysis_note: str | None = None  # why the warm server was given up for this one
     error: str | None = None
+    discarded: bool = False  # bad input found before the workload: no run folder kept
 
 
 class _Signals:
@@ -156,6 +157,9 @@ def record_run(
         result.fault_windows, result.fault_errors = driver.fault_windows, driver.fault_errors
         if ex.error is not None:
             result.exit_code, result.error = failure(ex.error)
+        # A mistake in the input found before the workload (a pipeline file's reader,
+        # statement or command): no run happened, so no run folder is kept.
+        result.discarded = result.exit_code == exitcodes.BAD_INPUT and not driver.stats.ops
         if ex.lab_failures:
             _lab_failed(result, [b.to_json() for b in ex.lab_failures])
         if ex.recorder_failure is not None and not result.interrupted:
@@ -168,12 +172,16 @@ def record_run(
             )
         if result.interrupted:
             result.exit_code = exitcodes.INTERRUPTED
+            result.discarded = False
         elif result.error is None and judge is not None:
             # The verdict reads the run's facts (its lab failures) from logs/run.json.
             with contextlib.suppress(OSError):
                 _write_summary(run_dir, result)
             judge(run_dir, result)
     result.wall_s = time.monotonic() - started
+    if result.discarded:
+        run_dir.discard()
+        return result
     try:
         _write_summary(run_dir, result)
     except OSError:

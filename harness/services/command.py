@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.services.base import Endpoint, ServiceError
-from harness.services.process import SupervisedProcess
+from harness.services.process import HARNESS_NOTE, SupervisedProcess
 from harness.services.supervised import SupervisedService
 
 
@@ -60,6 +60,15 @@ def http_ok(url: str) -> bool:
             return 200 <= answer.status < 300
     except urllib.error.HTTPError:
         return False
+
+
+def logged_line_matches(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether one line of `text` that the process printed (not a note of the harness's,
+    which quotes the command line) matches `pattern`; a last line without its newline
+    counts, as a process may print its ready line without one."""
+    return any(
+        pattern.search(line) for line in text.splitlines() if not line.startswith(HARNESS_NOTE)
+    )
 
 
 @dataclass(eq=False)  # a service is compared and hashed by identity
@@ -127,7 +136,7 @@ class CommandProcess(SupervisedService):
             probe = lambda: http_ok(url)  # noqa: E731
         elif r.log is not None:
             pattern = re.compile(r.log)
-            probe = lambda: pattern.search(self.logged())  # noqa: E731
+            probe = lambda: logged_line_matches(pattern, self.logged())  # noqa: E731
         else:
             probe = proc.is_running
         proc.wait_until(probe, timeout, f"{self.instance}: {r.describe()}")

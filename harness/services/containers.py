@@ -35,6 +35,7 @@ from harness.services.process import (
     StopOptions,
     SupervisedProcess,
     read_start_time,
+    starting_note,
 )
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
@@ -274,7 +275,7 @@ class ContainerProcess(SupervisedProcess):
         self.runtime.remove(self.name)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            log.write(f"--- driftlab: starting in a container {' '.join(self.argv)}\n".encode())
+            log.write(starting_note(list(self.argv), "in a container "))
         from docker.errors import DockerException
 
         try:

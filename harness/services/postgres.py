@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import psycopg.sql
 
 from harness.services.base import Endpoint, ServiceError
 from harness.services.ports import LOOPBACK
@@ -235,3 +236,20 @@ def drop_replication_slots(
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.3)
+
+
+def drop_role(conn: psycopg.Connection[Any], role: str) -> bool:
+    """Drop the login role `role` (a run's; False when there is none): its sessions
+    ended (a walsender of its lets go of its slot), what it owned given to the connected
+    superuser, its grants revoked."""
+    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+    if exists is None:
+        return False
+    name = psycopg.sql.Identifier(role)
+    conn.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,)
+    )
+    conn.execute(psycopg.sql.SQL("REASSIGN OWNED BY {} TO CURRENT_USER").format(name))
+    conn.execute(psycopg.sql.SQL("DROP OWNED BY {}").format(name))
+    conn.execute(psycopg.sql.SQL("DROP ROLE {}").format(name))
+    return True

@@ -29,6 +29,18 @@ from harness.services.base import ServiceError
 
 LOG_TAIL_LINES = 25
 
+HARNESS_NOTE = "--- driftlab: "
+"""How the lines the harness itself writes into a process's log begin (the command line
+it starts, a stop that needed SIGKILL): never the process's own words."""
+
+
+def starting_note(argv: list[str], where: str = "") -> bytes:
+    """The harness's note that opens a start's log: its command line on one line (an
+    argument's own newlines written `\\n`), so no line of a script passed as `bash -c`
+    reads as the process's output."""
+    command = " ".join(argv).replace("\n", "\\n")
+    return f"{HARNESS_NOTE}starting {where}{command}\n".encode()
+
 
 class StopOptions(TypedDict, total=False):
     """How a supervised process is stopped (SupervisedProcess's defaults otherwise)."""
@@ -203,7 +215,7 @@ class SupervisedProcess:
         if self.die_with_parent:
             kwargs["preexec_fn"] = die_with_parent(os.getpid())
         with open(self.log_path, "ab") as log:
-            log.write(f"--- driftlab: starting {' '.join(self.argv)}\n".encode())
+            log.write(starting_note(self.argv))
             log.flush()
 
             def launch() -> subprocess.Popen[bytes]:
@@ -322,7 +334,7 @@ class SupervisedProcess:
 
     def _log_note(self, note: str) -> None:
         with open(self.log_path, "a") as log:
-            log.write(f"--- driftlab: {self.name} {note}\n")
+            log.write(f"{HARNESS_NOTE}{self.name} {note}\n")
 
     def failure(self, problem: str) -> ServiceError:
         """A ServiceError naming the problem, the log file and quoting its tail."""
