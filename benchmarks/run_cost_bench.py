@@ -2,19 +2,22 @@
 number of runs depends on (`driftlab explore` runs one per candidate schedule).
 
 `python -m benchmarks.run_cost_bench [--stack-dir DIR] [--rounds 5] [--duration 3s]
-[--hogs 0,2] [FILE]`
+[--hogs 0,2] [--process] [FILE ...]`
 
-Each round is a `driftlab run FILE --duration D` process of its own on a running stack
-(its warm Spark judges the run), timed whole; its cost is that wall time less D. The
+Each round runs FILE once for D (--duration) on a running stack whose warm Spark judges
+it, timed whole; its cost is that wall time less D. By default the rounds run in this
+one process, as `driftlab explore` runs its candidates (after one run not counted, which
+pays the imports); with --process each is a `driftlab run` process of its own. The
 rounds run quiet, then beside N CPU hogs (`yes > /dev/null`, killed after) for each N of
 --hogs. Prints each round's split from the run's own records (the history's marks,
-logs/run.json, the files' times): the command's start (imports), prepare and the
-processes' readiness, the workload past D, the convergence wait, the final reads, the
-teardown, the analysis, the report and the exit; then the median of the rounds
-against the target of 10 s with the load average. Without --stack-dir it starts a stack
-(`driftlab up --only postgres,redis,toxiproxy,analysis`, not timed) and stops it after.
-FILE defaults to examples/pg_to_redis/pipeline.toml. Figures only: nothing here passes
-or fails.
+logs/run.json, the files' times): start (the command's imports, with --process), ready
+(prepare and the processes' readiness), overrun (the workload past D), converge (the
+convergence wait), final (the final reads), teardown, analysis, report and exit; then
+the median of the rounds against the target of 10 s, with the load average. Without
+--stack-dir it starts a stack (`driftlab up --only postgres,redis,toxiproxy,analysis`,
+not timed) and stops it after. FILE defaults to examples/pg_to_redis/pipeline.toml
+(passes) and pipeline-bug.toml (fails: a store that does not converge waits out the
+convergence window). Figures only: nothing here passes or fails.
 """
 
 from __future__ import annotations
@@ -35,7 +38,10 @@ from benchmarks.__main__ import _positive, bench_parser, comma_list
 from harness.cli.common import parse_duration
 
 DRIFTLAB = Path(sys.executable).with_name("driftlab")
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pg_to_redis" / "pipeline.toml"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pg_to_redis"
+# The example passes; its planted bug fails, and a failing run waits out the convergence
+# window: an exploration shrinking a failure runs many of those.
+FILES = [EXAMPLES / "pipeline.toml", EXAMPLES / "pipeline-bug.toml"]
 SERVICES = "postgres,redis,toxiproxy,analysis"
 TARGET_S = 10.0
 
@@ -250,7 +256,7 @@ def cli(argv: list[str] | None = None) -> None:
     parser = bench_parser(
         "python -m benchmarks.run_cost_bench", __doc__.split("\n\n")[0].replace("\n", " ")
     )
-    parser.add_argument("file", nargs="?", type=Path, default=EXAMPLE)
+    parser.add_argument("files", nargs="*", type=Path, default=FILES, metavar="FILE")
     parser.add_argument("--stack-dir", type=Path, help="a running stack (default: its own)")
     parser.add_argument("--rounds", type=_positive, default=5, help="runs per load (default 5)")
     parser.add_argument("--duration", default="3s", help="the workload's (default: 3s)")
@@ -271,13 +277,14 @@ def cli(argv: list[str] | None = None) -> None:
     runs = Path(tempfile.mkdtemp(prefix="run-cost-", dir=args.dir))
     lines = []
     with running_stack(args.stack_dir) as stack_dir:
-        runner = Runner(args.file, stack_dir, runs, args.duration, not args.process)
-        for hogs in args.hogs:
-            rounds = measure(runner, args.rounds, hogs)
-            lines.append(summary_line(hogs, rounds, args.duration))
-            print(lines[-1], flush=True)
+        for file in args.files:
+            runner = Runner(file, stack_dir, runs, args.duration, not args.process)
+            for hogs in args.hogs:
+                rounds = measure(runner, args.rounds, hogs)
+                lines.append(f"{file.name}, {summary_line(hogs, rounds, args.duration)}")
+                print(lines[-1], flush=True)
     how = "a `driftlab run` process of its own" if args.process else "in one warm process"
-    print(f"\n{args.file.name}, --duration {args.duration}, each run {how}:")
+    print(f"\n--duration {args.duration}, each run {how}:")
     for line in lines:
         print(f"  {line}")
 
