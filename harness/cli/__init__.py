@@ -3,6 +3,7 @@ registers itself on `harness.cli.app.app`; `main` is the console script."""
 
 from __future__ import annotations
 
+import gc
 import inspect
 import logging
 import os
@@ -46,19 +47,30 @@ def main() -> None:
         sys.exit(code)
 
 
-# Subcommands register themselves on `app` when their module is imported.
-from harness.cli import (  # noqa: E402,F401
-    analyze,
-    explore,
-    matrix,
-    pipeline,
-    replay,
-    report,
-    run,
-    stack,
-    suite,
-    version,
-)
+# Subcommands register themselves on `app` when their module is imported. Their imports
+# make some hundred thousand objects that live as long as the process: the collector
+# would walk them again and again while they are made, during the run and once more at
+# exit (on a loaded machine a second of a run's wall time). It is off while they are
+# made; after one collection they are frozen out of its sight, and what the command
+# makes later is collected as ever.
+gc.disable()
+try:
+    from harness.cli import (  # noqa: F401
+        analyze,
+        explore,
+        matrix,
+        pipeline,
+        replay,
+        report,
+        run,
+        stack,
+        suite,
+        version,
+    )
+finally:
+    gc.collect()
+    gc.freeze()
+    gc.enable()
 
 
 def _reflowable(doc: str) -> str:
