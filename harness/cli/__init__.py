@@ -29,6 +29,13 @@ def main() -> None:
     # Stack and run folders (and what the servers write in them) are never writable by
     # other users, whatever the umask: write permission for group and others is masked.
     os.umask(os.umask(0o022) | 0o022)
+    # What the imports made lives as long as the process: out of the collector's sight,
+    # it is not walked again by each full collection of the run nor once more at exit
+    # (on a loaded machine about a second of a command's wall time). Only the command's
+    # own process freezes: a library (DuckDB's nanobind) imported earlier by a test
+    # session would count its frozen objects as leaked at exit.
+    gc.collect()
+    gc.freeze()
     try:
         app()
     except Exception as exc:
@@ -48,11 +55,9 @@ def main() -> None:
 
 
 # Subcommands register themselves on `app` when their module is imported. Their imports
-# make some hundred thousand objects that live as long as the process: the collector
-# would walk them again and again while they are made, during the run and once more at
-# exit (on a loaded machine a second of a run's wall time). It is off while they are
-# made; after one collection they are frozen out of its sight, and what the command
-# makes later is collected as ever.
+# make some hundred thousand objects that live as long as the process: the collector,
+# walking them again and again while they are made, is off meanwhile (`main` then
+# freezes them out of its sight).
 gc.disable()
 try:
     from harness.cli import (  # noqa: F401
@@ -68,8 +73,6 @@ try:
         version,
     )
 finally:
-    gc.collect()
-    gc.freeze()
     gc.enable()
 
 
