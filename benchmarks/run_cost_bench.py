@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.__main__ import _positive, bench_parser, comma_list
+from benchmarks.pipeline_bench import running_stack
 from harness.cli.common import parse_duration
 
 DRIFTLAB = Path(sys.executable).with_name("driftlab")
@@ -205,23 +206,6 @@ def cpu_hogs(n: int) -> Iterator[None]:
             hog.wait()
 
 
-@contextlib.contextmanager
-def running_stack(given: Path | None) -> Iterator[Path]:
-    """The running stack `given`, or one started for the benchmark and stopped after."""
-    if given is not None:
-        yield given
-        return
-    # PostgreSQL runs as an unprivileged account that must enter every parent folder.
-    root = Path(tempfile.mkdtemp(prefix="driftlab-bench-stack-", dir="/tmp"))
-    root.chmod(0o755)
-    stack_dir = root / "stack"
-    subprocess.run([DRIFTLAB, "up", "--dir", stack_dir, "--only", SERVICES], check=True)
-    try:
-        yield stack_dir
-    finally:
-        subprocess.run([DRIFTLAB, "down", "--dir", stack_dir], check=False)
-
-
 def measure(runner: Runner, rounds: int, hogs: int) -> list[Round]:
     """`rounds` runs beside `hogs` CPU hogs, each line printed as it comes."""
     out = []
@@ -276,7 +260,7 @@ def cli(argv: list[str] | None = None) -> None:
     args.dir.mkdir(parents=True, exist_ok=True)
     runs = Path(tempfile.mkdtemp(prefix="run-cost-", dir=args.dir))
     lines = []
-    with running_stack(args.stack_dir) as stack_dir:
+    with running_stack(args.stack_dir, SERVICES) as stack_dir:
         for file in args.files:
             runner = Runner(file, stack_dir, runs, args.duration, not args.process)
             for hogs in args.hogs:
