@@ -36,6 +36,7 @@ from pathlib import Path
 
 from benchmarks.__main__ import _positive, bench_parser, comma_list
 from benchmarks.pipeline_bench import running_stack
+from checkers.verdict import shown_verdict
 from harness.cli.common import parse_duration
 
 DRIFTLAB = Path(sys.executable).with_name("driftlab")
@@ -49,7 +50,7 @@ TARGET_S = 10.0
 
 @dataclass
 class Round:
-    """One `driftlab run` process: its wall time, verdict and split."""
+    """One run: its wall time, verdict (as the reader is told it) and split."""
 
     wall_s: float
     duration_s: float
@@ -114,11 +115,11 @@ def _newest(runs: Path, before: set[Path]) -> Path:
 
 
 def _round(run: Path, begun: float, ended: float, duration: float, code: int) -> Round:
-    summary = json.loads((run / "logs" / "run.json").read_text())
+    analysis = json.loads((run / "analysis.json").read_text())
     return Round(
         wall_s=ended - begun,
         duration_s=duration,
-        verdict=summary.get("verdict"),
+        verdict=shown_verdict(analysis["verdict"], analysis.get("expectations") or {}),
         exit_code=code,
         phases=_split(run, begun, ended, duration),
         load=os.getloadavg()[0],
