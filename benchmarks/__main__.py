@@ -1,4 +1,5 @@
-"""`python -m benchmarks [--sizes 1M,5M,20M] [--dir DIR] [--spark-master URL]`."""
+"""`python -m benchmarks [--sizes 1M,5M,20M] [--dir DIR] [--spark-master URL] [--run-cost]
+[--stack-dir DIR]`."""
 
 from __future__ import annotations
 
@@ -83,7 +84,19 @@ def cli(argv: list[str] | None = None) -> None:
         action="store_true",
         help="skip the small-run latency figures (10k events, warm and cold)",
     )
+    parser.add_argument(
+        "--run-cost",
+        action="store_true",
+        help="also time warm pipeline runs beyond their workload, quiet and beside two CPU "
+        "hogs (benchmarks.run_cost_bench; on the stack of --stack-dir, else one of its own)",
+    )
+    parser.add_argument("--stack-dir", type=Path, help="the running stack of --run-cost")
     args = parser.parse_args(argv)
+    if args.run_cost:
+        from benchmarks import run_cost_bench
+
+        stack = ["--stack-dir", str(args.stack_dir)] if args.stack_dir else []
+        run_cost_bench.cli(["--dir", str(args.dir), *stack])
     if not args.no_latency:
         console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
         args.dir.mkdir(parents=True, exist_ok=True)

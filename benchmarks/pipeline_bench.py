@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def main() -> None:
     parser.add_argument("--in-process", action="store_true", help="one process, warm Spark")
     args = parser.parse_args()
     runs = Path(tempfile.mkdtemp(prefix="driftlab-bench-pipeline-"))
-    with _stack(args.stack_dir) as stack_dir:
+    with running_stack(args.stack_dir) as stack_dir:
         if args.in_process:
             in_process(args.file, stack_dir, args.rounds, runs)
         else:
@@ -50,8 +51,9 @@ def main() -> None:
 
 
 @contextlib.contextmanager
-def _stack(given: Path | None) -> Iterator[Path]:
-    """The running stack `given`, or one started for the benchmark and stopped after."""
+def running_stack(given: Path | None, services: str = SERVICES) -> Iterator[Path]:
+    """The running stack `given`, or one of `services` started for the benchmark, then
+    stopped and its folder removed."""
     if given is not None:
         yield given
         return
@@ -59,11 +61,12 @@ def _stack(given: Path | None) -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="driftlab-bench-stack-", dir="/tmp"))
     root.chmod(0o755)
     stack_dir = root / "stack"
-    subprocess.run([DRIFTLAB, "up", "--dir", stack_dir, "--only", SERVICES], check=True)
+    subprocess.run([DRIFTLAB, "up", "--dir", stack_dir, "--only", services], check=True)
     try:
         yield stack_dir
     finally:
         subprocess.run([DRIFTLAB, "down", "--dir", stack_dir], check=False)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _load() -> str:

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from markupsafe import Markup, escape
 
 from harness.history.schema import OBSERVER, SOURCE_STORE
@@ -56,6 +58,7 @@ _COLUMNS = [
     "offset",
     "consumer",
 ]
+_BATCH_ROWS = 65_536
 _VALUE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
 
 
@@ -108,15 +111,17 @@ def read_key_events(history: Path, keys: Sequence[str]) -> dict[str, list[dict[s
     scan: only the matching rows are kept, whatever the history's size)."""
     if not keys or not history.exists():
         return {}
-    # Here, not at the top: a run with no anomaly draws no diagram and needs no dataset.
-    import pyarrow.dataset as ds
-
-    # Row groups of a big history hold a million events: read them one at a time.
-    table = ds.dataset(history, format="parquet").to_table(
-        columns=_COLUMNS,
-        filter=pc.field("key").isin(list(keys)),
-        batch_readahead=2,
-        fragment_readahead=1,
+    # Row groups of a big history hold a million events: read them one at a time, in
+    # batches, keeping the matching rows. (pyarrow.dataset would filter as well, but
+    # importing it costs a run's report half a second, more on a loaded machine.)
+    wanted = pa.array(list(keys), pa.string())
+    parquet = pq.ParquetFile(history)
+    table = pa.Table.from_batches(
+        (
+            batch.filter(pc.is_in(batch.column("key"), value_set=wanted))
+            for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=_COLUMNS)
+        ),
+        pa.schema([parquet.schema_arrow.field(c) for c in _COLUMNS]),
     )
     per_key: dict[str, list[dict[str, Any]]] = {k: [] for k in keys}
     for row in table.sort_by("time").to_pylist():

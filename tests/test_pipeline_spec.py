@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.app.pipeline import register, unregister
 from harness.pipeline.shapes import SHAPES, starting_file
 from harness.pipeline.spec import PipelineError, load
 
@@ -67,6 +68,23 @@ def test_the_examples_and_every_starting_file_load(tmp_path: Path) -> None:
         assert p.faults.faults, shape
         # Every window closes before the last `recovery` seconds: none is cut or dropped.
         assert p.faults.fitted(p.workload.duration).faults == p.faults.faults, shape
+
+
+def test_a_short_run_keeps_every_fault_and_its_recovery_in_proportion() -> None:
+    # A candidate of an exploration runs a few seconds: the example's 3 s recovery,
+    # kept whole, would leave a 3 s run no room for any of its faults.
+    sc = register(load(EXAMPLES / "pipeline.toml"), duration=3.0)
+    try:
+        assert sc.workload.duration == 3.0
+        assert sc.faults.recovery == pytest.approx(0.9)
+        assert [f.target for f in sc.faults.faults] == ["mirror", "mirror->redis", "mirror"]
+        assert all(f.until <= 3.0 - 0.9 + 1e-9 for f in sc.faults.faults)
+    finally:
+        unregister(sc)
+    # A longer run keeps the file's recovery: more room needs no longer one.
+    sc = register(load(EXAMPLES / "pipeline.toml"), duration=30.0)
+    unregister(sc)
+    assert sc.faults.recovery == 3.0
 
 
 def test_own_sql_source(tmp_path: Path) -> None:

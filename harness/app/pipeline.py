@@ -58,8 +58,20 @@ def register(pipeline: Pipeline, duration: float | None = None) -> Scenario:
     SETUPS[setup.name] = setup
     sc = to_scenario(pipeline, setup.name)
     if duration is not None:
-        return sc.with_overrides(duration=duration)
+        return shortened_recovery(sc, duration).with_overrides(duration=duration)
     return replace(sc, faults=sc.faults.fitted(sc.workload.duration))
+
+
+def shortened_recovery(sc: Scenario, duration: float) -> Scenario:
+    """`sc` whose recovery shrinks in proportion for a run shorter than its file's.
+
+    The faults stretch with the duration; a recovery kept whole would leave a run of a
+    few seconds (an exploration's candidate) no room for any fault. After the heal the
+    convergence wait, not the recovery, gives the stores their time to catch up."""
+    factor = duration / sc.workload.duration
+    if factor >= 1 or not sc.scale_faults:
+        return sc
+    return replace(sc, faults=replace(sc.faults, recovery=sc.faults.recovery * factor))
 
 
 def unregister(scenario: Scenario) -> None:

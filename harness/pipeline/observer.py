@@ -35,6 +35,9 @@ log = logging.getLogger("driftlab.pipeline")
 NOT_CONVERGED = "not-converged"
 """The mark of a store that did not converge to the source after the heal."""
 KEYS_NAMED = 10
+FIRST_LOOK_S = 0.025
+"""The convergence wait's first pause between readings; each next one doubles, up to the
+sampling interval."""
 
 _T = TypeVar("_T")
 
@@ -236,6 +239,9 @@ class Observer:
         `timeout` passes; the stores that differ then, each also as a mark."""
         self.stop()
         deadline = time.monotonic() + timeout
+        # Most stores catch up within a moment of the heal: look again soon, then less
+        # often, up to the sampling interval (a big store is not read 40 times a second).
+        pause = min(self.interval, FIRST_LOOK_S)
         while True:
             source = self._read_source()
             diffs: dict[str, list[str]] = {}
@@ -258,7 +264,8 @@ class Observer:
             }
             if all(settled.values()) or t >= deadline:
                 break
-            time.sleep(self.interval)
+            time.sleep(pause)
+            pause = min(self.interval, pause * 2)
         out = []
         for name, keys in diffs.items():
             held = self._seen[name].held
