@@ -93,7 +93,8 @@ def fault_lines(
     t_end_s: float,
 ) -> list[str]:
     """One line per fault window that counts as no chance: a scheduled one that never
-    started or was not injected, and any that took effect while no operation ran.
+    started or was not injected, a `when: busy` crash that struck its target idle
+    (`idle`), and any that took effect while no operation ran.
     `windows` are series.json's faults, `scheduled` config.json's (`at`, and `after`
     for one at a moment), `busy` when operations ran (`busy_spans`: the series' buckets
     are the resolution)."""
@@ -118,6 +119,11 @@ def fault_lines(
             continue
         start = float(w["start"])
         stop = t_end_s if w.get("stop") is None else max(float(w["stop"]), start)
+        if w.get("idle"):
+            out.append(
+                f"fault {w.get('kind')} {w.get('target')} at {start:.1f} s struck its target "
+                "while it was not busy (its wait ran out): it cut no work short"
+            )
         if not any(first <= stop and last > start for first, last in busy):
             out.append(
                 f"fault {w.get('kind')} {w.get('target')} from {start:.1f} s to {stop:.1f} s: "

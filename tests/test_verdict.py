@@ -410,3 +410,51 @@ def test_the_pass_gives_each_window_its_planned_length_and_anchor() -> None:
         "fault crash connect slipped: planned for 2 s, it lasted 28.0 s (26.0 s more), "
         "from 3.0 s to 31.0 s"
     ]
+
+
+def test_a_busy_crash_that_struck_idle_gave_no_chance_to_what_it_causes() -> None:
+    """C3 on a loaded docker stack: the `when: busy` kill waited out its `wait` and
+    struck a consumer with nothing applied and uncommitted, so nothing could be
+    delivered again. The pass carries the start's `busy: false` as `idle`; the window
+    is a fault that never took effect, and `not reproduced` becomes inconclusive."""
+    from keyed_support import history_table
+
+    from checkers.keyed.columns import SERIES_ROW
+    from checkers.keyed.routing import route, with_positions
+    from checkers.keyed.timeline import series_rows
+
+    s = 1_000_000_000
+    busy = {"at": 1.25, "duration": 0.25, "when": "busy"}
+    timed = [
+        (0, write("a", "a1")),
+        (1 * s, ev.fault("start", "crash", target="consumer", fault_id="f1",
+                         extra=json.dumps(busy | {"busy": True}))),
+        (2 * s, ev.fault("stop", "crash", target="consumer", fault_id="f1")),
+        (3 * s, ev.fault("start", "crash", target="consumer", fault_id="f2",
+                         extra=json.dumps(busy | {"at": 3.5, "busy": False}))),
+        (4 * s, ev.fault("stop", "crash", target="consumer", fault_id="f2")),
+        (6 * s, write("b", "b1")),
+    ]  # fmt: skip
+    events = [Event(**({c: f.get(c) for c in COLUMNS} | {"time": t})) for t, f in timed]
+    routed = route(with_positions(history_table(events), 0), 1)
+    rows = series_rows(routed.series[0], 0, 1).to_pylist()
+    windows = sorted(
+        (json.loads(r["detail"]) for r in rows if r["out"] == SERIES_ROW and r["kind"] == "faults"),
+        key=lambda w: w["fault_id"],
+    )
+    assert [w["idle"] for w in windows] == [False, True]
+    schedule = [
+        {"kind": "crash", "target": "consumer", "at": at, "duration": 0.25} for at in (1.25, 3.5)
+    ]
+    lines = fault_lines(windows, schedule, BUSY, 6.0)
+    assert lines == [
+        "fault crash consumer at 3.0 s struck its target while it was not busy "
+        "(its wait ran out): it cut no work short"
+    ]
+    predicted = {"duplicate-delivery": "present"}
+    found = decide({}, {"duplicate-delivery": 700}, predicted, RunFacts(faults=lines))
+    assert found.verdict == INCONCLUSIVE and found.reasons == lines
+    found = decide(
+        {"duplicate-delivery": 9}, {"duplicate-delivery": 700}, predicted, RunFacts(faults=lines)
+    )
+    assert found.verdict == REPRODUCED and found.caveats == lines

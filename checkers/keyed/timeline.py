@@ -17,7 +17,9 @@ client's operation, as the runner counts them, not one of its own;
 - SERIES_ROW: one finished row of the faults, offsets or marks series (`kind` names
   it), as JSON in `detail`. A fault's `planned_at` is the `at` of the schedule's window
   it opened (its start's `extra`), seconds after the `workload-start` mark or, for one
-  anchored to an event, after that event (`after`); `planned_s` its planned duration. A
+  anchored to an event, after that event (`after`); `planned_s` its planned duration;
+  `idle` is true for a `when: busy` crash that struck its target not busy (its wait
+  ran out: the crash cut no work short). A
   partition's `redeliveries` are the deliveries that repeat one of a message already
   delivered to that consumer, counted at the second one: the events and the time at
   which the duplicates checker finds a duplicate-delivery (the consumer's `attempt`
@@ -60,6 +62,8 @@ SELECT type, "time", phase, f, op_id, process, kind, target, fault_id, action, c
     THEN TRY_CAST(json_extract_string(extra, '$.duration') AS DOUBLE) END AS planned_s,
   CASE WHEN type = '{EventType.FAULT}' AND phase = '{FaultPhase.START}' AND json_valid(extra)
     THEN json_extract_string(extra, '$.after') END AS anchor,
+  CASE WHEN type = '{EventType.FAULT}' AND phase = '{FaultPhase.START}' AND json_valid(extra)
+    THEN json_extract_string(extra, '$.busy') = 'false' END AS idle,
   (CASE type WHEN '{EventType.OP}' THEN hash(op_id)
              WHEN '{EventType.FAULT}' THEN hash(fault_id)
              WHEN '{EventType.MSG}' THEN hash(consumer, channel, "partition")
@@ -101,12 +105,12 @@ SELECT '{SERIES_ROW}', NULL, 'faults', NULL,
   CAST(json_object('fault_id', fault_id, 'kind', kind, 'target', target,
     'start', round((coalesce(start, stop) - $t0) / 1e9, 6),
     'stop', round((stop - $t0) / 1e9, 6), 'planned_at', planned_at,
-    'planned_s', planned_s, 'after', anchor, 'error', error) AS VARCHAR),
+    'planned_s', planned_s, 'after', anchor, 'idle', idle, 'error', error) AS VARCHAR),
   NULL
 FROM (
   SELECT fault_id, any_value(kind) AS kind, any_value(target) AS target,
     any_value(planned_at) AS planned_at, any_value(planned_s) AS planned_s,
-    any_value(anchor) AS anchor, any_value(error) AS error,
+    any_value(anchor) AS anchor, bool_or(idle) AS idle, any_value(error) AS error,
     min("time") FILTER (phase = '{FaultPhase.START}') AS start,
     max("time") FILTER (phase = '{FaultPhase.STOP}') AS stop
   FROM s WHERE type = '{EventType.FAULT}' AND fault_id IS NOT NULL GROUP BY fault_id)

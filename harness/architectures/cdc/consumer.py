@@ -185,9 +185,12 @@ class CdcConsumer:
                 self.rewind()
                 self.write_status(force=True)
                 continue
-            if self.cfg.commit == AFTER_APPLY and self.due():
+            committing = self.cfg.commit == AFTER_APPLY and self.due()
+            if committing:
                 self.commit_positions(dict(self.position))
-            self.write_status(force=bool(batch))
+            # Forced after a commit as after a batch: a `when: busy` crash reads from the
+            # status whether anything applied is still uncommitted.
+            self.write_status(force=bool(batch) or committing)
         self.write_status(force=True)
         self.rec.close()
         self.kafka.close()

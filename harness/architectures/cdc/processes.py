@@ -60,9 +60,15 @@ class ConsumerProcess(CommandProcess):
         proc.wait_until(lambda: self.status().get("ready"), timeout, "its partitions")
 
     def busy(self) -> bool:
-        """Whether this instance is applying a batch it has received (and, with
-        commit before apply, already committed)."""
-        return bool(self.status().get("in_flight"))
+        """Whether a crash now would cut work short: this instance is applying a batch
+        it has received (with commit before apply, already committed), or holds applied
+        changes it has not committed yet (commit after apply), which its group then
+        receives again. Between a batch and the next commit the consumer is idle but
+        not done: a crash there is the one that makes redelivery."""
+        status = self.status()
+        committed = status.get("committed") or {}
+        ahead = any(o > committed.get(p, -1) for p, o in (status.get("position") or {}).items())
+        return bool(status.get("in_flight")) or ahead
 
     def endpoint(self) -> Endpoint:
         """Where it reads from: its Kafka link."""
