@@ -1,9 +1,10 @@
 """Every number a reader sees on the pages agrees with the run's own files.
 
 Real runs (dual-write-race, cdc-consumer-crash, and cdc-consumer-crash with no fault,
-as `driftlab matrix --schedules none` runs it) on the real stack, analysed by Spark and
-rendered; headless Chromium reads the numbers as shown (text, and the throughput chart
-from its drawn points and axis ticks), and each is checked against history.parquet,
+as `driftlab matrix --schedules none` runs it; and examples/pg_to_redis's planted bug as
+a suite of that one pipeline file) on the real stack, analysed by Spark and rendered;
+headless Chromium reads the numbers as shown (text, and the charts from their drawn
+points and axis ticks), and each is checked against history.parquet, anomalies.parquet,
 analysis.json, series.json or logs/run.json, where it comes from. Screenshots go to
 test-artifacts/ (git-ignored).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +23,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from checkers.anomaly import KINDS
 from harness.app.matrix import Cell, MatrixResult, with_schedule
 from harness.app.outcome import outcome_of
+from harness.app.pipeline import register, unregister
 from harness.app.run import run_scenario
-from harness.app.suite_index import write_matrix_outputs
+from harness.app.suite_index import write_index, write_matrix_outputs
+from harness.history.schema import LOG_AUDIT
+from harness.pipeline.spec import load
 from harness.runner.runner import RunResult
 from reports.run_report import MAX_KEY_EVENTS
 from scenarios.registry import get_scenario
@@ -34,6 +40,7 @@ pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.browser, pyte
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 DURATION_S = 4
+BUG = Path(__file__).resolve().parents[1] / "examples" / "pg_to_redis" / "pipeline-bug.toml"
 
 
 @dataclass
@@ -62,6 +69,21 @@ def runs(stack: object, spark: object, tmp_path_factory: pytest.TempPathFactory)
     # As `driftlab matrix` leaves the folder: its index (with its wall time), its page.
     write_matrix_outputs(root, matrix, None)
     return Runs(root, results)
+
+
+@pytest.fixture(scope="module")
+def pipeline_run(stack: object, spark: object, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The planted bug of examples/pg_to_redis run alone, as `driftlab suite --only
+    pipeline-bug.toml` leaves its runs folder: its run and a suite page of it alone."""
+    root = tmp_path_factory.mktemp("pipelines") / "runs"
+    sc = register(load(BUG), duration=DURATION_S)
+    try:
+        r = run_scenario(sc, seed=3, runs_dir=root, stack=stack)  # type: ignore[arg-type]
+    finally:
+        unregister(sc)
+    assert r.verdict == "unexpected anomaly", (r.verdict, r.error, r.counts)
+    write_index(root, [sc], [r], r.wall_s)
+    return Path(r.run_dir)
 
 
 @pytest.fixture(scope="module")
@@ -128,9 +150,8 @@ CHART_JS = """e => ({
 """What a chart shows: its axes' ticks, its drawn points and its legend."""
 
 
-def chart_operations(chart: dict[str, Any], bucket_s: float, t_max: float) -> float:
-    """How many operations a throughput chart draws: each drawn point's rate (read off
-    the y axis's ticks) times its bucket's width (read off the x axis's ticks)."""
+def drawn(chart: dict[str, Any]) -> list[tuple[float, float]]:
+    """Each drawn point of a chart as (time in s, value), read off its axes' ticks."""
     yticks = list(zip(chart["grid"], map(_number, chart["ylabels"]), strict=True))
     xticks = [(x, _number(label.rstrip("s"))) for x, label in chart["xticks"]]
     (y0, v0), (y1, v1) = yticks[0], yticks[-1]
@@ -140,13 +161,16 @@ def chart_operations(chart: dict[str, Any], bucket_s: float, t_max: float) -> fl
         for pts in chart["lines"]
         for x, y in (p.split(",") for p in pts.split())
     ] + [(float(x), float(y)) for x, y in chart["dots"]]
-    total = 0.0
-    for x, y in points:
-        t = t0 + (x - x0) * (t1 - t0) / (x1 - x0)
-        rate = v0 + (y - y0) * (v1 - v0) / (y1 - y0)
-        start = (t // bucket_s) * bucket_s
-        total += rate * min(bucket_s, t_max - start)
-    return total
+    return [
+        (t0 + (x - x0) * (t1 - t0) / (x1 - x0), v0 + (y - y0) * (v1 - v0) / (y1 - y0))
+        for x, y in points
+    ]
+
+
+def chart_operations(chart: dict[str, Any], bucket_s: float, t_max: float) -> float:
+    """How many operations a throughput chart draws: each drawn point's rate times its
+    bucket's width, both read off the axes' ticks (`drawn`)."""
+    return sum(rate * min(bucket_s, t_max - (t // bucket_s) * bucket_s) for t, rate in drawn(chart))
 
 
 def _run_dir(runs: Runs, scenario: str) -> Path:
@@ -243,12 +267,21 @@ def test_cdc_consumer_crash_report_agrees_with_its_files(runs: Runs, browser: An
     history = pq.read_table(run / "history.parquet").to_pylist()
     page = _open(browser, run / "report.html", "cdc-consumer-crash")
 
-    # Redeliveries come from the events duplicate-delivery counts.
+    # "Messages delivered again" counts messages, each once however often it came back
+    # (as duplicate-delivery does), not repeat deliveries: from the history itself.
     again = [
         int(cell.inner_text())
         for cell in page.locator("#consumers table.data tbody tr td:last-child").all()
     ]
-    assert sum(again) == analysis["counts"]["duplicate-delivery"] > 0
+    deliveries = Counter(
+        (e["consumer"], e["msg_id"])
+        for e in history
+        if e["type"] == "msg" and e["action"] == "deliver" and e["consumer"] != LOG_AUDIT
+    )
+    repeated = [n for n in deliveries.values() if n > 1]
+    assert sum(again) == len(repeated) == analysis["counts"]["duplicate-delivery"] > 0
+    note = page.locator("#consumers p.note").inner_text()
+    assert "each counted once" in note and "a message delivered three times counts one" in note
 
     # The last offset processed is one below the highest committed, never above what
     # was delivered.
@@ -320,3 +353,92 @@ def test_suite_page_counts_claims_and_scenarios_and_describes_variants(
     assert "SIGKILL" not in variant.inner_text()
     assert "✗" not in variant.locator(".trend").inner_text()
     page.close()
+
+
+def test_pipeline_report_draws_its_anomalies_where_their_evidence_puts_them(
+    pipeline_run: Path, browser: Any
+) -> None:
+    run = pipeline_run
+    analysis, series = _json(run / "analysis.json"), _json(run / "series.json")
+    t0, bucket = analysis["history"]["t0_ns"], series["bucket_s"]
+    page = _open(browser, run / "report.html", "pipeline-bug")
+    assert page.locator("#verdict").inner_text() == analysis["verdict"] == "unexpected anomaly"
+
+    # The anomaly chart draws each anomaly in the bucket of its time in
+    # anomalies.parquet, as many as the counts say; its title says which time that is.
+    chart = page.locator("#series svg.chart[aria-label^='anomalies']")
+    title = chart.get_attribute("aria-label") or ""
+    assert "a divergence: the final read" in title
+    rows = pq.read_table(run / "anomalies.parquet", columns=["kind", "time"]).to_pylist()
+    assert len(rows) == sum(analysis["counts"].values()) > 0
+    want = Counter(int((r["time"] - t0) / 1e9 // bucket) * bucket for r in rows)
+    drawn: Counter[float] = Counter()
+    for t, n in drawn(chart.evaluate(CHART_JS)):
+        if round(n):
+            drawn[round(t / bucket) * bucket] += round(n)
+    assert drawn == want, (drawn, want)
+
+    # The evidence agrees: a divergence is dated by the final read that shows it (the
+    # state event at its time); the write the store lacks came earlier, as the
+    # evidence's lines show.
+    divergence = set(KINDS["divergence"])
+    examples = _json(run / "examples.json")["kinds"]
+    shown = [e for k, v in examples.items() if k in divergence for e in v["examples"]]
+    assert shown
+    for ex in shown:
+        reads = [e["time"] for e in ex["evidence"] if e["type"] == "state"]
+        assert ex["time_ns"] in reads, ex["detail"]
+        writes = [e["time"] for e in ex["evidence"] if e["type"] == "op"]
+        assert writes and max(writes) < ex["time_ns"], ex["detail"]
+
+    # A pipeline's lag counts only the writes that reached the store, and says so.
+    acked = sum(
+        1
+        for e in pq.read_table(run / "history.parquet", columns=["type", "phase", "f"]).to_pylist()
+        if e["type"] == "op" and e["phase"] == "ok" and e["f"] == "write"
+    )
+    lag_rows = page.locator("#series table.data tbody tr").all()
+    for row in lag_rows:
+        store, writes = row.locator("td").all_inner_texts()[:2]
+        assert _number(writes) == analysis["lag"][store]["count"] <= acked
+    if lag_rows:
+        assert "is not counted" in page.locator("#lag-note").inner_text()
+    # No consumer of its own: the page says why rather than that nothing was delivered.
+    assert "reads a pipeline's stores from outside" in page.locator("#consumers").inner_text()
+    page.close()
+
+
+def test_a_suite_of_pipeline_files_only_leads_with_them(pipeline_run: Path, browser: Any) -> None:
+    root = pipeline_run.parents[1]
+    index = _json(root / "index.json")
+    page = _open(browser, root / "index.html", "pipelines-suite")
+    # The headline counts the pipelines that ran, the failure named, before the claims
+    # (none of which ran).
+    head = page.locator("#tally").inner_text()
+    assert head.startswith("1 scenario(s) of your own: 1 unexpected anomaly"), head
+    assert [r["verdict"] for r in index["runs"]] == ["unexpected anomaly"]
+    # The user's pipelines lead the page: their table sits above the claims'.
+    ours = page.locator("#others-table").bounding_box()
+    claims = page.locator("#claims-table").bounding_box()
+    assert ours is not None and claims is not None and ours["y"] < claims["y"]
+    row = page.locator("#others-table tbody tr", has_text="pg-to-redis-bug")
+    assert "unexpected anomaly" in row.inner_text()
+    page.close()
+
+
+def test_analyze_names_the_historys_span_not_its_own_time(runs: Runs) -> None:
+    """`driftlab analyze`'s last line: the history's events and the span they cover,
+    then the analysis's own time, each named."""
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    run = _run_dir(runs, "dual-write-race")
+    history = pq.read_table(run / "history.parquet", columns=["time"])
+    span = (pc.max(history["time"]).as_py() - pc.min(history["time"]).as_py()) / 1e9
+    result = CliRunner().invoke(app, ["analyze", str(run)])
+    assert result.exit_code == 0, result.output
+    line = re.search(r"([\d,]+) events over ([\d.]+) s of history, analysed in", result.output)
+    assert line is not None, result.output
+    assert int(line[1].replace(",", "")) == history.num_rows
+    assert float(line[2]) == pytest.approx(span, abs=0.05)

@@ -60,6 +60,23 @@ def test_c3_consumer_crash_through_the_spark_analysis(
     result = _run(stack, tmp_path, "cdc-consumer-crash", analyze=True)
     assert result.verdict == REPRODUCED, (result.counts, str(result.run_dir))
     assert result.counts.get("duplicate-delivery", 0) > 0
+    # Each kill struck while the consumer held a change it had received and not yet
+    # committed: the redelivery the claim predicts had its cause every time.
+    events = run_events(result.run_dir)
+    starts = [e for e in events if e.type == "fault" and e.kind == "crash" and e.phase == "start"]
+    assert starts
+    for start in starts:
+        assert json.loads(str(start.extra))["busy"] is True, start
+        before = [e for e in events if e.type == "msg" and e.time < start.time]
+        committed: dict[int, int] = {}
+        for e in before:
+            if e.action == "commit":
+                committed[e.partition] = max(committed.get(e.partition, 0), e.offset)
+        assert any(
+            e.offset >= committed.get(e.partition, 0)
+            for e in before
+            if e.action == "deliver" and e.consumer != LOG_AUDIT
+        ), start
 
 
 @pytest.mark.parametrize(

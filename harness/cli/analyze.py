@@ -212,7 +212,7 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
     console.print(
         f"imported {summary.ops:,} Jepsen ops ({summary.keys:,} keys, {summary.sends:,} "
         f"sends acknowledged, {summary.polled:,} messages polled) as {summary.events:,} "
-        f"events in {summary.seconds:.1f}s"
+        f"events (read in {summary.seconds:.1f} s)"
     )
     for line in summary.warnings:
         err.print(f"[yellow]warning:[/] {line}")
