@@ -365,18 +365,19 @@ def test_pipeline_report_draws_its_anomalies_where_their_evidence_puts_them(
     assert page.locator("#verdict").inner_text() == analysis["verdict"] == "unexpected anomaly"
 
     # The anomaly chart draws each anomaly in the bucket of its time in
-    # anomalies.parquet, as many as the counts say; its title says which time that is.
+    # anomalies.parquet (a point within the bucket), as many as the counts say; its
+    # title says which time that is.
     chart = page.locator("#series svg.chart[aria-label^='anomalies']")
     title = chart.get_attribute("aria-label") or ""
     assert "a divergence: the final read" in title
     rows = pq.read_table(run / "anomalies.parquet", columns=["kind", "time"]).to_pylist()
     assert len(rows) == sum(analysis["counts"].values()) > 0
     want = Counter(int((r["time"] - t0) / 1e9 // bucket) * bucket for r in rows)
-    drawn: Counter[float] = Counter()
+    at: Counter[float] = Counter()
     for t, n in drawn(chart.evaluate(CHART_JS)):
         if round(n):
-            drawn[round(t / bucket) * bucket] += round(n)
-    assert drawn == want, (drawn, want)
+            at[int(t // bucket) * bucket] += round(n)
+    assert at == want, (at, want)
 
     # The evidence agrees: a divergence is dated by the final read that shows it (the
     # state event at its time); the write the store lacks came earlier, as the
