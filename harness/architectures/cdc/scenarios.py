@@ -17,9 +17,11 @@ SPREAD = WorkloadSpec(clients=4, keys=200, distribution="uniform", rate=150, dur
 COUNTED = WorkloadSpec(clients=4, keys=20, distribution="uniform", rate=150, duration=10)
 
 # Short windows far apart: a restart takes seconds on a loaded machine. Each kill waits
-# until the consumer is inside a batch (`when: busy`): at a fixed time it could find one
-# idle or still starting, with nothing applied since its last commit, and then nothing is
-# redelivered (a loaded CI machine once gave C3 "not reproduced" that way).
+# until the consumer holds changes it applied and has not committed (`when: busy`): at a
+# fixed time it could find one idle or still starting, with nothing applied since its
+# last commit, and then nothing is redelivered (a loaded CI machine, and the docker
+# backend, once gave C3 "not reproduced" that way). A kill whose wait ran out struck
+# idle: the run is then inconclusive rather than "not reproduced".
 CONSUMER_CRASHES = faults(
     {"kind": "crash", "target": "consumer", "at": 2.5, "duration": 0.5, "when": "busy"},
     {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 0.5, "when": "busy"},
