@@ -489,7 +489,12 @@ def _charts(
     specs = [
         ("throughput: operations completed per second", "ops/s", throughput),
         ("latency of operations (invoke to completion)", "ms", latency),
-        ("replication lag per store (source ok to first effect)", "ms", lag),
+        (
+            "replication lag per store (source ok to first effect; a write never seen "
+            "there is not drawn)",
+            "ms",
+            lag,
+        ),
         (
             "anomalies per bucket and class, at each one's time (a divergence: the final read)",
             "count",

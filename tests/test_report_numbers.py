@@ -404,6 +404,9 @@ def test_pipeline_report_draws_its_anomalies_where_their_evidence_puts_them(
         assert _number(writes) == analysis["lag"][store]["count"] <= acked
     if lag_rows:
         assert "is not counted" in page.locator("#lag-note").inner_text()
+    # Its chart, which looks healthy during a crash, says so too.
+    lag_chart = page.locator("#series svg.chart[aria-label^='replication lag']")
+    assert "a write never seen there is not drawn" in (lag_chart.get_attribute("aria-label") or "")
     # No consumer of its own: the page says why rather than that nothing was delivered.
     assert "reads a pipeline's stores from outside" in page.locator("#consumers").inner_text()
     page.close()
