@@ -93,6 +93,10 @@ def print_result(console: Console, r: RunResult) -> None:
         f"{s.crashes} app crash(es); wall {r.wall_s:.1f} s"
     )
     console.print(f"  run folder: {r.run_dir}")
+    if r.stack is not None:
+        from harness.runner.stack_use import stack_line
+
+        console.print(f"  {escape(stack_line(r.stack))}", soft_wrap=True)
     if r.analysis_note:
         console.print(f"  [yellow]analysis:[/] {escape(r.analysis_note)}")
     for e in r.fault_errors:

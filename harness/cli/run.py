@@ -16,13 +16,12 @@ from harness.cli.common import (
     RUNS_DIR_OPTION,
     SPARK_MASTER_OPTION,
     STACK_DIR_OPTION,
-    attach_stack,
     check_runs_dir,
     check_spark_master,
-    enter_backend,
     fail,
     parse_duration,
     seed_in_range,
+    use_stack,
 )
 from harness.cli.printing import make_tick, print_result, progress
 
@@ -63,7 +62,8 @@ def run(
     """Run one scenario: workload and faults on the real stack, then the verdict.
 
     Uses the stack of `driftlab up` (or of `driftlab up --dir DIR` with --stack-dir)
-    when it is running, else starts one for this run and stops it afterwards. The run
+    when it is running, else starts one for this run and stops it afterwards; the
+    summary and logs/run.json's `stack` say which. The run
     is analysed on that stack's warm Spark (its `analysis` service) when it has one and
     no --spark-master is given, else by a Spark started in this process; a warm Spark
     that does not answer is left for this process's, with one line. Before
@@ -114,11 +114,7 @@ def run(
     with contextlib.ExitStack() as scope:
         if from_file:
             scope.callback(unregister, sc)
-        stack = None
-        if stack_dir is not None:
-            stack = attach_stack(stack_dir, err)
-        elif backend != "local":
-            stack = enter_backend(scope, backend, err)
+        stack = use_stack(scope, stack_dir, backend, err)
         prog = scope.enter_context(progress())
         task = prog.add_task(sc.name, total=None)
         # The warm Spark of the stack in use judges the run when it has one; else this

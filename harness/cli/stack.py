@@ -15,17 +15,24 @@ from harness import exitcodes
 from harness.cli.app import app
 from harness.cli.common import BACKEND_OPTION
 from harness.runner.clean_stack import find_leftovers, live_namespaces
+from harness.runner.stack_use import up_command
 from harness.services.analysis import ANALYSIS
 from harness.services.backends import attach_stack
 from harness.services.base import ServiceError
 from harness.services.kinds import REGISTRY, default_services
-from harness.services.stack import DEFAULT_STACK_DIR, Stack
+from harness.services.stack import Stack
+from harness.services.stack_home import default_stack_dir
 from harness.services.stack_lock import stack_lock
 from harness.services.stack_state import STATE_FILE
 
 StackDir = Annotated[
-    Path,
-    typer.Option("--dir", help="The stack folder (data, logs, stack.json)."),
+    Path | None,
+    typer.Option(
+        "--dir",
+        help="The stack folder (data, logs, stack.json); default: $DRIFTLAB_STACK_DIR, else "
+        "the user's own (docs/stack.md), whatever the current folder.",
+        show_default=False,
+    ),
 ]
 console = Console()
 
@@ -56,7 +63,7 @@ def _attach(root: Path, backend: str = "local") -> Stack:
     """The stack in `root`; exit 2 when there is none, 3 when its state is unreadable
     (or no Docker engine answers for a docker stack)."""
     if not (root / STATE_FILE).exists():
-        up = "driftlab up" if root == DEFAULT_STACK_DIR else f"driftlab up --dir {root}"
+        up = up_command(root)
         raise _fail(
             ServiceError(f"no stack in {root.absolute()} (no {STATE_FILE}); start one with `{up}`"),
             exitcodes.BAD_INPUT,
@@ -106,7 +113,7 @@ def _show(stack: Stack) -> bool:
             # Plain lines, never wrapped: scripts and tests read them.
             typer.echo(
                 f"missing: link {name}: toxiproxy lost it (a restart); "
-                f"`driftlab up --dir {stack.root}` restores it"
+                f"`{up_command(stack.root)}` restores it"
             )
         ready = ready and not lost
     return ready
@@ -121,7 +128,7 @@ def up(
             "local backend the `analysis` server, a warm Spark for `driftlab analyze`)."
         ),
     ] = None,
-    root: StackDir = DEFAULT_STACK_DIR,
+    root: StackDir = None,
     backend: Annotated[str, BACKEND_OPTION] = "local",
 ) -> None:
     """Start the stack and leave it running for `driftlab run`.
@@ -130,6 +137,7 @@ def up(
     backend a warm Spark for `driftlab analyze`); `driftlab down` stops it. Exit status:
     0 up, 2 an unknown service, 3 a service that would not start (a port taken, a
     missing program)."""
+    root = root or default_stack_dir()
     names = [n.strip() for n in only.split(",") if n.strip()] if only else default_services()
     if only is None and backend == "local":
         names.append(ANALYSIS)
@@ -172,16 +180,14 @@ def _waiting(root: Path) -> None:
 
 
 @app.command()
-def status(
-    root: StackDir = DEFAULT_STACK_DIR, backend: Annotated[str, BACKEND_OPTION] = "local"
-) -> None:
+def status(root: StackDir = None, backend: Annotated[str, BACKEND_OPTION] = "local") -> None:
     """Show the stack's services, links, active toxics and leftovers of dead runs.
 
     Each service with its pid, port, health and log; each link with its active toxics;
     what runs no longer alive left behind (connectors, replication slots), which the
     next run removes; the runs in progress. Exit status: 0 up, 2 no stack in the
     folder, 3 some service is not running."""
-    stack = _attach(root, backend)
+    stack = _attach(root or default_stack_dir(), backend)
     ready = _show(stack)
     try:
         leftovers = find_leftovers(stack)
@@ -201,14 +207,13 @@ def status(
 
 
 @app.command()
-def down(
-    root: StackDir = DEFAULT_STACK_DIR, backend: Annotated[str, BACKEND_OPTION] = "local"
-) -> None:
+def down(root: StackDir = None, backend: Annotated[str, BACKEND_OPTION] = "local") -> None:
     """Stop every service of the stack, including one whose harness died.
 
     With --backend docker, also remove the containers of any driftlab stack whose
     folder is gone (a killed run's). Exit status: 0 stopped, already down or nothing to
     stop (no stack in the folder), 3 no Docker engine."""
+    root = root or default_stack_dir()
     if backend == "docker":
         _down_docker(root)
         return

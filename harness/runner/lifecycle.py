@@ -29,7 +29,7 @@ from harness.history.schema import Mark, RunHeader
 from harness.logfile import log_to
 from harness.rundir import RunDir
 from harness.runner.clean_stack import clean, run_lease
-from harness.runner.stack_use import acquire_stack, service_logs
+from harness.runner.stack_use import acquire_stack, service_logs, stack_line, stack_used
 from harness.runner.watchdog import LabBreakdown, Watchdog, failure_line
 from harness.services.stack import Stack
 from harness.services.stack_protocol import ServiceStack
@@ -84,6 +84,7 @@ class Execution:
     error: Exception | None = None
     recorder_failure: BaseException | None = None  # the history could not grow (disk)
     lab_failures: list[LabBreakdown] = field(default_factory=list)  # the watchdog's
+    stack: dict[str, Any] | None = None  # which stack the run used (stack_use.stack_used)
 
 
 def execute(
@@ -161,6 +162,8 @@ def _run(
         service_logs(live, setup.services, run_dir.logs),
         contextlib.ExitStack() as scope,
     ):
+        ex.stack = stack_used(live)
+        log.info("%s", stack_line(ex.stack))
         ctx = SetupContext(
             namespace=namespace_for(plan.scenario),
             stack=live,

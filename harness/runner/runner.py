@@ -69,6 +69,7 @@ class RunResult:
     analysis_note: str | None = None  # why the warm server was given up for this one
     error: str | None = None
     discarded: bool = False  # bad input found before the workload: no run folder kept
+    stack: dict[str, Any] | None = None  # which stack it used (stack_use.stack_used)
 
 
 class _Signals:
@@ -153,6 +154,7 @@ def record_run(
                 on_phase=lambda phase: tick(phase, 0.0, driver.stats) if tick else None,
             )
         result.interrupted, result.quiesced = ex.interrupted, ex.quiesced
+        result.stack = ex.stack
         result.stats = driver.stats
         result.fault_windows, result.fault_errors = driver.fault_windows, driver.fault_errors
         if ex.error is not None:
@@ -236,5 +238,6 @@ def _write_summary(run_dir: RunDir, result: RunResult) -> None:
         "wall_s": round(result.wall_s, 2),
         "analysis_s": round(result.analysis_s, 2),
         "analysed_on": result.analysed_on,
+        "stack": result.stack,
     }
     run_dir.summary.write_text(json.dumps(summary, indent=2) + "\n")
