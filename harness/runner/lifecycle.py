@@ -39,7 +39,8 @@ from harness.setups.base import Setup, SetupContext, namespace_for
 log = logging.getLogger("driftlab.runner")
 
 Phase = Callable[[str], None]
-"""`on_phase(name)`: the lifecycle entered `stack` or `quiesce` (for the terminal)."""
+"""`on_phase(name)`: the lifecycle entered `stack`, `workload` or `quiesce` (for the
+terminal, and for how a signal is heard: harness.runner.signals)."""
 
 
 class Driver(Protocol):
@@ -195,6 +196,9 @@ def _run(
         try:
             driver.start(ctx)
             watchdog.workload_started()
+            # From here a first signal stops the workload and heals its faults; until
+            # here (processes getting ready) it stops the run at once.
+            on_phase("workload")
             ex.interrupted = driver.drive(stop)
             rec.mark(Mark.WORKLOAD_DONE)
         finally:
@@ -203,6 +207,8 @@ def _run(
             rec.mark(Mark.HEALED)
         if watchdog.breakdowns or driver.breakdowns():
             return  # the lab failed under the run: nothing after this would count
+        # A signal while the faults healed: no convergence wait to sit through.
+        ex.interrupted = ex.interrupted or stop.is_set()
         if ex.interrupted:
             return
         on_phase("quiesce")
