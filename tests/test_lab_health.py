@@ -443,3 +443,17 @@ def test_under_umask_000_nothing_of_a_stack_or_run_is_writable_by_others(tmp_pat
                 if not p.is_symlink() and p.stat().st_mode & 0o002
             ]  # fmt: skip
             assert open_to_all == [], open_to_all
+
+
+def test_status_with_toxiproxy_dead_lists_no_link_as_listening_nor_claims_no_leftovers() -> None:
+    with stack_folder() as root:
+        up(root, "redis")
+        Stack.attach(root).link("probe", "redis")  # as a run makes its links
+        _kill(root, "toxiproxy")
+        status = driftlab("status", "--dir", str(root))
+        said = output(status)
+        assert status.returncode == 3, said
+        assert "links: none listening (1 made), toxiproxy is not running" in said, said
+        assert "listens on" not in said
+        assert "leftovers not checked: toxiproxy is not running" in said, said
+        assert "no leftovers" not in said

@@ -94,15 +94,21 @@ def _show(stack: Stack) -> bool:
         )
         table.add_row(row.name, pids or "-", str(row.port or "-"), state, str(row.log_path))
     console.print(table)
-    if stack.links_made:
+    ready = bool(rows) and all(row.healthy for row in rows)
+    toxiproxy = stack.services.get("toxiproxy")
+    if stack.links_made and (toxiproxy is None or not toxiproxy.is_running()):
+        # Plain line, never wrapped: nothing listens on a link while Toxiproxy is down.
+        typer.echo(
+            f"links: none listening ({len(stack.links_made)} made), toxiproxy is not "
+            f"running; `{up_command(stack.root)}` brings it back with them"
+        )
+    elif stack.links_made:
         links = Table(title="links (through toxiproxy)", title_justify="left")
         for column in ("link", "listens on"):
             links.add_column(column)
         for name, link in sorted(stack.links_made.items()):
             links.add_row(name, f"{link['host']}:{link['port']}")
         console.print(links)
-    ready = bool(rows) and all(row.healthy for row in rows)
-    toxiproxy = stack.services.get("toxiproxy")
     if toxiproxy is not None and toxiproxy.is_running():
         try:
             lost = stack.links.missing()
@@ -185,9 +191,18 @@ def status(root: StackDir = None, backend: Annotated[str, BACKEND_OPTION] = "loc
 
     Each service with its pid, port, health and log; each link with its active toxics;
     what runs no longer alive left behind (connectors, replication slots), which the
-    next run removes; the runs in progress. Exit status: 0 up, 2 no stack in the
-    folder, 3 some service is not running."""
-    stack = _attach(root or default_stack_dir(), backend)
+    next run removes, or which services were down so it could not look; the runs in
+    progress. Exit status: 0 up; 3 no stack in the folder (one line, as `down` with
+    nothing to stop exits 0 with one) or some service not running."""
+    root = root or default_stack_dir()
+    if backend == "local" and not (root / STATE_FILE).exists():
+        # Not up, as `down` with nothing to stop is not an error: an answer, not a
+        # mistake of the command line.
+        typer.echo(
+            f"no stack in {root.absolute()} (no {STATE_FILE}); start one with `{up_command(root)}`"
+        )
+        raise typer.Exit(exitcodes.LAB_FAILED)
+    stack = _attach(root, backend)
     ready = _show(stack)
     try:
         leftovers = find_leftovers(stack)
@@ -198,7 +213,9 @@ def status(root: StackDir = None, backend: Annotated[str, BACKEND_OPTION] = "loc
         # a run in progress has its own; a dead run's are removed by the next run.
         for line in leftovers.lines():
             typer.echo(f"{'active' if line.startswith('link ') else 'leftover'}: {line}")
-        if not leftovers.lines():
+        for service in leftovers.unchecked:
+            typer.echo(f"leftovers not checked: {service} is not running")
+        if not leftovers.lines() and not leftovers.unchecked:
             typer.echo("no active toxics, no leftovers of earlier runs")
     for namespace in sorted(live_namespaces(stack)):
         typer.echo(f"run in progress: {namespace}")
