@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.services.stack_home import ENV as STACK_DIR_ENV
 from scenarios.registry import claims_scenarios
 
 DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
@@ -16,8 +17,11 @@ DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
 
 def driftlab(cwd: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     """`driftlab *args` in `cwd`, its output captured as text; without this
-    environment's DRIFTLAB_* settings and with a terminal wide enough for its tables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTLAB_")}
+    environment's DRIFTLAB_* settings but the session's stack folder (conftest.py: never
+    the user's own stack) and with a terminal wide enough for its tables."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("DRIFTLAB_") or k == STACK_DIR_ENV
+    }
     env["COLUMNS"] = "120"
     return subprocess.run(
         [DRIFTLAB, *args],

@@ -2,9 +2,38 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
+
+from harness.services.stack_home import ENV as STACK_DIR_ENV
+
+_HOME = pytest.StashKey[tuple[str, str | None]]()
+"""The session's stack home folder, and $DRIFTLAB_STACK_DIR as the session found it."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the user's default stack folder (harness.services.stack_home) at an empty
+    one of the session's: the tests' commands must never attach to, nor start, the
+    stack of the user's own `driftlab up`. In /tmp, as every stack of the tests:
+    PostgreSQL's unprivileged account must enter every parent."""
+    folder = tempfile.mkdtemp(prefix="driftlab-tests-home-", dir="/tmp")
+    os.chmod(folder, 0o755)
+    config.stash[_HOME] = (folder, os.environ.get(STACK_DIR_ENV))
+    os.environ[STACK_DIR_ENV] = os.path.join(folder, "stack")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Give the user's setting back and remove the session's folder."""
+    folder, before = config.stash[_HOME]
+    if before is None:
+        os.environ.pop(STACK_DIR_ENV, None)
+    else:
+        os.environ[STACK_DIR_ENV] = before
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

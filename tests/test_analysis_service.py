@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -38,7 +39,8 @@ from harness.services.analysis import (
 from harness.services.backends import attach_stack
 from harness.services.base import Endpoint
 from harness.services.ports import LOOPBACK, free_port
-from harness.services.stack import DEFAULT_STACK_DIR, Stack
+from harness.services.stack import Stack
+from harness.services.stack_home import ENV as STACK_DIR_ENV
 from harness.testing.synthetic import generate_history
 
 PLANT = {"duplicate-delivery": 2, "missing": 1, "poll-skip": 1}
@@ -49,7 +51,8 @@ pytestmark = [pytest.mark.services, pytest.mark.spark]
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[Path, Stack]]:
-    """A folder whose `.driftlab/stack` runs the analysis service, left there by
+    """A folder whose `stack` is the user's default stack (the commands below are given
+    it as $DRIFTLAB_STACK_DIR) and runs the analysis service, left there by
     `driftlab up` as a user's is (a stack owned by this test would be reaped with the
     first `driftlab run` that attaches to it), stopped with `driftlab down`. In /tmp,
     world-traversable: a test adds PostgreSQL, whose unprivileged account must enter
@@ -58,15 +61,30 @@ def served() -> Iterator[tuple[Path, Stack]]:
     home.chmod(0o755)
     try:
         _up(home, ANALYSIS)
-        yield home, attach_stack(home / DEFAULT_STACK_DIR)
+        yield home, attach_stack(home / "stack")
     finally:
-        subprocess.run([DRIFTLAB, "down"], cwd=home, capture_output=True, timeout=300)
+        subprocess.run(
+            [DRIFTLAB, "down"], cwd=home, env=_env(home), capture_output=True, timeout=300
+        )
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _driftlab(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`driftlab *args` in `home`, its output captured as text."""
-    return subprocess.run([DRIFTLAB, *args], cwd=home, capture_output=True, text=True, timeout=600)
+def _env(home: Path) -> dict[str, str]:
+    """The environment of a user whose default stack is `home`/stack."""
+    return {**os.environ, STACK_DIR_ENV: str(home / "stack")}
+
+
+def _driftlab(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`driftlab *args` of the user whose stack is in `home`, from `cwd` (default
+    `home`), its output captured as text."""
+    return subprocess.run(
+        [DRIFTLAB, *args],
+        cwd=cwd or home,
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _up(home: Path, services: str) -> None:
@@ -115,13 +133,19 @@ def test_driftlab_run_judges_on_the_warm_server_as_this_process_would(
     home, _ = served
     _up(home, "postgres,redis")
     # A consumer that never writes: the store misses every key (and never converges).
-    (home / "idle.toml").write_text(pipeline_text("idle"))
-    done = _driftlab(home, "run", "idle.toml", "--runs-dir", "runs")
+    # From another folder than `driftlab up`'s: the user's one stack all the same.
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "idle.toml").write_text(pipeline_text("idle"))
+    done = _driftlab(home, "run", "idle.toml", "--runs-dir", "runs", cwd=project)
     said = done.stdout + done.stderr
     assert done.returncode == 1 and "not converged" in said, said
     assert "analysed in this process" not in said
-    (run,) = (home / "runs" / "idle").glob("*-0")
-    assert json.loads((run / "logs" / "run.json").read_text())["analysed_on"] == "server"
+    assert f"stack: {home / 'stack'} (left running by `driftlab up`)" in said
+    (run,) = (project / "runs" / "idle").glob("*-0")
+    summary = json.loads((run / "logs" / "run.json").read_text())
+    assert summary["analysed_on"] == "server"
+    assert summary["stack"] == {"dir": str(home / "stack"), "own": False}
     served_analysis = _analysis(run)
     assert served_analysis["counts"]["missing"] > 0
     # The same recorded run judged again, in this process.
@@ -200,20 +224,30 @@ def test_a_malformed_request_is_refused_and_the_server_goes_on(
     assert _ping(endpoint) == "pong"
 
 
-def test_driftlab_analyze_uses_the_warm_server_of_the_stack_here(
+def test_driftlab_analyze_uses_the_warm_server_of_the_users_stack(
     served: tuple[Path, Stack], tmp_path: Path
 ) -> None:
     home, _ = served
-    run = home / "run"
+    run = tmp_path / "run"
     generate_history(run, events=3_000, seed=7, plant=PLANT)
-    done = _driftlab(home, "analyze", "run")
+    done = _driftlab(home, "analyze", "run", cwd=tmp_path)
     said = done.stdout + done.stderr
     assert done.returncode == 0, said  # no expectations: anomalies found are no verdict
-    assert "on the warm Spark of `driftlab up`" in said
+    assert f"on the warm Spark of the stack in {home / 'stack'}" in said
     assert (run / "analysis.json").exists()
     # Another master asked for: analysed in process, not by the server.
-    cold = _driftlab(home, "analyze", "run", "--spark-master", "local[1]")
+    cold = _driftlab(home, "analyze", "run", "--spark-master", "local[1]", cwd=tmp_path)
     assert "warm Spark" not in cold.stdout + cold.stderr
+    # The stack named, for a user whose own default is elsewhere.
+    named = subprocess.run(
+        [DRIFTLAB, "analyze", "run", "--stack-dir", str(home / "stack")],
+        cwd=tmp_path,
+        env={**os.environ, STACK_DIR_ENV: str(tmp_path / "no-stack")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert f"on the warm Spark of the stack in {home / 'stack'}" in named.stdout, named.stderr
 
 
 def test_a_wrong_key_costs_one_connection_not_the_server(served: tuple[Path, Stack]) -> None:

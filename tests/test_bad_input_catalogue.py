@@ -212,7 +212,8 @@ CATALOGUE: dict[str, Case] = {
         lambda w: ["report", str(w.empty)], 2, "analysis.json is missing; run `driftlab analyze"
     ),
     "unknown service": Case(lambda w: ["up", "--only", "bogus"], 2, "unknown service(s) bogus"),
-    "status of no stack": Case(lambda w: ["status", "--dir", str(w.empty)], 2, "no stack in"),
+    # Not up: an answer (as `down` with nothing to stop), not bad input.
+    "status of no stack": Case(lambda w: ["status", "--dir", str(w.empty)], 3, "no stack in"),
     "unreachable spark master (run)": Case(
         lambda w: ["run", "C1", "--spark-master", UNREACHABLE, "--runs-dir", str(w.tmp / "r")],
         3,

@@ -289,6 +289,32 @@ def test_kafka_killed_after_its_scheduled_crash_is_one_line_not_a_client_error(
     up(lab, LAB)
 
 
+def test_kafka_killed_mid_cdc_run_ends_it_at_once_and_up_leaves_a_stack_c3_reproduces_on(
+    lab: Path, tmp_path: Path
+) -> None:
+    # Once the run waited out its clients and a Debezium task of the dead run held its
+    # replication slot, so the run ended 65-100 s after Kafka died (the bound
+    # is 15 s) and the next C3 failed on the slot.
+    killed: list[float] = []
+
+    def strike() -> None:
+        _kill(lab, "kafka")
+        killed.append(time.monotonic())
+
+    said, code, run_dir = _run_and_strike(lab, tmp_path / "runs", "C3", strike)
+    ended_after = time.monotonic() - killed[0]
+    assert code == 3 and "lab failed: kafka died at" in said, said
+    assert ended_after < 15, f"the run ended {ended_after:.0f} s after Kafka died"
+    summary = json.loads((run_dir / "logs" / "run.json").read_text())
+    assert summary["ops"] > 0 and summary["workload_s"] > 0, summary
+    up(lab, LAB)
+    after = driftlab(
+        "run", "C3", "--stack-dir", str(lab), "--seed", "5",
+        "--runs-dir", str(tmp_path / "after"),
+    )  # fmt: skip
+    assert after.returncode == 0 and "reproduced" in output(after), output(after)
+
+
 def test_a_broker_death_is_one_line_naming_rabbitmq(lab: Path, tmp_path: Path) -> None:
     said, _ = _lab_failed(lab, tmp_path / "runs", "C7", "rabbitmq")
     assert "AMQPConnectionError" not in said
@@ -417,3 +443,17 @@ def test_under_umask_000_nothing_of_a_stack_or_run_is_writable_by_others(tmp_pat
                 if not p.is_symlink() and p.stat().st_mode & 0o002
             ]  # fmt: skip
             assert open_to_all == [], open_to_all
+
+
+def test_status_with_toxiproxy_dead_lists_no_link_as_listening_nor_claims_no_leftovers() -> None:
+    with stack_folder() as root:
+        up(root, "redis")
+        Stack.attach(root).link("probe", "redis")  # as a run makes its links
+        _kill(root, "toxiproxy")
+        status = driftlab("status", "--dir", str(root))
+        said = output(status)
+        assert status.returncode == 3, said
+        assert "links: none listening (1 made), toxiproxy is not running" in said, said
+        assert "listens on" not in said
+        assert "leftovers not checked: toxiproxy is not running" in said, said
+        assert "no leftovers" not in said

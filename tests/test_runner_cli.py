@@ -114,10 +114,10 @@ def test_status_with_no_stack_names_the_command_that_starts_it(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     plain = runner.invoke(app, ["status"], terminal_width=200)
-    assert plain.exit_code == 2
+    assert plain.exit_code == 3  # not up, as a stopped service: no bad input
     assert "start one with `driftlab up`" in plain.output
     own = runner.invoke(app, ["status", "--dir", "lab"], terminal_width=200)
-    assert own.exit_code == 2 and "start one with `driftlab up --dir lab`" in own.output
+    assert own.exit_code == 3 and "start one with `driftlab up --dir lab`" in own.output
 
 
 def test_matrix_says_which_seeds_a_count_means() -> None:

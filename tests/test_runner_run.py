@@ -124,7 +124,7 @@ def test_sigterm_heals_closes_the_history_and_leaves_no_process(tmp_path: Path) 
     stops = {e["fault_id"] for e in evs if e["type"] == "fault" and e["phase"] == "stop"}
     assert starts and starts == stops
     log = (run_dir / "logs" / "runner.log").read_text()
-    root = re.search(r"stack: own, in (\S+)", log)
+    root = re.search(r"stack: its own, in (\S+)", log)
     assert root is not None
     assert not Path(root.group(1)).exists()
     for entry in Path("/proc").iterdir():

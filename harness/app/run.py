@@ -12,7 +12,8 @@ from typing import Required, TypedDict
 from harness.app.convergence import judge_convergence, judge_not_back, judge_unreadable
 from harness.app.judge import WarmSpark, judge_run, write_report
 from harness.architectures.registry import setup_class
-from harness.runner.runner import RunResult, record_run
+from harness.runner.runner import RunResult, note_interrupted, record_run
+from harness.runner.signals import interrupting
 from harness.runner.workload_driver import Tick
 from harness.services.stack_protocol import ServiceStack
 from harness.setups.base import Setup
@@ -65,20 +66,29 @@ def run_scenario(
         if analyze
         else None
     )
-    result = record_run(
-        scenario,
-        setup,
-        seed=seed,
-        runs_dir=runs_dir,
-        stack=stack,
-        judge=judge,
-        tick=tick,
-        stop=stop,
-    )
-    # The convergence wait's verdict first: the report must say why a run failed.
-    judge_convergence(result, setup)
-    judge_not_back(result, setup)
-    judge_unreadable(result, setup)
-    if result.verdict is not None:
-        write_report(result.run_dir)
+    result = None
+    try:
+        # Heard from record_run's end to the report's: a signal in between is the
+        # report's, never one that escapes with no result.
+        with interrupting("report"):
+            result = record_run(
+                scenario,
+                setup,
+                seed=seed,
+                runs_dir=runs_dir,
+                stack=stack,
+                judge=judge,
+                tick=tick,
+                stop=stop,
+            )
+            # The convergence wait's verdict first: the report must say why a run failed.
+            judge_convergence(result, setup)
+            judge_not_back(result, setup)
+            judge_unreadable(result, setup)
+            if result.verdict is not None:
+                write_report(result.run_dir)
+    except KeyboardInterrupt:
+        if result is None:
+            raise
+        note_interrupted(result, "report")
     return result

@@ -22,6 +22,7 @@ from harness.runner.runner import RunResult
 from harness.runner.stack_use import acquire_stack
 from harness.runner.workload_driver import Tick
 from harness.services.base import ServiceError
+from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
 
 TickFor = Callable[[str, Scenario], Tick]
@@ -59,16 +60,17 @@ def run_suite(
     runs_dir: Path,
     spark_master: str | None = None,
     backend: str = "local",
+    stack: ServiceStack | None = None,
     tick_for: TickFor | None = None,
     done: Done | None = None,
 ) -> SuiteResult:
-    """Run `chosen` in order on one stack, write runs/index.json and the suite page;
-    never raises for a failed run or a stack that would not start (see `exit_code` and
-    `error`)."""
+    """Run `chosen` in order on one stack (`stack`, else the running `driftlab up` stack
+    or one of the suite's own), write runs/index.json and the suite page; never raises
+    for a failed run or a stack that would not start (see `exit_code` and `error`)."""
     out = SuiteResult()
     started = time.monotonic()
     try:
-        _run_all(chosen, seed, runs_dir, spark_master, backend, out.results, tick_for, done)
+        _run_all(chosen, seed, runs_dir, spark_master, backend, stack, out.results, tick_for, done)
     except ServiceError as exc:
         # The stack could not start (a port taken, no Docker engine): nothing ran.
         out.exit_code, out.error = exitcodes.LAB_FAILED, str(exc)
@@ -89,6 +91,7 @@ def _run_all(
     runs_dir: Path,
     spark_master: str | None,
     backend: str,
+    given: ServiceStack | None,
     results: list[RunResult],
     tick_for: TickFor | None,
     done: Done | None,
@@ -96,12 +99,12 @@ def _run_all(
     """Run the scenarios in order on one stack, appending to `results`: judged on the
     warm Spark of the `driftlab up` stack they reuse when it has one, else by this
     process's, started now beside the first run."""
-    server = warm_spark(None, spark_master) if backend == "local" else None
+    server = warm_spark(given, spark_master) if backend == "local" or given else None
     if server is None:
         from checkers.spark_start import warm_up
 
         warm_up(spark_master, RunsDir(runs_dir).spark_log)
-    with acquire_stack(services_of(chosen), backend=backend) as stack:
+    with acquire_stack(services_of(chosen), given, backend=backend) as stack:
         for i, sc in enumerate(chosen, 1):
             label = f"[{i}/{len(chosen)}] {sc.claim or ''} {sc.name}"
             result = run_scenario(

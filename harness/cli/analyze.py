@@ -10,14 +10,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from harness import exitcodes
 from harness.cli.app import app
-from harness.cli.common import check_spark_master, fail
+from harness.cli.common import STACK_DIR_OPTION, attach_stack, check_spark_master, fail
 from harness.cli.printing import lost_where_lines, print_caveats, progress
 from harness.rundir import RunDir
+from harness.services.stack_home import default_stack_dir
 
 if TYPE_CHECKING:
     from checkers.analyze import AnalysisResult
@@ -64,6 +66,7 @@ def analyze(
             metavar="URL",
         ),
     ] = None,
+    stack_dir: Annotated[Path | None, STACK_DIR_OPTION] = None,
 ) -> None:
     """Run every checker on a run's history and give the verdict.
 
@@ -80,8 +83,9 @@ def analyze(
     failed" when the lab recorded a failure of its own. A forbidden kind found fails
     whatever else is missing. Ctrl-C stops
     the analysis at once; the history is left as it was. With the stack of a plain
-    `driftlab up` running in this folder, its warm Spark (the `analysis` service) does
-    the work, unless --spark-master or $DRIFTLAB_SPARK_MASTER names another master.
+    `driftlab up` running (or that of --stack-dir), its warm Spark (the `analysis`
+    service) does the work, unless --spark-master or $DRIFTLAB_SPARK_MASTER names
+    another master; the first line says where the analysis runs.
 
     Exit status: 0 analysed; 1 a forbidden anomaly appeared; 2 bad input (no such
     run directory, corrupt history, unreadable config.json, malformed --spark-master);
@@ -115,8 +119,12 @@ def analyze(
     check_spark_master(spark_master, err)
     from harness.app.judge import analysis_failure, analyze_recorded, warm_analysis_server
 
-    server = None if spark_master else warm_analysis_server()
-    where = " [dim](on the warm Spark of `driftlab up`)[/]" if server else ""
+    stack = attach_stack(stack_dir, err) if stack_dir is not None else None
+    server = None if spark_master else warm_analysis_server(stack)
+    where = " [dim](in this process)[/]"
+    if server is not None:
+        root = stack.root if stack is not None else default_stack_dir()
+        where = f" [dim](on the warm Spark of the stack in {escape(str(root))})[/]"
     console.print(f"[bold]analysing[/] {run_dir}{where}")
     try:
         with _shown(console, remote=server is not None):

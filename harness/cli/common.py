@@ -124,6 +124,28 @@ def attach_stack(stack_dir: Path, err: Console) -> Any:
 STACK_DIR_OPTION = typer.Option(
     "--stack-dir",
     metavar="DIR",
-    help="Use the running stack of `driftlab up --dir DIR` (default: that of a plain "
-    "`driftlab up` if it runs, else a stack of the command's own).",
+    help="Use the running stack of `driftlab up --dir DIR` (default: the user's stack of a "
+    "plain `driftlab up`, in $DRIFTLAB_STACK_DIR or docs/stack.md's folder, if it runs, "
+    "else a stack of the command's own).",
 )
+
+
+def use_stack(
+    scope: contextlib.ExitStack, stack_dir: Path | None, backend: str, err: Console
+) -> ServiceStack | None:
+    """The stack a command's runs use (the value of STACK_DIR_OPTION and BACKEND_OPTION):
+    the running stack of `stack_dir` (exit 2 when there is none, 3 when it is not
+    running); with the docker backend an owned stack of containers, stopped when `scope`
+    ends; else the user's running `driftlab up` stack, or None when there is none (the
+    command then starts a stack of its own)."""
+    if stack_dir is not None:
+        return attach_stack(stack_dir, err)
+    if backend != "local":
+        return enter_backend(scope, backend, err)
+    from harness.runner.stack_use import running_stack
+    from harness.services.base import ServiceError
+
+    try:
+        return running_stack()
+    except ServiceError as exc:
+        raise fail(err, exitcodes.LAB_FAILED, str(exc)) from None

@@ -15,10 +15,12 @@ from harness.cli.app import app
 from harness.cli.common import (
     BACKEND_OPTION,
     SPARK_MASTER_OPTION,
+    STACK_DIR_OPTION,
     check_runs_dir,
     check_spark_master,
     enter_backend,
     parse_duration,
+    use_stack,
 )
 from harness.cli.printing import verdict_word
 
@@ -67,11 +69,15 @@ def matrix(
     ] = None,
     spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
     backend: Annotated[str, BACKEND_OPTION] = "local",
+    stack_dir: Annotated[Path | None, STACK_DIR_OPTION] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the cells that would run; run none.")
     ] = False,
 ) -> None:
     """Run scenarios x fault schedules x seeds on one stack within a time budget.
+
+    The stack is that of `driftlab up` (or of `driftlab up --dir DIR` with --stack-dir)
+    when it is running, else one of the matrix's own; a line says which.
 
     Writes a run folder per cell, the suite page runs/index.html listing every run,
     runs/matrix.json (cells run and skipped) and, with --junit, a JUnit XML report.
@@ -116,7 +122,9 @@ def matrix(
         return
     check_runs_dir(runs_dir, err)
     check_spark_master(spark_master, err)
-    raise typer.Exit(_run(console, err, cells, budget_s, runs_dir, junit, spark_master, backend))
+    raise typer.Exit(
+        _run(console, err, cells, budget_s, runs_dir, junit, spark_master, backend, stack_dir)
+    )
 
 
 def _run(
@@ -128,11 +136,12 @@ def _run(
     junit: Path | None,
     spark_master: str | None,
     backend: str,
+    stack_dir: Path | None,
 ) -> int:
     from harness.app.judge import warm_spark
     from harness.app.matrix import run_matrix
     from harness.app.suite_index import write_matrix_outputs
-    from harness.runner.stack_use import running_stack
+    from harness.runner.stack_use import stack_line, stack_used
 
     def show(cell: Any, outcome: Any) -> None:
         r = outcome.result
@@ -148,9 +157,10 @@ def _run(
         f"budget {budget_s:.0f} s"
     )
     with contextlib.ExitStack() as scope:
-        stack = running_stack() if backend == "local" else None
+        stack = use_stack(scope, stack_dir, backend, err)
         if stack is None:
             stack = enter_backend(scope, backend, err)
+        console.print(stack_line(stack_used(stack)), soft_wrap=True)
         result = run_matrix(
             cells,
             budget_s,

@@ -50,6 +50,24 @@ def make_tick(
     return tick
 
 
+def interrupted_line(r: RunResult) -> str:
+    """The one line of a run stopped by SIGINT or SIGTERM: in which phase, and what its
+    run folder holds."""
+    where = r.interrupted_in or "run"
+    if where == "report":
+        left = f"the verdict is in {r.run_dir}; `driftlab report {r.run_dir}` renders it"
+    elif r.analysis_interrupted:
+        left = f"the history is complete: `driftlab analyze {r.run_dir}` judges it"
+    elif where == "teardown":
+        left = f"the run in {r.run_dir} had ended"
+    else:
+        left = (
+            "faults healed, history closed without its end mark: "
+            f"`driftlab analyze {r.run_dir}` still reads it"
+        )
+    return f"interrupted during the {where}; {left}"
+
+
 def lost_where_lines(lost_where: dict[str, dict[str, int]]) -> list[str]:
     """One line per lost kind whose rows say where the loss went (analysis.json's
     `lost_where`): still in the broker's log, or not."""
@@ -93,6 +111,10 @@ def print_result(console: Console, r: RunResult) -> None:
         f"{s.crashes} app crash(es); wall {r.wall_s:.1f} s"
     )
     console.print(f"  run folder: {r.run_dir}")
+    if r.stack is not None:
+        from harness.runner.stack_use import stack_line
+
+        console.print(f"  {escape(stack_line(r.stack))}", soft_wrap=True)
     if r.analysis_note:
         console.print(f"  [yellow]analysis:[/] {escape(r.analysis_note)}")
     for e in r.fault_errors:

@@ -16,15 +16,14 @@ from harness.cli.common import (
     RUNS_DIR_OPTION,
     SPARK_MASTER_OPTION,
     STACK_DIR_OPTION,
-    attach_stack,
     check_runs_dir,
     check_spark_master,
-    enter_backend,
     fail,
     parse_duration,
     seed_in_range,
+    use_stack,
 )
-from harness.cli.printing import make_tick, print_result, progress
+from harness.cli.printing import interrupted_line, make_tick, print_result, progress
 
 
 @app.command()
@@ -63,7 +62,8 @@ def run(
     """Run one scenario: workload and faults on the real stack, then the verdict.
 
     Uses the stack of `driftlab up` (or of `driftlab up --dir DIR` with --stack-dir)
-    when it is running, else starts one for this run and stops it afterwards. The run
+    when it is running, else starts one for this run and stops it afterwards; the
+    summary and logs/run.json's `stack` say which. The run
     is analysed on that stack's warm Spark (its `analysis` service) when it has one and
     no --spark-master is given, else by a Spark started in this process; a warm Spark
     that does not answer is left for this process's, with one line. Before
@@ -91,6 +91,8 @@ def run(
     from harness.app.run import check_scenario, run_scenario
     from harness.cli.pipeline import is_pipeline_file, pipeline_scenario, refuse_scenario_options
     from harness.rundir import RunsDir
+    from harness.runner.runner import note_interrupted
+    from harness.runner.signals import interrupting
     from scenarios.registry import get_scenario
 
     err = Console(stderr=True, highlight=False)
@@ -111,36 +113,41 @@ def run(
     check_runs_dir(runs_dir, err)
     if analyze:
         check_spark_master(spark_master, err)
-    with contextlib.ExitStack() as scope:
-        if from_file:
-            scope.callback(unregister, sc)
-        stack = None
-        if stack_dir is not None:
-            stack = attach_stack(stack_dir, err)
-        elif backend != "local":
-            stack = enter_backend(scope, backend, err)
-        prog = scope.enter_context(progress())
-        task = prog.add_task(sc.name, total=None)
-        # The warm Spark of the stack in use judges the run when it has one; else this
-        # process's starts now, beside the run.
-        server = warm_spark(stack, spark_master) if analyze else None
-        if analyze and server is None:
-            from checkers.spark_start import warm_up
+    result = None
+    try:
+        # Until the run hears signals itself, and after it: one line, exit 130.
+        with interrupting("setup"), contextlib.ExitStack() as scope:
+            if from_file:
+                scope.callback(unregister, sc)
+            stack = use_stack(scope, stack_dir, backend, err)
+            prog = scope.enter_context(progress())
+            task = prog.add_task(sc.name, total=None)
+            # The warm Spark of the stack in use judges the run when it has one; else this
+            # process's starts now, beside the run.
+            server = warm_spark(stack, spark_master) if analyze else None
+            if analyze and server is None:
+                from checkers.spark_start import warm_up
 
-            warm_up(spark_master, RunsDir(runs_dir).spark_log)
-        result = run_scenario(
-            sc,
-            seed=seed,
-            runs_dir=runs_dir,
-            spark_master=spark_master,
-            server=server,
-            stack=stack,
-            analyze=analyze,
-            tick=make_tick(prog, task, sc.name, sc.workload.duration),
-        )
+                warm_up(spark_master, RunsDir(runs_dir).spark_log)
+            result = run_scenario(
+                sc,
+                seed=seed,
+                runs_dir=runs_dir,
+                spark_master=spark_master,
+                server=server,
+                stack=stack,
+                analyze=analyze,
+                tick=make_tick(prog, task, sc.name, sc.workload.duration),
+            )
+    except KeyboardInterrupt:
+        if result is None:
+            raise fail(err, exitcodes.INTERRUPTED, "interrupted before the run began") from None
+        note_interrupted(result, "teardown")
     if result.discarded:
         # Found before the workload: the one line, and no run folder to point at.
         raise fail(err, result.exit_code, result.error or "bad input")
+    if result.interrupted:
+        raise fail(err, result.exit_code, interrupted_line(result))
     print_result(console, result)
     if from_file:
         rerun = f"driftlab run {scenario} --seed {seed}"

@@ -15,17 +15,24 @@ from harness import exitcodes
 from harness.cli.app import app
 from harness.cli.common import BACKEND_OPTION
 from harness.runner.clean_stack import find_leftovers, live_namespaces
+from harness.runner.stack_use import up_command
 from harness.services.analysis import ANALYSIS
 from harness.services.backends import attach_stack
 from harness.services.base import ServiceError
 from harness.services.kinds import REGISTRY, default_services
-from harness.services.stack import DEFAULT_STACK_DIR, Stack
+from harness.services.stack import Stack
+from harness.services.stack_home import default_stack_dir
 from harness.services.stack_lock import stack_lock
 from harness.services.stack_state import STATE_FILE
 
 StackDir = Annotated[
-    Path,
-    typer.Option("--dir", help="The stack folder (data, logs, stack.json)."),
+    Path | None,
+    typer.Option(
+        "--dir",
+        help="The stack folder (data, logs, stack.json); default: $DRIFTLAB_STACK_DIR, else "
+        "the user's own (docs/stack.md), whatever the current folder.",
+        show_default=False,
+    ),
 ]
 console = Console()
 
@@ -56,7 +63,7 @@ def _attach(root: Path, backend: str = "local") -> Stack:
     """The stack in `root`; exit 2 when there is none, 3 when its state is unreadable
     (or no Docker engine answers for a docker stack)."""
     if not (root / STATE_FILE).exists():
-        up = "driftlab up" if root == DEFAULT_STACK_DIR else f"driftlab up --dir {root}"
+        up = up_command(root)
         raise _fail(
             ServiceError(f"no stack in {root.absolute()} (no {STATE_FILE}); start one with `{up}`"),
             exitcodes.BAD_INPUT,
@@ -87,15 +94,21 @@ def _show(stack: Stack) -> bool:
         )
         table.add_row(row.name, pids or "-", str(row.port or "-"), state, str(row.log_path))
     console.print(table)
-    if stack.links_made:
+    ready = bool(rows) and all(row.healthy for row in rows)
+    toxiproxy = stack.services.get("toxiproxy")
+    if stack.links_made and (toxiproxy is None or not toxiproxy.is_running()):
+        # Plain line, never wrapped: nothing listens on a link while Toxiproxy is down.
+        typer.echo(
+            f"links: none listening ({len(stack.links_made)} made), toxiproxy is not "
+            f"running; `{up_command(stack.root)}` brings it back with them"
+        )
+    elif stack.links_made:
         links = Table(title="links (through toxiproxy)", title_justify="left")
         for column in ("link", "listens on"):
             links.add_column(column)
         for name, link in sorted(stack.links_made.items()):
             links.add_row(name, f"{link['host']}:{link['port']}")
         console.print(links)
-    ready = bool(rows) and all(row.healthy for row in rows)
-    toxiproxy = stack.services.get("toxiproxy")
     if toxiproxy is not None and toxiproxy.is_running():
         try:
             lost = stack.links.missing()
@@ -106,7 +119,7 @@ def _show(stack: Stack) -> bool:
             # Plain lines, never wrapped: scripts and tests read them.
             typer.echo(
                 f"missing: link {name}: toxiproxy lost it (a restart); "
-                f"`driftlab up --dir {stack.root}` restores it"
+                f"`{up_command(stack.root)}` restores it"
             )
         ready = ready and not lost
     return ready
@@ -121,7 +134,7 @@ def up(
             "local backend the `analysis` server, a warm Spark for `driftlab analyze`)."
         ),
     ] = None,
-    root: StackDir = DEFAULT_STACK_DIR,
+    root: StackDir = None,
     backend: Annotated[str, BACKEND_OPTION] = "local",
 ) -> None:
     """Start the stack and leave it running for `driftlab run`.
@@ -130,6 +143,7 @@ def up(
     backend a warm Spark for `driftlab analyze`); `driftlab down` stops it. Exit status:
     0 up, 2 an unknown service, 3 a service that would not start (a port taken, a
     missing program)."""
+    root = root or default_stack_dir()
     names = [n.strip() for n in only.split(",") if n.strip()] if only else default_services()
     if only is None and backend == "local":
         names.append(ANALYSIS)
@@ -172,15 +186,22 @@ def _waiting(root: Path) -> None:
 
 
 @app.command()
-def status(
-    root: StackDir = DEFAULT_STACK_DIR, backend: Annotated[str, BACKEND_OPTION] = "local"
-) -> None:
+def status(root: StackDir = None, backend: Annotated[str, BACKEND_OPTION] = "local") -> None:
     """Show the stack's services, links, active toxics and leftovers of dead runs.
 
     Each service with its pid, port, health and log; each link with its active toxics;
     what runs no longer alive left behind (connectors, replication slots), which the
-    next run removes; the runs in progress. Exit status: 0 up, 2 no stack in the
-    folder, 3 some service is not running."""
+    next run removes, or which services were down so it could not look; the runs in
+    progress. Exit status: 0 up; 3 no stack in the folder (one line, as `down` with
+    nothing to stop exits 0 with one) or some service not running."""
+    root = root or default_stack_dir()
+    if backend == "local" and not (root / STATE_FILE).exists():
+        # Not up, as `down` with nothing to stop is not an error: an answer, not a
+        # mistake of the command line.
+        typer.echo(
+            f"no stack in {root.absolute()} (no {STATE_FILE}); start one with `{up_command(root)}`"
+        )
+        raise typer.Exit(exitcodes.LAB_FAILED)
     stack = _attach(root, backend)
     ready = _show(stack)
     try:
@@ -192,7 +213,9 @@ def status(
         # a run in progress has its own; a dead run's are removed by the next run.
         for line in leftovers.lines():
             typer.echo(f"{'active' if line.startswith('link ') else 'leftover'}: {line}")
-        if not leftovers.lines():
+        for service in leftovers.unchecked:
+            typer.echo(f"leftovers not checked: {service} is not running")
+        if not leftovers.lines() and not leftovers.unchecked:
             typer.echo("no active toxics, no leftovers of earlier runs")
     for namespace in sorted(live_namespaces(stack)):
         typer.echo(f"run in progress: {namespace}")
@@ -201,14 +224,13 @@ def status(
 
 
 @app.command()
-def down(
-    root: StackDir = DEFAULT_STACK_DIR, backend: Annotated[str, BACKEND_OPTION] = "local"
-) -> None:
+def down(root: StackDir = None, backend: Annotated[str, BACKEND_OPTION] = "local") -> None:
     """Stop every service of the stack, including one whose harness died.
 
     With --backend docker, also remove the containers of any driftlab stack whose
     folder is gone (a killed run's). Exit status: 0 stopped, already down or nothing to
     stop (no stack in the folder), 3 no Docker engine."""
+    root = root or default_stack_dir()
     if backend == "docker":
         _down_docker(root)
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -16,10 +17,12 @@ from harness.cli.app import app
 from harness.cli.common import (
     BACKEND_OPTION,
     SPARK_MASTER_OPTION,
+    STACK_DIR_OPTION,
     check_runs_dir,
     check_spark_master,
     parse_duration,
     seed_in_range,
+    use_stack,
 )
 from harness.cli.printing import (
     make_tick,
@@ -32,6 +35,7 @@ from harness.cli.printing import (
 if TYPE_CHECKING:
     from harness.runner.runner import RunResult
     from harness.runner.workload_driver import Tick
+    from harness.services.stack_protocol import ServiceStack
 
 
 @app.command()
@@ -57,8 +61,13 @@ def suite(
     ] = Path("runs"),
     spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
     backend: Annotated[str, BACKEND_OPTION] = "local",
+    stack_dir: Annotated[Path | None, STACK_DIR_OPTION] = None,
 ) -> None:
     """Run the scenario of every claim of docs/claims.md on one shared stack.
+
+    The stack is that of `driftlab up` (or of `driftlab up --dir DIR` with --stack-dir)
+    when it is running, else one of the suite's own, stopped at its end; the first
+    line says which.
 
     Writes one run folder per scenario, then runs/index.json (and runs/index.html when
     the report module is installed). Exit status: 0 when every verdict is the expected
@@ -99,7 +108,10 @@ def suite(
         raise typer.Exit(exitcodes.BAD_INPUT)
     check_runs_dir(runs_dir, err)
     check_spark_master(spark_master, err)
-    raise typer.Exit(_run(console, chosen, seed, runs_dir, spark_master, backend))
+    with contextlib.ExitStack() as scope:
+        stack = use_stack(scope, stack_dir, backend, err)
+        code = _run(console, chosen, seed, runs_dir, spark_master, backend, stack)
+    raise typer.Exit(code)
 
 
 def _run(
@@ -109,10 +121,16 @@ def _run(
     runs_dir: Path,
     spark_master: str | None,
     backend: str,
+    stack: ServiceStack | None,
 ) -> int:
     """Run the suite with its progress line and per-run lines; print its table."""
     from harness.app.suite import run_suite, services_of
+    from harness.runner.stack_use import stack_line, stack_used
 
+    if stack is not None:
+        console.print(stack_line(stack_used(stack)), soft_wrap=True)
+    else:
+        console.print("stack: the suite's own, in /tmp (stopped at its end)")
     with progress() as prog:
         task = prog.add_task(f"starting {', '.join(services_of(chosen))}", total=None)
 
@@ -129,6 +147,7 @@ def _run(
             runs_dir=runs_dir,
             spark_master=spark_master,
             backend=backend,
+            stack=stack,
             tick_for=tick_for,
             done=done,
         )

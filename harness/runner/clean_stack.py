@@ -57,6 +57,7 @@ class Leftovers:
     roles: list[str] = field(default_factory=list)
     toxics: dict[str, list[str]] = field(default_factory=dict)  # link -> toxic names
     disabled: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)  # services down: not looked at
 
     def lines(self) -> list[str]:
         """One line per kind of leftover, for the terminal and the log."""
@@ -143,6 +144,13 @@ def _running(stack: ServiceStack, name: str) -> bool:
 def find_leftovers(stack: ServiceStack) -> Leftovers:
     """Toxics, disabled links and the resources of dead runs on a local stack."""
     found = Leftovers()
+    # What a stack that has the service may hold; a service of it that is down could
+    # not be looked at, which is not "no leftovers".
+    found.unchecked = [
+        name
+        for name in ("toxiproxy", "connect", "postgres")
+        if name in stack.services and not _running(stack, name)
+    ]
     if _running(stack, "toxiproxy"):
         for link in stack.links.list():
             if link.toxics:

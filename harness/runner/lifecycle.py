@@ -29,7 +29,7 @@ from harness.history.schema import Mark, RunHeader
 from harness.logfile import log_to
 from harness.rundir import RunDir
 from harness.runner.clean_stack import clean, run_lease
-from harness.runner.stack_use import acquire_stack, service_logs
+from harness.runner.stack_use import acquire_stack, service_logs, stack_line, stack_used
 from harness.runner.watchdog import LabBreakdown, Watchdog, failure_line
 from harness.services.stack import Stack
 from harness.services.stack_protocol import ServiceStack
@@ -39,7 +39,8 @@ from harness.setups.base import Setup, SetupContext, namespace_for
 log = logging.getLogger("driftlab.runner")
 
 Phase = Callable[[str], None]
-"""`on_phase(name)`: the lifecycle entered `stack` or `quiesce` (for the terminal)."""
+"""`on_phase(name)`: the lifecycle entered `stack`, `workload` or `quiesce` (for the
+terminal, and for how a signal is heard: harness.runner.signals)."""
 
 
 class Driver(Protocol):
@@ -84,6 +85,7 @@ class Execution:
     error: Exception | None = None
     recorder_failure: BaseException | None = None  # the history could not grow (disk)
     lab_failures: list[LabBreakdown] = field(default_factory=list)  # the watchdog's
+    stack: dict[str, Any] | None = None  # which stack the run used (stack_use.stack_used)
 
 
 def execute(
@@ -161,6 +163,8 @@ def _run(
         service_logs(live, setup.services, run_dir.logs),
         contextlib.ExitStack() as scope,
     ):
+        ex.stack = stack_used(live)
+        log.info("%s", stack_line(ex.stack))
         ctx = SetupContext(
             namespace=namespace_for(plan.scenario),
             stack=live,
@@ -192,6 +196,9 @@ def _run(
         try:
             driver.start(ctx)
             watchdog.workload_started()
+            # From here a first signal stops the workload and heals its faults; until
+            # here (processes getting ready) it stops the run at once.
+            on_phase("workload")
             ex.interrupted = driver.drive(stop)
             rec.mark(Mark.WORKLOAD_DONE)
         finally:
@@ -200,6 +207,8 @@ def _run(
             rec.mark(Mark.HEALED)
         if watchdog.breakdowns or driver.breakdowns():
             return  # the lab failed under the run: nothing after this would count
+        # A signal while the faults healed: no convergence wait to sit through.
+        ex.interrupted = ex.interrupted or stop.is_set()
         if ex.interrupted:
             return
         on_phase("quiesce")

@@ -7,29 +7,30 @@
 The runner receives the setup it runs and the judge; harness.app.run looks the setup up
 and renders the report.
 
-SIGINT and SIGTERM stop the workload and the nemesis, heal every fault and close the
-history (without its END mark: the run was cut short); a second signal stops waiting.
-A SIGKILL leaves a history cut short but readable (the recorder is durable).
+SIGINT and SIGTERM during the workload stop it and the nemesis, heal every fault and
+close the history (without its END mark: the run was cut short); a second signal stops
+waiting. In any other phase one signal stops the run at once (harness.runner.signals).
+Either way logs/run.json says `interrupted` and in which phase, exit 130. A SIGKILL
+leaves a history cut short but readable (the recorder is durable).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from checkers.verdict import LAB_FAILED
 from harness import exitcodes
-from harness.rundir import RunDir
+from harness.rundir import RunDir, read_json_object, write_json_atomically
 from harness.runner.lifecycle import RunPlan, execute, run_log
+from harness.runner.signals import RunSignals
 from harness.runner.watchdog import LabBreakdown, failure_line
 from harness.runner.workload_driver import Tick, WorkloadDriver
 from harness.services.stack_protocol import ServiceStack
@@ -52,6 +53,7 @@ class RunResult:
     stats: WorkloadStats = field(default_factory=WorkloadStats)
     interrupted: bool = False
     analysis_interrupted: bool = False  # during the analysis: the history is complete
+    interrupted_in: str | None = None  # the phase (harness.runner.signals.PHASES)
     quiesced: bool = False
     fault_windows: int = 0
     fault_errors: list[str] = field(default_factory=list)
@@ -69,34 +71,7 @@ class RunResult:
     analysis_note: str | None = None  # why the warm server was given up for this one
     error: str | None = None
     discarded: bool = False  # bad input found before the workload: no run folder kept
-
-
-class _Signals:
-    """SIGINT/SIGTERM set `stop`; a second one raises KeyboardInterrupt."""
-
-    def __init__(self) -> None:
-        self.stop = threading.Event()
-        self.signum: int | None = None
-        self._old: dict[int, Any] = {}
-
-    def _handle(self, signum: int, _frame: Any) -> None:
-        if self.stop.is_set():
-            raise KeyboardInterrupt
-        self.signum = signum
-        self.stop.set()
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[_Signals]:
-        if threading.current_thread() is not threading.main_thread():
-            yield self  # signals only reach the main thread; the caller stops us otherwise
-            return
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._old[sig] = signal.signal(sig, self._handle)
-        try:
-            yield self
-        finally:
-            for sig, old in self._old.items():
-                signal.signal(sig, old)
+    stack: dict[str, Any] | None = None  # which stack it used (stack_use.stack_used)
 
 
 Judge = Callable[[RunDir, RunResult], None]
@@ -137,22 +112,20 @@ def record_run(
         quiesce_timeout=scenario.quiesce_timeout,
     )
     result = RunResult(run_dir, scenario.name, seed)
-    signals = _Signals()
-    if stop is not None:
-        signals.stop = stop
-    with run_log(run_dir):
-        with signals.installed():
-            log.info("run %s: scenario %s seed %d", run_dir.run_id, scenario.name, seed)
-            ex = execute(
-                run_dir,
-                setup,
-                driver,
-                plan,
-                stack=stack,
-                stop=signals.stop,
-                on_phase=lambda phase: tick(phase, 0.0, driver.stats) if tick else None,
-            )
+    signals = RunSignals(stop)
+
+    def on_phase(phase: str) -> None:
+        signals.enter(phase)
+        if tick:
+            tick(phase, 0.0, driver.stats)
+
+    with run_log(run_dir), signals.installed():
+        log.info("run %s: scenario %s seed %d", run_dir.run_id, scenario.name, seed)
+        ex = execute(
+            run_dir, setup, driver, plan, stack=stack, stop=signals.stop, on_phase=on_phase
+        )
         result.interrupted, result.quiesced = ex.interrupted, ex.quiesced
+        result.stack = ex.stack
         result.stats = driver.stats
         result.fault_windows, result.fault_errors = driver.fault_windows, driver.fault_errors
         if ex.error is not None:
@@ -174,18 +147,30 @@ def record_run(
             result.exit_code = exitcodes.INTERRUPTED
             result.discarded = False
         elif result.error is None and judge is not None:
-            # The verdict reads the run's facts (its lab failures) from logs/run.json.
-            with contextlib.suppress(OSError):
-                _write_summary(run_dir, result)
-            judge(run_dir, result)
-    result.wall_s = time.monotonic() - started
-    if result.discarded:
-        run_dir.discard()
-        return result
-    try:
-        _write_summary(run_dir, result)
-    except OSError:
-        log.exception("logs/run.json of %s not written", run_dir)  # a full disk: say the rest
+            signals.enter("analyze")
+            try:
+                # The verdict reads the run's facts (its lab failures) from
+                # logs/run.json; no exit code in it until the verdict gives one.
+                with contextlib.suppress(OSError):
+                    write_summary(run_dir, result, judged=False)
+                judge(run_dir, result)
+            except KeyboardInterrupt:
+                result.interrupted = result.analysis_interrupted = True
+                result.exit_code = exitcodes.INTERRUPTED
+        if result.interrupted:
+            result.interrupted_in = signals.interrupted_in or signals.phase
+            log.info("interrupted during the %s", result.interrupted_in)
+        signals.enter("report")
+        result.wall_s = time.monotonic() - started
+        if result.discarded:
+            run_dir.discard()
+            return result
+        try:
+            write_summary(run_dir, result)
+        except OSError:
+            log.exception("logs/run.json of %s not written", run_dir)  # a full disk
+        except KeyboardInterrupt:
+            note_interrupted(result, "report")
     return result
 
 
@@ -213,14 +198,16 @@ def failure(exc: Exception) -> tuple[int, str]:
     return exitcodes.LAB_FAILED, f"{type(exc).__name__}: {first or 'no message (see runner.log)'}"
 
 
-def _write_summary(run_dir: RunDir, result: RunResult) -> None:
-    """logs/run.json: the runner's own figures (ops, rate, timings) for reports."""
+def write_summary(run_dir: RunDir, result: RunResult, *, judged: bool = True) -> None:
+    """logs/run.json: the runner's own figures (ops, rate, timings) for reports; before
+    the run is `judged`, with no exit code (a command killed meanwhile leaves none)."""
     s = result.stats
     summary = {
         "run_id": str(uuid.uuid5(uuid.NAMESPACE_URL, str(run_dir.path))),
         "verdict": result.verdict,
-        "exit_code": result.exit_code,
+        "exit_code": result.exit_code if judged else None,
         "interrupted": result.interrupted,
+        "interrupted_in": result.interrupted_in,
         "quiesced": result.quiesced,
         "error": result.error,
         "ops": s.ops,
@@ -236,5 +223,19 @@ def _write_summary(run_dir: RunDir, result: RunResult) -> None:
         "wall_s": round(result.wall_s, 2),
         "analysis_s": round(result.analysis_s, 2),
         "analysed_on": result.analysed_on,
+        "stack": result.stack,
     }
-    run_dir.summary.write_text(json.dumps(summary, indent=2) + "\n")
+    write_json_atomically(run_dir.summary, summary)
+
+
+def note_interrupted(result: RunResult, phase: str) -> None:
+    """The run was interrupted in `phase` (unless an earlier signal already interrupted
+    it) after record_run wrote logs/run.json: the result and logs/run.json say so,
+    whatever else the file holds."""
+    phase = result.interrupted_in or phase
+    result.interrupted, result.interrupted_in = True, phase
+    result.exit_code = exitcodes.INTERRUPTED
+    with contextlib.suppress(OSError, ValueError):
+        data = read_json_object(result.run_dir.summary)
+        data.update(exit_code=result.exit_code, interrupted=True, interrupted_in=phase)
+        write_json_atomically(result.run_dir.summary, data)

@@ -8,10 +8,12 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from harness.exitcodes import BadInput, LabFailure
 from harness.services.backends import attach_stack
-from harness.services.stack import DEFAULT_STACK_DIR, Stack
+from harness.services.stack import Stack
+from harness.services.stack_home import default_stack_dir, is_default
 from harness.services.stack_protocol import ServiceStack
 from harness.services.stack_state import STATE_FILE
 
@@ -66,24 +68,33 @@ def stack_at(root: Path) -> Stack:
     """The running stack `driftlab up --dir root` started: BadInput when `root` holds no
     stack, LabFailure when some of its services are not running."""
     root = Path(root)
+    up = up_command(root)
     if not (root / STATE_FILE).exists():
         raise BadInput(
             f"no stack in {root.absolute()} (no {STATE_FILE}); start one with "
-            f"`driftlab up --dir {root}`, or leave out --stack-dir"
+            f"`{up}`, or leave out --stack-dir"
         )
     stack = attach_stack(root)
     stopped = sorted(n for n, s in stack.services.items() if not s.is_running())
     if stopped or not stack.services:
         raise LabFailure(
             f"the stack in {stack.root} is not running (stopped: {', '.join(stopped) or 'all'}); "
-            f"start it with `driftlab up --dir {root}`"
+            f"start it with `{up}`"
         )
     return stack
 
 
-def running_stack(root: Path = DEFAULT_STACK_DIR) -> Stack | None:
-    """The stack `driftlab up` left running in `root`, or None."""
-    if not (root / "stack.json").exists():
+def up_command(root: Path) -> str:
+    """The command that starts the stack in `root`: a plain `driftlab up` for the user's
+    default folder."""
+    return "driftlab up" if is_default(root) else f"driftlab up --dir {root}"
+
+
+def running_stack(root: Path | None = None) -> Stack | None:
+    """The stack `driftlab up` left running in `root` (default: the user's stack
+    folder, harness.services.stack_home), or None."""
+    root = default_stack_dir() if root is None else root
+    if not (root / STATE_FILE).exists():
         return None
     stack = attach_stack(root)
     return stack if stack.is_up() else None
@@ -96,9 +107,10 @@ def acquire_stack(
     """Yield a stack running `services`.
 
     A `stack` given by the caller is used (the suite shares one). Otherwise, with the
-    docker backend, an own stack of containers; with the local one, a stack left running by
-    `driftlab up` is reused, or one is started in a temporary folder and stopped when
-    the block ends, whatever happens, so no server outlives it.
+    docker backend, an own stack of containers; with the local one, the stack a plain
+    `driftlab up` left running in the user's stack folder is reused, or one is started in
+    a temporary folder and stopped when the block ends, whatever happens, so no server
+    outlives it.
     """
     if stack is None and check_backend(backend) == "docker":
         with open_stack("docker") as docker_stack:
@@ -113,9 +125,6 @@ def acquire_stack(
         own_root = Path(tempfile.mkdtemp(prefix="driftlab-stack-", dir="/tmp"))
         own_root.chmod(0o755)
         stack = Stack(own_root, owned=True, temporary=True)
-        log.info("stack: own, in %s (stopped at the end)", own_root)
-    else:
-        log.info("stack: shared, in %s", stack.root)
     try:
         stack.up(*services)
         yield stack
@@ -123,6 +132,19 @@ def acquire_stack(
         if own_root is not None:
             stack.down()
             shutil.rmtree(own_root, ignore_errors=True)
+
+
+def stack_used(stack: ServiceStack) -> dict[str, Any]:
+    """Which stack a run used, for logs/run.json: its folder, and whether it outlives
+    the command (a `driftlab up` stack) or is the command's own, stopped with it."""
+    return {"dir": str(stack.root), "own": bool(getattr(stack, "owned", True))}
+
+
+def stack_line(used: dict[str, Any]) -> str:
+    """The terminal's line for `stack_used`'s answer."""
+    if used["own"]:
+        return f"stack: its own, in {used['dir']} (stopped when the command ends)"
+    return f"stack: {used['dir']} (left running by `driftlab up`)"
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@ concurrently, until the workload's duration is over or the run is stopped."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -12,6 +13,11 @@ from harness.nemesis import Nemesis
 from harness.setups.base import Setup, SetupContext
 from harness.workload import Workload, WorkloadStats
 from scenarios.model import Scenario
+
+log = logging.getLogger("driftlab.runner")
+
+STRAGGLERS_S = 5.0
+"""How long a stopped run waits for its clients to finish the operation they are in."""
 
 Tick = Callable[[str, float, WorkloadStats], None]
 """`tick(phase, elapsed_s, stats)`: progress for the terminal."""
@@ -69,7 +75,12 @@ class WorkloadDriver:
                 break
             if self.tick:
                 self.tick("workload", time.monotonic() - t0, workload.stats)
-        self.stats = workload.join(timeout=60)
+        # Stopped (a signal, or a service the lab lost): a client stuck in a call to a
+        # dead broker is left behind after STRAGGLERS_S, not waited on for its
+        # timeouts (a run once ended a minute after Kafka died).
+        self.stats = workload.join(timeout=STRAGGLERS_S if stopped else 60)
+        if stopped and workload.alive():
+            log.warning("clients still in an operation %.0f s after the stop: left", STRAGGLERS_S)
         return stopped
 
     def disturbed(self, service: str) -> bool:

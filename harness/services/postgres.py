@@ -218,23 +218,39 @@ def _chown_tree(path: Path, user: str, only_root: bool = False) -> None:
 
 
 def drop_replication_slots(
-    conn: psycopg.Connection[Any], name: str, *, like: bool = False, timeout: float = 30.0
+    conn: psycopg.Connection[Any],
+    name: str,
+    *,
+    like: bool = False,
+    timeout: float = 30.0,
+    terminate_after: float = 2.0,
 ) -> bool:
     """Drop the replication slot `name` (with `like`, every slot whose name matches the
     LIKE pattern `name`), trying again while a walsender still holds one (a deleted
     connector's task lets go of its slot a moment later); False when one is still in
-    use after `timeout` seconds."""
-    query = "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots " + (
-        "WHERE slot_name LIKE %s" if like else "WHERE slot_name = %s"
+    use after `timeout` seconds.
+
+    A walsender still holding it after `terminate_after` seconds is ended: the slot is
+    being dropped because its run is over, and a Debezium task whose Kafka died never
+    lets go of it (it held the slot for minutes, and the next run failed on it)."""
+    where = "WHERE slot_name LIKE %s" if like else "WHERE slot_name = %s"
+    query = "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots " + where
+    holders = (
+        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+        + where
+        + " AND active_pid IS NOT NULL"
     )
-    deadline = time.monotonic() + timeout
+    begun = time.monotonic()
     while True:
         try:
             conn.execute(query, (name,))
             return True
         except psycopg.errors.ObjectInUse:
-            if time.monotonic() >= deadline:
+            waited = time.monotonic() - begun
+            if waited >= timeout:
                 return False
+            if waited >= terminate_after:
+                conn.execute(holders, (name,))
             time.sleep(0.3)
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from harness.services.base import ServiceError
+from harness.uninterrupted import uninterrupted
 
 LOG_TAIL_LINES = 25
 
@@ -231,12 +232,17 @@ class SupervisedProcess:
                     **kwargs,
                 )
 
-            try:
-                self._popen = _from_long_lived_thread(launch) if self.die_with_parent else launch()
-            except OSError as exc:
-                raise ServiceError(f"{self.name}: cannot launch {self.argv[0]}: {exc}") from exc
-        pid = self._popen.pid
-        self.record = ProcessRecord(pid, pid, read_start_time(pid) or 0, str(self.log_path))
+            # A signal between the fork and the record would leave a process no stop
+            # can find: it is raised once the record exists.
+            with uninterrupted():
+                try:
+                    self._popen = (
+                        _from_long_lived_thread(launch) if self.die_with_parent else launch()
+                    )
+                except OSError as exc:
+                    raise ServiceError(f"{self.name}: cannot launch {self.argv[0]}: {exc}") from exc
+                pid = self._popen.pid
+                self.record = ProcessRecord(pid, pid, read_start_time(pid) or 0, str(self.log_path))
         return self.record
 
     @classmethod

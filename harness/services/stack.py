@@ -36,7 +36,6 @@ from harness.services.stack_state import STATE_FILE, read_state, service_state, 
 from harness.services.supervised import ProcessService, ServiceSpec
 from harness.services.toxiproxy import Links, ToxiproxyService, link_name
 
-DEFAULT_STACK_DIR = Path(".driftlab/stack")
 Progress = Callable[[str, str], None]  # (service, event) for the terminal
 
 

@@ -158,6 +158,10 @@ class Workload:
                     with self._lock:
                         self.stats.crashes += 1
                 except Exception:
+                    if self._stop.is_set():
+                        # Stopped mid-operation, its history maybe closed meanwhile (a
+                        # client left behind on a dead broker): the run is over.
+                        break
                     # A setup bug must not take the run down silently: log, count, go on.
                     log.exception("client %s: %s of %s raised", process, op, key)
                     with self._lock:

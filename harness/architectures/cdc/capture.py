@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 
-import psycopg
 from psycopg import sql
 
 from harness.services.base import ServiceError
 from harness.services.debezium import DebeziumPostgres
 from harness.services.kafka import kafka_client_config
 from harness.services.kafka_admin import TopicSpec, create_topics
+from harness.services.postgres import drop_replication_slots
 from harness.setups.base import SetupContext
 from harness.setups.connect import direct_pg_connect
 
@@ -75,22 +74,9 @@ class Capture:
         connector, self.connector = self.connector, None
         with contextlib.suppress(ServiceError):
             self.stack["connect"].delete_connector(connector.name)
-        deadline = time.monotonic() + 30
         with direct_pg_connect(self.pg_direct) as conn:
-            while True:
-                try:
-                    conn.execute(
-                        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                        "WHERE slot_name = %s",
-                        (connector.slot,),
-                    )
-                    break
-                except psycopg.errors.ObjectInUse:
-                    # The task lets go of the slot a moment after the connector is deleted.
-                    if time.monotonic() >= deadline:
-                        log.warning("slot %s still in use: drop it by hand", connector.slot)
-                        break
-                    time.sleep(0.3)
+            if not drop_replication_slots(conn, connector.slot):
+                log.warning("slot %s still in use: drop it by hand", connector.slot)
             conn.execute(
                 sql.SQL("DROP PUBLICATION IF EXISTS {}").format(
                     sql.Identifier(connector.publication)
