@@ -22,7 +22,14 @@ PACKAGES = ("harness", "checkers", "reports", "scenarios")
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "history",
-        ("harness", "harness.exitcodes", "harness.history", "harness.logfile", "harness.rundir"),
+        (
+            "harness",
+            "harness.exitcodes",
+            "harness.history",
+            "harness.logfile",
+            "harness.rundir",
+            "harness.uninterrupted",
+        ),
     ),
     ("checkers", ("checkers", "harness.importers", "harness.testing.synthetic")),
     (
