@@ -9,8 +9,10 @@ from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any, Unpack
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
+from checkers.verdict import LAB_FAILED
 from harness import exitcodes
 from harness.app.outcome import outcome_of
 from harness.app.pipeline import PipelineResult, run_pipeline
@@ -70,7 +72,8 @@ def trial_of(out: PipelineResult, cand: Candidate) -> Trial:
     note = r.error or "; ".join(r.reasons or r.inconclusive)
     return Trial(
         failed=failed,
-        lab_failed=r.exit_code not in (exitcodes.OK, exitcodes.VERDICT),
+        # An inconclusive run (a fault whose moment never came) is no failure of the lab.
+        lab_failed=not failed and r.verdict in (None, LAB_FAILED),
         verdict=r.verdict,
         forbidden=dict(outcome.forbidden),
         kinds={**outcome.found, **outcome.forbidden},
@@ -95,7 +98,7 @@ def _fault_times(
         table = load_history(run_dir)
     except HistoryError:
         return tuple(None for _ in faults), []
-    rows = table.filter(pc.is_in(table["type"], pc.array(["fault", "mark"]))).to_pylist()
+    rows = table.filter(pc.is_in(table["type"], value_set=pa.array(["fault", "mark"]))).to_pylist()
     start = next((r["time"] for r in rows if r.get("kind") == Mark.WORKLOAD_START), None)
     if start is None:
         return tuple(None for _ in faults), []

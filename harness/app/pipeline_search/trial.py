@@ -12,9 +12,9 @@ from harness.app.pipeline_search.space import Candidate
 
 @dataclass(frozen=True)
 class Trial:
-    """One run of a candidate: whether it broke an expectation (`failed`), whether it
-    told nothing about the pipeline (`lab_failed`: the lab failed, the run was cut or
-    inconclusive), and what it showed that a search may call new."""
+    """One run of a candidate: whether it broke an expectation (`failed`), whether the
+    lab failed in it (`lab_failed`: no verdict, or `lab failed`), and what it showed
+    that a search may call new."""
 
     failed: bool
     lab_failed: bool = False
