@@ -154,6 +154,10 @@ def test_a_run_that_shows_something_new_is_kept_as_a_parent() -> None:
     ex = Explorer(SPACE, lagging, Plan(seed=2, runs=20)).explore()
     news = [s for s in ex.steps if s.new]
     assert news and all(name.startswith("lag:cache:") for s in news for name in s.new)
+    # Only a longer lag than ever is new: the buckets below it come with it.
+    assert features(Trial(failed=False, lag_s={"cache": 0.6})) == {
+        f"lag:cache:{b}" for b in range(3)
+    }
     assert any(s.candidate.origin == "mutation" for s in ex.steps)
     assert features(Trial(failed=True, kinds={"missing": 1})) == {"fail", "anomaly:missing"}
 
@@ -191,3 +195,20 @@ def test_the_found_schedule_is_the_users_file_with_its_faults_replaced(tmp_path:
     found = parse(data, EXAMPLE / "found.toml")
     assert found.faults.faults == cand.faults
     assert load(EXAMPLE / "pipeline-bug.toml").faults.faults != cand.faults
+
+
+def test_no_schedule_kills_a_process_twice_at_once() -> None:
+    crash = FaultSpec("crash", "consumer", 0.5, 0.3)
+    assert Candidate((crash, FaultSpec("crash", "consumer", 0.7, 1.0)), 8.0).clashes()
+    assert not Candidate((crash, FaultSpec("crash", "consumer", 0.9, 1.0)), 8.0).clashes()
+    ex = Explorer(SPACE, catch_up_bug, Plan(seed=4, runs=60)).explore()
+    assert not any(s.candidate.clashes() for s in ex.steps)
+
+
+def test_the_shrinking_skips_a_schedule_whose_moment_cannot_come() -> None:
+    crash = FaultSpec("crash", "consumer", 1.0, 1.0)
+    again = FaultSpec("crash", "consumer", 0.2, 0.3, after=Anchor("ready", "consumer", 2))
+    assert not Candidate((crash, again), 8.0).unreachable()
+    assert Candidate((again,), 8.0).unreachable()
+    ex = Explorer(SPACE, catch_up_bug, Plan(seed=11, runs=80)).explore()
+    assert not any(s.candidate.unreachable() for s in ex.steps if s.phase == "shrink")

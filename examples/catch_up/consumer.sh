@@ -77,7 +77,7 @@ write_all() {
 # again, read in one query and written to Redis in chunks of CHUNK rows, each waiting
 # its turn (PACE seconds) so that the backlog never floods Redis while it serves live
 # reads; the slot moves past the backlog once Redis has all of it.
-CHUNK=20
+CHUNK=10
 PACE=0.1
 if [ "$restarted" = 1 ]; then
     how=peek

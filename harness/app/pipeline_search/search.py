@@ -1,8 +1,9 @@
 """The search: candidates run one by one until one fails, then shrunk.
 
-Random draws first (after the file's own schedule); then, most of the time, a mutation
+Random draws first (after the file's own schedule); then, half of the time, a mutation
 of a schedule whose run showed something no run had shown before (an anomaly kind, a
-failure, two targets hurt at once, a store lagging twice as long as ever). A run is
+failure, two targets hurt at once, a store lagging twice as long as ever; a run the lab
+failed in is no parent), and a fresh draw otherwise. A run is
 seconds long, so the loop is a hand-rolled seeded one (random.Random(seed)), not
 Hypothesis's hundreds of examples.
 
@@ -185,7 +186,7 @@ class Explorer:
                 self.ex.stopped = "lab"
                 return False
             new = self.ex.steps[-1].new
-            if new:
+            if new and not trial.lab_failed:
                 self.corpus.append((cand, len(new)))
             if not trial.failed:
                 continue
@@ -203,11 +204,12 @@ class Explorer:
         return False
 
     def _next(self) -> Candidate:
-        """The next schedule to try, never one tried before (up to 50 draws)."""
+        """The next schedule to try, never one tried before nor one whose faults clash
+        (up to 50 draws)."""
         cand = None
         for _ in range(50):
             cand = self._propose()
-            if cand.key() not in self.tried:
+            if cand.key() not in self.tried and not cand.clashes():
                 return cand
         assert cand is not None
         return cand
@@ -217,7 +219,7 @@ class Explorer:
             return self.start
         if not self.plan.guided:
             return draw(self.rng, self.space, clock_only=True)
-        if self.ex.schedules < self.plan.random_first or not self.corpus or self.rng.random() < 0.3:
+        if self.ex.schedules < self.plan.random_first or not self.corpus or self.rng.random() < 0.5:
             return draw(self.rng, self.space)
         # Parents that showed more new, and later ones, are chosen more often.
         weights = [new * (1 + i) for i, (_, new) in enumerate(self.corpus)]
@@ -251,7 +253,7 @@ class Explorer:
         while progress:
             progress = False
             for cand in smaller(current, failing, self.space.recovery):
-                if cand.key() in rejected:
+                if cand.key() in rejected or cand.clashes() or cand.unreachable():
                     continue
                 if spent >= self.plan.shrink_cap:
                     ex.shrink_note = f"shrinking stopped at its cap of {self.plan.shrink_cap} runs"

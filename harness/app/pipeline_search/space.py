@@ -29,6 +29,7 @@ LATENCY = {"ms": 200, "jitter_ms": 50}
 PROCESS_KINDS = ("crash", "pause", "restart")
 LINK_KINDS = ("cut", "down", "latency")
 START_S = 0.5  # the first clock time: the pipeline has started and the writes flow
+SOURCE_SERVICE = "postgres"
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Space:
 
     processes: tuple[str, ...]
     links: tuple[str, ...]  # process->service
-    services: tuple[str, ...]  # driftlab's own, which a fault may crash
+    services: tuple[str, ...]  # driftlab's own but the source's, which a fault may crash
     mirrors: tuple[str, ...]  # stores with a lag (not logs)
     duration: float
     recovery: float
@@ -58,7 +59,9 @@ class Space:
         return cls(
             processes=tuple(p.name for p in pipeline.processes),
             links=links,
-            services=pipeline.services,
+            # driftlab's own workload writes the source in PostgreSQL: hurting it there
+            # fails the lab's writes (a lab failure), not the pipeline.
+            services=tuple(s for s in pipeline.services if s != SOURCE_SERVICE),
             mirrors=tuple(s.name for s in pipeline.stores if s.kind != "log"),
             duration=length,
             recovery=pipeline.faults.recovery,
@@ -111,6 +114,32 @@ class Candidate:
         faults = "; ".join(f"[{i}] {f.describe()}" for i, f in enumerate(self.faults))
         return f"{faults or 'no fault'} ({self.duration:g} s workload)"
 
+    def clashes(self) -> bool:
+        """Whether two of its faults at clock times hold one process or service at
+        once (a kill of a killed process: the lab could not heal it)."""
+        held = [f for f in self.faults if f.after is None and f.kind in PROCESS_KINDS]
+        return any(
+            a.target == b.target and a.at <= b.until and b.at <= a.until
+            for i, a in enumerate(held)
+            for b in held[i + 1 :]
+        )
+
+    def unreachable(self) -> bool:
+        """Whether a fault waits for a process's k-th ready line with fewer than k-1
+        crashes or restarts of it in the schedule (it would open only if the process
+        died by itself)."""
+        return any(
+            f.after is not None
+            and f.after.event == "ready"
+            and sum(
+                g.kind in ("crash", "restart") and g.target == f.after.subject
+                for j, g in enumerate(self.faults)
+                if j != i
+            )
+            < f.after.nth - 1
+            for i, f in enumerate(self.faults)
+        )
+
     @property
     def anchored(self) -> int:
         """How many of its faults wait for a moment."""
@@ -134,7 +163,7 @@ def fault_mapping(f: FaultSpec) -> dict[str, Any]:
     return out | dict(f.params)
 
 
-SHAPES = (("independent", 5), ("recovery", 3), ("during", 2))
+SHAPES = (("independent", 4), ("recovery", 4), ("during", 2))
 """The shapes of a random schedule, with their weights: faults drawn one by one; a
 process hurt again while it recovers from a crash or restart (at its next ready line
 or at the crash's end); a fault that opens while another is open."""
@@ -237,7 +266,7 @@ def mutate(rng: random.Random, cand: Candidate, space: Space) -> Candidate:
     faults = list(cand.faults)
     op = rng.choices(
         ("add", "recover", "moment", "delay", "duration", "drop", "target"),
-        weights=(2, 2, 2, 2, 1, 1, 1),
+        weights=(2, 3, 2, 2, 1, 1, 1),
     )[0]
     i = rng.randrange(len(faults))
     f = faults[i]

@@ -49,7 +49,8 @@ def features(trial: Trial) -> set[str]:
         out.add("fail")
     out |= {f"overlap:{pair}" for pair in trial.overlaps}
     for store, lag in trial.lag_s.items():
-        out.add(f"lag:{store}:{lag_bucket(lag)}")
+        # Every bucket up to its own: a lag is new only when longer than any before.
+        out |= {f"lag:{store}:{b}" for b in range(lag_bucket(lag) + 1)}
     return out
 
 
