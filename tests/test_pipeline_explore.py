@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lab_support import stack_folder, up
 from typer.testing import CliRunner
 
 from harness import exitcodes
 from harness.cli import app
 from harness.pipeline.spec import load
-from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 
@@ -26,12 +27,20 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "catch_up"
 SEED = 3
 
 
-def _explore(stack: Stack, tmp_path: Path, name: str, *budget: str) -> tuple[Path, str, int]:
-    """Explore a copy of examples/catch_up/<name>.toml on the session's stack; the
+@pytest.fixture(scope="module")
+def stack_dir() -> Iterator[Path]:
+    """A stack of `driftlab up --dir`, stopped at the end: the explorations crash its
+    Redis, which another process then restarts (the session's Stack would not know)."""
+    with stack_folder() as root:
+        up(root, "postgres,redis")
+        yield root
+
+
+def _explore(stack: Path, tmp_path: Path, name: str, *budget: str) -> tuple[Path, str, int]:
+    """Explore a copy of examples/catch_up/<name>.toml on the stack in `stack`; the
     copy's folder, the output and the exit status."""
     folder = tmp_path / "catch_up"
     shutil.copytree(EXAMPLE, folder)
-    stack.up("postgres", "redis")
     argv = [
         "explore",
         str(folder / f"{name}.toml"),
@@ -41,7 +50,7 @@ def _explore(stack: Stack, tmp_path: Path, name: str, *budget: str) -> tuple[Pat
         "6s",
         *budget,
         "--stack-dir",
-        str(stack.root),
+        str(stack),
         "--runs-dir",
         str(tmp_path / "runs"),
     ]
@@ -55,10 +64,10 @@ def _log(tmp_path: Path, name: str) -> list[dict[str, object]]:
 
 
 def test_explore_finds_the_catch_up_bug_and_shrinks_it(
-    stack: Stack, spark: object, tmp_path: Path
+    stack_dir: Path, spark: object, tmp_path: Path
 ) -> None:
     folder, output, code = _explore(
-        stack, tmp_path, "pipeline-bug", "--budget", "8m", "--shrink-runs", "10"
+        stack_dir, tmp_path, "pipeline-bug", "--budget", "8m", "--shrink-runs", "10"
     )
     assert code == exitcodes.VERDICT, output
     *runs, result = _log(tmp_path, "pipeline-bug")
@@ -90,7 +99,7 @@ def test_explore_finds_the_catch_up_bug_and_shrinks_it(
                 "--seed",
                 replay_seed.group(1),
                 "--stack-dir",
-                str(stack.root),
+                str(stack_dir),
                 "--runs-dir",
                 str(tmp_path / "replays"),
             ],
@@ -103,9 +112,9 @@ def test_explore_finds_the_catch_up_bug_and_shrinks_it(
 
 
 def test_explore_finds_nothing_in_the_correct_consumer_and_says_how_much_it_tried(
-    stack: Stack, spark: object, tmp_path: Path
+    stack_dir: Path, spark: object, tmp_path: Path
 ) -> None:
-    folder, output, code = _explore(stack, tmp_path, "pipeline", "--runs", "8")
+    folder, output, code = _explore(stack_dir, tmp_path, "pipeline", "--runs", "8")
     assert code == exitcodes.OK, output
     summary = output.strip().splitlines()[-1]
     assert summary.startswith("driftlab explore pipeline: nothing failed in 8 schedule(s)")

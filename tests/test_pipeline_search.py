@@ -201,6 +201,10 @@ def test_no_schedule_kills_a_process_twice_at_once() -> None:
     crash = FaultSpec("crash", "consumer", 0.5, 0.3)
     assert Candidate((crash, FaultSpec("crash", "consumer", 0.7, 1.0)), 8.0).clashes()
     assert not Candidate((crash, FaultSpec("crash", "consumer", 0.9, 1.0)), 8.0).clashes()
+    at_its_start = FaultSpec("crash", "consumer", 0.05, 2.0, after=Anchor("fault_start", "0"))
+    assert Candidate((crash, at_its_start), 8.0).clashes()
+    on_redis = FaultSpec("crash", "redis", 0.05, 2.0, after=Anchor("fault_start", "0"))
+    assert not Candidate((crash, on_redis), 8.0).clashes()
     ex = Explorer(SPACE, catch_up_bug, Plan(seed=4, runs=60)).explore()
     assert not any(s.candidate.clashes() for s in ex.steps)
 

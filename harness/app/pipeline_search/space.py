@@ -115,14 +115,20 @@ class Candidate:
         return f"{faults or 'no fault'} ({self.duration:g} s workload)"
 
     def clashes(self) -> bool:
-        """Whether two of its faults at clock times hold one process or service at
-        once (a kill of a killed process: the lab could not heal it)."""
-        held = [f for f in self.faults if f.after is None and f.kind in PROCESS_KINDS]
-        return any(
-            a.target == b.target and a.at <= b.until and b.at <= a.until
-            for i, a in enumerate(held)
-            for b in held[i + 1 :]
-        )
+        """Whether two of its faults may hold one process or service at once: two at
+        clock times whose windows meet, or one opening at the other's start or end (a
+        kill of a killed or restarting process, which the lab cannot heal)."""
+        held = [(i, f) for i, f in enumerate(self.faults) if f.kind in PROCESS_KINDS]
+        for n, (i, a) in enumerate(held):
+            for j, b in held[n + 1 :]:
+                if a.target != b.target:
+                    continue
+                if a.after is None and b.after is None:
+                    if a.at <= b.until and b.at <= a.until:
+                        return True
+                elif _waits_for(a, j) or _waits_for(b, i):
+                    return True
+        return False
 
     def unreachable(self) -> bool:
         """Whether a fault waits for a process's k-th ready line with fewer than k-1
@@ -144,6 +150,15 @@ class Candidate:
     def anchored(self) -> int:
         """How many of its faults wait for a moment."""
         return sum(f.after is not None for f in self.faults)
+
+
+def _waits_for(f: FaultSpec, index: int) -> bool:
+    """Whether `f` opens at the start or end of fault `index`."""
+    return (
+        f.after is not None
+        and f.after.event in ("fault_start", "fault_end")
+        and f.after.subject == str(index)
+    )
 
 
 def describe_fault(f: FaultSpec) -> str:
