@@ -3,7 +3,7 @@ minimal schedule, for the guided search and for plain random clock-time schedule
 the same vocabulary (`--plain`), with the same seeds and budget, side by side.
 
     .venv/bin/python benchmarks/explore_pipeline_bench.py --stack-dir DIR
-        [--seeds 1,2,3] [--budget 5m] [--duration 6s] [FILE]
+        [--seeds 1,2,3] [--runs 30 | --budget 5m] [--duration 6s] [FILE]
 
 FILE defaults to examples/catch_up/pipeline-bug.toml (copied to a temporary folder, so
 that the found files land there). Each exploration runs as a user runs it, a process of
@@ -31,7 +31,8 @@ def main() -> None:
     parser.add_argument("file", nargs="?", type=Path, default=EXAMPLE)
     parser.add_argument("--stack-dir", type=Path, required=True, help="a running stack")
     parser.add_argument("--seeds", default="1,2,3")
-    parser.add_argument("--budget", default="5m")
+    parser.add_argument("--budget", help="a wall-time budget, e.g. 5m")
+    parser.add_argument("--runs", default="30", help="a budget of runs (default: 30)")
     parser.add_argument("--duration", default="6s")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="driftlab-bench-explore-"))

@@ -3,14 +3,15 @@ consumer loses a batch only when it crashes while it catches up after a restart,
 the file's own clock schedule misses. The exploration (a fixed search seed, short
 workloads) finds it, shrinks it to at most two faults failing at least 2 of 3 runs, and
 writes a pipeline file that fails again under `driftlab run`; on the correct consumer
-the same exploration finds nothing and says how many schedules it tried."""
+the same exploration finds nothing and says how many schedules it tried. The pytest
+plugin's `explore_pipeline` explores within a budget too."""
 
 from __future__ import annotations
 
 import json
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from lab_support import stack_folder, up
 from typer.testing import CliRunner
 
 from harness import exitcodes
+from harness.app.pipeline_search.search import Exploration
 from harness.cli import app
 from harness.pipeline.spec import load
 
@@ -123,3 +125,14 @@ def test_explore_finds_nothing_in_the_correct_consumer_and_says_how_much_it_trie
     # Schedules at moments were tried, not only clock times.
     assert any("after" in f for r in runs for f in r["faults"])  # type: ignore[attr-defined]
     assert not list(folder.glob("*.found-*.toml"))
+
+
+def test_the_pytest_plugin_explores_a_file_within_a_budget(
+    explore_pipeline: Callable[..., Exploration], spark: object, tmp_path: Path
+) -> None:
+    folder = tmp_path / "catch_up"
+    shutil.copytree(EXAMPLE, folder)
+    ex = explore_pipeline(folder / "pipeline.toml", seed=SEED, runs=3, duration="6s")
+    assert ex.exit_code == exitcodes.OK and ex.runs == ex.schedules == 3, ex.best()
+    assert ex.steps[0].candidate.origin == "the file's own"
+    assert all(s.trial.run_dir is not None and s.trial.run_dir.exists() for s in ex.steps)

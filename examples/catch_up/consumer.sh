@@ -32,7 +32,6 @@ until
         q -c "SELECT pg_create_logical_replication_slot('$SLOT', 'test_decoding')" >/dev/null
     fi
 do sleep 0.5; done
-echo "consumer ready (slot $SLOT, restarted=$restarted)"
 
 # One row per change, fields split by |: lsn, then for a row of $TABLE its key, value
 # (\N: NULL) and version. $1: peek (leave the slot where it is) or get (move it past
@@ -74,15 +73,19 @@ write_all() {
 }
 
 # Catching up after a restart: the backlog, up to where the WAL ended when it started
-# again, read in one query and written to Redis in chunks of CHUNK rows, each waiting
-# its turn (PACE seconds) so that the backlog never floods Redis while it serves live
-# reads; the slot moves past the backlog once Redis has all of it.
+# again, read in one query (then the consumer says it is ready) and written to Redis in
+# chunks of CHUNK rows, each waiting its turn (PACE seconds) so that the backlog never
+# floods Redis while it serves live reads; the slot moves past the backlog once Redis
+# has all of it.
 CHUNK=10
 PACE=0.1
 if [ "$restarted" = 1 ]; then
     how=peek
     [ "${FAST_CATCH_UP:-0}" = 1 ] && how=get # the planted bug
     until backlog=$(q -c "$(changes $how "pg_current_wal_lsn()")"); do sleep 0.5; done
+fi
+echo "consumer ready (slot $SLOT, restarted=$restarted)"
+if [ "$restarted" = 1 ]; then
     mapfile -t rows <<< "$backlog"
     last=""
     for ((i = 0; i < ${#rows[@]}; i += CHUNK)); do
@@ -95,8 +98,8 @@ if [ "$restarted" = 1 ]; then
                     confirmed_flush_lsn)) FROM pg_replication_slots WHERE slot_name = '$SLOT'" >/dev/null
         do sleep 0.5; done
     fi
+    echo "caught up"
 fi
-[ "$restarted" = 1 ] && echo "caught up"
 
 while true; do
     if ! batch=$(q -c "$(changes peek NULL 500)"); then sleep 0.5; continue; fi

@@ -50,8 +50,9 @@ class ExploreOptions:
 
 def explore_pipeline(path: Path, o: ExploreOptions) -> int:
     """Explore the pipeline file at `path`; the exit status (harness.exitcodes)."""
-    from harness.app.pipeline_search.search import Explorer, Plan
-    from harness.app.pipeline_search.space import Candidate, Space
+    from harness.app.pipeline_search.explore_file import explore_file, found_path
+    from harness.app.pipeline_search.search import Plan
+    from harness.app.pipeline_search.space import Space
     from harness.pipeline.setup import refuse_images
     from harness.pipeline.spec import PipelineError, load
 
@@ -76,11 +77,6 @@ def explore_pipeline(path: Path, o: ExploreOptions) -> int:
     except (PipelineError, ValueError, typer.BadParameter) as exc:
         raise fail(err, exitcodes.BAD_INPUT, str(exc)) from None
     space = Space.of(pipeline, duration)
-    own = pipeline.faults
-    if duration is not None:
-        own = own.scaled(duration / pipeline.workload.duration)
-    start = Candidate(own.fitted(space.duration).faults, space.duration, "the file's own")
-    out = o.out or path.with_name(f"{path.stem}.found-{o.seed}.toml")
     check_runs_dir(o.runs_dir, err)
     check_spark_master(o.spark_master, err)
     what = (f"{o.runs} runs" if budget_s is None else f"{budget_s:.0f} s") + (
@@ -93,23 +89,24 @@ def explore_pipeline(path: Path, o: ExploreOptions) -> int:
         + ("; plain random clock times" if o.plain else "")
     )
     with contextlib.ExitStack() as scope:
-        runner = _runner(scope, pipeline, o, err)
+        options = _run_options(scope, o, err)
         prog = scope.enter_context(progress(console))
         task = prog.add_task("starting", total=None)
         show = _Show(console, prog, task, budget_s, o.runs)
-        runner.options["tick"] = show.tick
+        options["tick"] = show.tick
         try:
-            ex = Explorer(space, runner, plan, start=start, on_step=show.step).explore()
+            ex = explore_file(pipeline, plan, duration, options, on_step=show.step)
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]")
             return exitcodes.INTERRUPTED
+    out = o.out or found_path(path, o.seed)
     return _report(console, ex, path, out, o, command=_command(path, o))
 
 
-def _runner(scope: contextlib.ExitStack, pipeline: Any, o: ExploreOptions, err: Console) -> Any:
-    """The candidates' runner on the stack in use (its warm Spark when it has one)."""
+def _run_options(scope: contextlib.ExitStack, o: ExploreOptions, err: Console) -> dict[str, Any]:
+    """The candidates' run options: the stack in use and its warm Spark (else this
+    process's, warmed now)."""
     from harness.app.judge import warm_spark
-    from harness.app.pipeline_search.on_stack import PipelineRuns
     from harness.rundir import RunsDir
     from harness.runner.stack_use import running_stack
 
@@ -124,13 +121,12 @@ def _runner(scope: contextlib.ExitStack, pipeline: Any, o: ExploreOptions, err: 
         from checkers.spark_start import warm_up
 
         warm_up(o.spark_master, RunsDir(o.runs_dir).spark_log)
-    options = {
+    return {
         "runs_dir": o.runs_dir,
         "stack": stack,
         "server": server,
         "spark_master": o.spark_master,
     }
-    return PipelineRuns(pipeline, options)
 
 
 class _Show:
@@ -193,15 +189,11 @@ def _command(path: Path, o: ExploreOptions) -> str:
 def _report(
     console: Console, ex: Exploration, path: Path, out: Path, o: ExploreOptions, command: str
 ) -> int:
-    from harness.app.pipeline_search.record import summary, write_found, write_log
+    from harness.app.pipeline_search.explore_file import write_outputs
+    from harness.app.pipeline_search.record import summary
 
-    log = o.runs_dir / "explore" / f"{path.stem}-{o.seed}.jsonl"
-    written: Path | None = None
     try:
-        write_log(log, ex)
-        if ex.minimal is not None and ex.minimal_trial is not None:
-            write_found(ex, path, out, command, ex.minimal_trial.seed)
-            written = out
+        written = write_outputs(ex, path, out, o.runs_dir, command)
     except OSError as exc:
         console.print(
             f"[red]cannot write {exc.filename}[/]: {exc.strerror}; pass --out or --runs-dir "
@@ -215,6 +207,6 @@ def _report(
             console.print(f"its report: {t.report}")
     if ex.shrink_note:
         console.print(f"[yellow]{ex.shrink_note}[/]: the schedule may not be the smallest")
-    console.print(f"runs of this exploration: {log}")
-    console.print(escape(summary(ex, path.stem, written)), soft_wrap=True)
+    console.print(f"runs of this exploration: {written.log}")
+    console.print(escape(summary(ex, path.stem, written.found)), soft_wrap=True)
     return ex.exit_code
