@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from itertools import combinations
+from pathlib import Path
 from typing import Any, Unpack
 
 import pyarrow as pa
@@ -89,7 +90,7 @@ def trial_of(out: PipelineResult, cand: Candidate) -> Trial:
 
 
 def _fault_times(
-    run_dir: Any, faults: tuple[FaultSpec, ...]
+    run_dir: Path, faults: tuple[FaultSpec, ...]
 ) -> tuple[tuple[float | None, ...], list[tuple[str, float, float]]]:
     """When each fault of the schedule opened (seconds after the workload's start;
     None: never), matched by kind, target and moment in the order they opened, and
