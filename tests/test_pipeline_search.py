@@ -9,6 +9,8 @@ import random
 import tomllib
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 from harness import exitcodes
 from harness.app.pipeline_search.found_file import found_text
 from harness.app.pipeline_search.search import Explorer, Plan
@@ -21,6 +23,7 @@ from harness.app.pipeline_search.space import (
     mutate,
 )
 from harness.app.pipeline_search.trial import Trial, features
+from harness.cli import app
 from harness.nemesis.schedule import Anchor, FaultSpec, Schedule
 from harness.pipeline.spec import load, parse
 
@@ -216,3 +219,11 @@ def test_the_shrinking_skips_a_schedule_whose_moment_cannot_come() -> None:
     assert Candidate((again,), 8.0).unreachable()
     ex = Explorer(SPACE, catch_up_bug, Plan(seed=11, runs=80)).explore()
     assert not any(s.candidate.unreachable() for s in ex.steps if s.phase == "shrink")
+
+
+def test_explore_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    missing = runner.invoke(app, ["explore", str(tmp_path / "absent.toml"), "--runs", "2"])
+    assert missing.exit_code == exitcodes.BAD_INPUT and "cannot be read" in missing.output
+    budget = runner.invoke(app, ["explore", str(EXAMPLE / "pipeline.toml"), "--budget", "5x"])
+    assert budget.exit_code == exitcodes.BAD_INPUT and "is not a duration" in budget.output

@@ -77,6 +77,13 @@ def explore_pipeline(path: Path, o: ExploreOptions) -> int:
     except (PipelineError, ValueError, typer.BadParameter) as exc:
         raise fail(err, exitcodes.BAD_INPUT, str(exc)) from None
     space = Space.of(pipeline, duration)
+    if not space.targets():
+        raise fail(
+            err,
+            exitcodes.BAD_INPUT,
+            f"{path} has no process, link or service an exploration may hurt (PostgreSQL, "
+            "the source, is left alone); add your program as a [processes.<name>]",
+        )
     check_runs_dir(o.runs_dir, err)
     check_spark_master(o.spark_master, err)
     what = (f"{o.runs} runs" if budget_s is None else f"{budget_s:.0f} s") + (
