@@ -227,3 +227,21 @@ def test_explore_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
     assert missing.exit_code == exitcodes.BAD_INPUT and "cannot be read" in missing.output
     budget = runner.invoke(app, ["explore", str(EXAMPLE / "pipeline.toml"), "--budget", "5x"])
     assert budget.exit_code == exitcodes.BAD_INPUT and "is not a duration" in budget.output
+
+
+def test_a_clock_time_replaces_a_moment_only_when_it_fails_every_time() -> None:
+    crash = FaultSpec("crash", "consumer", 1.0, 0.2)
+    again = FaultSpec("crash", "consumer", 0.0, 0.2, after=Anchor("ready", "consumer", 2))
+
+    def two_in_three(cand: Candidate, seed: int) -> Trial:
+        """Two 0.2 s crashes of the consumer fail 2 runs in 3 (by seed), whatever
+        opens the second; its moment comes 1.5 s in."""
+        both = len(cand.faults) == 2 and all(f.duration == 0.2 for f in cand.faults)
+        opened = (1.0, 1.5)[: len(cand.faults)]
+        return Trial(failed=both and seed % 3 != 0, opened_at=opened, seed=seed, wall_s=1.0)
+
+    start = Candidate((crash, again), 4.0)
+    ex = Explorer(SPACE, two_in_three, Plan(seed=1, runs=40), start=start).explore()
+    assert ex.found == start and ex.minimal == start, ex.best()
+    clocked = [s for s in ex.steps if s.candidate.origin == "clock time 1"]
+    assert clocked and any(s.trial.failed for s in clocked)

@@ -10,9 +10,10 @@ Hypothesis's hundreds of examples.
 A real run is not deterministic: a schedule counts as failing when it fails in `k`
 of at most `n` runs (deciding as soon as either way is sure). The first failure is
 confirmed so; the shrinking then tries smaller schedules (harness.app.pipeline_search.
-shrink), each decided k of n, keeps the first that fails and starts over from it, never
-tries a schedule twice and stops at its cap of runs. The minimal schedule is finally
-run until it has `n` runs, so that its rate ("fails 3 of 3") is over n.
+shrink), each decided k of n (a clock time in place of a moment: n of n), keeps the
+first that fails and starts over from it, never tries a schedule twice and stops at its
+cap of runs. The minimal schedule is finally run until it has `n` runs, so that its
+rate ("fails 3 of 3") is over n.
 """
 
 from __future__ import annotations
@@ -227,11 +228,12 @@ class Explorer:
         return mutate(self.rng, parent, self.space)
 
     def _decide(
-        self, cand: Candidate, phase: str, fails: int = 0, tries: int = 0
+        self, cand: Candidate, phase: str, fails: int = 0, tries: int = 0, k: int | None = None
     ) -> tuple[int, int, Trial | None]:
-        """Run `cand` until it has failed k times or can no longer (at most n runs in
-        all, `fails` of `tries` already); its failures, runs and a failing run."""
-        k, n = self.plan.k, self.plan.n
+        """Run `cand` until it has failed k times (the plan's unless given) or can no
+        longer (at most n runs in all, `fails` of `tries` already); its failures, runs
+        and a failing run."""
+        k, n = k or self.plan.k, self.plan.n
         failing = None
         while fails < k and tries - fails <= n - k and self._room():
             trial = self._run(cand, phase)
@@ -264,9 +266,12 @@ class Explorer:
                     return
                 rejected.add(cand.key())
                 before = ex.runs
-                fails, tries, trial = self._decide(cand, "shrink")
+                # A clock time lands on another moment under another load: it replaces
+                # a moment only when it fails every one of n runs.
+                k = self.plan.n if cand.origin.startswith("clock time") else self.plan.k
+                fails, tries, trial = self._decide(cand, "shrink", k=k)
                 spent += ex.runs - before
-                if fails >= self.plan.k and trial is not None:
+                if fails >= k and trial is not None:
                     current, failing = cand, trial
                     ex.minimal, ex.minimal_rate = cand, (fails, tries)
                     ex.minimal_trial, ex.minimal_at = trial, ex.runs
