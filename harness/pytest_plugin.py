@@ -16,6 +16,10 @@ Fixtures:
   pipeline file takes `external={"postgres": pg, "redis": cache}`, services the test
   started (testcontainers' PostgresContainer, RedisContainer, or URLs) instead of the
   file's, each behind a Toxiproxy link of the session's stack, faults included;
+- `explore_pipeline`: `explore_pipeline("pipeline.toml", seed=0, budget="5m" or runs=N,
+  duration="6s") -> Exploration`, `driftlab explore FILE.toml` on the session's stack
+  (its `exit_code`, `minimal` schedule and `minimal_rate`, every run in `steps`); a
+  failing schedule is written beside the file as `<file>.found-<seed>.toml`;
 - `driftlab_scenario`: builds a Scenario from a user's own Setup class;
 - `scenario_result`: the Outcome of the test's `scenario` marker.
 
@@ -39,6 +43,7 @@ import pytest
 
 if TYPE_CHECKING:
     from harness.app.outcome import Outcome
+    from harness.app.pipeline_search.search import Exploration
     from harness.services.stack_protocol import ServiceStack
     from harness.setups.base import Setup
     from scenarios.model import Scenario
@@ -219,6 +224,43 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
         return dataclasses.replace(outcome, rerun=rerun)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def explore_pipeline(
+    pytestconfig: pytest.Config, driftlab_stack: ServiceStack
+) -> Callable[..., Exploration]:
+    """A callable: `explore_pipeline(path, seed=0, budget=None, runs=None,
+    duration=None) -> Exploration`, an exploration of the pipeline file at `path` within
+    `budget` ("5m") or `runs`, on the session's stack into --driftlab-runs-dir; its log
+    and a failing schedule are written as `driftlab explore` writes them."""
+    from harness.app.pipeline_search.explore_file import explore_file, found_path, write_outputs
+    from harness.app.pipeline_search.search import Plan
+    from harness.pipeline.spec import PipelineError, load
+
+    runs_dir = Path(pytestconfig.getoption("driftlab_runs_dir")).resolve()
+
+    def explore(
+        path: str | Path,
+        seed: int = 0,
+        budget: str | float | None = None,
+        runs: int | None = None,
+        duration: str | float | None = None,
+    ) -> Exploration:
+        path = Path(path)
+        try:
+            pipeline = load(path)
+            plan = Plan(seed=seed, budget_s=_duration(budget), runs=runs)
+            plan.validate()
+        except (PipelineError, ValueError) as exc:
+            raise pytest.UsageError(f"explore_pipeline({str(path)!r}): {exc}") from None
+        options = {"runs_dir": runs_dir, "stack": driftlab_stack}
+        ex = explore_file(pipeline, plan, _duration(duration), options)
+        command = f"pytest '{_current_test()}'"
+        write_outputs(ex, path, found_path(path, seed), runs_dir, command)
+        return ex
+
+    return explore
 
 
 @pytest.fixture(scope="session")

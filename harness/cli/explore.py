@@ -13,7 +13,13 @@ from rich.table import Table
 from harness import exitcodes
 from harness.architectures.registry import SIMULATED_SETUPS
 from harness.cli.app import app
-from harness.cli.common import seed_in_range
+from harness.cli.common import (
+    BACKEND_OPTION,
+    SPARK_MASTER_OPTION,
+    STACK_DIR_OPTION,
+    seed_in_range,
+)
+from harness.cli.pipeline import is_pipeline_file
 
 if TYPE_CHECKING:
     from harness.explore.search import SearchResult
@@ -31,7 +37,15 @@ _HELP = (
     "step by step with the anomalies the reference checkers find in its history, and saved "
     "for `driftlab replay` to run on the real stack. A property expected to hold is "
     "reported as held over the schedules tried. Exit status 1 when an outcome differs from "
-    "the claims table's prediction; the printed seed reproduces the search."
+    "the claims table's prediction; the printed seed reproduces the search.\n\n"
+    "Given a pipeline file (a path ending in .toml), searches its fault schedules on the "
+    "real stack instead, within --budget or --runs: each candidate is one run as `driftlab "
+    "run` makes it (faults at clock times and at moments of the run: a process's k-th ready "
+    "line, another fault's start or end, a store lagging), mutations of the runs that "
+    "showed something new are preferred, and a failing schedule is shrunk, each smaller "
+    "one run again and kept when it fails 2 of 3 times. The minimal schedule is written as "
+    "a pipeline file that `driftlab run` replays. Exit status: 1 a schedule broke an "
+    "expectation; 0 none did within the budget; 2 bad input; 3 the lab failed."
 )
 
 
@@ -40,9 +54,16 @@ _HELP = (
     epilog=f"Setups:\n\n{_SETUP_LIST}\n\nThe schedule file format is in docs/explore.md.",
 )
 def explore(
-    setup: Annotated[str, typer.Argument(help="The simulated setup to explore (listed below).")],
+    setup: Annotated[
+        str,
+        typer.Argument(
+            help="The simulated setup to explore (listed below), or a pipeline file "
+            "(pipeline.toml) to explore on the real stack."
+        ),
+    ],
     examples: Annotated[
-        int, typer.Option("--examples", "-n", min=1, help="Schedules to try per property.")
+        int,
+        typer.Option("--examples", "-n", min=1, help="Simulator: schedules to try per property."),
     ] = 500,
     seed: Annotated[
         int | None,
@@ -54,20 +75,73 @@ def explore(
             "--out",
             "-o",
             help="Where to save the minimal schedule (default: "
-            "RUNS_DIR/explore/<setup>-<seed>.json).",
+            "RUNS_DIR/explore/<setup>-<seed>.json; for a pipeline file, FILE.found-<seed>.toml "
+            "beside it, whose relative paths it shares).",
         ),
     ] = None,
     runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", help="The runs folder, where schedules are saved.")
+        Path,
+        typer.Option(
+            "--runs-dir",
+            resolve_path=True,
+            help="The runs folder, where schedules (and a pipeline's runs) are saved.",
+        ),
     ] = Path("runs"),
     history: Annotated[
         Path | None,
         typer.Option(
-            "--history", help="Also save the minimal schedule's history (a .jsonl segment)."
+            "--history",
+            help="Simulator: also save the minimal schedule's history (a .jsonl segment).",
         ),
     ] = None,
+    budget: Annotated[
+        str | None,
+        typer.Option(help="Pipeline file: wall-time budget, e.g. 10m (default 10m unless --runs)."),
+    ] = None,
+    runs: Annotated[
+        int | None, typer.Option("--runs", min=1, help="Pipeline file: at most this many runs.")
+    ] = None,
+    duration: Annotated[
+        str | None,
+        typer.Option(
+            help="Pipeline file: each candidate's workload, e.g. 6s (default: the file's)."
+        ),
+    ] = None,
+    shrink_runs: Annotated[
+        int,
+        typer.Option("--shrink-runs", min=1, help="Pipeline file: the shrinking's cap of runs."),
+    ] = 20,
+    plain: Annotated[
+        bool,
+        typer.Option(
+            "--plain",
+            help="Pipeline file: plain random schedules at clock times only, no moments "
+            "and no mutations (to compare with).",
+        ),
+    ] = False,
+    backend: Annotated[str, BACKEND_OPTION] = "local",
+    stack_dir: Annotated[Path | None, STACK_DIR_OPTION] = None,
+    spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
 ) -> None:
-    """Search the driftlab simulator for a minimal schedule breaking SETUP's claims."""
+    """Search the driftlab simulator for a minimal schedule breaking SETUP's claims, or
+    a pipeline file's fault schedules on the real stack (docs/explore-pipelines.md)."""
+    if is_pipeline_file(setup):
+        from harness.cli.explore_pipeline import ExploreOptions, explore_pipeline
+
+        options = ExploreOptions(
+            budget=budget,
+            runs=runs,
+            seed=secrets.randbelow(2**32) if seed is None else seed,
+            duration=duration,
+            out=out,
+            runs_dir=runs_dir,
+            backend=backend,
+            stack_dir=stack_dir,
+            spark_master=spark_master,
+            shrink_runs=shrink_runs,
+            plain=plain,
+        )
+        raise typer.Exit(explore_pipeline(Path(setup), options))
     console = Console()
     if setup not in SIMULATED_SETUPS:
         console.print(
