@@ -15,12 +15,12 @@ from rich.markup import escape
 
 from harness import exitcodes
 from harness.cli.common import (
-    attach_stack,
     check_runs_dir,
     check_spark_master,
     enter_backend,
     fail,
     parse_duration,
+    use_stack,
 )
 from harness.cli.printing import progress
 
@@ -115,14 +115,10 @@ def _run_options(scope: contextlib.ExitStack, o: ExploreOptions, err: Console) -
     process's, warmed now)."""
     from harness.app.judge import warm_spark
     from harness.rundir import RunsDir
-    from harness.runner.stack_use import running_stack
 
-    if o.stack_dir is not None:
-        stack = attach_stack(o.stack_dir, err)
-    else:
-        stack = running_stack() if o.backend == "local" else None
-        if stack is None:
-            stack = enter_backend(scope, o.backend, err)
+    stack = use_stack(scope, o.stack_dir, o.backend, err)
+    if stack is None:  # no `driftlab up`: one stack for every candidate, stopped at the end
+        stack = enter_backend(scope, o.backend, err)
     server = warm_spark(stack, o.spark_master)
     if server is None:
         from checkers.spark_start import warm_up
