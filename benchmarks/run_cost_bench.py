@@ -38,6 +38,10 @@ from benchmarks.__main__ import _positive, bench_parser, comma_list
 from benchmarks.pipeline_bench import running_stack
 from checkers.verdict import shown_verdict
 from harness.cli.common import parse_duration
+from harness.rundir import SUMMARY_JSON, RunDir
+
+SUMMARIES = f"*/*/logs/{SUMMARY_JSON}"
+"""Every run folder's logs/run.json under a runs folder."""
 
 DRIFTLAB = Path(sys.executable).with_name("driftlab")
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pg_to_redis"
@@ -89,10 +93,11 @@ def _marks(run: Path) -> dict[str, float]:
 def _split(run: Path, begun: float, ended: float, duration: float) -> dict[str, float]:
     """The run's phases in seconds, from its marks and the times its files were written."""
     m = _marks(run)
-    summary = json.loads((run / "logs" / "run.json").read_text())
-    analysed = (run / "analysis.json").stat().st_mtime
+    folder = RunDir(run)
+    summary = json.loads(folder.summary.read_text())
+    analysed = folder.analysis.stat().st_mtime
     analysis_begun = analysed - summary["analysis_s"]
-    reported = (run / "report.html").stat().st_mtime
+    reported = folder.report.stat().st_mtime
     return {
         "start": m["header"] - begun,
         "ready": m["workload-start"] - m["header"],
@@ -108,14 +113,14 @@ def _split(run: Path, begun: float, ended: float, duration: float) -> dict[str, 
 
 def _newest(runs: Path, before: set[Path]) -> Path:
     """The run folder made since `before` (logs/run.json files) was taken."""
-    made = [p.parents[1] for p in set(runs.glob("*/*/logs/run.json")) - before]
-    if not made or not (made[0] / "report.html").exists():
+    made = [p.parents[1] for p in set(runs.glob(SUMMARIES)) - before]
+    if not made or not RunDir(made[0]).report.exists():
         raise SystemExit(f"no judged run appeared in {runs}: see its runner.log")
     return made[0]
 
 
 def _round(run: Path, begun: float, ended: float, duration: float, code: int) -> Round:
-    analysis = json.loads((run / "analysis.json").read_text())
+    analysis = json.loads(RunDir(run).analysis.read_text())
     return Round(
         wall_s=ended - begun,
         duration_s=duration,
@@ -149,7 +154,7 @@ class Runner:
 
     def run(self, seed: int) -> Round:
         """One run of the file, timed whole."""
-        before = set(self.runs.glob("*/*/logs/run.json"))
+        before = set(self.runs.glob(SUMMARIES))
         begun = time.time()
         if self.in_process:
             from harness.app.pipeline import run_pipeline

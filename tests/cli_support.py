@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from reference_counts import predicted
+
 from harness.services.stack_home import ENV as STACK_DIR_ENV
 from scenarios.registry import claims_scenarios
 
@@ -37,10 +39,10 @@ def driftlab(cwd: Path, *args: str, timeout: float) -> subprocess.CompletedProce
 def assert_reproduced(index: dict[str, Any], claims: list[str], context: object = None) -> None:
     """The suite `index` ran each of `claims` once, and each reproduced its prediction:
     the kinds its scenario expects present found, those expected absent not."""
-    predicted = {sc.claim: sc for sc in claims_scenarios(claims)}
+    by_claim = {sc.claim: sc for sc in claims_scenarios(claims)}
     assert {r["claim"] for r in index["runs"]} == set(claims)
     for r in index["runs"]:
-        sc = predicted[r["claim"]]
+        sc = by_claim[r["claim"]]
         present = {k for k, v in sc.expectations.items() if v == "present"}
         absent = {k for k, v in sc.expectations.items() if v == "absent"}
         found = {k for k, n in r["counts"].items() if n}

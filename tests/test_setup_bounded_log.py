@@ -158,7 +158,9 @@ def test_a_run_whose_consumers_never_started_is_inconclusive(
     assert result.verdict == "inconclusive" and result.exit_code == 3, result.error
     # No consumer delivery: poll-skip, the kind the claim names, had no chance.
     assert len(result.inconclusive) == 1
-    assert result.inconclusive[0].startswith("poll-skip had no chance in this history: ")
+    assert result.inconclusive[0].startswith(
+        "nothing the run names was tested: poll-skip had no chance in this history: "
+    )
     analysis = json.loads(result.run_dir.analysis.read_text())
     assert analysis["inconclusive"] == result.inconclusive
     assert analysis["coverage"]["poll-skip"] == 0
