@@ -377,16 +377,28 @@ def test_the_verdicts_order(
         assert [c.split()[0] for c in found.caveats] == untested
 
 
-def test_the_pass_gives_each_window_its_planned_length_and_anchor() -> None:
-    """The keyed pass's fault series (checkers.keyed.timeline) carries the planned
-    duration and the anchor of each window's start event, so a window that lasted
-    28 s where 2 were planned is found slipped, one that lasted its plan is not."""
+def pass_windows(timed: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The fault windows the keyed pass's series gives for the events `timed` (time in
+    ns, fields), by fault id."""
     from keyed_support import history_table
 
     from checkers.keyed.columns import SERIES_ROW
     from checkers.keyed.routing import route, with_positions
     from checkers.keyed.timeline import series_rows
 
+    events = [Event(**({c: f.get(c) for c in COLUMNS} | {"time": t})) for t, f in timed]
+    routed = route(with_positions(history_table(events), 0), 1)
+    rows = series_rows(routed.series[0], 0, 1).to_pylist()
+    return sorted(
+        (json.loads(r["detail"]) for r in rows if r["out"] == SERIES_ROW and r["kind"] == "faults"),
+        key=lambda w: w["fault_id"],
+    )
+
+
+def test_the_pass_gives_each_window_its_planned_length_and_anchor() -> None:
+    """The keyed pass's fault series (checkers.keyed.timeline) carries the planned
+    duration and the anchor of each window's start event, so a window that lasted
+    28 s where 2 were planned is found slipped, one that lasted its plan is not."""
     s = 1_000_000_000
     timed = [
         (0, write("a", "a1")),
@@ -398,13 +410,7 @@ def test_the_pass_gives_each_window_its_planned_length_and_anchor() -> None:
         (34 * s, ev.fault("stop", "cut", target="connect->pg", fault_id="f2")),
         (40 * s, write("b", "b1")),
     ]  # fmt: skip
-    events = [Event(**({c: f.get(c) for c in COLUMNS} | {"time": t})) for t, f in timed]
-    routed = route(with_positions(history_table(events), 0), 1)
-    rows = series_rows(routed.series[0], 0, 1).to_pylist()
-    windows = sorted(
-        (json.loads(r["detail"]) for r in rows if r["out"] == SERIES_ROW and r["kind"] == "faults"),
-        key=lambda w: w["fault_id"],
-    )
+    windows = pass_windows(timed)
     assert [(w["planned_s"], w["after"]) for w in windows] == [(2.0, None), (1.0, "snapshot")]
     assert slip_lines(windows, 40.0) == [
         "fault crash connect slipped: planned for 2 s, it lasted 28.0 s (26.0 s more), "
@@ -417,12 +423,6 @@ def test_a_busy_crash_that_struck_idle_gave_no_chance_to_what_it_causes() -> Non
     struck a consumer with nothing applied and uncommitted, so nothing could be
     delivered again. The pass carries the start's `busy: false` as `idle`; the window
     is a fault that never took effect, and `not reproduced` becomes inconclusive."""
-    from keyed_support import history_table
-
-    from checkers.keyed.columns import SERIES_ROW
-    from checkers.keyed.routing import route, with_positions
-    from checkers.keyed.timeline import series_rows
-
     s = 1_000_000_000
     busy = {"at": 1.25, "duration": 0.25, "when": "busy"}
     timed = [
@@ -435,13 +435,7 @@ def test_a_busy_crash_that_struck_idle_gave_no_chance_to_what_it_causes() -> Non
         (4 * s, ev.fault("stop", "crash", target="consumer", fault_id="f2")),
         (6 * s, write("b", "b1")),
     ]  # fmt: skip
-    events = [Event(**({c: f.get(c) for c in COLUMNS} | {"time": t})) for t, f in timed]
-    routed = route(with_positions(history_table(events), 0), 1)
-    rows = series_rows(routed.series[0], 0, 1).to_pylist()
-    windows = sorted(
-        (json.loads(r["detail"]) for r in rows if r["out"] == SERIES_ROW and r["kind"] == "faults"),
-        key=lambda w: w["fault_id"],
-    )
+    windows = pass_windows(timed)
     assert [w["idle"] for w in windows] == [False, True]
     schedule = [
         {"kind": "crash", "target": "consumer", "at": at, "duration": 0.25} for at in (1.25, 3.5)
