@@ -50,10 +50,13 @@ from harness.pipeline.spec_model import (
     Pipeline,
     PipelineError,
     ProcessSpec,
+    Seed,
     SqlSource,
     StoreSpec,
+    TxnTemplate,
 )
 from harness.pipeline.spec_sections import parse_process, parse_source, parse_store
+from harness.pipeline.spec_txn import check_views
 
 # What importers of the pipeline file's model use: they need not know its modules.
 __all__ = [
@@ -63,8 +66,10 @@ __all__ = [
     "Pipeline",
     "PipelineError",
     "ProcessSpec",
+    "Seed",
     "SqlSource",
     "StoreSpec",
+    "TxnTemplate",
     "connect_template",
     "load",
     "parse",
@@ -131,12 +136,20 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
             f"names {sorted(bad_reads)}",
             f"use source or: {', '.join(sorted(store_names))}",
         )
+    source = parse_source(data, services, ports, path.parent)
+    check_views(stores, source.transactional)
+    if source.transactional and set(workload.mix) != {"write"}:
+        raise spec_error(
+            "workload.mix",
+            f"is {workload.mix!r}, and the source runs transactions",
+            "remove it: the transactions' weights are the mix (a delete is a transaction)",
+        )
     return Pipeline(
         name=name,
         path=path,
         services=own,
         external=external,
-        source=parse_source(data, services, ports),
+        source=source,
         processes=processes,
         stores=stores,
         workload=workload,

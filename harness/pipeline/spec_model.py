@@ -64,13 +64,41 @@ HTTP_METHODS = ("PUT", "POST", "PATCH", "DELETE")
 SOURCE_FIELDS = ("table", "schema")
 """`{source.table}` (schema-qualified) and `{source.schema}` (the namespace)."""
 
-STORE_KINDS = ("mirror", "log")
+STORE_KINDS = ("mirror", "log", "view")
 """`mirror`: holds the latest value per key (a skipped intermediate version is no
-loss); `log`: every write must arrive."""
+loss); `log`: every write must arrive; `view`: holds, per key, the state of a SQL
+query over the source (a pipeline with `[[source.transactions]]`)."""
+
+TXN_FIELDS = ("key", "value", "customer", "amount", "lines", "line")
+"""What a transaction's statement may use beside the run's templates: the entity key,
+a unique value, one of a few customer ids, an amount with two decimals, a line count
+1-5 and a line number 1-5. The workload fills them as SQL parameters."""
 
 
 class PipelineError(ValueError):
     """A pipeline file that cannot be used: the message names the field and the fix."""
+
+
+@dataclass(frozen=True)
+class TxnTemplate:
+    """One `[[source.transactions]]`: its statements run in one transaction, the
+    template chosen by `weight` among the file's."""
+
+    name: str
+    weight: float
+    statements: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Seed:
+    """Data in the source before any process starts: `rows` runs of the transaction
+    templates, or the SQL script `sql` (a path relative to the pipeline file) after
+    which every view is read for the keys the query `keys` returns (None: the
+    workload's key space)."""
+
+    rows: int | None = None
+    sql: str | None = None
+    keys: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +118,14 @@ class SqlSource:
     read: str | None = None
     http: str | None = None
     http_delete: str | None = None
+    tables: dict[str, str] = field(default_factory=dict)  # name -> its column definitions
+    transactions: tuple[TxnTemplate, ...] = ()
+    seed: Seed | None = None
+
+    @property
+    def transactional(self) -> bool:
+        """Whether the workload runs the file's transactions (its stores are views)."""
+        return bool(self.transactions)
 
     @property
     def own_sql(self) -> bool:
@@ -137,7 +173,10 @@ class StoreSpec:
     write that arrived. `kafka`: a topic read to its end, each record a (key, value):
     the latest per key (a mirror; a null value deletes the key) or every record (a
     log). `http`: a GET answering JSON, an object key -> value or a list of objects.
-    `fields` says where key, value and version are in a record's JSON (FieldPaths)."""
+    `fields` says where key, value and version are in a record's JSON (FieldPaths).
+    A `view` store holds, per key, the one value `view` (a query with `{key}`) returns
+    at the source, or nothing when it returns no row; `compare` names the dotted
+    fields of that JSON compared (None: all of it)."""
 
     name: str
     kind: str = "mirror"
@@ -148,6 +187,8 @@ class StoreSpec:
     kafka_topic: str | None = None
     http_url: str | None = None
     fields: FieldPaths = field(default_factory=lambda: FieldPaths())
+    view: str | None = None
+    compare: tuple[str, ...] | None = None
 
     @property
     def versioned(self) -> bool | None:

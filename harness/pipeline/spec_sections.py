@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from harness.pipeline.spec_fields import (
@@ -24,6 +25,13 @@ from harness.pipeline.spec_model import (
     SqlSource,
     StoreSpec,
 )
+from harness.pipeline.spec_txn import (
+    check_transactional,
+    parse_seed,
+    parse_tables,
+    parse_transactions,
+    view_fields,
+)
 
 
 def _http_url(url: str, ports: tuple[str, ...]) -> bool:
@@ -33,17 +41,25 @@ def _http_url(url: str, ports: tuple[str, ...]) -> bool:
 
 
 def parse_source(
-    data: dict[str, Any], services: tuple[str, ...], ports: tuple[str, ...]
+    data: dict[str, Any], services: tuple[str, ...], ports: tuple[str, ...], folder: Path
 ) -> SqlSource:
     """`[source]`: the table driftlab's workload writes, and how (SQL or HTTP) it
-    writes and reads it."""
+    writes and reads it; or its tables, transactions and seed."""
     src = table_field(data, "source", "")
     keys = ("table", "create", "write", "delete", "read", "http", "http_delete")
-    only_fields(src, keys, "source.")
+    only_fields(src, (*keys, "tables", "transactions", "seed"), "source.")
     table = str_field(src, "table", "source.", "items") or "items"
     if not NAME_PATTERN.match(table):
         raise spec_error("source.table", f"{table!r} is not a table name", "use letters, digits, _")
-    out = SqlSource(table=table, **{k: str_field(src, k, "source.") for k in keys[1:]})
+    transactions = parse_transactions(src, services)
+    check_transactional(src, transactions)
+    out = SqlSource(
+        table=table,
+        **{k: str_field(src, k, "source.") for k in keys[1:]},
+        tables=parse_tables(src),
+        transactions=transactions,
+        seed=parse_seed(src, folder, services),
+    )
     if out.http is not None and out.write is not None:
         raise spec_error("source", "has both write and http", "keep the one that writes the source")
     if (out.write is None and out.http is None) != (out.read is None):
@@ -165,10 +181,15 @@ def parse_store(
         raise spec_error(f"stores.{name}", "is not a usable name", "use letters, digits, - and _")
     if not isinstance(data, dict):
         raise spec_error(f"stores.{name}", "is not a table", f"write [stores.{name}]")
-    only_fields(data, ("kind", *STORE_READERS), where)
-    kind = str_field(data, "kind", where, "mirror")
+    only_fields(data, ("kind", *STORE_READERS, "view", "compare"), where)
+    kind = str_field(data, "kind", where, "mirror") or "mirror"
     if kind not in STORE_KINDS:
-        raise spec_error(f"{where}kind", f"is {kind!r}", "use mirror (latest value per key) or log")
+        raise spec_error(
+            f"{where}kind",
+            f"is {kind!r}",
+            "use mirror (latest value per key), log or view (a query's state per key)",
+        )
+    view, compare = view_fields(data, where, kind, services)
     readers = [k for k in STORE_READERS if k in data]
     if len(readers) != 1:
         raise spec_error(
@@ -208,6 +229,8 @@ def parse_store(
             redis_pattern=pattern,
             redis_field=str_field(r, "field", at),
             redis_version_field=str_field(r, "version_field", at),
+            view=view,
+            compare=compare,
         )
     if reader == "kafka":
         only_fields(r, ("topic", "key_field", "value_field", "version_field"), at)
@@ -215,7 +238,9 @@ def parse_store(
         if not topic:
             raise spec_error(f"{at}topic", "is missing", 'write topic = "{namespace}.items"')
         check_template(topic, f"{at}topic", services, ())
-        return StoreSpec(name, kind, kafka_topic=topic, fields=_paths(r, at))
+        return StoreSpec(
+            name, kind, kafka_topic=topic, fields=_paths(r, at), view=view, compare=compare
+        )
     if reader == "http":
         only_fields(r, ("url", "key_field", "value_field", "version_field"), at)
         url = str_field(r, "url", at)
@@ -224,10 +249,10 @@ def parse_store(
                 f"{at}url", f"is {url!r}", 'write url = "{app.url}/items" (http://...)'
             )
         check_template(url, f"{at}url", services, ports)
-        return StoreSpec(name, kind, http_url=url, fields=_paths(r, at))
+        return StoreSpec(name, kind, http_url=url, fields=_paths(r, at), view=view, compare=compare)
     only_fields(r, ("query",), at)
     query = str_field(r, "query", at)
     if not query:
         raise spec_error(f"{at}query", "is missing", 'write query = "SELECT key, value FROM ..."')
     check_template(query, f"{at}query", services, ())
-    return StoreSpec(name, kind, sql_query=query)
+    return StoreSpec(name, kind, sql_query=query, view=view, compare=compare)
