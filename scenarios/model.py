@@ -126,11 +126,14 @@ class Scenario:
         """The `params` block of config.json (and of the history's header).
 
         A setup parameter `invariant` is repeated at the top level: the eventsourcing
-        checker reads the bounds from the header's `params.invariant`.
+        checker reads the bounds from the header's `params.invariant`; so is `views`, a
+        pipeline's view stores, by which the checkers scope their keys.
         """
         invariant = self.setup_params.get("invariant")
+        views = self.setup_params.get("views")
         return {
             **({"invariant": invariant} if invariant is not None else {}),
+            **({"views": views} if views is not None else {}),
             "setup": self.setup,
             "claim": self.claim,
             "summary": self.summary,

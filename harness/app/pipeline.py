@@ -33,12 +33,17 @@ class PipelineResult:
 
 
 def to_scenario(pipeline: Pipeline, setup_name: str) -> Scenario:
-    """The Scenario a pipeline file stands for."""
+    """The Scenario a pipeline file stands for (its view stores in `views`, which the
+    history's header repeats)."""
+    views = [s.name for s in pipeline.stores if s.kind == "view"]
     return Scenario(
         name=pipeline.name,
         setup=setup_name,
         summary=pipeline.summary or f"the pipeline file {pipeline.path.name}",
-        setup_params={"pipeline_file": str(pipeline.path)},
+        setup_params={
+            "pipeline_file": str(pipeline.path),
+            **({"views": list(views)} if views else {}),
+        },
         workload=pipeline.workload,
         faults=pipeline.faults,
         expectations=dict(pipeline.expectations),

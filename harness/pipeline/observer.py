@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -84,6 +84,15 @@ class _Seen:
     held: bool = False  # some sample found a key
 
 
+def scoped(source: State, store: str, views: Collection[str]) -> State:
+    """The part of `source` store `store` must hold: of a view store, its own keys
+    `<store>/<key>`; of any other, the whole."""
+    if store not in views:
+        return source
+    prefix = f"{store}/"
+    return {k: v for k, v in source.items() if k.startswith(prefix)}
+
+
 def differing(source: State, store: State) -> list[str]:
     """Keys whose value in `store` is not the source's (a mirror compares values)."""
     keys = set(source) | set(store)
@@ -98,13 +107,15 @@ class Lag:
 
     last_value: dict[str, str | None]
     moments: Moments
+    views: tuple[str, ...] = ()  # view stores: each judged on its own keys only
 
     def report(self, store: str, state: State, last_write: dict[str, int], now_ns: int) -> None:
         """Report `store`'s lag as of `state`, read at `now_ns`."""
+        prefix = f"{store}/" if store in self.views else ""
         behind = [
             now_ns - last_write.get(key, now_ns)
             for key, value in dict(self.last_value).items()
-            if (state.get(key) or (None,))[0] != value
+            if key.startswith(prefix) and (state.get(key) or (None,))[0] != value
         ]
         self.moments.emit("lag", store, max(behind, default=0) / 1e9)
 
@@ -123,9 +134,11 @@ class Observer:
         logs: dict[str, Arrivals] | None = None,
         written: set[tuple[str, str]] | None = None,
         lag: Lag | None = None,
+        views: tuple[str, ...] = (),
     ) -> None:
         self.rec = rec
         self.lag = lag
+        self.views = views  # view stores: their keys `<store>/<key>` (scoped)
         self.source = source
         self.readers = readers
         self.logs = logs or {}
@@ -247,7 +260,11 @@ class Observer:
             diffs: dict[str, list[str]] = {}
             for name in self.readers:
                 now = self.sample(name)
-                keys = differing(source, now) if now is not None else ["(unreadable)"]
+                keys = (
+                    differing(scoped(source, name, self.views), now)
+                    if now is not None
+                    else ["(unreadable)"]
+                )
                 if keys:
                     diffs[name] = keys
             for name in self.logs:

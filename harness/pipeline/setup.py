@@ -27,7 +27,8 @@ from typing import Any, ClassVar
 from psycopg import sql
 
 from harness.history.schema import SOURCE_STORE
-from harness.pipeline import checks, connectors, links, run_role
+from harness.history.values import UniqueValues
+from harness.pipeline import checks, connectors, links, run_role, transactions
 from harness.pipeline.http_source import HttpWriter
 from harness.pipeline.observer import Divergence, Lag, Observer
 from harness.pipeline.processes import PipelineCommand, PipelineImage
@@ -40,6 +41,14 @@ from harness.pipeline.readers import (
     store_reader,
 )
 from harness.pipeline.spec import Pipeline, PipelineError, ProcessSpec, SqlSource
+from harness.pipeline.transactions import (
+    Committed,
+    Transactions,
+    ViewsReader,
+    ViewStore,
+    create_tables,
+    create_versions,
+)
 from harness.services.base import ServiceError
 from harness.services.command import CommandProcess, Readiness
 from harness.services.connect_rest import ConnectRest
@@ -51,6 +60,7 @@ from harness.services.postgres import drop_replication_slots
 from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import APP, direct_pg_connect, pg_conninfo
 from harness.setups.stores import UPSERT, AppConnection, Outcome, State, create_source_table
+from harness.workload.spec import KeyChooser
 
 log = logging.getLogger("driftlab.pipeline")
 
@@ -100,6 +110,14 @@ class PipelineClient(Client):
         super().__init__(setup.context.recorder, process)
         self.setup = setup
         self.conn = AppConnection(setup.pg_app)
+        self.rng = setup.context.client_rng(f"{process}/txn")  # the templates' draws
+
+    def _txn(self, key: str, value: str) -> None:
+        """Run one of the file's transactions on `key` (harness.pipeline.transactions)."""
+        assert self.setup.txns is not None
+        self.setup.keys.add(key)  # before it runs: an unknown commit may hold it
+        done = self.setup.txns.run(self.rec, self.process, self.conn, key, value, self.rng)
+        self.setup.committed(done, key)
 
     def _write(self, f: str, key: str, value: str | None) -> None:
         op_id = self.rec.invoke(self.process, f, key=key, value=value, store=SOURCE_STORE)
@@ -116,7 +134,10 @@ class PipelineClient(Client):
             self.setup.written.add((key, value))
 
     def write(self, key: str, value: str) -> None:
-        """Write the source; the pipeline carries it."""
+        """Write the source (with transactions: run one); the pipeline carries it."""
+        if self.setup.txns is not None:
+            self._txn(key, value)
+            return
         self._write("write", key, value)
 
     def delete(self, key: str) -> None:
@@ -138,6 +159,9 @@ class PipelineClient(Client):
         self.conn.close()
 
 
+SEED = "seed"
+"""The process name of the seed's transactions in the history."""
+
 SETUP_PREFIX = "pipeline:"
 """A pipeline file's setup is named `pipeline:<name>`."""
 
@@ -152,6 +176,7 @@ class PipelineSetup(Setup):
         super().__init__()
         type(self).made.append(self)
         self.stores = tuple(s.name for s in self.pipeline.stores)
+        self.views = tuple(s.name for s in self.pipeline.stores if s.kind == "view")
         self.procs: dict[str, PipelineCommand | PipelineImage] = {}
         self.not_back: list[str] = []  # processes that did not come back after a fault
         self.last_write: dict[str, int] = {}
@@ -166,6 +191,8 @@ class PipelineSetup(Setup):
         self.connectors: connectors.Registered | None = None
         self.unreadable: dict[str, str] = {}  # store -> why its final reading failed
         self.run_role: str | None = None  # on driftlab's PostgreSQL (harness.pipeline.run_role)
+        self.txns: Transactions | None = None  # the file's transactions, if it has any
+        self.keys: set[str] = set()  # every entity key a transaction or the seed touched
 
     def prepare(self, ctx: SetupContext) -> None:
         """The run's schema and source, its readers and (not started) processes."""
@@ -208,15 +235,24 @@ class PipelineSetup(Setup):
         with direct_pg_connect(pg_owner) as conn:
             if p.source.create is not None:
                 conn.execute(links.fill(p.source.create, direct).encode())
+            elif p.source.transactional:
+                create_tables(pg_owner, ns, p.source.tables)
             elif not p.source.own_sql:
                 create_source_table(pg_owner, ns, p.source.table)
-        if isinstance(self.writer, SourceWriter):
-            self.writer.check(self.pg_app)
-        if p.source.own_sql:
-            assert p.source.read is not None
-            self.source_reader: Reader = SqlReader(
-                self.pg_direct, links.fill(p.source.read, direct)
+        if p.source.transactional:
+            create_versions(pg_owner, ns)
+            self.txns = Transactions(p.source, p.stores, ns, app_values)
+            transactions.check(self.txns, self.pg_app)
+            self.source_reader: Reader = ViewsReader(
+                self.pg_direct, transactions.views(p.stores, direct), lambda: self.keys
             )
+        elif isinstance(self.writer, SourceWriter):
+            self.writer.check(self.pg_app)
+        if p.source.transactional:
+            pass  # the views' reader, above
+        elif p.source.own_sql:
+            assert p.source.read is not None
+            self.source_reader = SqlReader(self.pg_direct, links.fill(p.source.read, direct))
         else:
             self.source_reader = SourceTableReader(self.pg_direct, ns, p.source.table)
         self._opened.append(self.source_reader)
@@ -225,8 +261,11 @@ class PipelineSetup(Setup):
                 self.logs[s.name] = log_reader(s, self.pg_direct, reach, direct)
                 self._opened.append(self.logs[s.name])
             else:
-                self.readers[s.name] = store_reader(s, self.pg_direct, reach, direct)
-                self._opened.append(self.readers[s.name])
+                reader = store_reader(s, self.pg_direct, reach, direct)
+                if s.kind == "view":
+                    reader = ViewStore(reader, s.name, s.compare)
+                self.readers[s.name] = reader
+                self._opened.append(reader)
         for spec in p.processes:
             self.procs[spec.name] = self._command(
                 spec, {**run, **reach.values(spec.name, p.reached)}
@@ -241,6 +280,52 @@ class PipelineSetup(Setup):
                 ConnectRest(users.extra["url"]) if users else ctx.stack["connect"]
             )
             self.connectors.put(connectors.for_run(p.connectors, ns, values))
+        if self.txns is not None and p.source.seed is not None:
+            self._seed(ctx, pg_owner, direct)
+
+    def _seed(self, ctx: SetupContext, pg_owner: str, values: dict[str, Any]) -> None:
+        """The data before the pipeline: `rows` transactions on the workload's keys, or
+        the seed script; recorded before the workload starts (docs/history.md)."""
+        assert self.txns is not None
+        seed = self.pipeline.source.seed
+        assert seed is not None
+        rec = ctx.recorder
+        if seed.sql is not None:
+            script = links.fill((self.pipeline.folder / seed.sql).read_text(), values)
+            keys_query = links.fill(seed.keys, values) if seed.keys is not None else None
+            space = [f"k{i}" for i in range(self.pipeline.workload.keys)]
+            done = self.txns.run_script(rec, SEED, pg_owner, script, keys_query, space)
+            for key, committed in done.items():
+                self.committed(committed, key)
+            log.info("seed: %s run, %d keys", seed.sql, len(done))
+            return
+        rng = ctx.client_rng(SEED)
+        choose = KeyChooser(self.pipeline.workload, rng)
+        values_ = UniqueValues(SEED)
+        conn = AppConnection(self.pg_app)
+        failed = 0
+        try:
+            for _ in range(seed.rows or 0):
+                key = choose()
+                self.keys.add(key)
+                done = self.txns.run(rec, SEED, conn, key, values_.next(), rng)
+                self.committed(done, key)
+                failed += done.phase != "ok"
+        finally:
+            conn.close()
+        log.info("seed: %d transactions, %d failed", seed.rows, failed)
+
+    def committed(self, done: Committed, key: str) -> None:
+        """Note a transaction's outcome: on `ok`, each view's new state of `key` is what
+        its store must come to show (the lag moments, the convergence's times)."""
+        self.keys.add(key)
+        if done.phase != "ok":
+            return
+        now = time.time_ns()
+        for store, state in done.states.items():
+            self.last_write[f"{store}/{key}"] = now
+            self.last_value[f"{store}/{key}"] = state
+        self.context.moments.emit("write")
 
     def _command(
         self, spec: ProcessSpec, values: dict[str, Any]
@@ -315,7 +400,8 @@ class PipelineSetup(Setup):
             self.last_write,
             self.logs,
             self.written,
-            Lag(self.last_value, self.context.moments),
+            Lag(self.last_value, self.context.moments, self.views),
+            self.views,
         )
         self.observer.start()
 

@@ -1,0 +1,65 @@
+"""A user's consumer for the transactional pipeline tests: one JSON document per order
+in Redis, rebuilt from the source's tables.
+
+Every POLL seconds it reads the orders and their lines in one snapshot (REPEATABLE
+READ) and makes Redis hold exactly their documents under PREFIX: a new or changed
+document written, one whose order is gone deleted. A snapshot holds whole transactions
+only, so the documents are always a state the source had: the correct consumer.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psycopg
+import redis
+
+DSN, REDIS_URL, SCHEMA, PREFIX = (os.environ[n] for n in ("DSN", "REDIS_URL", "SCHEMA", "PREFIX"))
+POLL = float(os.environ.get("POLL", "0.1"))
+DOCS = f"""
+SELECT o.id, json_build_object('id', o.id, 'customer', o.customer, 'status', o.status,
+  'lines', (SELECT coalesce(json_agg(json_build_object('line', l.line, 'amount', l.amount)
+            ORDER BY l.line), '[]') FROM "{SCHEMA}".lines l WHERE l.order_id = o.id))::text
+FROM "{SCHEMA}".orders o
+"""
+
+
+def sync(pg: psycopg.Connection, r: redis.Redis, held: dict[str, str]) -> None:
+    """Make Redis hold the documents of the snapshot read now."""
+    with pg.transaction():
+        pg.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        docs = dict(pg.execute(DOCS).fetchall())
+    pipe = r.pipeline(transaction=False)
+    for key, doc in docs.items():
+        if held.get(key) != doc:
+            pipe.set(PREFIX + key, doc)
+    for key in set(held) - set(docs):
+        pipe.delete(PREFIX + key)
+    pipe.execute()
+    held.clear()
+    held.update(docs)
+
+
+def main() -> None:
+    r = redis.Redis.from_url(REDIS_URL, password=os.environ.get("REDISCLI_AUTH"), socket_timeout=2)
+    held = {
+        k.decode()[len(PREFIX) :]: v.decode() for k in r.scan_iter(PREFIX + "*") if (v := r.get(k))
+    }
+    print("order-docs ready", flush=True)
+    pg: psycopg.Connection | None = None
+    while True:
+        try:
+            if pg is None or pg.closed:
+                pg = psycopg.connect(DSN, connect_timeout=3)
+            sync(pg, r, held)
+        except (psycopg.Error, redis.RedisError) as exc:
+            print(f"retrying after: {exc}", flush=True)
+            held.clear()  # unknown what was written: write everything again
+            if pg is not None:
+                pg.close()
+        time.sleep(POLL)
+
+
+if __name__ == "__main__":
+    main()
