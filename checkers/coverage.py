@@ -20,11 +20,15 @@ from collections.abc import Callable, Sequence
 from checkers.keyed.facts import Facts, facts_of
 from checkers.reference.common import (
     SourceWrites,
+    ViewStates,
     final_states,
+    in_scope,
     is_arrival,
     is_consumer_delivery,
     is_effect,
     is_source_write,
+    scoped,
+    view_of,
 )
 from checkers.reference.eventsourcing import PROJECTION_PREFIX, is_log_event
 from checkers.reference.lost import done_on
@@ -62,10 +66,14 @@ def lost_write(events: Sequence[Event], facts: Facts) -> int:
     once the history quiesced."""
     if not facts.writes.quiesced:
         return 0
-    writes = sum(
-        1 for e in events if is_source_write(e) and e.phase == OpPhase.OK and e.key is not None
+    writes = [
+        e.key for e in events if is_source_write(e) and e.phase == OpPhase.OK and e.key is not None
+    ]
+    if not facts.views:
+        return len(writes) * len(facts.writes.effect_stores)
+    return sum(
+        1 for key in writes for s in facts.writes.effect_stores if in_scope(s, key, facts.views)
     )
-    return writes * len(facts.writes.effect_stores)
 
 
 def duplicate_delivery(events: Sequence[Event], facts: Facts) -> int:
@@ -119,10 +127,19 @@ def reorder_delivery(events: Sequence[Event], facts: Facts) -> int:
 
 
 def stale_overwrite(events: Sequence[Event], facts: Facts) -> int:
-    """Versioned effects on (or observations of) a key of a store after another there."""
+    """Versioned effects on (or observations of) a key of a store after another there;
+    of a view key, those with a version or a value of one of its states."""
+    events = scoped(events, facts.views)
+    states = ViewStates(events, facts.views)
+
+    def versioned(e: Event) -> bool:
+        if view_of(e.key, facts.views) is not None:
+            return bool(states.versions(e))
+        return e.version is not None
+
     return _followers(
         events,
-        lambda e: is_arrival(e) and e.key is not None and e.version is not None,
+        lambda e: is_arrival(e) and e.key is not None and versioned(e),
         lambda e: (e.store, e.key),
     )
 
@@ -159,18 +176,24 @@ def inconsistent_offset(events: Sequence[Event], facts: Facts) -> int:
 def divergence(events: Sequence[Event], facts: Facts) -> int:
     """(derived store, key) held at the end by the source or the store, both read at the
     end (missing, extra, stale, phantom)."""
-    states = final_states(events)
+    states = final_states(scoped(events, facts.views))
     stores = facts.state_stores | states.keys()
     derived = sorted(stores - {SOURCE_STORE})
     if SOURCE_STORE not in stores or not derived:
         return 0
     source = states.get(SOURCE_STORE, {})
-    return sum(len(source.keys() | states.get(s, {}).keys()) for s in derived)
+    return sum(
+        1
+        for s in derived
+        for key in source.keys() | states.get(s, {}).keys()
+        if in_scope(s, key, facts.views)
+    )
 
 
 def ryw_violation(events: Sequence[Event], facts: Facts) -> int:
     """`ok` reads invoked after their process's own `ok`, versioned source write of the
     key had completed."""
+    events = scoped(events, facts.views)
     invoked: dict[tuple[str, str], int] = {}
     own: dict[tuple[str, str], list[int]] = {}
     for e in events:
@@ -214,8 +237,14 @@ def invariant_violation(events: Sequence[Event], facts: Facts) -> int:
 
 def contradictory_order(events: Sequence[Event], facts: Facts) -> int:
     """(store, key) with an effect carrying an `ok`, versioned source write."""
+    events = scoped(events, facts.views)
     writes = SourceWrites(events)
-    return len({(e.store, e.key) for e in events if is_effect(e) and writes.of(e) is not None})
+    states = ViewStates(events, facts.views)
+
+    def carried(e: Event) -> Event | None:
+        return states.carried(e) if view_of(e.key, facts.views) is not None else writes.of(e)
+
+    return len({(e.store, e.key) for e in events if is_effect(e) and carried(e) is not None})
 
 
 CHANCES: dict[str, Chances] = {

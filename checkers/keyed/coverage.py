@@ -11,6 +11,7 @@ from collections import Counter
 
 from duckdb import DuckDBPyConnection
 
+from checkers.keyed import scope
 from checkers.keyed.columns import MESSAGE, PARTITION
 from checkers.keyed.facts import Facts
 from checkers.reference.common import WRITE_FS
@@ -106,6 +107,9 @@ QUERIES: dict[str, str] = {
 sieve's tables: r (the routed rows), k (the key route's), okw, eff, arrivals, fin, log and the
 facts' consumers and effect_stores."""
 
+_SCOPED = {"lost-write": scope.LOST_WRITE_CHANCES, "divergence": scope.DIVERGENCE_CHANCES}
+"""The queries of QUERIES that count stores per key, for a history with view stores."""
+
 OF_KIND: dict[str, str] = {
     **{kind: "polls" for kind in ("nonmonotonic-poll", "poll-skip")},
     **{kind: "divergence" for kind in ("missing", "extra", "stale", "phantom")},
@@ -130,10 +134,11 @@ def chances(con: DuckDBPyConnection, facts: Facts, kinds: tuple[str, ...]) -> Co
             if not judged.get(name, True):
                 counted[name] = 0
             else:
-                query = (
-                    QUERIES[name]
-                    .replace("$derived", str(len(derived)))
-                    .replace("$projections", str(projections))
+                query = QUERIES[name]
+                if facts.views and name in _SCOPED:
+                    query = _SCOPED[name].replace("$derived", scope.derived_stores(facts, "_view"))
+                query = query.replace("$derived", str(len(derived))).replace(
+                    "$projections", str(projections)
                 )
                 ((counted[name],),) = con.sql(query).fetchall()
         out[kind] = int(counted[name])

@@ -3,9 +3,10 @@
 Every check of docs/checkers.md is local to a group of events (a key, a channel
 partition, a message) except for a handful of small facts about the whole run: who
 consumes which channel and is done with it, which derived stores received effects or
-hold final states, whether the run quiesced, the invariant of its header, and the span
-of its clock. `facts_of` computes them from events in plain Python (the specification);
-the Spark pass gathers the same rows in one aggregation job (checkers.keyed.spark).
+hold final states, whether the run quiesced, the invariant and the view stores of its
+header, and the span of its clock. `facts_of` computes them from events in plain Python
+(the specification); the Spark pass gathers the same rows in one aggregation job
+(checkers.keyed.spark).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from checkers.reference.common import is_effect
+from checkers.reference.common import is_effect, views_of
 from checkers.reference.eventsourcing import Bounds, bounds
 from checkers.reference.lost import Consumers, WriteFacts
 from harness.history.schema import COLUMNS, Event, EventType, Mark, MsgAction
@@ -38,6 +39,8 @@ class Facts:
     limits_error: str | None = None
     """Why the header's invariant could not be read: the eventsourcing checker fails
     with it, as the reference does, and the other checkers go on."""
+    views: frozenset[str] = frozenset()
+    """The view stores the header names (`params.views`): each judged on its keys only."""
 
 
 def tag_of(e: Event) -> tuple[str, str | None, str | None]:
@@ -82,6 +85,7 @@ def facts_from_rows(
             state_stores.add(b)
         elif tag == QUIESCED:
             quiesced = True
+    headers = list(headers)
     try:
         limits, limits_error = bounds(headers), None
     except ValueError as e:
@@ -98,6 +102,7 @@ def facts_from_rows(
         t0,
         t1,
         limits_error,
+        views_of(headers),
     )
 
 

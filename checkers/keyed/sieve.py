@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.anomaly import ALL_KINDS
+from checkers.keyed import scope
 from checkers.keyed.columns import GROUP_COLUMN, KEY, MESSAGE, PARTITION, ROUTE_COLUMN
 from checkers.keyed.coverage import chances
 from checkers.keyed.duck import cursor
@@ -380,15 +381,18 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
         con.register("consumers", _consumers(facts))
         stores = sorted(facts.writes.effect_stores) if facts.writes.quiesced else []
         con.register("effect_stores", pa.table({"store": pa.array(stores, pa.string())}))
-        con.execute(_PREPARE)
+        if facts.views:
+            scope.register(con, facts)
+        con.execute(scope.PREPARE if facts.views else _PREPARE)
         con.execute(_expand(_LOG))
-        con.execute(_expand(_FINAL))
+        con.execute(_expand(scope.FINAL if facts.views else _FINAL))
         con.execute(_UNMET)
         queries = [f"SELECT {KEY} AS _r, _g FROM ({q})" for q in _KEY_SUSPECTS.values()]
         if facts.limits_error is not None:
             queries.append(f"SELECT {KEY} AS _r, _g FROM k")  # the checker fails as a whole
         if stores:
-            queries.append(f"SELECT {KEY} AS _r, _g FROM ({_LOST_WRITE})")
+            lost_write = scope.LOST_WRITE if facts.views else _LOST_WRITE
+            queries.append(f"SELECT {KEY} AS _r, _g FROM ({lost_write})")
         projections = sorted(s for s in facts.state_stores if s.startswith(PROJECTION_PREFIX))
         if projections:
             con.register("projections", pa.table({"store": pa.array(projections, pa.string())}))
@@ -401,7 +405,12 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
             queries.append(f"SELECT {KEY} AS _r, _g FROM ({invariant})")
         derived = facts.state_stores - {SOURCE_STORE}
         if SOURCE_STORE in facts.state_stores and derived:
-            divergence = _DIVERGENCE.replace("$derived", str(len(derived)))
+            if facts.views:
+                divergence = _DIVERGENCE.replace(*scope.DIVERGENCE_GROUPS).replace(
+                    "$derived", scope.derived_stores(facts, "g._view")
+                )
+            else:
+                divergence = _DIVERGENCE.replace("$derived", str(len(derived)))
             queries.append(f"SELECT {KEY} AS _r, _g FROM ({divergence})")
         queries += [f"SELECT {MESSAGE} AS _r, _g FROM ({q})" for q in _MESSAGE_SUSPECTS.values()]
         con.execute(_expand("CREATE TEMP TABLE suspects AS " + " UNION ".join(queries)))

@@ -137,19 +137,28 @@ def _anomalies_of(check: Callable[[Sequence[Event]], list[Anomaly]]) -> Check:
     return run
 
 
+def _keyed(check: Callable[[Sequence[Event], frozenset[str]], list[Anomaly]]) -> Check:
+    """A reference check of key groups that needs the history's view stores."""
+
+    def run(events: Sequence[Event], facts: Facts, out: Judged) -> None:
+        out.anomalies += check(events, facts.views)
+
+    return run
+
+
 def _lost_writes(events: Sequence[Event], facts: Facts, out: Judged) -> None:
-    found = lost.writes(events, facts.writes)
+    found = lost.writes(events, facts.writes, facts.views)
     out.anomalies += found.lost
     out.notes["recovered-write"] += found.recovered
 
 
 def _divergence(events: Sequence[Event], facts: Facts, out: Judged) -> None:
-    out.anomalies += divergence.check(events, facts.state_stores)
+    out.anomalies += divergence.check(events, facts.state_stores, facts.views)
 
 
 def _staleness(events: Sequence[Event], facts: Facts, out: Judged) -> None:
-    out.anomalies += staleness.check(events)
-    out.lags += staleness.lag_rows(events)
+    out.anomalies += staleness.check(events, facts.views)
+    out.lags += staleness.lag_rows(events, facts.views)
 
 
 def _eventsourcing(events: Sequence[Event], facts: Facts, out: Judged) -> None:
@@ -172,11 +181,11 @@ def _messages(events: Sequence[Event], facts: Facts, out: Judged) -> None:
 CHECKS: dict[int, tuple[tuple[str, Check], ...]] = {
     KEY: (
         ("lost", _lost_writes),
-        ("reorder", _anomalies_of(reorder.key_checks)),
+        ("reorder", _keyed(reorder.key_checks)),
         ("divergence", _divergence),
         ("staleness", _staleness),
         ("eventsourcing", _eventsourcing),
-        ("graph", _anomalies_of(graph.check)),
+        ("graph", _keyed(graph.check)),
     ),
     PARTITION: (("reorder", _polls),),
     MESSAGE: (("lost", _messages), ("duplicates", _anomalies_of(duplicates.check))),

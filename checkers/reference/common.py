@@ -5,8 +5,10 @@ Shared between checkers: add helpers with small edits, keep the existing ones st
 
 from __future__ import annotations
 
+import json
+from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from checkers.anomaly import Anomaly, evidence_json
 from harness.history.schema import (
@@ -75,6 +77,97 @@ def is_arrival(e: Event) -> bool:
     """A write seen in a derived store: an effect, or an observation (the lag and
     stale-overwrite judge both)."""
     return is_effect(e) or is_observation(e)
+
+
+def views_of(events: Iterable[Event]) -> frozenset[str]:
+    """The view stores of a history: `params.views` of the first header (time order)
+    that names them (docs/checkers.md, View stores); none without one."""
+    for h in sorted((e for e in events if e.type == EventType.HEADER), key=order_key):
+        try:
+            params = json.loads(h.extra or "{}").get("params") or {}
+        except (json.JSONDecodeError, AttributeError):
+            continue  # not a run header: the recorder writes JSON objects
+        views = params.get("views") if isinstance(params, dict) else None
+        if isinstance(views, list) and views:
+            return frozenset(str(v) for v in views)
+    return frozenset()
+
+
+def view_of(key: str | None, views: frozenset[str]) -> str | None:
+    """The view store whose states `key` names (`S/<entity key>`), or None."""
+    if not views or key is None:
+        return None
+    head, slash, _ = key.partition("/")
+    return head if slash and head in views else None
+
+
+def in_scope(store: str | None, key: str | None, views: frozenset[str]) -> bool:
+    """Whether `store` is judged on `key`: a view store S only on keys `S/...`, and
+    those keys only against S (and the source); every pair without views."""
+    if not views or store is None or store == SOURCE_STORE or key is None:
+        return True
+    view = view_of(key, views)
+    return store == view if view is not None else store not in views
+
+
+def scoped(events: Sequence[Event], views: frozenset[str]) -> Sequence[Event]:
+    """`events` without those of a derived store on a key out of its scope."""
+    if not views:
+        return events
+    return [e for e in events if in_scope(e.store, e.key, views)]
+
+
+class ViewStates:
+    """The committed states of view keys (`ok` source writes with a version), whose
+    values may repeat across versions: what an arrival without a version may carry."""
+
+    def __init__(self, events: Iterable[Event], views: frozenset[str]) -> None:
+        by_key: dict[str, list[Event]] = defaultdict(list)
+        for e in events:
+            if (
+                is_source_write(e)
+                and e.phase == OpPhase.OK
+                and e.version is not None
+                and view_of(e.key, views) is not None
+            ):
+                by_key[e.key].append(e)
+        self.states: dict[tuple[str, str | None], list[Event]] = defaultdict(list)
+        for key, writes in by_key.items():
+            for w in sorted(writes, key=lambda w: w.version):
+                self.states[(key, w.value)].append(w)
+
+    def versions(self, arrival: Event) -> list[int]:
+        """The versions an arrival of a view key may show, ascending: its own version,
+        else those of the states with its value (none for a value the view never had)."""
+        if arrival.version is not None:
+            return [arrival.version]
+        if arrival.value is None:
+            return []
+        return [w.version for w in self.states.get((arrival.key, arrival.value), ())]
+
+    def carried(self, arrival: Event) -> Event | None:
+        """The state an arrival carries: the state of its version if it has one (a
+        delete, which has no value, only so); else, of the states with its value, the
+        last whose `ok` came at or before it, or the first (one seen before its `ok`)."""
+        found = self.states.get((arrival.key, arrival.value), ())
+        if arrival.version is not None:
+            exact = next((w for w in found if w.version == arrival.version), None)
+            if exact is not None or arrival.value is None:
+                return exact
+        if not found or arrival.value is None:
+            return None
+        done = [w for w in found if w.time <= arrival.time]
+        return max(done, key=order_key) if done else found[0]
+
+
+def least_at_or_above(versions: list[int], floor: int | None) -> int | None:
+    """The least of the ascending `versions` at or above `floor` (any, without one)."""
+    if not versions:
+        return None
+    if floor is None:
+        return versions[0]
+    i = bisect_left(versions, floor)
+    return versions[i] if i < len(versions) else None
 
 
 def final_states(events: Iterable[Event]) -> dict[str, dict[str, Event]]:

@@ -13,21 +13,34 @@ from checkers.anomaly import MAX_EVIDENCE, Anomaly, evidence_json
 from checkers.reference.common import (
     committed_values,
     final_states,
+    in_scope,
     is_effect,
+    is_observation,
     is_source_write,
     order_key,
+    scoped,
+    view_of,
+    views_of,
 )
 from harness.history.schema import SOURCE_STORE, Event, OpPhase
 
 CHECKER = "divergence"
 
 
-def check(events: Sequence[Event], state_stores: Iterable[str] | None = None) -> list[Anomaly]:
+def check(
+    events: Sequence[Event],
+    state_stores: Iterable[str] | None = None,
+    views: frozenset[str] | None = None,
+) -> list[Anomaly]:
     """Every (store, key) whose final value differs from the source's, classified.
 
     `state_stores` are the stores with a `state` event anywhere in the history, when
-    `events` hold only some keys (every event of each).
+    `events` hold only some keys (every event of each); `views` the view stores (the
+    header's by default), each judged on its own keys only.
     """
+    if views is None:
+        views = views_of(events)
+    events = scoped(events, views)
     states = final_states(events)
     for store in state_stores or ():
         states.setdefault(store, {})
@@ -35,11 +48,13 @@ def check(events: Sequence[Event], state_stores: Iterable[str] | None = None) ->
     if source is None or not states:
         return []
     committed = committed_values(events)
-    history = _key_history(events)
+    history = _key_history(events, views)
     out: list[Anomaly] = []
     for store in sorted(states):
         held = states[store]
         for key in sorted(source.keys() | held.keys()):
+            if not in_scope(store, key, views):
+                continue
             src, der = source.get(key), held.get(key)
             if src is not None and der is not None and src.value == der.value:
                 continue
@@ -72,12 +87,19 @@ def check(events: Sequence[Event], state_stores: Iterable[str] | None = None) ->
     return out
 
 
-def _key_history(events: Iterable[Event]) -> dict[tuple[str, str], list[Event]]:
+def _key_history(
+    events: Iterable[Event], views: frozenset[str]
+) -> dict[tuple[str, str], list[Event]]:
     """(store, key) -> the writes behind its final value: source writes that may have
-    committed (`ok` and `info`) under `source`, effects under the derived store."""
+    committed (`ok` and `info`) under `source`, effects under the derived store, and of
+    a view store the observer's samples too (what it showed during the run)."""
     out: dict[tuple[str, str], list[Event]] = defaultdict(list)
     for e in events:
-        if (is_source_write(e) and e.phase in (OpPhase.OK, OpPhase.INFO)) or is_effect(e):
+        if (
+            (is_source_write(e) and e.phase in (OpPhase.OK, OpPhase.INFO))
+            or is_effect(e)
+            or (views and is_observation(e) and view_of(e.key, views) is not None)
+        ):
             out[(e.store, e.key)].append(e)
     return out
 

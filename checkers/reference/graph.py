@@ -28,7 +28,15 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 from checkers.anomaly import Anomaly, evidence_json
-from checkers.reference.common import SourceWrites, is_effect, order_key
+from checkers.reference.common import (
+    SourceWrites,
+    ViewStates,
+    is_effect,
+    order_key,
+    scoped,
+    view_of,
+    views_of,
+)
 from harness.history.schema import Event
 
 CHECKER = "graph"
@@ -38,15 +46,27 @@ SHOWN = 8
 """A cycle's detail names at most this many writes."""
 
 
-def check(events: Sequence[Event]) -> list[Anomaly]:
-    """Every (store, key) whose effect order contradicts the source's version order."""
+def check(events: Sequence[Event], views: frozenset[str] | None = None) -> list[Anomaly]:
+    """Every (store, key) whose effect order contradicts the source's version order.
+
+    A store is judged on the keys of its scope (`views`, the header's by default); an
+    effect on a view key carries the state ViewStates.carried names (values repeat
+    across a view's versions)."""
+    if views is None:
+        views = views_of(events)
+    events = scoped(events, views)
     writes = SourceWrites(events)
+    states = ViewStates(events, views)
     chains: dict[str, list[Event]] = defaultdict(list)
     for w in (*writes.by_value.values(), *writes.deletes.values()):
-        chains[w.key].append(w)
+        if view_of(w.key, views) is None:
+            chains[w.key].append(w)
+    for found in states.states.values():
+        for w in found:
+            chains[w.key].append(w)
     applied: dict[tuple[str, str], list[tuple[int, Event]]] = defaultdict(list)
     for e in sorted((e for e in events if is_effect(e)), key=order_key):
-        w = writes.of(e)
+        w = states.carried(e) if view_of(e.key, views) is not None else writes.of(e)
         if w is not None:
             applied[(e.store, e.key)].append((w.version, e))
     out = []

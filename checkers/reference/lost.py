@@ -21,7 +21,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from checkers.anomaly import Anomaly
-from checkers.reference.common import found_at, is_effect, is_source_write, order_key
+from checkers.reference.common import (
+    found_at,
+    in_scope,
+    is_effect,
+    is_source_write,
+    order_key,
+    scoped,
+    views_of,
+)
 from harness.history.schema import (
     LOG_AUDIT,
     SOURCE_STORE,
@@ -208,11 +216,19 @@ def _carried(e: Event) -> tuple[str | None, str | None, int | None]:
     return (e.key, e.value, e.version if e.value is None else None)
 
 
-def writes(events: Sequence[Event], facts: WriteFacts | None = None) -> Outcome:
+def writes(
+    events: Sequence[Event],
+    facts: WriteFacts | None = None,
+    views: frozenset[str] | None = None,
+) -> Outcome:
     """Lost writes and recovered ones; `facts` of the whole history when `events` hold
-    only some keys (every event of each)."""
+    only some keys (every event of each); a write of a view key is judged against its
+    view store only (`views`, the header's by default)."""
     if facts is None:
         facts = write_facts(events)
+    if views is None:
+        views = views_of(events)
+    events = scoped(events, views)
     reached: set[tuple[str, tuple[str | None, str | None, int | None]]] = set()
     logged: dict[tuple[str | None, str | None, int | None], list[Event]] = defaultdict(list)
     for e in sorted(events, key=order_key):
@@ -236,6 +252,8 @@ def writes(events: Sequence[Event], facts: WriteFacts | None = None) -> Outcome:
         if w.phase != OpPhase.OK or not quiesced:
             continue
         for store in sorted(effect_stores):
+            if not in_scope(store, w.key, views):
+                continue
             if (store, _carried(w)) not in reached:
                 where, seen = _write_where(logged.get(_carried(w), []), w.key in audited_keys)
                 detail = f"{w.f} of {w.key!r} = {w.value!r} never reached {store}{where}"

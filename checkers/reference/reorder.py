@@ -18,7 +18,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers.anomaly import Anomaly, evidence_json
-from checkers.reference.common import found_at, is_arrival, is_consumer_delivery, order_key
+from checkers.reference.common import (
+    ViewStates,
+    found_at,
+    in_scope,
+    is_arrival,
+    is_consumer_delivery,
+    least_at_or_above,
+    order_key,
+    view_of,
+    views_of,
+)
 from harness.history.schema import Event, EventType, MsgAction
 
 CHECKER = "reorder"
@@ -31,18 +41,57 @@ def check(events: Sequence[Event]) -> list[Anomaly]:
     return key_checks(events) + partition_checks(events)
 
 
-def key_checks(events: Sequence[Event]) -> list[Anomaly]:
+def key_checks(events: Sequence[Event], views: frozenset[str] | None = None) -> list[Anomaly]:
     """reorder-delivery and stale-overwrite: per key, so of any set of whole keys. A
-    store's versions are those of its effects and of driftlab's observations of it."""
+    store's versions are those of its effects and of driftlab's observations of it;
+    of a view store (`views`, the header's by default), an arrival without a version
+    shows one of the versions whose state has its value (view_overwrites)."""
+    if views is None:
+        views = views_of(events)
     ordered = sorted(events, key=order_key)
     delivers = [e for e in ordered if is_consumer_delivery(e)]
-    effects = [e for e in ordered if is_arrival(e)]
+    effects = [e for e in ordered if is_arrival(e) and in_scope(e.store, e.key, views)]
+    plain = [e for e in effects if view_of(e.key, views) is None]
     return [
         *_regressions(
             delivers, "reorder-delivery", lambda e: (e.consumer, e.process, e.key), "delivered"
         ),
-        *_regressions(effects, "stale-overwrite", lambda e: (e.store, e.key), "applied"),
+        *_regressions(plain, "stale-overwrite", lambda e: (e.store, e.key), "applied"),
+        *view_overwrites(ordered, [e for e in effects if view_of(e.key, views) is not None], views),
     ]
+
+
+def view_overwrites(
+    ordered: Sequence[Event], arrivals: Sequence[Event], views: frozenset[str]
+) -> list[Anomaly]:
+    """stale-overwrite of view keys, exact where values repeat across versions: per
+    (store, key) in time order, each arrival shows the least version of its candidates
+    (ViewStates.versions) at or above the one shown before, which is the assignment
+    that leaves every later arrival the most room; an arrival none of whose candidates
+    is that high can only show an older state. With one candidate each, this is the
+    rule of the other keys."""
+    states = ViewStates(ordered, views)
+    shown: dict[tuple[str | None, str], tuple[int, Event]] = {}
+    out: list[Anomaly] = []
+    for e in arrivals:
+        candidates = states.versions(e)
+        if e.key is None or not candidates:
+            continue
+        g = (e.store, e.key)
+        before = shown.get(g)
+        at = least_at_or_above(candidates, None if before is None else before[0])
+        if at is not None:
+            shown[g] = (at, e)
+            continue
+        top, by = before
+        held = ", ".join(str(v) for v in candidates)
+        detail = f"{e.key!r} state of version {held} observed after version {top}"
+        out.append(
+            found_at(
+                CHECKER, "stale-overwrite", e, detail, [by, e], store=e.store, consumer=e.consumer
+            )
+        )
+    return out
 
 
 def partition_checks(events: Sequence[Event]) -> list[Anomaly]:

@@ -11,15 +11,29 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from checkers.anomaly import Anomaly, evidence_json
-from checkers.reference.common import SourceWrites, is_arrival, is_source_write, order_key
+from checkers.reference.common import (
+    SourceWrites,
+    ViewStates,
+    is_arrival,
+    is_source_write,
+    order_key,
+    scoped,
+    view_of,
+    views_of,
+)
 from harness.history.schema import Event, EventType, OpPhase
 
 CHECKER = "staleness"
 PERCENTILES = {"p50_ms": 0.5, "p95_ms": 0.95, "p99_ms": 0.99}
 
 
-def check(events: Sequence[Event]) -> list[Anomaly]:
-    """Every `ok` read that returned something older than its process's own write."""
+def check(events: Sequence[Event], views: frozenset[str] | None = None) -> list[Anomaly]:
+    """Every `ok` read that returned something older than its process's own write; a
+    read of a store on a key out of its scope (`views`, the header's by default) is
+    not judged."""
+    if views is None:
+        views = views_of(events)
+    events = scoped(events, views)
     writes = SourceWrites(events)
     invoked: dict[tuple[str, str], Event] = {}
     own: dict[tuple[str, str], list[Event]] = defaultdict(list)
@@ -91,19 +105,28 @@ def _is_read(e: Event) -> bool:
     )
 
 
-def lag_rows(events: Sequence[Event]) -> list[tuple[str, int, int]]:
+def lag_rows(
+    events: Sequence[Event], views: frozenset[str] | None = None
+) -> list[tuple[str, int, int]]:
     """(store, ok time, lag in ns) of every `ok` source write that reached a store.
 
     The lag runs from the write's `ok` to its first effect on the store, or to its first
     observation there (a store driftlab samples from outside); one seen before the `ok`
-    (the commit was visible before the client heard of it) counts 0.
+    (the commit was visible before the client heard of it) counts 0. A view key's
+    arrival carries the state ViewStates.carried names (values repeat across its
+    versions); a store is timed on the keys of its scope only (`views`, the header's
+    by default).
     """
+    if views is None:
+        views = views_of(events)
+    events = scoped(events, views)
     writes = SourceWrites(events)
+    states = ViewStates(events, views)
     first: dict[tuple[str, str, int], tuple[int, int]] = {}
     for e in events:
         if not is_arrival(e):
             continue
-        w = writes.of(e)
+        w = states.carried(e) if view_of(e.key, views) is not None else writes.of(e)
         if w is None:
             continue
         at = (e.store, w.key, w.version)
@@ -115,7 +138,7 @@ def lag_rows(events: Sequence[Event]) -> list[tuple[str, int, int]]:
 def lag_ns(events: Sequence[Event]) -> dict[str, list[int]]:
     """store -> the lag in ns of every `ok` source write that reached it (lag_rows)."""
     out: dict[str, list[int]] = defaultdict(list)
-    for store, _, delay in lag_rows(events):
+    for store, _, delay in lag_rows(events, views_of(events)):
         out[store].append(delay)
     return dict(out)
 
