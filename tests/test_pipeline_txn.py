@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,12 @@ def test_transactions_views_and_seed_are_recorded_exactly(stack: Stack, tmp_path
     assert versions
     for key, seen in versions.items():
         assert [v for v, _ in seen] == list(range(1, len(seen) + 1)), key
+    # An order dropped after it held lines: its view has no row, a delete state.
+    assert any(
+        before is not None and after is None
+        for seen in versions.values()
+        for (_, before), (_, after) in pairwise(seen)
+    )
     # The final states: the view's at the source, what Redis holds, and they agree.
     finals = [e for e in events if e["type"] == "state" and e.get("key")]
     source = {e["key"]: e["value"] for e in finals if e["store"] == "source"}
@@ -84,6 +91,49 @@ def test_transactions_views_and_seed_are_recorded_exactly(stack: Stack, tmp_path
     one = json.loads(next(iter(source.values())))
     assert set(one) == {"status", "lines"}
     assert canonical_json(json.dumps(one)) == next(iter(source.values()))
+
+
+SEED_SQL = """
+INSERT INTO {source.schema}.orders SELECT 'k' || i, 'c0', 'old' FROM generate_series(0, 19) i;
+INSERT INTO {source.schema}.lines SELECT 'k' || i, 1, i + 0.5 FROM generate_series(0, 19) i;
+"""
+
+
+def test_a_seed_script_is_recorded_as_one_transaction(stack: Stack, tmp_path: Path) -> None:
+    (tmp_path / "seed.sql").write_text(SEED_SQL)
+    text = (PIPELINES / "orders_txn.toml").read_text()
+    text = text.replace(
+        "seed = { rows = 30 }",
+        'seed = { sql = "seed.sql", keys = "SELECT id FROM {source.schema}.orders" }',
+    ).replace('"order_docs.py"', f'"{PIPELINES / "order_docs.py"}"')
+    path = tmp_path / "orders.toml"
+    path.write_text(text)
+    out = run_pipeline(load(path), seed=4, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
+    assert out.run.error is None and not out.not_converged, (out.run.error, out.not_converged)
+    events = history(out.run.run_dir)
+    by_id = ops(events)
+    (seed,) = [
+        evs for evs in by_id.values() if evs[0]["process"] == "seed" and evs[0]["f"] == "txn"
+    ]
+    assert json.loads(seed[0]["extra"])["name"] == "seed" and seed[0].get("key") is None
+    states = [
+        evs
+        for evs in by_id.values()
+        if evs[0].get("extra") and json.loads(evs[0]["extra"]).get("txn") == seed[0]["op_id"]
+    ]
+    assert sorted(evs[0]["key"] for evs in states) == sorted(f"docs/k{i}" for i in range(20))
+    assert all(evs[-1]["phase"] == "ok" and evs[-1]["version"] == 1 for evs in states)
+    k3 = next(evs[0]["value"] for evs in states if evs[0]["key"] == "docs/k3")
+    assert json.loads(k3) == {"status": "old", "lines": [{"line": 1, "amount": 3.5}]}
+    # Keys k8..k19 are seeded only: the consumer's snapshot carried them, as the view says.
+    finals = {
+        (e["store"], e["key"]): e["value"] for e in events if e["type"] == "state" and e.get("key")
+    }
+    assert (
+        finals[("docs", "docs/k19")]
+        == finals[("source", "docs/k19")]
+        == ('{"lines":[{"amount":19.5,"line":1}],"status":"old"}')
+    )
 
 
 def test_a_correct_consumer_is_held(stack: Stack, tmp_path: Path) -> None:
