@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from pipeline_support import PIPELINES, history
 
+from harness import exitcodes
 from harness.app.pipeline import PipelineResult, run_pipeline
 from harness.history.canonical import canonical_json
 from harness.pipeline.spec import load
@@ -99,16 +100,39 @@ INSERT INTO {source.schema}.lines SELECT 'k' || i, 1, i + 0.5 FROM generate_seri
 """
 
 
-def test_a_seed_script_is_recorded_as_one_transaction(stack: Stack, tmp_path: Path) -> None:
-    (tmp_path / "seed.sql").write_text(SEED_SQL)
+def run_edited(tmp_path: Path, stack: Stack, old: str, new: str) -> PipelineResult:
+    """A run of orders_txn.toml with `old` replaced by `new`, from `tmp_path`."""
     text = (PIPELINES / "orders_txn.toml").read_text()
-    text = text.replace(
-        "seed = { rows = 30 }",
-        'seed = { sql = "seed.sql", keys = "SELECT id FROM {source.schema}.orders" }',
-    ).replace('"order_docs.py"', f'"{PIPELINES / "order_docs.py"}"')
+    assert old in text
+    text = text.replace(old, new).replace('"order_docs.py"', f'"{PIPELINES / "order_docs.py"}"')
     path = tmp_path / "orders.toml"
     path.write_text(text)
-    out = run_pipeline(load(path), seed=4, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
+    return run_pipeline(load(path), seed=4, runs_dir=tmp_path / "runs", stack=stack, analyze=False)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        ("SET status = 'shipped'", "SET state = 'shipped'", "source.transactions[1] (ship):"),
+        ("o.id = {key}", "o.nope = {key}", "stores.docs.view:"),
+    ],
+)
+def test_a_statement_or_view_that_fails_is_named_before_the_workload(
+    stack: Stack, tmp_path: Path, old: str, new: str, named: str
+) -> None:
+    r = run_edited(tmp_path, stack, old, new).run
+    assert r.exit_code == exitcodes.BAD_INPUT, r.error
+    assert r.error is not None and r.error.startswith(f"{named} fails on PostgreSQL: column")
+
+
+def test_a_seed_script_is_recorded_as_one_transaction(stack: Stack, tmp_path: Path) -> None:
+    (tmp_path / "seed.sql").write_text(SEED_SQL)
+    out = run_edited(
+        tmp_path,
+        stack,
+        "seed = { rows = 30 }",
+        'seed = { sql = "seed.sql", keys = "SELECT id FROM {source.schema}.orders" }',
+    )
     assert out.run.error is None and not out.not_converged, (out.run.error, out.not_converged)
     events = history(out.run.run_dir)
     by_id = ops(events)
