@@ -24,8 +24,16 @@ name = "{name}"
 """
 
 
+_MIX = """mix = { write = 9, delete = 1 }  # one operation in ten deletes its key: it must go
+"""
+
+
 def _tail(
-    timeout: int = 30, window: int = 3, why: str = "(converged or not)", duration: int = 10
+    timeout: int = 30,
+    window: int = 3,
+    why: str = "(converged or not)",
+    duration: int = 10,
+    mix: str = _MIX,
 ) -> str:
     """The workload, the expectations and the convergence wait."""
     return f"""
@@ -35,7 +43,7 @@ keys = 8          # keys k0..k7 written by the workload
 rate = 100        # writes per second, all clients together
 duration = {duration}     # seconds
 rotate_s = 1.0    # every second the writes move on to fresh keys, which keep their value
-
+{mix}
 [expect]
 # Kinds of anomaly that fail the run (docs/checkers.md). A mirror that converges
 # never misses a key nor keeps an old, invented or deleted value.
@@ -118,7 +126,7 @@ services = ["postgres", "redis"]
 recovery = 3.0  # seconds at the end of the workload kept free of faults
 
 # driftlab creates <namespace>.items(key text, value text, version bigint) and writes
-# it: every write bumps the key's version.
+# it: every write bumps the key's version; a delete leaves a tombstone (value NULL).
 [source]
 table = "items"
 
@@ -151,6 +159,14 @@ write = \"\"\"
 WITH w AS (
   INSERT INTO {{source.table}} AS t (key, value, version) VALUES ({{key}}, {{value}}, 1)
   ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = t.version + 1
+  RETURNING key, value, version)
+INSERT INTO {{namespace}}.outbox (key, value, version) SELECT key, value, version FROM w
+RETURNING version
+\"\"\"
+# A delete leaves a tombstone (value NULL) in the table and the outbox.
+delete = \"\"\"
+WITH w AS (
+  UPDATE {{source.table}} SET value = NULL, version = version + 1 WHERE key = {{key}}
   RETURNING key, value, version)
 INSERT INTO {{namespace}}.outbox (key, value, version) SELECT key, value, version FROM w
 RETURNING version
@@ -214,6 +230,7 @@ recovery = 3.0
 [source]
 create = "CREATE TABLE {{source.table}} (key text PRIMARY KEY, value text, version bigint NOT NULL)"
 http = "PUT http://127.0.0.1:{{app_server.port}}/items/{{key}}"
+http_delete = "DELETE http://127.0.0.1:{{app_server.port}}/items/{{key}}"
 read = "SELECT key, value, version FROM {{source.table}} WHERE value IS NOT NULL"
 
 # {{app_server.port}} is a free port driftlab draws for this process, kept across restarts.
@@ -323,18 +340,86 @@ at = 6.0
 duration = 2.0
 """
 
+_VIEW = f"""\
+summary = "Orders and lines written in transactions; my consumer keeps a document per order"
+services = ["postgres", "redis"]
+recovery = 3.0
+
+# driftlab creates these tables in the run's schema ({{source.schema}}), fills them
+# before your processes start (seed: the transactions below, run `rows` times; or
+# seed = {{ sql = "seed.sql" }}, a script of yours), then runs the transactions,
+# chosen by weight, each in ONE transaction. Placeholders are SQL parameters: {{key}}
+# the order, {{customer}} one of c0..c4, {{amount}} a numeric, {{lines}} a count 1-5,
+# {{line}} a line 1-5, {{value}} a unique text.
+[source]
+seed = {{ rows = 100 }}
+
+[source.tables]
+orders = "id text PRIMARY KEY, customer text NOT NULL, status text NOT NULL"
+lines = \"\"\"order_id text NOT NULL, line int NOT NULL, amount numeric(10,2) NOT NULL,
+  PRIMARY KEY (order_id, line)\"\"\"
+
+[[source.transactions]]
+name = "new_order"
+weight = 3
+statements = [
+  "DELETE FROM {{source.schema}}.lines WHERE order_id = {{key}}",
+  \"\"\"INSERT INTO {{source.schema}}.orders VALUES ({{key}}, {{customer}}, 'new')
+     ON CONFLICT (id) DO UPDATE SET customer = EXCLUDED.customer, status = 'new'\"\"\",
+  \"\"\"INSERT INTO {{source.schema}}.lines
+     SELECT {{key}}, g, {{amount}} FROM generate_series(1, {{lines}}) g\"\"\",
+]
+
+[[source.transactions]]
+name = "ship"
+weight = 2
+statements = [
+  "UPDATE {{source.schema}}.orders SET status = 'shipped' WHERE id = {{key}}",
+  \"\"\"UPDATE {{source.schema}}.lines SET amount = amount + 1
+     WHERE order_id = {{key}} AND line = {{line}}\"\"\",
+]
+
+[[source.transactions]]
+name = "drop_order"  # a delete: the order's document must go
+weight = 1
+statements = [
+  "DELETE FROM {{source.schema}}.lines WHERE order_id = {{key}}",
+  "DELETE FROM {{source.schema}}.orders WHERE id = {{key}}",
+]
+
+# Your consumer: a snapshot of the tables, then their changes (logical decoding,
+# Debezium, ...), into one JSON document per order.
+{_process("indexer", "PGDSN REDIS_URL REDIS_PASSWORD PREFIX", "reads the tables, writes documents")}
+# kind = "view": per order, the store must hold what the query `view` returns for it
+# at the source (no row: no document). driftlab evaluates it inside each transaction,
+# so every state an order's document may rightly show is known. Documents compare as
+# JSON (numbers as numbers), on the fields `compare` names.
+[stores.docs]
+kind = "view"
+redis = {{ pattern = "{{namespace}}:*" }}
+view = \"\"\"SELECT json_build_object('id', o.id, 'status', o.status, 'lines',
+          (SELECT coalesce(json_agg(json_build_object('line', l.line, 'amount', l.amount)
+                   ORDER BY l.line), '[]') FROM {{source.schema}}.lines l WHERE l.order_id = o.id))
+        FROM {{source.schema}}.orders o WHERE o.id = {{key}}\"\"\"
+compare = ["status", "lines"]
+
+{_faults("indexer", "indexer->redis")}"""
+
 SHAPES: dict[str, str] = {
     "cdc-cache": _CDC_CACHE,
     "dual-write": _DUAL_WRITE,
     "outbox": _OUTBOX,
     "queue": _QUEUE,
     "connectors": _CONNECTORS,
+    "view": _VIEW,
 }
 """Shape -> the body of its starting file."""
 
 TAILS: dict[str, str] = {
     # Long enough for both fault windows before the last `recovery` seconds.
     "connectors": _tail(60, 15, "(longer than the sink's restart)", duration=12),
+    # The transactions' weights are the mix.
+    "view": _tail(mix=""),
 }
 """Shapes whose convergence wait is not the default one."""
 

@@ -5,10 +5,15 @@ Every POLL seconds it reads the orders and their lines in one snapshot (REPEATAB
 READ) and makes Redis hold exactly their documents under PREFIX: a new or changed
 document written, one whose order is gone deleted. A snapshot holds whole transactions
 only, so the documents are always a state the source had: the correct consumer.
+
+BUG=torn plants what a view store's checkers must catch: the orders and the lines are
+read in two statements, a moment apart, outside one snapshot, so a document may join
+an order with lines of another transaction: a state the view never had.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -17,6 +22,7 @@ import redis
 
 DSN, REDIS_URL, SCHEMA, PREFIX = (os.environ[n] for n in ("DSN", "REDIS_URL", "SCHEMA", "PREFIX"))
 POLL = float(os.environ.get("POLL", "0.1"))
+BUG = os.environ.get("BUG", "")
 DOCS = f"""
 SELECT o.id, json_build_object('id', o.id, 'customer', o.customer, 'status', o.status,
   'lines', (SELECT coalesce(json_agg(json_build_object('line', l.line, 'amount', l.amount)
@@ -25,11 +31,33 @@ FROM "{SCHEMA}".orders o
 """
 
 
+TORN_ORDERS = f'SELECT id, customer, status FROM "{SCHEMA}".orders'
+TORN_LINES = f'SELECT order_id, line, amount::float8 FROM "{SCHEMA}".lines ORDER BY order_id, line'
+
+
+def torn(pg: psycopg.Connection) -> dict[str, str]:
+    """The documents of two reads a moment apart (BUG=torn)."""
+    orders = pg.execute(TORN_ORDERS).fetchall()
+    pg.commit()
+    time.sleep(0.05)
+    lines: dict[str, list[dict[str, object]]] = {}
+    for order_id, line, amount in pg.execute(TORN_LINES).fetchall():
+        lines.setdefault(order_id, []).append({"line": line, "amount": amount})
+    pg.commit()
+    return {
+        i: json.dumps({"id": i, "customer": c, "status": s, "lines": lines.get(i, [])})
+        for i, c, s in orders
+    }
+
+
 def sync(pg: psycopg.Connection, r: redis.Redis, held: dict[str, str]) -> None:
     """Make Redis hold the documents of the snapshot read now."""
-    with pg.transaction():
-        pg.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        docs = dict(pg.execute(DOCS).fetchall())
+    if BUG == "torn":
+        docs = torn(pg)
+    else:
+        with pg.transaction():
+            pg.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            docs = dict(pg.execute(DOCS).fetchall())
     pipe = r.pipeline(transaction=False)
     for key, doc in docs.items():
         if held.get(key) != doc:
