@@ -1,5 +1,5 @@
 """`python -m benchmarks [--sizes 1M,5M,20M] [--dir DIR] [--spark-master URL] [--run-cost]
-[--stack-dir DIR]`."""
+[--stack-dir DIR] [--views [--views-events 1M]]`."""
 
 from __future__ import annotations
 
@@ -91,7 +91,20 @@ def cli(argv: list[str] | None = None) -> None:
         "hogs (benchmarks.run_cost_bench; on the stack of --stack-dir, else one of its own)",
     )
     parser.add_argument("--stack-dir", type=Path, help="the running stack of --run-cost")
+    parser.add_argument(
+        "--views",
+        action="store_true",
+        help="also time analyze of a history with transactions and a view store against "
+        "the same events without views (benchmarks.views_bench)",
+    )
+    parser.add_argument(
+        "--views-events", type=_size, default=1_000_000, help="events of --views (default: 1M)"
+    )
     args = parser.parse_args(argv)
+    if args.views:
+        from benchmarks import views_bench
+
+        views_bench.measure(args.dir, args.views_events, args.repeats)
     if args.run_cost:
         from benchmarks import run_cost_bench
 
