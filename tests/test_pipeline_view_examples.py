@@ -1,0 +1,134 @@
+"""The two examples of transactions and views (issue 37) on the real stack, each file
+as a user runs it.
+
+examples/orders_to_redis: orders and their lines written in transactions, a Go
+consumer keeping one JSON document per order in Redis from logical decoding, slowed,
+crashed while behind and cut off from Redis. Applying each source transaction whole
+holds; applying rows one by one with the slot moved first is caught as `phantom`
+documents (half a transaction), each row naming its order and showing Redis's
+document beside the states the order had.
+
+examples/debezium_order_totals: a table seeded before the run, Debezium's snapshot and
+stream of it, a consumer keeping each order's total in Redis; the Connect worker is
+SIGKILLed before its offsets say the snapshot ended. Setting state from each record
+holds; adding amounts counts what Debezium sends again twice, caught as `phantom`
+totals.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pipeline_support import assert_passed, caught, final_states, history
+
+from harness.app.pipeline import PipelineResult, run_pipeline
+from harness.pipeline.spec import load
+from harness.services.stack import Stack
+
+pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+ORDERS = EXAMPLES / "orders_to_redis"
+TOTALS = EXAMPLES / "debezium_order_totals"
+
+
+def run(path: Path, stack: Stack, tmp_path: Path, seed: int) -> PipelineResult:
+    """The pipeline file at `path`, run on `stack` as `driftlab run` does."""
+    return run_pipeline(load(path), seed=seed, runs_dir=tmp_path, stack=stack)
+
+
+@pytest.fixture(scope="module")
+def go_consumer() -> None:
+    """The Go consumer's own tests, which also leave its build in Go's cache: the
+    pipeline's `go run .` then starts in a second, not a minute."""
+    subprocess.run(["go", "test", "./..."], cwd=ORDERS / "consumer", check=True, timeout=600)
+
+
+def view_states(events: list[dict[str, Any]], store: str) -> dict[str, list[str | None]]:
+    """Each key's committed view states of `store`, in version order (None: absent)."""
+    out: dict[str, list[tuple[int, str | None]]] = {}
+    invokes = {e["op_id"]: e for e in events if e["type"] == "op" and e["phase"] == "invoke"}
+    for e in events:
+        if e["type"] == "op" and e["phase"] == "ok" and e["key"].startswith(f"{store}/"):
+            inv = invokes[e["op_id"]]
+            if inv.get("process") != "observer":
+                out.setdefault(e["key"], []).append((e["version"], inv.get("value")))
+    return {k: [v for _, v in sorted(states)] for k, states in out.items()}
+
+
+def assert_phantoms_shown(rows: list[dict[str, Any]], store: str) -> set[str]:
+    """Every phantom row's evidence shows the store's final state of its key beside
+    the view's committed states, none of which it equals; the keys named."""
+    assert rows
+    for row in rows:
+        assert row["store"] == store and row["key"].startswith(f"{store}/")
+        evidence = json.loads(row["evidence"])
+        held = [e for e in evidence if e["type"] == "state" and e["store"] == store]
+        states = [e.get("value") for e in evidence if e["type"] == "op" and e["store"] == "source"]
+        assert len(held) == 1 and states, evidence
+        assert held[0]["value"] not in states
+    return {row["key"] for row in rows}
+
+
+def test_the_transactional_go_consumer_holds(
+    stack: Stack, spark: object, tmp_path: Path, go_consumer: None
+) -> None:
+    out = run(ORDERS / "pipeline.toml", stack, tmp_path, seed=3)
+    assert_passed(out, fault_windows=3)
+    events = history(out.run.run_dir)
+    docs, source = final_states(events, "docs"), final_states(events, "source")
+    assert docs == source and len(source) > 20
+    # Every transaction template ran, and the views recorded deletes (dropped orders).
+    names = {
+        json.loads(e["extra"])["name"]
+        for e in events
+        if e["type"] == "op" and e["phase"] == "invoke" and e["f"] == "txn"
+    }
+    assert names == {"place_order", "amend_line", "drop_order"}
+    assert any(None in states for states in view_states(events, "docs").values())
+    # The consumer was SIGKILLed once: two instances, the second resuming the slot.
+    log = out.run.run_dir.log("consumer.log").read_text()
+    assert log.count("consumer ready") == 2 and "restarted=true" in log
+
+
+def test_rows_applied_one_by_one_leave_phantom_documents(
+    stack: Stack, spark: object, tmp_path: Path, go_consumer: None
+) -> None:
+    out = run(ORDERS / "pipeline-bug.toml", stack, tmp_path, seed=3)
+    keys = assert_phantoms_shown(caught(out, "phantom"), "docs")
+    # A phantom is a document the order never had: here, never a view state of its key.
+    events = history(out.run.run_dir)
+    states, held = view_states(events, "docs"), final_states(events, "docs")
+    assert all(held[k] not in states[k] for k in keys)
+    # The run did not converge on those documents either.
+    (div,) = out.not_converged
+    assert div.store == "docs" and keys <= set(div.keys)
+
+
+def test_debezium_totals_hold_through_a_connect_crash_at_the_snapshot(
+    stack: Stack, spark: object, tmp_path: Path
+) -> None:
+    out = run(TOTALS / "pipeline.toml", stack, tmp_path, seed=5)
+    assert_passed(out, fault_windows=3)
+    events = history(out.run.run_dir)
+    totals, source = final_states(events, "totals"), final_states(events, "source")
+    assert totals == source and len(source) > 20
+    # The seed's transactions committed before the workload: the snapshot's rows.
+    start = next(e["time"] for e in events if e.get("kind") == "workload-start")
+    seeded = [e for e in events if e["type"] == "op" and e.get("process") == "seed"]
+    assert seeded and all(e["time"] < start for e in seeded)
+
+
+def test_adding_amounts_counts_a_resent_snapshot_twice(
+    stack: Stack, spark: object, tmp_path: Path
+) -> None:
+    out = run(TOTALS / "pipeline-bug.toml", stack, tmp_path, seed=5)
+    keys = assert_phantoms_shown(caught(out, "phantom"), "totals")
+    # Each phantom total is above the order's final one: lines counted twice.
+    events = history(out.run.run_dir)
+    held, source = final_states(events, "totals"), final_states(events, "source")
+    assert any(k in source and float(held[k]) > float(source[k]) for k in keys)
