@@ -18,15 +18,19 @@ totals.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from pipeline_support import assert_passed, caught, final_states, history
 
 from harness.app.pipeline import PipelineResult, run_pipeline
 from harness.pipeline.spec import load
+from harness.rundir import RunDir
+from harness.services.kafka import kafka_client_config
 from harness.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
@@ -72,6 +76,28 @@ def assert_phantoms_shown(rows: list[dict[str, Any]], store: str) -> set[str]:
         assert len(held) == 1 and states, evidence
         assert held[0]["value"] not in states
     return {row["key"] for row in rows}
+
+
+def snapshots_taken(stack: Stack, run_dir: RunDir) -> int:
+    """How many snapshots Debezium began in the run's topic (records whose
+    `source.snapshot` is "first"), the topic named by the consumer's ready line."""
+    found = re.search(r"topic (\S+)", run_dir.log("totals.log").read_text())
+    assert found
+    part = TopicPartition(found[1], 0)
+    consumer = Consumer(kafka_client_config(stack, None, {"group.id": "test-view-examples"}))
+    try:
+        low, high = consumer.get_watermark_offsets(part, timeout=10)
+        consumer.assign([TopicPartition(found[1], 0, low)])
+        firsts, offset = 0, low
+        while offset < high:
+            msg = consumer.poll(10)
+            assert msg is not None and not msg.error(), msg and msg.error()
+            event = json.loads(msg.value())
+            firsts += event["source"].get("snapshot") == "first"
+            offset = msg.offset() + 1
+        return firsts
+    finally:
+        consumer.close()
 
 
 def test_the_transactional_go_consumer_holds(
@@ -121,6 +147,9 @@ def test_debezium_totals_hold_through_a_connect_crash_at_the_snapshot(
     start = next(e["time"] for e in events if e.get("kind") == "workload-start")
     seeded = [e for e in events if e["type"] == "op" and e.get("process") == "seed"]
     assert seeded and all(e["time"] < start for e in seeded)
+    # The Connect crash came before its offsets recorded the snapshot's end: restarted,
+    # Debezium snapshotted the table again, and the totals are still exact.
+    assert snapshots_taken(stack, out.run.run_dir) == 2
 
 
 def test_adding_amounts_counts_a_resent_snapshot_twice(

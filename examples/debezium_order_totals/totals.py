@@ -9,10 +9,15 @@ the restarted connector sends again what it had sent since; when it dies before 
 initial snapshot's end was flushed, it starts the snapshot over and sends every row of
 the table again as a read (`op = "r"`) record.
 
-So each record *sets* state: the line's amount in the hash `PREFIX + "lines:" + order`
-(deleted with the line), and the order's total recomputed from that hash into
-`PREFIX + "total:" + order` (removed with its last line). A record sent twice sets the
-same values twice.
+So each change record *sets* state: the line's amount in the hash
+`PREFIX + "lines:" + order` (deleted with the line), and the order's total recomputed
+from that hash into `PREFIX + "total:" + order` (removed with its last line). A record
+sent twice sets the same values twice. A snapshot is the whole table at one moment, so
+it replaces the state whole: its read records (`source.snapshot` "first" ... "last")
+are gathered, and applied with the position past the last one in one MULTI/EXEC that
+also removes every order and line the snapshot does not hold (deleted while Connect was
+down: no delete record will ever say so). Until then the position stays before the
+snapshot's first record, so a crash while gathering reads the snapshot again.
 
 ADD_AMOUNTS=1 plants the bug users of Debezium hit at the snapshot's handover: each
 record adds its change to the total (after's amount minus before's, which REPLICA
@@ -112,8 +117,26 @@ def add_change(pipe: Any, order: str, before: dict | None, after: dict | None) -
         pipe.delete(total_key, count_key)
 
 
+def replace_all(pipe: Any, lines: dict[str, dict[str, str]]) -> None:
+    """A snapshot's state: every order's lines and total as `lines` has them, every
+    other order of the store removed."""
+    for key in retried("list the orders", lambda: list(store.scan_iter(f"{PREFIX}lines:*"))):
+        order = key.removeprefix(f"{PREFIX}lines:")
+        if order not in lines:
+            pipe.delete(key, f"{PREFIX}total:{order}")
+    for order, amounts in lines.items():
+        pipe.delete(f"{PREFIX}lines:{order}")
+        pipe.hset(f"{PREFIX}lines:{order}", mapping=amounts)
+        pipe.set(f"{PREFIX}total:{order}", str(sum(Decimal(a) for a in amounts.values())))
+
+
+snapshot: dict[str, dict[str, str]] | None = None
+"""The lines the snapshot being read holds so far, by order (None: none is read)."""
+
+
 def apply(msg: Message) -> None:
     """One record's change and the position past it, in one MULTI/EXEC."""
+    global snapshot
     pipe = store.pipeline(transaction=True)
     if msg.value() is not None:  # a tombstone changes nothing
         event = json.loads(msg.value())
@@ -121,6 +144,15 @@ def apply(msg: Message) -> None:
         row = after or before
         if ADD_AMOUNTS:
             add_change(pipe, row["order_id"], before, after)
+        elif event["op"] == "r":
+            marker = event["source"].get("snapshot")
+            if marker == "first" or snapshot is None:
+                snapshot = {}
+            snapshot.setdefault(row["order_id"], {})[str(row["line"])] = row["amount"]
+            if marker != "last":
+                return
+            replace_all(pipe, snapshot)
+            snapshot = None
         else:
             amount = after["amount"] if after else None
             set_line(pipe, row["order_id"], str(row["line"]), amount)
