@@ -118,6 +118,8 @@ class PipelineClient(Client):
         self.setup.keys.add(key)  # before it runs: an unknown commit may hold it
         done = self.setup.txns.run(self.rec, self.process, self.conn, key, value, self.rng)
         self.setup.committed(done, key)
+        if done.phase == "ok":  # the workload's writes, not the seed's
+            self.setup.context.moments.emit("write")
 
     def _write(self, f: str, key: str, value: str | None) -> None:
         op_id = self.rec.invoke(self.process, f, key=key, value=value, store=SOURCE_STORE)
@@ -325,7 +327,6 @@ class PipelineSetup(Setup):
         for store, state in done.states.items():
             self.last_write[f"{store}/{key}"] = now
             self.last_value[f"{store}/{key}"] = state
-        self.context.moments.emit("write")
 
     def _command(
         self, spec: ProcessSpec, values: dict[str, Any]
