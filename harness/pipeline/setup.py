@@ -275,6 +275,9 @@ class PipelineSetup(Setup):
                 spec, {**run, **reach.values(spec.name, p.reached)}
             )
             self.procs[spec.name].not_back = self._not_back
+        if self.txns is not None and p.source.seed is not None:
+            # Before any connector or process: a snapshot, not the stream, must carry it.
+            self._seed(ctx, pg_owner, direct)
         if p.connectors:
             # The worker's own links: a fault on connect->postgres cuts the connectors.
             reached = tuple(svc for svc in p.reached if svc != "connect")
@@ -284,8 +287,6 @@ class PipelineSetup(Setup):
                 ConnectRest(users.extra["url"]) if users else ctx.stack["connect"]
             )
             self.connectors.put(connectors.for_run(p.connectors, ns, values))
-        if self.txns is not None and p.source.seed is not None:
-            self._seed(ctx, pg_owner, direct)
 
     def _seed(self, ctx: SetupContext, pg_owner: str, values: dict[str, Any]) -> None:
         """The data before the pipeline: `rows` transactions on the workload's keys, or
