@@ -20,6 +20,7 @@ from psycopg import sql
 from harness.pipeline.http_reader import HttpReader
 from harness.pipeline.kafka_reader import KafkaReader
 from harness.pipeline.links import Reach, fill
+from harness.pipeline.record_fields import as_text
 from harness.pipeline.spec import StoreSpec
 from harness.services.base import Endpoint
 from harness.setups.connect import direct_pg_connect, redis_client
@@ -50,6 +51,12 @@ class Arrivals(Protocol):
     def close(self) -> None:
         """Release the connection."""
         ...
+
+
+def _text(raw: object) -> str:
+    """A column's value as text: a json or jsonb column (which psycopg parses) as its
+    JSON, not as Python's repr of it."""
+    return (as_text(raw) or "null") if isinstance(raw, dict | list) else str(raw)
 
 
 def _version(raw: object) -> int | None:
@@ -86,7 +93,7 @@ class SqlReader:
         """Run the query; rows with a NULL value are absent keys (tombstones)."""
         rows = self._rows()
         return {
-            str(r[0]): (str(r[1]), _version(r[2]) if len(r) > 2 else None)
+            str(r[0]): (_text(r[1]), _version(r[2]) if len(r) > 2 else None)
             for r in rows
             if r[1] is not None
         }

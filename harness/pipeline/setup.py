@@ -118,11 +118,15 @@ class PipelineClient(Client):
         self.setup.keys.add(key)  # before it runs: an unknown commit may hold it
         done = self.setup.txns.run(self.rec, self.process, self.conn, key, value, self.rng)
         self.setup.committed(done, key)
+        if done.phase == "ok":  # the workload's writes, not the seed's
+            self.setup.context.moments.emit("write")
 
     def _write(self, f: str, key: str, value: str | None) -> None:
+        writer = self.setup.writer
+        assert writer is not None  # a source without transactions has its writer
         op_id = self.rec.invoke(self.process, f, key=key, value=value, store=SOURCE_STORE)
         try:
-            version = self.setup.writer.execute(self.conn, key, value)
+            version = writer.execute(self.conn, key, value)
         except Outcome as out:
             self.rec.complete(op_id, out.phase, error=str(out))
             return
@@ -192,6 +196,7 @@ class PipelineSetup(Setup):
         self.unreadable: dict[str, str] = {}  # store -> why its final reading failed
         self.run_role: str | None = None  # on driftlab's PostgreSQL (harness.pipeline.run_role)
         self.txns: Transactions | None = None  # the file's transactions, if it has any
+        self.writer: SourceWriter | HttpWriter | None = None  # else, how the source is written
         self.keys: set[str] = set()  # every entity key a transaction or the seed touched
 
     def prepare(self, ctx: SetupContext) -> None:
@@ -227,11 +232,6 @@ class PipelineSetup(Setup):
         run = links.run_values(ns, p.source.table, ctx.work_dir, p.folder, ports)
         direct = {**run, **reach.values(None, p.reached)}
         app_values = {**run, **reach.values(APP, p.reached)}
-        self.writer: SourceWriter | HttpWriter = (
-            HttpWriter(p.source.http, p.source.http_delete, app_values)
-            if p.source.http is not None
-            else SourceWriter(p.source, ns, app_values)
-        )
         with direct_pg_connect(pg_owner) as conn:
             if p.source.create is not None:
                 conn.execute(links.fill(p.source.create, direct).encode())
@@ -246,15 +246,19 @@ class PipelineSetup(Setup):
             self.source_reader: Reader = ViewsReader(
                 self.pg_direct, transactions.views(p.stores, direct), lambda: self.keys
             )
-        elif isinstance(self.writer, SourceWriter):
-            self.writer.check(self.pg_app)
-        if p.source.transactional:
-            pass  # the views' reader, above
-        elif p.source.own_sql:
-            assert p.source.read is not None
-            self.source_reader = SqlReader(self.pg_direct, links.fill(p.source.read, direct))
         else:
-            self.source_reader = SourceTableReader(self.pg_direct, ns, p.source.table)
+            self.writer = (
+                HttpWriter(p.source.http, p.source.http_delete, app_values)
+                if p.source.http is not None
+                else SourceWriter(p.source, ns, app_values)
+            )
+            if isinstance(self.writer, SourceWriter):
+                self.writer.check(self.pg_app)
+            if p.source.own_sql:
+                assert p.source.read is not None
+                self.source_reader = SqlReader(self.pg_direct, links.fill(p.source.read, direct))
+            else:
+                self.source_reader = SourceTableReader(self.pg_direct, ns, p.source.table)
         self._opened.append(self.source_reader)
         for s in p.stores:
             if s.kind == "log":
@@ -272,7 +276,7 @@ class PipelineSetup(Setup):
             )
             self.procs[spec.name].not_back = self._not_back
         if self.txns is not None and p.source.seed is not None:
-            # Before the connectors: a source connector's snapshot reads the seed.
+            # Before any connector or process: a snapshot, not the stream, must carry it.
             self._seed(ctx, pg_owner, direct)
         if p.connectors:
             # The worker's own links: a fault on connect->postgres cuts the connectors.
@@ -326,7 +330,6 @@ class PipelineSetup(Setup):
         for store, state in done.states.items():
             self.last_write[f"{store}/{key}"] = now
             self.last_value[f"{store}/{key}"] = state
-        self.context.moments.emit("write")
 
     def _command(
         self, spec: ProcessSpec, values: dict[str, Any]

@@ -196,7 +196,7 @@ services = ["postgres", "rabbitmq"]
 recovery = 3.0
 
 # Your DDL runs before your processes start; with it, driftlab's table is yours to
-# create too (key, value, version).
+# create too (key, value, version). A delete leaves a tombstone (value NULL).
 [source]
 table = "items"
 create = \"\"\"
@@ -226,7 +226,8 @@ recovery = 3.0
 
 # Your application writes the source: driftlab sends each write as an HTTP request
 # with the JSON body {{"key": ..., "value": ...}} (a "version" in the JSON answer is the
-# write's), creates the table first and reads the truth back with SQL.
+# write's), and each delete as the request http_delete, creates the table first and
+# reads the truth back with SQL.
 [source]
 create = "CREATE TABLE {{source.table}} (key text PRIMARY KEY, value text, version bigint NOT NULL)"
 http = "PUT http://127.0.0.1:{{app_server.port}}/items/{{key}}"
@@ -258,7 +259,7 @@ services = ["postgres", "kafka", "connect"]
 recovery = 4.0
 
 # driftlab creates <namespace>.items(key text, value text, version bigint) and writes
-# it: every write bumps the key's version.
+# it: every write bumps the key's version; a delete leaves a tombstone (value NULL).
 [source]
 table = "items"
 

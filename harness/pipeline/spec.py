@@ -7,7 +7,9 @@ tables) without YAML's surprises (`no` read as false, `1.10` as a float).
     name = "pg-to-redis"                # the run folder's name
     services = ["postgres", "redis"]    # from driftlab's stack
     [external]                          # or services already running, by URL
-    [source]                            # the system of record the workload writes
+    [source]                            # the system of record the workload writes:
+                                        # a key-value table, or tables, a seed and
+                                        # [[source.transactions]] (harness.pipeline.spec_txn)
     [processes.<name>]                  # the user's programs: command, env, ready
     [stores.<name>]                     # derived stores, and how driftlab reads them
     [workload]                          # keys, clients, rate, duration, mix

@@ -6,6 +6,9 @@ READ) and makes Redis hold exactly their documents under PREFIX: a new or change
 document written, one whose order is gone deleted. A snapshot holds whole transactions
 only, so the documents are always a state the source had: the correct consumer.
 
+With TOTALS (a table name) it also keeps, in PostgreSQL, each order's total and line
+count as a jsonb document, in one transaction per sync: a second view store.
+
 BUG=torn plants what a view store's checkers must catch: the orders and the lines are
 read in two statements, a moment apart, outside one snapshot, so a document may join
 an order with lines of another transaction: a state the view never had.
@@ -23,6 +26,7 @@ import redis
 DSN, REDIS_URL, SCHEMA, PREFIX = (os.environ[n] for n in ("DSN", "REDIS_URL", "SCHEMA", "PREFIX"))
 POLL = float(os.environ.get("POLL", "0.1"))
 BUG = os.environ.get("BUG", "")
+TOTALS = os.environ.get("TOTALS", "")
 DOCS = f"""
 SELECT o.id, json_build_object('id', o.id, 'customer', o.customer, 'status', o.status,
   'lines', (SELECT coalesce(json_agg(json_build_object('line', l.line, 'amount', l.amount)
@@ -48,6 +52,20 @@ def torn(pg: psycopg.Connection) -> dict[str, str]:
         i: json.dumps({"id": i, "customer": c, "status": s, "lines": lines.get(i, [])})
         for i, c, s in orders
     }
+
+
+SUMS = f"""
+SELECT o.id, json_build_object('total', coalesce(sum(l.amount), 0), 'lines', count(l.line))
+FROM "{SCHEMA}".orders o LEFT JOIN "{SCHEMA}".lines l ON l.order_id = o.id GROUP BY o.id
+"""
+
+
+def totals(pg: psycopg.Connection) -> None:
+    """Replace the totals table's rows with those of the source now, in one transaction."""
+    with pg.transaction():
+        pg.execute(f"CREATE TABLE IF NOT EXISTS {TOTALS} (id text PRIMARY KEY, doc jsonb)")
+        pg.execute(f"DELETE FROM {TOTALS}")
+        pg.execute(f"INSERT INTO {TOTALS} {SUMS}")
 
 
 def sync(pg: psycopg.Connection, r: redis.Redis, held: dict[str, str]) -> None:
@@ -81,6 +99,8 @@ def main() -> None:
             if pg is None or pg.closed:
                 pg = psycopg.connect(DSN, connect_timeout=3)
             sync(pg, r, held)
+            if TOTALS:
+                totals(pg)
         except (psycopg.Error, redis.RedisError) as exc:
             print(f"retrying after: {exc}", flush=True)
             held.clear()  # unknown what was written: write everything again
