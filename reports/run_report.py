@@ -34,6 +34,7 @@ from harness.rundir import (
 from reports.plots import PALETTE, Chart, Line, Window, render_chart
 from reports.render import ReportError, write_html
 from reports.sequence import diagrams_for_run
+from reports.transactions import transactions
 
 CLASSES: dict[str, str] = {
     "lost": "lost",
@@ -145,7 +146,7 @@ def build_context(folder: RunDir) -> dict[str, Any]:
         "realtime_lag": (analysis.get("realtime_lag") or {}).get("worst"),
         "runner": summary,
         "run_error": _run_error(summary, analysis),
-        "classes": _classes(analysis, examples, t0),
+        "classes": _classes(analysis, examples, t0, _transactions_of(folder, examples)),
         "no_chance": no_chance(analysis),
         "foreign": _foreign_names(config),
         "diagrams": diagrams_for_run(folder, examples, t0) if examples else [],
@@ -301,9 +302,24 @@ def no_chance(analysis: dict[str, Any]) -> list[str]:
     return [k for k in counts if coverage.get(k) == 0 and not counts.get(k) and k not in named]
 
 
-def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> list[dict[str, Any]]:
+def _transactions_of(folder: RunDir, examples: dict[str, Any]) -> dict[str, str]:
+    """The transaction behind each view state in the examples' evidence, by op_id."""
+    evidence = [
+        e
+        for kind in (examples.get("kinds") or {}).values()
+        for ex in kind.get("examples", [])
+        for e in ex.get("evidence", [])
+        if isinstance(e, dict)
+    ]
+    return transactions(folder.parquet, evidence)
+
+
+def _classes(
+    analysis: dict[str, Any], examples: dict[str, Any], t0: int, txns: dict[str, str]
+) -> list[dict[str, Any]]:
     """Per anomaly class: its kinds with counts, expectation and sampled examples, but
-    those of `no_chance`; a class left with no kind is left out."""
+    those of `no_chance`; a class left with no kind is left out. `txns` names the
+    transaction behind each view state (by op_id)."""
     hidden = set(no_chance(analysis))
     counts = analysis.get("counts", {})
     expectations = analysis.get("expectations", {})
@@ -331,7 +347,7 @@ def _classes(analysis: dict[str, Any], examples: dict[str, Any], t0: int) -> lis
                     "chances": (analysis.get("coverage") or {}).get(kind),
                     "count": int(counts.get(kind, 0)),
                     "expected": expectations.get(kind),
-                    "examples": [_example(e, t0) for e in ex.get("examples", [])],
+                    "examples": [_example(e, t0, txns) for e in ex.get("examples", [])],
                 }
             )
         if not rows:
@@ -353,7 +369,7 @@ def _foreign_names(config: dict[str, Any]) -> dict[str, Any] | None:
     return {"tool": str(names.get("tool", "source")), "kinds": names["kinds"]}
 
 
-def _example(ex: dict[str, Any], t0: int) -> dict[str, Any]:
+def _example(ex: dict[str, Any], t0: int, txns: dict[str, str] | None = None) -> dict[str, Any]:
     """An example for the template: the events that make the anomaly (`evidence`, in
     time order), then the rest of its evidence (`more`, folded, as the checker gave it)."""
     evidence = [e for e in ex.get("evidence", []) if isinstance(e, dict)]
@@ -366,8 +382,8 @@ def _example(ex: dict[str, Any], t0: int) -> dict[str, Any]:
         "consumer": ex.get("consumer"),
         "detail": ex.get("detail", ""),
         "log": where_lost(ex.get("detail") or ""),
-        "evidence": [_evidence_line(evidence[i], t0) for i in order],
-        "more": [_evidence_line(e, t0) for i, e in enumerate(evidence) if i not in key],
+        "evidence": [_evidence_line(evidence[i], t0, txns) for i in order],
+        "more": [_evidence_line(e, t0, txns) for i, e in enumerate(evidence) if i not in key],
     }
 
 
@@ -396,11 +412,12 @@ def key_events(evidence: list[dict[str, Any]], detail: str, at_ns: int | None) -
     return sorted(picked[:MAX_KEY_EVENTS], key=lambda i: (int(evidence[i].get("time") or 0), i))
 
 
-def _evidence_line(e: dict[str, Any], t0: int) -> str:
+def _evidence_line(e: dict[str, Any], t0: int, txns: dict[str, str] | None = None) -> str:
     """One history event as a short line: when (seconds since the run's start), type,
-    who, what, where."""
+    who, what, where; a view's state names its transaction (`txns`, by op_id)."""
     when = f"{(int(e['time']) - t0) / 1e9:.6f}s" if e.get("time") is not None else "?"
-    parts = [when, str(e.get("type", "?"))]
+    txn = (txns or {}).get(e.get("op_id") or "")
+    parts = [when, "view state" if txn else str(e.get("type", "?"))]
     if e.get("consumer") == LOG_AUDIT and e.get("action") == "deliver":
         parts[1] = "in the log, read back after quiescence:"
     else:
@@ -425,6 +442,8 @@ def _evidence_line(e: dict[str, Any], t0: int) -> str:
         parts.append(f"attempt {e['attempt']}")
     if e.get("error"):
         parts.append(f"error: {e['error']}")
+    if txn:
+        parts.append(f"by txn {txn}")
     return " ".join(parts)
 
 

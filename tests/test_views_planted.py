@@ -18,7 +18,10 @@ from typer.testing import CliRunner
 from checkers.anomaly import ALL_KINDS
 from checkers.coverage import chances
 from harness.cli import app
-from harness.testing.views import PLANTABLE, generate_views
+from harness.rundir import RunDir
+from harness.testing.views import PLANTABLE, TEMPLATES, generate_views
+from reports.run_report import _evidence_line, render_run_report
+from reports.transactions import transactions
 
 PLANT = {kind: 3 for kind in PLANTABLE}
 
@@ -59,6 +62,22 @@ def test_the_step_and_its_sieve_give_the_reference(planted) -> None:
     assert got == chances(events)
 
 
+def test_the_evidence_of_a_view_key_names_the_transaction_of_each_state(planted) -> None:
+    stale = next(a for a in reference_anomalies(planted.run_dir) if a.kind == "stale")
+    evidence = json.loads(stale.evidence)
+    names = transactions(RunDir(planted.run_dir).parquet, evidence)
+    states = [e for e in evidence if e["type"] == "op" and e["store"] == "source"]
+    assert states and {e["op_id"] for e in states} == set(names)
+    templates = {*TEMPLATES, "new_order"}
+    assert all(n.split(" ")[0] in templates for n in names.values()), names
+    lines = [_evidence_line(e, 0, names) for e in evidence]
+    # The store's final state beside the view's: both in the evidence, and each state
+    # of the view with the transaction behind it.
+    finals = {e["store"]: e["value"] for e in evidence if e["type"] == "state"}
+    assert set(finals) == {"source", "docs"} and finals["source"] != finals["docs"]
+    assert sum("view state" in line and "by txn " in line for line in lines) == len(states)
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 def test_analyze_finds_the_planted_counts_and_counts_transactions(spark, planted) -> None:
@@ -77,3 +96,5 @@ def test_analyze_finds_the_planted_counts_and_counts_transactions(spark, planted
     assert ops == {"txn": txns}
     rows = pq.read_table(planted.run_dir / "anomalies.parquet").to_pylist()
     assert Counter(r["kind"] for r in rows) == +Counter(planted.expected)
+    page = render_run_report(planted.run_dir).read_text()
+    assert "view state" in page and "by txn " in page

@@ -122,6 +122,9 @@ class ViewStates:
     values may repeat across versions: what an arrival without a version may carry."""
 
     def __init__(self, events: Iterable[Event], views: frozenset[str]) -> None:
+        self.states: dict[tuple[str, str | None], list[Event]] = defaultdict(list)
+        if not views:
+            return  # no view key: a history without views pays nothing
         by_key: dict[str, list[Event]] = defaultdict(list)
         for e in events:
             if (
@@ -131,7 +134,6 @@ class ViewStates:
                 and view_of(e.key, views) is not None
             ):
                 by_key[e.key].append(e)
-        self.states: dict[tuple[str, str | None], list[Event]] = defaultdict(list)
         for key, writes in by_key.items():
             for w in sorted(writes, key=lambda w: w.version):
                 self.states[(key, w.value)].append(w)
