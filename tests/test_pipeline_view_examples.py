@@ -45,6 +45,19 @@ def run(path: Path, stack: Stack, tmp_path: Path, seed: int) -> PipelineResult:
     return run_pipeline(load(path), seed=seed, runs_dir=tmp_path, stack=stack)
 
 
+def run_held(
+    path: Path, stack: Stack, tmp_path: Path, seed: int, windows: int, store: str
+) -> tuple[PipelineResult, list[dict[str, Any]]]:
+    """Run `path`, which must pass with its `windows` faults, `store` ending equal to
+    the views of more than 20 keys; the run and its history."""
+    out = run(path, stack, tmp_path, seed)
+    assert_passed(out, fault_windows=windows)
+    events = history(out.run.run_dir)
+    held, source = final_states(events, store), final_states(events, "source")
+    assert held == source and len(source) > 20
+    return out, events
+
+
 @pytest.fixture(scope="module")
 def go_consumer() -> None:
     """The Go consumer's own tests, which also leave its build in Go's cache: the
@@ -78,6 +91,14 @@ def assert_phantoms_shown(rows: list[dict[str, Any]], store: str) -> set[str]:
     return {row["key"] for row in rows}
 
 
+def assert_report_names(out: PipelineResult, keys: set[str], templates: tuple[str, ...]) -> None:
+    """The run's report shows a phantom key, and the transaction behind a view state
+    beside it as `<template> (<op id>)`."""
+    report = out.run.run_dir.report.read_text()
+    assert any(k in report for k in keys)
+    assert any(f"{t} (" in report for t in templates)
+
+
 def snapshots_taken(stack: Stack, run_dir: RunDir) -> int:
     """How many snapshots Debezium began in the run's topic (records whose
     `source.snapshot` is "first"), the topic named by the consumer's ready line."""
@@ -103,11 +124,7 @@ def snapshots_taken(stack: Stack, run_dir: RunDir) -> int:
 def test_the_transactional_go_consumer_holds(
     stack: Stack, spark: object, tmp_path: Path, go_consumer: None
 ) -> None:
-    out = run(ORDERS / "pipeline.toml", stack, tmp_path, seed=3)
-    assert_passed(out, fault_windows=4)
-    events = history(out.run.run_dir)
-    docs, source = final_states(events, "docs"), final_states(events, "source")
-    assert docs == source and len(source) > 20
+    out, events = run_held(ORDERS / "pipeline.toml", stack, tmp_path, 3, windows=4, store="docs")
     # Every transaction template ran, and the views recorded deletes (dropped orders).
     names = {
         json.loads(e["extra"])["name"]
@@ -130,6 +147,7 @@ def test_rows_applied_one_by_one_leave_phantom_documents(
     events = history(out.run.run_dir)
     states, held = view_states(events, "docs"), final_states(events, "docs")
     assert all(held[k] not in states[k] for k in keys)
+    assert_report_names(out, keys, ("place_order", "amend_line", "drop_order"))
     # The run did not converge on those documents either.
     (div,) = out.not_converged
     assert div.store == "docs" and keys <= set(div.keys)
@@ -138,11 +156,7 @@ def test_rows_applied_one_by_one_leave_phantom_documents(
 def test_debezium_totals_hold_through_a_connect_crash_at_the_snapshot(
     stack: Stack, spark: object, tmp_path: Path
 ) -> None:
-    out = run(TOTALS / "pipeline.toml", stack, tmp_path, seed=5)
-    assert_passed(out, fault_windows=2)
-    events = history(out.run.run_dir)
-    totals, source = final_states(events, "totals"), final_states(events, "source")
-    assert totals == source and len(source) > 20
+    out, events = run_held(TOTALS / "pipeline.toml", stack, tmp_path, 5, windows=2, store="totals")
     # The seed's transactions committed before the workload: the snapshot's rows.
     start = next(e["time"] for e in events if e.get("kind") == "workload-start")
     seeded = [e for e in events if e["type"] == "op" and e.get("process") == "seed"]
@@ -161,3 +175,4 @@ def test_adding_amounts_counts_a_resent_snapshot_twice(
     events = history(out.run.run_dir)
     held, source = final_states(events, "totals"), final_states(events, "source")
     assert any(k in source and float(held[k]) > float(source[k]) for k in keys)
+    assert_report_names(out, keys, ("set_line", "remove_line"))

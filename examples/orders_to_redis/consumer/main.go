@@ -167,6 +167,20 @@ func (c *consumer) changes(how string) ([][]string, error) {
 		'skip-empty-xacts', '1', 'include-xids', '0')`, how), c.slot, batchSize)
 }
 
+// batch reads the next batch (how: as changes says) as its transactions and the
+// position of its last COMMIT; errIdle when the slot holds nothing new.
+func (c *consumer) batch(how string) ([]Txn, string, error) {
+	rows, err := c.changes(how)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(rows) == 0 {
+		return nil, "", errIdle
+	}
+	txns, err := c.transactions(rows)
+	return txns, rows[len(rows)-1][0], err
+}
+
 // transactions groups a batch's rows into its transactions, keeping the changes of
 // the two tables.
 func (c *consumer) transactions(rows [][]string) ([]Txn, error) {
@@ -200,18 +214,10 @@ func (c *consumer) transactions(rows [][]string) ([]Txn, error) {
 // transactionalBatch applies the next batch of whole transactions in one MULTI/EXEC
 // with the position they reach, then moves the slot past them.
 func (c *consumer) transactionalBatch() error {
-	rows, err := c.changes("peek")
+	txns, end, err := c.batch("peek")
 	if err != nil {
 		return err
 	}
-	if len(rows) == 0 {
-		return errIdle
-	}
-	txns, err := c.transactions(rows)
-	if err != nil {
-		return err
-	}
-	end := rows[len(rows)-1][0]
 	retry("write the batch to redis", func() error { return c.write(txns) })
 	// Never behind the slot's position: an advance that succeeded unseen is no error.
 	_, err = c.query(`SELECT 1 FROM (SELECT pg_replication_slot_advance($1, greatest($2::pg_lsn,
@@ -311,14 +317,7 @@ func (c *consumer) put(ctx context.Context, r redis.Cmdable, key string, doc *Or
 // rowByRowBatch is the planted bug: the slot moves past the batch as it is read, then
 // each row goes to Redis on its own.
 func (c *consumer) rowByRowBatch() error {
-	rows, err := c.changes("get")
-	if err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return errIdle
-	}
-	txns, err := c.transactions(rows)
+	txns, _, err := c.batch("get")
 	if err != nil {
 		return err
 	}
