@@ -43,8 +43,8 @@ func (t Tables) KeyOf(c Change) string {
 }
 
 // Apply changes the document of c's order as c changed the source. A line of an order
-// the store does not hold is dropped: the source's lines belong to an order written
-// before them in the same transaction or earlier (docs/README.md of the example).
+// the store does not hold is dropped: every line belongs to an order written before it,
+// in its transaction or an earlier one (the example's transactions never write another).
 func (t Tables) Apply(docs Docs, c Change) error {
 	key := t.KeyOf(c)
 	if key == "" {
