@@ -1,5 +1,5 @@
 """`python -m benchmarks [--sizes 1M,5M,20M] [--dir DIR] [--spark-master URL] [--run-cost]
-[--stack-dir DIR]`."""
+[--stack-dir DIR] [--cluster 100M]`."""
 
 from __future__ import annotations
 
@@ -91,7 +91,19 @@ def cli(argv: list[str] | None = None) -> None:
         "hogs (benchmarks.run_cost_bench; on the stack of --stack-dir, else one of its own)",
     )
     parser.add_argument("--stack-dir", type=Path, help="the running stack of --run-cost")
+    parser.add_argument(
+        "--cluster",
+        type=_size,
+        metavar="EVENTS",
+        help="also analyse a history of EVENTS (e.g. 100M) on a standalone cluster of 1, "
+        "then 2 one-core workers this command starts (benchmarks.cluster_bench, without "
+        "its DuckDB reference; long: 100M takes about an hour and 15 GB of disk)",
+    )
     args = parser.parse_args(argv)
+    if args.cluster:
+        from benchmarks import cluster_bench
+
+        cluster_bench.main(["--events", str(args.cluster), "--dir", str(args.dir), "--no-duckdb"])
     if args.run_cost:
         from benchmarks import run_cost_bench
 
