@@ -97,7 +97,8 @@ def cli(argv: list[str] | None = None) -> None:
         metavar="EVENTS",
         help="also analyse a history of EVENTS (e.g. 100M) on a standalone cluster of 1, "
         "then 2 one-core workers this command starts (benchmarks.cluster_bench, without "
-        "its DuckDB reference; long: 100M takes about an hour and 15 GB of disk)",
+        "its DuckDB reference; long: 100M is over an hour on a loaded 2-core machine "
+        "and needs about 13 GB of disk while it runs)",
     )
     args = parser.parse_args(argv)
     if args.cluster:
