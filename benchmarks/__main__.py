@@ -1,5 +1,5 @@
 """`python -m benchmarks [--sizes 1M,5M,20M] [--dir DIR] [--spark-master URL] [--run-cost]
-[--stack-dir DIR] [--views [--views-events 1M]]`."""
+[--stack-dir DIR] [--views [--views-events 1M]] [--cluster 100M]`."""
 
 from __future__ import annotations
 
@@ -100,11 +100,24 @@ def cli(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--views-events", type=_size, default=1_000_000, help="events of --views (default: 1M)"
     )
+    parser.add_argument(
+        "--cluster",
+        type=_size,
+        metavar="EVENTS",
+        help="also analyse a history of EVENTS (e.g. 100M) on a standalone cluster of 1, "
+        "then 2 one-core workers this command starts (benchmarks.cluster_bench, without "
+        "its DuckDB reference; long: 100M is over an hour on a loaded 2-core machine "
+        "and needs about 13 GB of disk while it runs)",
+    )
     args = parser.parse_args(argv)
     if args.views:
         from benchmarks import views_bench
 
         views_bench.measure(args.dir, args.views_events, args.repeats)
+    if args.cluster:
+        from benchmarks import cluster_bench
+
+        cluster_bench.main(["--events", str(args.cluster), "--dir", str(args.dir), "--no-duckdb"])
     if args.run_cost:
         from benchmarks import run_cost_bench
 

@@ -28,6 +28,7 @@ class Cluster:
     url: str
     env: dict[str, str]
     workers: int
+    worker_pids: tuple[int, ...] = ()  # each worker daemon's; its executors are its children
 
 
 class ClusterError(RuntimeError):
@@ -106,7 +107,7 @@ def standalone_cluster(
                     f"the workers did not register in {timeout_s:.0f} s (logs in {base})"
                 )
             time.sleep(1)
-        yield Cluster(url, env, workers)
+        yield Cluster(url, env, workers, tuple(p.pid for p in procs[1:]))
     finally:
         for proc in reversed(procs):
             _stop(proc)

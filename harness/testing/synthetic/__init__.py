@@ -16,14 +16,19 @@ show as a second kind too (an out-of-order apply is also a contradictory order);
 `IMPLIED` lists those, and `generate_history` returns the counts a correct checker suite
 finds, every kind included.
 
-Everything is vectorized (numpy, pyarrow): 20M events take well under a minute. The
-history is written as `history.parquet` directly, with the reader's metadata, or as
-JSON-lines segments (one per writer) for small histories that should exercise the reader.
+Everything is vectorized (numpy, pyarrow) over the writes. The events are not held all
+at once: each block of them is cut by time into segments spilled to a scratch folder of
+the run (lz4 Arrow IPC), and the segments are sorted one at a time into the history, so
+memory is the writes' arrays and one segment, and the history is the same as one sort of
+every event would make. It is written as `history.parquet` directly, with the reader's
+metadata, or as JSON-lines segments (one per writer) for small histories that should
+exercise the reader.
 
 Where each part is: `run` writes the run folder, `history` assembles the events from
 `clients`, `cdc`, `amqp`, `producers`, `faults` and `final_states` (one module per
 pipeline and the plants on it), `plants` names what can be planted, `writes` holds the
-committed writes the pipelines follow, `blocks` and `arrays` the vectorized steps.
+committed writes the pipelines follow, `blocks` the spilled segments and `arrays` the
+vectorized steps.
 """
 
 from harness.testing.synthetic.plants import IMPLIED, expected_counts

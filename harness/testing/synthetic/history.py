@@ -29,6 +29,7 @@ from harness.testing.synthetic.writes import (
 )
 
 EVENTS_PER_WRITE = 12.9  # measured average of the clean history, to size it
+WRITE_INTERVAL = 2 * MS  # 500 write attempts a second over 8 processes
 
 
 def build_history(
@@ -43,7 +44,7 @@ def build_history(
     expected notes (recovered writes)."""
     attempts = max(200, int(events / EVENTS_PER_WRITE))
     n_keys = max(60, attempts // 12, 4 * sum(plant.values()) + 60)
-    dt = 2 * MS  # 500 write attempts a second over 8 processes
+    dt = WRITE_INTERVAL
     start = T0 + 5 * MS
     i = np.arange(attempts, dtype=np.int64)
     invoke = start + i * dt + rng.integers(0, 20 * US, attempts)
@@ -121,6 +122,11 @@ def build_history(
     if not cut_short:
         b.add(1, "runner", type="mark", time=t + MS, kind="end")
     return {"recovered-write": int((~w.is_ok).sum())}
+
+
+def segment_span(events: int) -> int:
+    """Nanoseconds of the history holding about `events` events (the workload's rate)."""
+    return max(1, int(events / EVENTS_PER_WRITE * WRITE_INTERVAL))
 
 
 def writer_names() -> list[str]:
