@@ -140,7 +140,14 @@ def measure(run: Path, workers: int, expected: dict[str, int], console: Console)
             text=True,
         )
         memory.track("driver", proc.pid)
-        out, _ = proc.communicate()
+        try:
+            out, _ = proc.communicate()
+        finally:
+            # An interrupt sent to this process alone (kill -INT) must not leave the
+            # driver running against a cluster that is about to stop.
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=60)
         process_s = time.perf_counter() - started
     # Exit 1 is a verdict (planted anomalies are unexpected); 2 and 3 are failures.
     if proc.returncode not in (0, 1):
