@@ -39,6 +39,17 @@ def _positive(text: str) -> int:
     return n
 
 
+def _count(text: str) -> int:
+    """A whole number of at least 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 0")
+    return n
+
+
 def comma_list(item: Callable[[str], T]) -> Callable[[str], list[T]]:
     """An argparse type for a comma-separated list whose items `item` parses."""
     return lambda text: [item(x) for x in text.split(",")]
@@ -91,6 +102,12 @@ def cli(argv: list[str] | None = None) -> None:
         "hogs (benchmarks.run_cost_bench; on the stack of --stack-dir, else one of its own)",
     )
     parser.add_argument("--stack-dir", type=Path, help="the running stack of --run-cost")
+    parser.add_argument(
+        "--hogs",
+        type=comma_list(_count),
+        default=list(latency_bench.HOGS),
+        help="CPU hogs beside the cold small-run pairs, one set of pairs per number (default: 0,8)",
+    )
     args = parser.parse_args(argv)
     if args.run_cost:
         from benchmarks import run_cost_bench
@@ -100,7 +117,8 @@ def cli(argv: list[str] | None = None) -> None:
     if not args.no_latency:
         console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
         args.dir.mkdir(parents=True, exist_ok=True)
-        latency_bench.report(latency_bench.measure(args.dir, args.spark_master), console)
+        figures = latency_bench.measure(args.dir, args.spark_master, hogs=tuple(args.hogs))
+        latency_bench.report(figures, console)
     main(args.sizes, args.dir, args.spark_master, args.repeats)
 
 

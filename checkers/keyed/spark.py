@@ -87,14 +87,19 @@ def keyed_pass(
     rows: int,
     per_kind: int = 5,
     rows_per_slice: int = ROWS_PER_SLICE,
+    whole_rows: int = WHOLE_ROWS,
 ) -> PassResult:
     """Run every check on the history's Parquet `history` of `rows` events, write its
     anomalies, sorted, to `anomalies` (Parquet) and add up the rest, with up to
     `per_kind` examples of each kind; each map task reads about `rows_per_slice`
-    events. The routed rows go through a folder beside `anomalies`, removed after."""
+    events, and a history of at most `whole_rows` events is judged by one task. The
+    routed rows go through a folder beside `anomalies`, removed after."""
     exchange = Path(tempfile.mkdtemp(prefix=".exchange-", dir=anomalies.parent))
     try:
-        return _keyed_pass(spark, history, anomalies, exchange, rows, per_kind, rows_per_slice)
+        whole = rows <= whole_rows
+        return _keyed_pass(
+            spark, history, anomalies, exchange, rows, per_kind, rows_per_slice, whole
+        )
     finally:
         shutil.rmtree(exchange, ignore_errors=True)
 
@@ -107,13 +112,14 @@ def _keyed_pass(
     rows: int,
     per_kind: int,
     rows_per_slice: int,
+    whole: bool,
 ) -> PassResult:
-    """keyed_pass, its routed rows exchanged through the folder `exchange`."""
+    """keyed_pass, its routed rows exchanged through the folder `exchange`; judged by
+    one task if `whole`."""
     sc = spark.sparkContext
     meta = pq.ParquetFile(history).metadata
     cores = sc.defaultParallelism
-    whole = rows <= WHOLE_ROWS
-    slices = _slices(meta, 1 if whole else cores, rows if whole else rows_per_slice)
+    slices = _slices(meta, 1 if whole else cores, max(1, rows) if whole else rows_per_slice)
     # A whole number of waves of tasks: 5 buckets on 2 cores would be 3 waves.
     buckets = 1 if whole else cores * max(1, -(-2 * rows // (ROWS_PER_PARTITION * cores)))
     # Each summary task costs a Python worker round trip: a small history needs one.
