@@ -13,6 +13,9 @@
    (checkers.figures.summarize); partition 0 writes the sorted anomalies. Only those
    parts come back to the driver.
 
+A small history (WHOLE_ROWS) takes the three steps in a row in one task: one slice, one
+bucket, one summary part, no shuffle.
+
 Rows never go through Spark's row format, nor the routed rows through the JVM: Spark
 schedules the tasks and shuffles file names and a few small blobs. Through Spark's
 shuffle, the 5M-event benchmark's routed rows (about 470 MB of blobs) crossed the
