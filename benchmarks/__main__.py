@@ -1,5 +1,5 @@
 """`python -m benchmarks [--sizes 1M,5M,20M] [--dir DIR] [--spark-master URL] [--run-cost]
-[--stack-dir DIR] [--views [--views-events 1M]] [--cluster 100M]`."""
+[--stack-dir DIR] [--views [--views-events 1M]] [--cluster 100M] [--hogs 0,8]`."""
 
 from __future__ import annotations
 
@@ -36,6 +36,17 @@ def _positive(text: str) -> int:
         n = 0
     if n < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return n
+
+
+def _count(text: str) -> int:
+    """A whole number of at least 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 0")
     return n
 
 
@@ -109,6 +120,12 @@ def cli(argv: list[str] | None = None) -> None:
         "its DuckDB reference; long: 100M is over an hour on a loaded 2-core machine "
         "and needs about 13 GB of disk while it runs)",
     )
+    parser.add_argument(
+        "--hogs",
+        type=comma_list(_count),
+        default=list(latency_bench.HOGS),
+        help="CPU hogs beside the cold small-run pairs, one set of pairs per number (default: 0,8)",
+    )
     args = parser.parse_args(argv)
     if args.views:
         from benchmarks import views_bench
@@ -126,7 +143,8 @@ def cli(argv: list[str] | None = None) -> None:
     if not args.no_latency:
         console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
         args.dir.mkdir(parents=True, exist_ok=True)
-        latency_bench.report(latency_bench.measure(args.dir, args.spark_master), console)
+        figures = latency_bench.measure(args.dir, args.spark_master, hogs=tuple(args.hogs))
+        latency_bench.report(figures, console)
     main(args.sizes, args.dir, args.spark_master, args.repeats)
 
 

@@ -22,7 +22,6 @@ convergence window). Figures only: nothing here passes or fails.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import statistics
@@ -30,11 +29,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.__main__ import _positive, bench_parser, comma_list
+from benchmarks.load import cpu_hogs
 from benchmarks.pipeline_bench import running_stack
 from checkers.verdict import shown_verdict
 from harness.cli.common import parse_duration
@@ -198,18 +197,6 @@ class Runner:
                 f"driftlab run failed (exit {done.returncode}):\n{done.stderr[-2000:]}"
             )
         return done.returncode
-
-
-@contextlib.contextmanager
-def cpu_hogs(n: int) -> Iterator[None]:
-    """`n` busy processes (`yes > /dev/null`), killed when the block ends."""
-    hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(n)]
-    try:
-        yield
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
 
 
 def measure(runner: Runner, rounds: int, hogs: int) -> list[Round]:

@@ -10,7 +10,7 @@ which made an 8-task job of nothing take 0.65 s and a small run's analysis pay i
 every one of its tasks. checkers.session names this module as
 `spark.python.daemon.module`: it drops those archives, when the environment has pyspark
 installed without them, chooses the workers' Arrow allocator, and runs pyspark's
-daemon.
+daemon, the pass's modules imported for its workers to inherit.
 """
 
 from __future__ import annotations
@@ -46,4 +46,9 @@ if __name__ == "__main__":
     # less CPU side by side, and the 5M pass some 4% less time (alternated A B).
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     drop_spark_archives()
+    # Imported once here, before the daemon forks its workers, instead of once in each
+    # worker: the pass's modules (pyarrow, numpy, DuckDB, the checkers) take one to three
+    # CPU seconds to import, which each of a cold analysis's workers paid again.
+    import checkers.keyed.spark  # noqa: F401
+
     runpy.run_module("pyspark.daemon", run_name="__main__", alter_sys=True)

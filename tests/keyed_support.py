@@ -37,9 +37,9 @@ class PassOutput:
     span: tuple[int, int]
 
 
-def run_pass(spark: Any, events: list[Event]) -> PassOutput:
-    """The keyed pass over the history; a checker's failure fails the test with its
-    error."""
+def run_pass(spark: Any, events: list[Event], *, whole: bool = False) -> PassOutput:
+    """The keyed pass over the history, in its three stages or, if `whole`, as the one
+    task of a small history; a checker's failure fails the test with its error."""
     with tempfile.TemporaryDirectory(prefix="driftlab-pass-") as tmp:
         history = Path(tmp) / "history.parquet"
         pq.write_table(history_table(events), history, row_group_size=ROW_GROUP_ROWS)
@@ -49,6 +49,7 @@ def run_pass(spark: Any, events: list[Event]) -> PassOutput:
             Path(tmp) / "anomalies.parquet",
             len(events),
             rows_per_slice=ROW_GROUP_ROWS,
+            whole_rows=len(events) if whole else 0,
         )
         found = pq.read_table(Path(tmp) / "anomalies.parquet").to_pylist()
     assert not done.figures.errors, next(iter(done.figures.errors.values()))

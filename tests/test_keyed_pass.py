@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from keyed_support import ROW_GROUP_ROWS, any_history, history_table, run_pass
 from strategies_states import apply, write
 
@@ -57,16 +58,19 @@ def test_the_groups_find_what_the_whole_history_holds(events: list[Event]) -> No
 
 @pytest.mark.spark
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(any_history())
-def test_spark_gives_the_reference_rows_with_their_evidence(spark, events: list[Event]) -> None:
+@given(any_history(), st.booleans())
+def test_spark_gives_the_reference_rows_with_their_evidence(
+    spark, events: list[Event], whole: bool
+) -> None:
     """The agreement test of the keyed pass: every checker at once, evidence and order
-    included, on message histories, state histories and both in one; one pass an example
-    (the checkers' own tests hold hand-made histories)."""
+    included, on message histories, state histories and both in one; one pass an example,
+    in three stages or as a small history's one task (the checkers' own tests hold
+    hand-made histories)."""
     try:
         eventsourcing.bounds(events)
     except ValueError:
         return  # the failing checker is tested apart: run_pass fails on any error
-    out = run_pass(spark, events)
+    out = run_pass(spark, events, whole=whole)
     assert Counter(out.anomalies) == reference_whole(events)
     order = [
         tuple((getattr(a, c) is not None, getattr(a, c)) for c in ANOMALY_ORDER)

@@ -13,6 +13,9 @@
    (checkers.figures.summarize); partition 0 writes the sorted anomalies. Only those
    parts come back to the driver.
 
+A small history (WHOLE_ROWS) takes the three steps in a row in one task: one slice, one
+bucket, one summary part, no shuffle.
+
 Rows never go through Spark's row format, nor the routed rows through the JVM: Spark
 schedules the tasks and shuffles file names and a few small blobs. Through Spark's
 shuffle, the 5M-event benchmark's routed rows (about 470 MB of blobs) crossed the
@@ -54,6 +57,12 @@ whatever the history's size. Half this (with the rows exchanged through files) m
 5M pass 4-11% slower, the 1M pass 8%."""
 ROWS_PER_SLICE = 500_000
 """History events per map task, about: a few row groups."""
+WHOLE_ROWS = 100_000
+"""A history of at most this many events is judged whole by one task: the map, reduce
+and summary steps in a row, with no shuffle. A small run's three stages cost more than
+its checks (a 10k-event history: 0.45 s of checks, three stages' round trips and
+shuffles beside them), and under load each stage's Python worker waited for the CPU
+again."""
 CHUNK_ROWS = 50_000
 """Rows per Arrow batch of an exchanged file or shuffled blob: a whole bucket of a large
 slice in one batch would be tens of megabytes held whole at once."""
@@ -81,14 +90,19 @@ def keyed_pass(
     rows: int,
     per_kind: int = 5,
     rows_per_slice: int = ROWS_PER_SLICE,
+    whole_rows: int = WHOLE_ROWS,
 ) -> PassResult:
     """Run every check on the history's Parquet `history` of `rows` events, write its
     anomalies, sorted, to `anomalies` (Parquet) and add up the rest, with up to
     `per_kind` examples of each kind; each map task reads about `rows_per_slice`
-    events. The routed rows go through a folder beside `anomalies`, removed after."""
+    events, and a history of at most `whole_rows` events is judged by one task. The
+    routed rows go through a folder beside `anomalies`, removed after."""
     exchange = Path(tempfile.mkdtemp(prefix=".exchange-", dir=anomalies.parent))
     try:
-        return _keyed_pass(spark, history, anomalies, exchange, rows, per_kind, rows_per_slice)
+        whole = rows <= whole_rows
+        return _keyed_pass(
+            spark, history, anomalies, exchange, rows, per_kind, rows_per_slice, whole
+        )
     finally:
         shutil.rmtree(exchange, ignore_errors=True)
 
@@ -101,14 +115,16 @@ def _keyed_pass(
     rows: int,
     per_kind: int,
     rows_per_slice: int,
+    whole: bool,
 ) -> PassResult:
-    """keyed_pass, its routed rows exchanged through the folder `exchange`."""
+    """keyed_pass, its routed rows exchanged through the folder `exchange`; judged by
+    one task if `whole`."""
     sc = spark.sparkContext
     meta = pq.ParquetFile(history).metadata
     cores = sc.defaultParallelism
-    slices = _slices(meta, cores, rows_per_slice)
+    slices = _slices(meta, 1 if whole else cores, max(1, rows) if whole else rows_per_slice)
     # A whole number of waves of tasks: 5 buckets on 2 cores would be 3 waves.
-    buckets = cores * max(1, -(-2 * rows // (ROWS_PER_PARTITION * cores)))
+    buckets = 1 if whole else cores * max(1, -(-2 * rows // (ROWS_PER_PARTITION * cores)))
     # Each summary task costs a Python worker round trip: a small history needs one.
     parts = max(1, min(cores, -(-rows // ROWS_PER_PARTITION)))
     path, written, folder = str(history), str(anomalies), str(exchange)
@@ -167,16 +183,24 @@ def _keyed_pass(
         t0 = min((s[0] for s in spans), default=0)
         yield t0, max((s[1] for s in spans), default=0), figures
 
+    def judge_whole(pieces: Iterator[tuple[list[int], int]]) -> Iterator[Any]:
+        # The three steps of one slice, one bucket and one summary part, in a row.
+        for piece in pieces:
+            yield from summary(0, reduce_bucket(map_slice(piece)))
+
     try:
-        found = (
-            sc.parallelize(slices, max(1, len(slices)))
-            .flatMap(map_slice)
-            .partitionBy(buckets, _identity)
-            .mapPartitions(reduce_bucket)
-            .partitionBy(parts, _identity)
-            .mapPartitionsWithIndex(summary)
-            .collect()
-        )
+        if whole:
+            found = sc.parallelize(slices, 1).mapPartitions(judge_whole).collect()
+        else:
+            found = (
+                sc.parallelize(slices, max(1, len(slices)))
+                .flatMap(map_slice)
+                .partitionBy(buckets, _identity)
+                .mapPartitions(reduce_bucket)
+                .partitionBy(parts, _identity)
+                .mapPartitionsWithIndex(summary)
+                .collect()
+            )
     except Py4JJavaError as e:
         told = task_failure(str(e), history, meta.num_row_groups)
         if told is None:

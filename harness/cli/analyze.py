@@ -23,6 +23,8 @@ from harness.services.stack_home import default_stack_dir
 
 if TYPE_CHECKING:
     from checkers.analyze import AnalysisResult
+    from harness.services.base import Endpoint
+    from harness.services.stack_protocol import ServiceStack
 
 
 @app.command()
@@ -117,10 +119,9 @@ def analyze(
             "before it began); pass one such as runs/latest or runs/<scenario>/<time>-<seed>",
         )
     check_spark_master(spark_master, err)
-    from harness.app.judge import analysis_failure, analyze_recorded, warm_analysis_server
+    stack, server = _judge_where(spark_master, stack_dir, RunDir(run_dir).analyze_log, err)
+    from harness.app.judge import analysis_failure, analyze_recorded
 
-    stack = attach_stack(stack_dir, err) if stack_dir is not None else None
-    server = None if spark_master else warm_analysis_server(stack)
     where = " [dim](in this process)[/]"
     if server is not None:
         root = stack.root if stack is not None else default_stack_dir()
@@ -151,6 +152,24 @@ def analyze(
     _reasons(console, out.result)
     if out.exit_code != exitcodes.OK:
         raise typer.Exit(out.exit_code)
+
+
+def _judge_where(
+    spark_master: str | None, stack_dir: Path | None, spark_log: Path, err: Console
+) -> tuple[ServiceStack | None, Endpoint | None]:
+    """The stack asked for, and its warm analysis server if that judges; else no server,
+    and this process's Spark starts now, its JVM's log in `spark_log`: the JVM and its
+    Python workers start while the rest of the analysis loads and reads the history,
+    which a cold small run waited for in turn."""
+    from harness.app.judge import warm_analysis_server
+
+    stack = attach_stack(stack_dir, err) if stack_dir is not None else None
+    server = None if spark_master else warm_analysis_server(stack)
+    if server is None:
+        from checkers.spark_start import warm_up
+
+        warm_up(spark_master, spark_log)
+    return stack, server
 
 
 def _reasons(console: Console, result: AnalysisResult) -> None:
