@@ -75,6 +75,36 @@ def test_a_store_holding_the_current_state_is_never_stale() -> None:
     assert kinds(divergence.check(events)) == Counter({("extra", "docs", "docs/o1"): 1})
 
 
+def test_a_read_of_no_state_of_the_view_is_a_phantom_though_the_end_is_right() -> None:
+    torn = '{"lines":[1,2]}'
+    history = [views_header("docs"), *states("docs/o1", A, B, A, every=100)]
+    finals = [state(1000, "source", "docs/o1", A), state(1001, "docs", "docs/o1", A)]
+    seen = [*sample(150, "docs", "docs/o1", torn, "r1"), *sample(260, "docs", "docs/o1", torn, "r")]
+    found = divergence.check([*history, *seen, *finals])
+    assert kinds(found) == Counter({("phantom", "docs", "docs/o1"): 1})
+    (a,) = found
+    assert a.time == 150 and torn in a.detail and "(2 such reads)" in a.detail
+    evidence = json.loads(a.evidence)
+    assert evidence[0]["value"] == torn and evidence[0]["time"] == 150
+    # The view's states around the read (version 1 before it, 2 and 3 after), then
+    # the final states of the view and of the store.
+    assert [e.get("version") for e in evidence[1:4]] == [1, 2, 3]
+    assert [(e["type"], e["store"]) for e in evidence[4:]] == [
+        ("state", "source"),
+        ("state", "docs"),
+    ]
+    # A read of an `info` state may be one the view had; a torn final state is one phantom.
+    info = write(120, "docs/o1", torn, None, phase="info", f="write")
+    assert divergence.check([*history, info, *seen, *finals]) == []
+    finals[1] = state(1001, "docs", "docs/o1", torn)
+    assert kinds(divergence.check([*history, *seen, *finals])) == Counter(
+        {("phantom", "docs", "docs/o1"): 1}
+    )
+    # Without views the same reads are judged as today: not at all.
+    finals[1] = state(1001, "docs", "docs/o1", A)
+    assert divergence.check([*history[1:], *seen, *finals]) == []
+
+
 def test_a_repeated_value_is_a_stale_overwrite_only_when_it_can_only_be_older() -> None:
     history = [views_header("docs"), *states("docs/o1", A, B, A, B, A)]
     # A B A seen in order: versions 1, 2, 3 (or later): no step back.

@@ -12,6 +12,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from pipeline_support import PIPELINES, history
 
@@ -208,14 +209,25 @@ def outside_the_view(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def test_a_torn_consumer_shows_documents_no_transaction_made(stack: Stack, tmp_path: Path) -> None:
-    # The history holds the evidence a view store's checkers judge (docs/history.md).
+def test_a_torn_consumer_is_caught_though_its_documents_end_right(
+    stack: Stack, tmp_path: Path
+) -> None:
+    # The consumer shows documents no transaction made, then repairs them: the final
+    # states are right, the observer's reads are phantoms, each key named.
     out = run_edited(
         tmp_path,
         stack,
         'TOTALS = "{namespace}.totals" }',
         'TOTALS = "{namespace}.totals", BUG = "torn" }',
+        analyze=True,
     )
-    assert out.run.error is None, out.run.error
-    torn = outside_the_view(history(out.run.run_dir))
+    r = out.run
+    assert r.error is None, r.error
+    torn = outside_the_view(history(r.run_dir))
     assert torn and all(e["key"].startswith("docs/") for e in torn)
+    assert r.verdict != "held" and r.counts.get("phantom"), (r.verdict, r.counts)
+    rows = pq.read_table(r.run_dir.anomalies).to_pylist()
+    phantoms = [row for row in rows if row["kind"] == "phantom"]
+    assert all(row["store"] == "docs" for row in phantoms), phantoms
+    # A torn key whose order is gone at the end is judged on no final state.
+    assert {row["key"] for row in phantoms} & {e["key"] for e in torn}, (phantoms, torn)

@@ -88,6 +88,17 @@ SELECT coalesce(sum(CASE WHEN src THEN $derived ELSE n END), 0) FROM (
   FROM (SELECT DISTINCT _g, store, _view FROM fin WHERE value IS NOT NULL) GROUP BY _g)"""
 """checkers.keyed.coverage's divergence chances, `$derived` per key (derived_stores)."""
 
+TORN = f"""
+SELECT DISTINCT a._g FROM k a
+WHERE a._view IS NOT NULL AND a.type = 'op' AND a.process = '{OBSERVER}' AND a.f = 'read'
+  AND a.phase = 'ok' AND a.store IS NOT NULL AND a.store <> '{SOURCE_STORE}'
+  AND a.value IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM k w WHERE w._g = a._g AND w.type = 'op'
+                  AND w.store = '{SOURCE_STORE}' AND w.f IN ({_WRITE_FS})
+                  AND w.phase IN ('ok', 'info') AND w.value = a.value)"""
+"""View keys whose store was read holding a value no `ok` or `info` state of the view
+has: a phantom the final states may not show (divergence._torn)."""
+
 DIVERGENCE_GROUPS = (
     "groups AS (SELECT DISTINCT _g FROM fin)",
     "groups AS (SELECT DISTINCT _g, _view FROM fin)",

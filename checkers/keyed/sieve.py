@@ -412,6 +412,8 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
             else:
                 divergence = _DIVERGENCE.replace("$derived", str(len(derived)))
             queries.append(f"SELECT {KEY} AS _r, _g FROM ({divergence})")
+            if facts.views:
+                queries.append(f"SELECT {KEY} AS _r, _g FROM ({scope.TORN})")
         queries += [f"SELECT {MESSAGE} AS _r, _g FROM ({q})" for q in _MESSAGE_SUSPECTS.values()]
         con.execute(_expand("CREATE TEMP TABLE suspects AS " + " UNION ".join(queries)))
         found = con.sql("SELECT _r, _g FROM suspects").to_arrow_table()

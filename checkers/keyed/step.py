@@ -153,7 +153,7 @@ def _lost_writes(events: Sequence[Event], facts: Facts, out: Judged) -> None:
 
 
 def _divergence(events: Sequence[Event], facts: Facts, out: Judged) -> None:
-    out.anomalies += divergence.check(events, facts.state_stores, facts.views)
+    out.anomalies += divergence.check(events, facts.state_stores, facts.views, facts.t0_ns)
 
 
 def _staleness(events: Sequence[Event], facts: Facts, out: Judged) -> None:

@@ -1,5 +1,5 @@
 """Synthetic runs with transactions and view stores (issue 37's history format), with
-planted divergences and stale overwrites of exactly known counts.
+planted divergences, stale overwrites and torn reads of exactly known counts.
 
 Orders are written by transactions (`f = "txn"` operations: new_order, add_line,
 set_status, drop_line, drop_order); each is followed by the state of every view store's
@@ -34,8 +34,9 @@ from harness.history.schema import COLUMNS, OBSERVER, SOURCE_STORE, RunHeader
 from harness.rundir import RunDir
 
 SCENARIO = "synthetic-views"
-PLANTABLE = ("missing", "extra", "stale", "phantom", "stale-overwrite")
-"""The kinds a view history can be planted with."""
+PLANTABLE = ("missing", "extra", "stale", "phantom", "stale-overwrite", "torn")
+"""What a view history can be planted with: kinds, and `torn` (the observer reads a
+state the view never had, the final state right: a `phantom`)."""
 TEMPLATES = {"add_line": 5, "set_status": 3, "drop_line": 1, "drop_order": 1}
 """Transactions on an existing order, by weight (new_order makes one)."""
 STATUSES = ("new", "paid", "shipped")
@@ -271,9 +272,11 @@ def _finals(
                 held[at] = next(v for v in reversed(values) if v != final)
             elif kind == "phantom":
                 held[at] = '{"half":true}'
+            elif kind == "torn":
+                _sample(out, at[1], at[0], '{"torn":true}', rec.states[0][2] + 2)
             else:
                 _overwrite(out, rec, at, end)
-            found[kind] += 1
+            found["phantom" if kind == "torn" else kind] += 1
     t = end + MS
     for (_, key), value in sorted(finals.items()):
         if value is not None:
@@ -307,6 +310,8 @@ def _fits(kind: str, rec: _Key, final: str | None) -> bool:
         return final is not None and bool(values - {final})
     if kind == "phantom":
         return final is not None
+    if kind == "torn":
+        return bool(rec.states)
     return _older(rec) is not None
 
 
