@@ -200,6 +200,15 @@ class RunDir(_Folder):
             with contextlib.suppress(OSError):
                 emptied.rmdir()  # the scenario's folder, the runs folder: if this was all
 
+    def drop_history(self) -> None:
+        """Remove the run's history, its segments and its Parquet file: a generator
+        writing a new history into a folder that held one leaves nothing of the old."""
+        for stale in (self.history, self.parquet):
+            if stale.is_dir():
+                shutil.rmtree(stale)
+            else:
+                stale.unlink(missing_ok=True)
+
     @property
     def run_id(self) -> str:
         """`<scenario>/<time>-<seed>`: the run's name in its runs folder."""

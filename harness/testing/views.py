@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -132,11 +131,7 @@ def generate_views(
     folder = RunDir(run_dir)
     folder.path.mkdir(parents=True, exist_ok=True)
     folder.logs.mkdir(exist_ok=True)
-    for stale in (folder.history, folder.parquet):
-        if stale.is_dir():
-            shutil.rmtree(stale)
-        else:
-            stale.unlink(missing_ok=True)
+    folder.drop_history()
     info = HistoryInfo(events=table.num_rows, segments=len(writers), complete=True, header=header)
     schema = arrow_schema().with_metadata({METADATA_KEY: info.to_json()})
     pq.write_table(

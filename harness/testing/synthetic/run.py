@@ -108,11 +108,7 @@ def generate(
         notes = build_history(blocks, rng, events, counts, header, cut_short)
         run.mkdir(parents=True, exist_ok=True)
         folder.logs.mkdir(exist_ok=True)
-        for stale in (folder.history, folder.parquet):
-            if stale.is_dir():
-                shutil.rmtree(stale)
-            else:
-                stale.unlink(missing_ok=True)
+        folder.drop_history()
         info = HistoryInfo(
             events=blocks.events,
             segments=len(blocks.writers),
