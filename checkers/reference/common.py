@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from checkers.anomaly import Anomaly, evidence_json
 from harness.history.schema import (
@@ -79,15 +80,22 @@ def is_arrival(e: Event) -> bool:
     return is_effect(e) or is_observation(e)
 
 
-def views_of(events: Iterable[Event]) -> frozenset[str]:
-    """The view stores of a history: `params.views` of the first header (time order)
-    that names them (docs/checkers.md, View stores); none without one."""
+def header_params(events: Iterable[Event]) -> Iterator[dict[str, Any]]:
+    """The `params` of each run header, in time order (an unreadable header skipped)."""
     for h in sorted((e for e in events if e.type == EventType.HEADER), key=order_key):
         try:
             params = json.loads(h.extra or "{}").get("params") or {}
         except (json.JSONDecodeError, AttributeError):
             continue  # not a run header: the recorder writes JSON objects
-        views = params.get("views") if isinstance(params, dict) else None
+        if isinstance(params, dict):
+            yield params
+
+
+def views_of(events: Iterable[Event]) -> frozenset[str]:
+    """The view stores of a history: `params.views` of the first header (time order)
+    that names them (docs/checkers.md, View stores); none without one."""
+    for params in header_params(events):
+        views = params.get("views")
         if isinstance(views, list) and views:
             return frozenset(str(v) for v in views)
     return frozenset()

@@ -6,14 +6,13 @@ The plain-Python specification of the `eventsourcing` kinds of docs/checkers.md:
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from checkers.anomaly import MAX_EVIDENCE, Anomaly, evidence_json
-from checkers.reference.common import final_states, order_key
+from checkers.reference.common import final_states, header_params, order_key
 from harness.history.schema import Event, EventType, MsgAction
 
 CHECKER = "eventsourcing"
@@ -61,12 +60,8 @@ def bounds(headers: Iterable[Event]) -> Bounds | None:
 
     Raises ValueError naming the fix when `params.invariant` is malformed.
     """
-    for h in sorted((h for h in headers if h.type == EventType.HEADER), key=order_key):
-        try:
-            params = json.loads(h.extra or "{}").get("params") or {}
-        except (json.JSONDecodeError, AttributeError):
-            continue  # not a run header: the recorder writes JSON objects
-        invariant = params.get("invariant") if isinstance(params, dict) else None
+    for params in header_params(headers):
+        invariant = params.get("invariant")
         if invariant is None:
             continue
         limits = invariant if isinstance(invariant, dict) else {}
