@@ -7,12 +7,15 @@ run (after command-line overrides), so a run can be explained and repeated.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.nemesis.schedule import FaultSpec, Schedule
 from harness.workload.spec import WorkloadSpec
+
+if TYPE_CHECKING:
+    from harness.setups.base import Setup
 
 PRESENT, ABSENT = "present", "absent"
 
@@ -41,6 +44,8 @@ class Scenario:
 
     `name` names the run folder; `claim` is the id in docs/claims.md (or None);
     `setup` a setup's name (harness.architectures.registry.SETUPS) with `setup_params`;
+    `setup_factory` builds the setup when the scenario carries it as a value (a
+    pipeline file's), in place of the registry's class of that name;
     `faults` windows in seconds from the workload's start (scaled with `--duration` when
     `scale_faults`); `expectations` maps anomaly kinds (docs/checkers.md) to
     `present` (the claim's prediction: the lab must see it) or `absent` (forbidden);
@@ -59,11 +64,12 @@ class Scenario:
     min_chances: dict[str, int] = field(default_factory=dict)
     scale_faults: bool = True
     quiesce_timeout: float = 30.0
+    setup_factory: Callable[[], Setup] | None = field(default=None, compare=False, repr=False)
 
     def validate(self) -> None:
         """Raise ValueError naming what is wrong and how to fix it. Whether `setup`
         names a known setup is the registry's to say
-        (harness.architectures.registry.setup_class)."""
+        (harness.architectures.registry.setup_factory)."""
         from checkers.anomaly import ALL_KINDS
 
         self.workload.validate()

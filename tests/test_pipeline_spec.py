@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.app.pipeline import register, unregister
+from harness.app.pipeline import scenario_for
+from harness.app.run import check_scenario
+from harness.architectures.registry import SETUPS, setup_services
+from harness.pipeline.setup import PipelineSetup
 from harness.pipeline.shapes import SHAPES, starting_file
 from harness.pipeline.spec import PipelineError, load
 
@@ -73,18 +76,26 @@ def test_the_examples_and_every_starting_file_load(tmp_path: Path) -> None:
 def test_a_short_run_keeps_every_fault_and_its_recovery_in_proportion() -> None:
     # A candidate of an exploration runs a few seconds: the example's 3 s recovery,
     # kept whole, would leave a 3 s run no room for any of its faults.
-    sc = register(load(EXAMPLES / "pipeline.toml"), duration=3.0)
-    try:
-        assert sc.workload.duration == 3.0
-        assert sc.faults.recovery == pytest.approx(0.9)
-        assert [f.target for f in sc.faults.faults] == ["mirror", "mirror->redis", "mirror"]
-        assert all(f.until <= 3.0 - 0.9 + 1e-9 for f in sc.faults.faults)
-    finally:
-        unregister(sc)
+    sc = scenario_for(load(EXAMPLES / "pipeline.toml"), duration=3.0)
+    assert sc.workload.duration == 3.0
+    assert sc.faults.recovery == pytest.approx(0.9)
+    assert [f.target for f in sc.faults.faults] == ["mirror", "mirror->redis", "mirror"]
+    assert all(f.until <= 3.0 - 0.9 + 1e-9 for f in sc.faults.faults)
     # A longer run keeps the file's recovery: more room needs no longer one.
-    sc = register(load(EXAMPLES / "pipeline.toml"), duration=30.0)
-    unregister(sc)
+    sc = scenario_for(load(EXAMPLES / "pipeline.toml"), duration=30.0)
     assert sc.faults.recovery == 3.0
+
+
+def test_a_pipeline_scenario_carries_its_setup_and_registers_nothing() -> None:
+    known = dict(SETUPS)
+    sc = scenario_for(load(EXAMPLES / "pipeline.toml"), duration=3.0)
+    assert known == SETUPS
+    setup = check_scenario(sc)()
+    assert isinstance(setup, PipelineSetup) and setup.pipeline.name == "pg-to-redis"
+    assert setup.name == sc.setup == "pipeline:pg-to-redis"
+    assert setup.services == setup_services(sc) == ("postgres", "redis")
+    # Each run builds its own: nothing of one run reaches the next through a class.
+    assert check_scenario(sc)() is not setup
 
 
 def test_own_sql_source(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pipeline_support import pipeline_text
 from typer.testing import CliRunner
 
 from harness.app.matrix import Cell, run_matrix
-from harness.app.pipeline import register, unregister
+from harness.app.pipeline import scenario_for
 from harness.app.suite_index import write_matrix_outputs
 from harness.cli import app
 from harness.pipeline.spec import load
@@ -73,12 +73,9 @@ def test_a_pipeline_that_does_not_converge_fails_its_matrix_cell(
     # A store that keeps changing: the checkers see it observed, the wait never ends.
     path = tmp_path / "restless.toml"
     path.write_text(pipeline_text("restless"))
-    sc = register(load(path))
-    try:
-        runs = tmp_path / "runs"
-        result = run_matrix([Cell(sc, "own", 1)], 600, runs, stack)
-    finally:
-        unregister(sc)
+    sc = scenario_for(load(path))
+    runs = tmp_path / "runs"
+    result = run_matrix([Cell(sc, "own", 1)], 600, runs, stack)
     (outcome,) = result.forbidden  # no expectations: the convergence alone fails it
     assert not result.errors and outcome.result.verdict == "no expectations"
     assert "not converged: store cache" in outcome.summary()

@@ -26,7 +26,7 @@ import pytest
 from checkers.anomaly import KINDS
 from harness.app.matrix import Cell, MatrixResult, with_schedule
 from harness.app.outcome import outcome_of
-from harness.app.pipeline import register, unregister
+from harness.app.pipeline import scenario_for
 from harness.app.run import run_scenario
 from harness.app.suite_index import write_index, write_matrix_outputs
 from harness.history.schema import LOG_AUDIT
@@ -76,11 +76,8 @@ def pipeline_run(stack: object, spark: object, tmp_path_factory: pytest.TempPath
     """The planted bug of examples/pg_to_redis run alone, as `driftlab suite --only
     pipeline-bug.toml` leaves its runs folder: its run and a suite page of it alone."""
     root = tmp_path_factory.mktemp("pipelines") / "runs"
-    sc = register(load(BUG), duration=DURATION_S)
-    try:
-        r = run_scenario(sc, seed=3, runs_dir=root, stack=stack)  # type: ignore[arg-type]
-    finally:
-        unregister(sc)
+    sc = scenario_for(load(BUG), duration=DURATION_S)
+    r = run_scenario(sc, seed=3, runs_dir=root, stack=stack)  # type: ignore[arg-type]
     assert r.verdict == "unexpected anomaly", (r.verdict, r.error, r.counts)
     write_index(root, [sc], [r], r.wall_s)
     return Path(r.run_dir)

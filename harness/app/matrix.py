@@ -36,7 +36,7 @@ from harness import exitcodes
 from harness.app.judge import WarmSpark
 from harness.app.outcome import Outcome, outcome_of
 from harness.app.run import check_scenario, run_scenario
-from harness.architectures.registry import SETUPS
+from harness.architectures.registry import setup_services
 from harness.nemesis.schedule import FaultSpec, Schedule
 from harness.services.stack_protocol import ServiceStack
 from scenarios.model import Scenario
@@ -122,7 +122,7 @@ def with_schedule(sc: Scenario, schedule: str) -> Scenario | None:
             sc, name=f"{sc.name}+none", faults=Schedule((), 0.0), summary=summary
         )
     if schedule == "latency":
-        stores = [s for s in SETUPS[sc.setup].services if s in LATENCY_STORES]
+        stores = [s for s in setup_services(sc) if s in LATENCY_STORES]
         if not stores:
             return None
         d = sc.workload.duration

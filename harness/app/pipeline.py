@@ -1,22 +1,22 @@
 """Running a pipeline file: a Scenario around its Setup, then the runner's one path.
 
-The pipeline's setup class is registered under `pipeline:<name>` for the run; the
-scenario carries the workload, the fault schedule and the expectations. A pipeline
-whose stores did not converge after the heal fails with that reason (exit 1,
-harness.app.convergence), whatever the anomaly counts say: the report names the store,
-the keys and since when.
+The scenario carries the pipeline's setup as a value (its factory; the setup is
+named `pipeline:<name>` but never entered in the registry), the workload, the fault
+schedule and the expectations. A pipeline whose stores did not converge after the heal
+fails with that reason (exit 1, harness.app.convergence), whatever the anomaly counts
+say: the report names the store, the keys and since when.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Unpack
 
 from harness.app.run import RunOptions, run_scenario
-from harness.architectures.registry import SETUPS
 from harness.pipeline.checks import check_commands, check_duration
 from harness.pipeline.observer import Divergence
-from harness.pipeline.setup import pipeline_setup
+from harness.pipeline.setup import SETUP_PREFIX, PipelineSetup
 from harness.pipeline.spec import Pipeline
 from harness.runner.runner import RunResult
 from scenarios.model import Scenario
@@ -32,13 +32,14 @@ class PipelineResult:
     not_converged: list[Divergence] = field(default_factory=list)
 
 
-def to_scenario(pipeline: Pipeline, setup_name: str) -> Scenario:
-    """The Scenario a pipeline file stands for (its view stores in `views`, which the
-    history's header repeats)."""
+def to_scenario(pipeline: Pipeline) -> Scenario:
+    """The Scenario a pipeline file stands for, carrying its setup's factory (its view
+    stores in `views`, which the history's header repeats)."""
     views = [s.name for s in pipeline.stores if s.kind == "view"]
     return Scenario(
         name=pipeline.name,
-        setup=setup_name,
+        setup=f"{SETUP_PREFIX}{pipeline.name}",
+        setup_factory=partial(PipelineSetup, pipeline),
         summary=pipeline.summary or f"the pipeline file {pipeline.path.name}",
         setup_params={
             "pipeline_file": str(pipeline.path),
@@ -51,17 +52,14 @@ def to_scenario(pipeline: Pipeline, setup_name: str) -> Scenario:
     )
 
 
-def register(pipeline: Pipeline, duration: float | None = None) -> Scenario:
-    """Make the pipeline's setup known to the runner (`pipeline:<name>`) and return its
-    scenario (with `duration`, faults stretched); `unregister` when done. PipelineError
-    (bad input) before anything starts for a command this machine lacks or a duration
-    too short."""
+def scenario_for(pipeline: Pipeline, duration: float | None = None) -> Scenario:
+    """The scenario of `pipeline`, ready to run (with `duration`, faults stretched).
+    PipelineError (bad input) before anything starts for a command this machine lacks
+    or a duration too short."""
     check_commands(pipeline)
     if duration is not None:
         check_duration(duration)
-    setup = pipeline_setup(pipeline)
-    SETUPS[setup.name] = setup
-    sc = to_scenario(pipeline, setup.name)
+    sc = to_scenario(pipeline)
     if duration is not None:
         return shortened_recovery(sc, duration).with_overrides(duration=duration)
     return replace(sc, faults=sc.faults.fitted(sc.workload.duration))
@@ -79,20 +77,12 @@ def shortened_recovery(sc: Scenario, duration: float) -> Scenario:
     return replace(sc, faults=replace(sc.faults, recovery=sc.faults.recovery * factor))
 
 
-def unregister(scenario: Scenario) -> None:
-    """Forget the setup `register` made known."""
-    SETUPS.pop(scenario.setup, None)
-
-
 def run_pipeline(
     pipeline: Pipeline, *, duration: float | None = None, **options: Unpack[RunOptions]
 ) -> PipelineResult:
     """Run `pipeline` once (for `duration`, default its file's) and judge it, with the
     options of harness.app.run.run_scenario; never raises for a failed run."""
-    sc = register(pipeline, duration)
-    try:
-        result = run_scenario(sc, **options)
-        made = getattr(SETUPS.get(sc.setup), "made", [])
-        return PipelineResult(result, sc, made[-1].divergences if made else [])
-    finally:
-        unregister(sc)
+    sc = scenario_for(pipeline, duration)
+    result = run_scenario(sc, **options)
+    assert isinstance(result.setup, PipelineSetup)  # the one sc's factory built
+    return PipelineResult(result, sc, result.setup.divergences)

@@ -5,13 +5,14 @@ pytest plugin come through here."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Required, TypedDict
 
 from harness.app.convergence import judge_convergence, judge_not_back, judge_unreadable
 from harness.app.judge import WarmSpark, judge_run, write_report
-from harness.architectures.registry import setup_class
+from harness.architectures.registry import setup_factory
 from harness.runner.runner import RunResult, note_interrupted, record_run
 from harness.runner.signals import interrupting
 from harness.runner.workload_driver import Tick
@@ -20,11 +21,11 @@ from harness.setups.base import Setup
 from scenarios.model import Scenario
 
 
-def check_scenario(scenario: Scenario) -> type[Setup]:
-    """The class of the setup `scenario` runs on, once the scenario is valid; a
+def check_scenario(scenario: Scenario) -> Callable[[], Setup]:
+    """What builds the setup `scenario` runs on, once the scenario is valid; a
     ValueError names what is wrong and how to fix it."""
     scenario.validate()
-    return setup_class(scenario)
+    return setup_factory(scenario)
 
 
 class RunOptions(TypedDict, total=False):

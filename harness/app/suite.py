@@ -16,7 +16,7 @@ from harness import exitcodes
 from harness.app.judge import warm_spark
 from harness.app.run import run_scenario
 from harness.app.suite_index import write_index
-from harness.architectures.registry import SETUPS
+from harness.architectures.registry import setup_services
 from harness.rundir import RunsDir
 from harness.runner.runner import RunResult
 from harness.runner.stack_use import acquire_stack
@@ -50,7 +50,7 @@ class SuiteResult:
 
 def services_of(chosen: list[Scenario]) -> list[str]:
     """Every service the chosen scenarios' setups need, sorted."""
-    return sorted({s for sc in chosen for s in SETUPS[sc.setup].services})
+    return sorted({s for sc in chosen for s in setup_services(sc)})
 
 
 def run_suite(

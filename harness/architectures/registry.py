@@ -3,10 +3,14 @@
 A new architecture is a package of its own and one entry here. The engine never reads
 this module: the application looks a scenario's setup, a simulated setup or a replay
 driver up here and hands it over. A setup defined
-outside the package (a user's own, see examples/) joins `SETUPS` with `register_setup`.
+outside the package (a user's own, see examples/) joins `SETUPS` with `register_setup`;
+a scenario may instead carry its setup as a value (`Scenario.setup_factory`, a pipeline
+file's), which is never entered here.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from harness.architectures.architecture import Architecture
 from harness.architectures.bounded_log import scenarios as bounded_log_scenarios
@@ -108,8 +112,11 @@ SIMULATED_SETUPS: dict[str, SetupSpec] = {s.name: s for a in ARCHITECTURES for s
 in registry order."""
 
 
-def setup_class(scenario: Scenario) -> type[Setup]:
-    """The setup class `scenario` runs on, or a ValueError naming the known ones."""
+def setup_factory(scenario: Scenario) -> Callable[[], Setup]:
+    """What builds the setup `scenario` runs on: the factory it carries (a pipeline
+    file's), else the class its `setup` names; a ValueError names the known ones."""
+    if scenario.setup_factory is not None:
+        return scenario.setup_factory
     try:
         return SETUPS[scenario.setup]
     except KeyError:
@@ -117,6 +124,14 @@ def setup_class(scenario: Scenario) -> type[Setup]:
             f"scenario {scenario.name}: setup {scenario.setup!r} is unknown; "
             f"known setups: {', '.join(sorted(SETUPS))}"
         ) from None
+
+
+def setup_services(scenario: Scenario) -> tuple[str, ...]:
+    """The stack services the setup of `scenario` needs. A setup carried as a value is
+    built to tell: building a setup starts nothing, `prepare` does."""
+    if scenario.setup_factory is not None:
+        return scenario.setup_factory().services
+    return SETUPS[scenario.setup].services
 
 
 def simulated_setup(name: str) -> SetupSpec:

@@ -36,18 +36,17 @@ def refuse_scenario_options(*, clients: int | None, rate: float | None) -> None:
 
 
 def pipeline_scenario(path: Path, duration: float | None, backend: str | None = None) -> Scenario:
-    """The scenario of the pipeline file at `path`, its setup registered for the run
-    (harness.app.pipeline.unregister when done); PipelineError names what is wrong,
-    an `image` process on a `backend` other than docker included (None: a stack given
-    by its folder, whose setup checks)."""
-    from harness.app.pipeline import register
+    """The scenario of the pipeline file at `path`, carrying its setup; PipelineError
+    names what is wrong, an `image` process on a `backend` other than docker included
+    (None: a stack given by its folder, whose setup checks)."""
+    from harness.app.pipeline import scenario_for
     from harness.pipeline.setup import refuse_images
     from harness.pipeline.spec import load
 
     pipeline = load(path)
     if backend is not None:
         refuse_images(pipeline, backend)
-    return register(pipeline, duration)
+    return scenario_for(pipeline, duration)
 
 
 @app.command()

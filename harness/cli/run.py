@@ -87,7 +87,6 @@ def run(
     Example: driftlab run C1 --seed 7 --duration 20s
     """
     from harness.app.judge import warm_spark
-    from harness.app.pipeline import unregister
     from harness.app.run import check_scenario, run_scenario
     from harness.cli.pipeline import is_pipeline_file, pipeline_scenario, refuse_scenario_options
     from harness.rundir import RunsDir
@@ -117,8 +116,6 @@ def run(
     try:
         # Until the run hears signals itself, and after it: one line, exit 130.
         with interrupting("setup"), contextlib.ExitStack() as scope:
-            if from_file:
-                scope.callback(unregister, sc)
             stack = use_stack(scope, stack_dir, backend, err)
             prog = scope.enter_context(progress())
             task = prog.add_task(sc.name, total=None)

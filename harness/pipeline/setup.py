@@ -22,7 +22,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 from psycopg import sql
 
@@ -171,14 +171,18 @@ SETUP_PREFIX = "pipeline:"
 
 
 class PipelineSetup(Setup):
-    """The setup of one pipeline file; `pipeline_setup` makes a class per file."""
+    """The setup of one pipeline file, named `pipeline:<name>`; a scenario carries it as
+    its factory (harness.app.pipeline), never by name."""
 
-    pipeline: ClassVar[Pipeline]
-    made: ClassVar[list[PipelineSetup]]  # the instances the runner made, in order
-
-    def __init__(self) -> None:
+    def __init__(self, pipeline: Pipeline) -> None:
         super().__init__()
-        type(self).made.append(self)
+        self.pipeline = pipeline
+        self.name = f"{SETUP_PREFIX}{pipeline.name}"
+        # Toxiproxy alone when every service is external: it carries their links.
+        self.services = pipeline.services or (TOXIPROXY,)
+        # The file's connectors are the user's: a task of theirs that FAILED is the
+        # pipeline's outcome (named where its store did not converge), not the lab's.
+        self.under_test = ("connect",) if pipeline.connectors else ()
         self.stores = tuple(s.name for s in self.pipeline.stores)
         self.views = tuple(s.name for s in self.pipeline.stores if s.kind == "view")
         self.procs: dict[str, PipelineCommand | PipelineImage] = {}
@@ -524,22 +528,3 @@ def refuse_images(pipeline: Pipeline, backend: str) -> None:
         for spec in pipeline.processes:
             if spec.image is not None:
                 raise image_refusal(spec)
-
-
-def pipeline_setup(pipeline: Pipeline) -> type[PipelineSetup]:
-    """A Setup class for `pipeline` (the runner instantiates setups by class)."""
-    # Toxiproxy alone when every service is external: it carries their links.
-    services = pipeline.services or (TOXIPROXY,)
-    return type(
-        f"Pipeline_{pipeline.name}",
-        (PipelineSetup,),
-        {
-            "name": f"{SETUP_PREFIX}{pipeline.name}",
-            "services": services,
-            # The file's connectors are the user's: a task of theirs that FAILED is the
-            # pipeline's outcome (named where its store did not converge), not the lab's.
-            "under_test": ("connect",) if pipeline.connectors else (),
-            "pipeline": pipeline,
-            "made": [],
-        },
-    )

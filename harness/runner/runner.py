@@ -72,6 +72,7 @@ class RunResult:
     error: str | None = None
     discarded: bool = False  # bad input found before the workload: no run folder kept
     stack: dict[str, Any] | None = None  # which stack it used (stack_use.stack_used)
+    setup: Setup | None = field(default=None, repr=False)  # the one the run was made on
 
 
 Judge = Callable[[RunDir, RunResult], None]
@@ -111,7 +112,7 @@ def record_run(
         },
         quiesce_timeout=scenario.quiesce_timeout,
     )
-    result = RunResult(run_dir, scenario.name, seed)
+    result = RunResult(run_dir, scenario.name, seed, setup=setup)
     signals = RunSignals(stop)
 
     def on_phase(phase: str) -> None:
