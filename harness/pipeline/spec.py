@@ -39,9 +39,9 @@ from harness.pipeline.spec_connectors import connect_template, parse_connectors
 from harness.pipeline.spec_expect import parse_expectations, parse_faults, parse_workload
 from harness.pipeline.spec_external import parse_external, parse_services, with_external
 from harness.pipeline.spec_fields import (
-    NAME,
     NAME_PATTERN,
     Fix,
+    Name,
     Number,
     Section,
     Text,
@@ -86,7 +86,7 @@ __all__ = [
 class FileSection(Section):
     """The pipeline file's top level; each section is read by its own module."""
 
-    name: Annotated[Text, Field(pattern=NAME), Fix("use letters, digits, - and _")] | None = None
+    name: Name | None = None
     summary: Text = ""
     services: Annotated[tuple[Text, ...], Fix('write services = ["postgres", ...]')] = ()
     external: dict[str, Any] = Field(default_factory=dict)

@@ -97,7 +97,8 @@ def _field(model: type[BaseModel], loc: Sequence[int | str]) -> tuple[type[BaseM
                 break
             tp = info.annotation
         else:  # a list's index or a table's key: on to its items
-            tp = next(iter(reversed([a for a in get_args(tp) if a is not Ellipsis])), tp)
+            args = [a for a in get_args(tp) if a is not Ellipsis]
+            tp = args[-1] if args else tp
     return owner, info
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from harness.pipeline.spec_fields import (
+    NAME,
     NAME_PATTERN,
     PORTS,
     Fix,
@@ -56,9 +57,7 @@ class SourceSection(Transactional):
     """`[source]`: the table driftlab's workload writes, and how (SQL or HTTP) it writes
     and reads it; or its tables, transactions and seed."""
 
-    table: Annotated[Text, Field(pattern=NAME_PATTERN.pattern), Fix("use letters, digits, _")] = (
-        "items"
-    )
+    table: Annotated[Text, Field(pattern=NAME), Fix("use letters, digits, _")] = "items"
     create: Annotated[Text, templated(PORTS)] | None = None
     write: Annotated[Text, templated("key", "value")] | None = None
     delete: Annotated[Text, templated("key", "value")] | None = None
