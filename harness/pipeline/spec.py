@@ -101,14 +101,6 @@ class FileSection(Section):
     connectors: Annotated[tuple[Any, ...], Fix("write [[connectors]] tables")] = ()
 
 
-class ConvergeSection(Section):
-    """`[converge]`."""
-
-    timeout: Number = 30.0
-    window: Number = 3.0
-    sample_ms: Annotated[int, Field(ge=20, strict=True), Fix("sample every 20 ms or more")] = 200
-
-
 def parse(data: dict[str, Any], path: Path) -> Pipeline:
     """A Pipeline from the TOML's table (`path` names the file, for relative paths)."""
     top = validated(FileSection, data, "")
@@ -130,7 +122,7 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     if not stores_raw:
         raise spec_error("stores", "is empty", "declare at least one [stores.<name>] to read")
     stores = tuple(parse_store(n, d, services, ports) for n, d in stores_raw.items())
-    converge = Converge(**validated(ConvergeSection, top.converge, "converge").model_dump())
+    converge = validated(Converge, top.converge, "converge")
     workload = parse_workload(top.workload)
     store_names = {s.name for s in stores}
     bad_reads = set(workload.read_stores or ()) - store_names - {"source"}

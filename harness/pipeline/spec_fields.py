@@ -26,10 +26,39 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from harness.pipeline.spec_model import RUN_FIELDS, SERVICE_FIELDS, SOURCE_FIELDS, PipelineError
-
 NAME = r"^[A-Za-z][A-Za-z0-9_-]*$"
 NAME_PATTERN = re.compile(NAME)
+
+
+class PipelineError(ValueError):
+    """A pipeline file that cannot be used: the message names the field and the fix."""
+
+
+SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
+    "postgres": ("dsn", "jdbc_url", "host", "port", "user", "password", "dbname"),
+    "redis": ("url", "host", "port", "password"),
+    "kafka": (
+        "bootstrap",
+        "security_protocol",
+        "sasl_mechanism",
+        "username",
+        "password",
+        "client_properties",
+    ),
+    "connect": ("url", "host", "port"),
+    "rabbitmq": ("url", "host", "port", "user", "password"),
+    "nats": ("url", "host", "port"),
+}
+"""What a template may ask of each service's link: `{postgres.dsn}`, `{redis.url}`, ..."""
+
+RUN_FIELDS = ("namespace", "run_dir", "pipeline_dir", "python")
+"""Plain template names: the run's namespace (unique: a schema, a key prefix, a slot
+name), the run folder, the pipeline file's folder, the Python driftlab runs on (with
+psycopg and redis-py). Each process adds `{<process>.port}`, a free port drawn per run,
+and `{<process>.url}`, `http://127.0.0.1:<that port>`."""
+
+SOURCE_FIELDS = ("table", "schema")
+"""`{source.table}` (schema-qualified) and `{source.schema}` (the namespace)."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from harness.pipeline.spec_fields import (
-    NAME,
     NAME_PATTERN,
     PORTS,
     Fix,
@@ -23,59 +22,15 @@ from harness.pipeline.spec_fields import (
     validated,
 )
 from harness.pipeline.spec_model import (
-    HTTP_METHODS,
     SECRET_FIELDS,
     SERVICES,
     FieldPaths,
     ProcessSpec,
     SqlSource,
     StoreSpec,
+    http_url,
 )
-from harness.pipeline.spec_txn import DottedPath, Transactional, ViewFields
-
-
-def _http_url(url: str, info: ValidationInfo) -> bool:
-    """An http:// URL, or one that starts with a process's `{<process>.url}`."""
-    urls = tuple(f"{{{p}}}" for p in info.context["ports"] if p.endswith(".url"))
-    return url.startswith(("http://", *urls))
-
-
-def _request(text: str, info: ValidationInfo) -> str:
-    method, _, url = text.partition(" ")
-    if method not in HTTP_METHODS or not _http_url(url, info):
-        raise refuse(
-            f"is {text!r}",
-            'write "PUT http://127.0.0.1:{app.port}/items/{key}" (a method, a URL)',
-        )
-    return text
-
-
-Request = Annotated[Text, AfterValidator(_request), templated("key", PORTS)]
-
-
-class SourceSection(Transactional):
-    """`[source]`: the table driftlab's workload writes, and how (SQL or HTTP) it writes
-    and reads it; or its tables, transactions and seed."""
-
-    table: Annotated[Text, Field(pattern=NAME), Fix("use letters, digits, _")] = "items"
-    create: Annotated[Text, templated(PORTS)] | None = None
-    write: Annotated[Text, templated("key", "value")] | None = None
-    delete: Annotated[Text, templated("key", "value")] | None = None
-    read: Annotated[Text, templated(PORTS)] | None = None
-    http: Request | None = None
-    http_delete: Request | None = None
-
-    @model_validator(mode="after")
-    def _one_writer(self) -> SourceSection:
-        self.check_transactional()
-        if self.http is not None and self.write is not None:
-            raise refuse("has both write and http", "keep the one that writes the source")
-        if (self.write is None and self.http is None) != (self.read is None):
-            raise refuse(
-                "has only one of (write or http) and read",
-                "give both (your own SQL or application) or neither (driftlab's table)",
-            )
-        return self
+from harness.pipeline.spec_txn import DottedPath, ViewFields
 
 
 def parse_source(
@@ -83,19 +38,7 @@ def parse_source(
 ) -> SqlSource:
     """`[source]`: the table driftlab's workload writes, and how (SQL or HTTP) it
     writes and reads it; or its tables, transactions and seed."""
-    s = validated(SourceSection, data, "source", services=services, ports=ports, folder=folder)
-    return SqlSource(
-        table=s.table,
-        create=s.create,
-        write=s.write,
-        delete=s.delete,
-        read=s.read,
-        http=s.http,
-        http_delete=s.http_delete,
-        tables=dict(s.tables),
-        transactions=tuple(t.loaded() for t in s.transactions),
-        seed=s.seed.loaded() if s.seed else None,
-    )
+    return validated(SqlSource, data, "source", services=services, ports=ports, folder=folder)
 
 
 class Ready(Section):
@@ -211,7 +154,7 @@ class KafkaReader(Paths):
 
 
 def _http_store(url: str, info: ValidationInfo) -> str:
-    if not _http_url(url, info):
+    if not http_url(url, info):
         raise refuse(f"is {url!r}", 'write url = "{app.url}/items" (http://...)')
     return url
 
