@@ -4,10 +4,10 @@ by URL (`[external]`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import unquote, urlsplit
 
-from harness.pipeline.spec_fields import Section, Text, spec_error, validated
+from harness.pipeline.spec_fields import Fix, Section, Text, spec_error, validated
 from harness.pipeline.spec_model import EXTERNAL_SCHEMES, KAFKA_CREDENTIALS, SERVICES
 from harness.services.base import Endpoint
 
@@ -78,7 +78,7 @@ def parse_external(ext: dict[str, Any]) -> dict[str, Endpoint]:
 class KafkaExternal(Section):
     """`external.kafka` as a table: the bootstrap servers and the login."""
 
-    bootstrap: Text
+    bootstrap: Annotated[Text, Fix('write bootstrap = "host:port,host:port"')]
     user: Text | None = None
     password: Text | None = None
     mechanism: Text | None = None

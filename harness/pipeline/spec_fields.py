@@ -98,12 +98,15 @@ def refuse(problem: str, fix: str, at: str = "") -> PydanticCustomError:
 
 
 def validated(model: type[S], data: Any, where: str, **context: Any) -> S:
-    """`data` as `model`, or PipelineError naming the first refused field below `where`;
-    `context` is what the validators check templates and names against."""
+    """`data` as `model`, or PipelineError naming the first refused field below `where`
+    (an unknown key first: a misspelt one leaves its field missing too); `context` is
+    what the validators check templates and names against."""
     try:
         return model.model_validate(data, context=context)
     except ValidationError as exc:
-        raise _refusal(model, exc.errors()[0], where) from None
+        errors = exc.errors()
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        raise _refusal(model, first, where) from None
 
 
 def _bare(tp: Any) -> Any:
@@ -113,9 +116,20 @@ def _bare(tp: Any) -> Any:
     return tp
 
 
-def _field(model: type[BaseModel], loc: Sequence[int | str]) -> tuple[type[BaseModel], Any]:
-    """The model holding the field at `loc` and its FieldInfo (None: not a field of it)."""
-    owner, info, tp = model, None, model
+def _fixes(tp: Any) -> list[str]:
+    """The Fix texts of an `Annotated[..., Fix(...)]` type (or of `X | None`)."""
+    tp = _bare(tp)
+    return (
+        [m.text for m in get_args(tp)[1:] if isinstance(m, Fix)]
+        if get_origin(tp) is Annotated
+        else []
+    )
+
+
+def _field(model: type[BaseModel], loc: Sequence[int | str]) -> tuple[type[BaseModel], list[str]]:
+    """The model holding the value at `loc` and the fixes that value's declaration
+    names: its own type's, else its field's (a list's item has its list's)."""
+    owner, fixes, tp = model, [], model
     for part in loc:
         tp = _bare(tp)
         tp = get_args(tp)[0] if get_origin(tp) is Annotated else tp
@@ -123,53 +137,47 @@ def _field(model: type[BaseModel], loc: Sequence[int | str]) -> tuple[type[BaseM
             owner = tp
             info = next((f for n, f in tp.model_fields.items() if part in (n, f.alias)), None)
             if info is None:
-                break
+                return owner, []
             tp = info.annotation
+            fixes = _fixes(tp) or [m.text for m in info.metadata if isinstance(m, Fix)]
         else:  # a list's index or a table's key: on to its items
             args = [a for a in get_args(tp) if a is not Ellipsis]
             tp = args[-1] if args else tp
-    return owner, info
+            fixes = _fixes(tp) or fixes
+    return owner, fixes
 
 
-_FIXES = {
-    "string_type": "write a string in quotes",
-    "float_type": "write a number",
-    "int_type": "write a whole number",
-    "tuple_type": "write a list",
-    "list_type": "write a list",
-}
-
-
-def _fix(info: Any, ctx: dict[str, Any]) -> str | None:
-    """The field's Fix, or the bound a number broke (`ctx` of its error)."""
-    if info is not None:
-        inner = _bare(info.annotation)
-        meta = [*info.metadata, *(get_args(inner)[1:] if get_origin(inner) is Annotated else ())]
-        fixes = [m.text for m in meta if isinstance(m, Fix)]
-        if fixes:
-            return fixes[-1]
-    bounds = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
-    return next((f"write a number {op} {ctx[k]:g}" for k, op in bounds.items() if k in ctx), None)
+_BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+"""A number's bounds, as its error's context names them."""
 
 
 def _refusal(model: type[BaseModel], error: ErrorDetails, where: str) -> PipelineError:
     loc = [p for p in error["loc"] if p != "[key]"]
     path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
-    ctx = error.get("ctx", {})
-    if error["type"] == "spec":
+    ctx, kind = error.get("ctx", {}), error["type"]
+    if kind == "spec":
         below = "" if ctx["at"][:1] in ("", "[") else "."
         return spec_error(f"{path}{below}{ctx['at']}".lstrip("."), ctx["problem"], ctx["fix"])
-    path = path.lstrip(".")
-    owner, info = _field(model, loc)
-    if error["type"] == "extra_forbidden":
+    path, last = path.lstrip("."), loc[-1] if loc else where
+    owner, fixes = _field(model, loc)
+    if kind == "extra_forbidden":
         known = ", ".join(f.alias or n for n, f in owner.model_fields.items())
         return spec_error(path, "is not a known field", f"use one of: {known}")
-    fix = _fix(info, ctx) or _FIXES.get(error["type"], error["msg"])
-    if error["type"] == "missing":
-        return spec_error(path, "is missing", fix)
-    if error["type"] in ("model_type", "dict_type"):
-        return spec_error(path, "is not a table", _fix(info, {}) or f"write [{path}]")
-    return spec_error(path, f"is {error['input']!r}", fix)
+    if kind in ("model_type", "dict_type"):
+        table = f"write a [{path}] table" if "." not in path else f"write {last} = {{ ... }}"
+        return spec_error(path, "is not a table", (fixes or [table])[-1])
+    if kind == "string_type":  # whatever the string's form, first it is a string
+        fixes = ["write a string in quotes"]
+    bound = [f"write a number {op} {ctx[k]:g}" for k, op in _BOUNDS.items() if k in ctx]
+    plain = {
+        "missing": f"give {last}",
+        "float_type": "write a number",
+        "int_type": "write a whole number",
+        "tuple_type": "write a list",
+        "list_type": "write a list",
+    }
+    fix = (fixes or bound or [plain.get(kind, error["msg"])])[-1]
+    return spec_error(path, "is missing" if kind == "missing" else f"is {error['input']!r}", fix)
 
 
 def template_names(text: str) -> list[str]:

@@ -77,7 +77,7 @@ class TxnTemplate(Section):
     template chosen by `weight` among the file's."""
 
     name: Annotated[Text, Field(pattern=NAME), Fix('write name = "new_order" (letters, digits, _)')]
-    weight: Annotated[float, Field(gt=0, strict=True)] = 1.0
+    weight: Annotated[float, Field(gt=0, strict=True), Fix("write a number > 0")] = 1.0
     statements: Annotated[
         tuple[Annotated[Text, Field(pattern=r"\S"), templated(*TXN_FIELDS)], ...],
         Field(min_length=1),
@@ -314,7 +314,7 @@ class Converge(Section):
 
     timeout: Number = 30.0
     window: Number = 3.0
-    sample_ms: Annotated[int, Field(ge=20, strict=True), Fix("sample every 20 ms or more")] = 200
+    sample_ms: Annotated[float, Field(ge=20, strict=True), Fix("sample every 20 ms or more")] = 200
 
 
 @dataclass(frozen=True)

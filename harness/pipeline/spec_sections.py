@@ -30,7 +30,7 @@ from harness.pipeline.spec_model import (
     StoreSpec,
     http_url,
 )
-from harness.pipeline.spec_txn import DottedPath, ViewFields
+from harness.pipeline.spec_txn import Compare, DottedPath, ViewQuery, check_view
 
 
 def parse_source(
@@ -186,7 +186,7 @@ STORE_READERS = ("redis", "sql", "kafka", "http")
 per arrival)."""
 
 
-class StoreSection(ViewFields):
+class StoreSection(Section):
     """`[stores.<name>]`: a derived store, its kind and how driftlab reads it."""
 
     kind: Annotated[
@@ -197,10 +197,12 @@ class StoreSection(ViewFields):
     sql: SqlReader | None = None
     kafka: KafkaReader | None = None
     http: HttpReader | None = None
+    view: ViewQuery | None = None
+    compare: Compare | None = None
 
     @model_validator(mode="after")
     def _one_reader(self, info: ValidationInfo) -> StoreSection:
-        self.check_view(self.kind)
+        check_view(self.kind, self.view, self.model_fields_set)
         readers = [k for k in STORE_READERS if getattr(self, k) is not None]
         if len(readers) != 1:
             raise refuse(

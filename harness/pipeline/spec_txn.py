@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from harness.pipeline.spec_fields import (
     Fix,
-    Section,
     Text,
     refuse,
     spec_error,
@@ -26,43 +25,38 @@ DottedPath = Annotated[
 """`after.value`: the `value` of the object `after`, each part a name."""
 
 
-def _uses_key(view: str) -> str:
-    if "key" not in template_names(view):
-        raise refuse("does not use {key}", "select the one row of the store's key: ... = {key}")
-    return view
+ViewQuery = Annotated[Text, templated("key")]
+"""A view store's `view`: a query of the source with `{key}`."""
+
+Compare = Annotated[
+    tuple[DottedPath, ...],
+    Field(min_length=1),
+    Fix('write a list of dotted field paths: compare = ["status", "lines"]'),
+]
+"""A view store's `compare`: the dotted fields of its view's JSON compared."""
 
 
-class ViewFields(Section):
-    """A store's `view` (a query with `{key}`) and `compare` (dotted paths)."""
-
-    view: Annotated[Text, templated("key"), AfterValidator(_uses_key)] | None = None
-    compare: (
-        Annotated[
-            tuple[DottedPath, ...],
-            Field(min_length=1),
-            Fix('write a list of dotted field paths: compare = ["status", "lines"]'),
-        ]
-        | None
-    ) = None
-
-    def check_view(self, kind: str) -> None:
-        """`view` and `compare` on a view store only, which needs its view (raised within
-        validation)."""
-        if kind != "view":
-            for key in ("view", "compare"):
-                if key in self.model_fields_set:
-                    raise refuse(
-                        f"belongs to a view store, this one is a {kind}",
-                        'write kind = "view", or remove it',
-                        at=key,
-                    )
-        elif self.view is None:
-            raise refuse(
-                "is missing",
-                'write view = "SELECT row_to_json(t) FROM {source.schema}.orders t'
-                ' WHERE id = {key}"',
-                at="view",
-            )
+def check_view(kind: str, view: str | None, given: set[str]) -> None:
+    """`view` and `compare` (`given` among a store's fields) on a view store only,
+    which needs its view and the view its `{key}` (raised within validation)."""
+    if kind != "view":
+        for key in ("view", "compare"):
+            if key in given:
+                raise refuse(
+                    f"belongs to a view store, this one is a {kind}",
+                    'write kind = "view", or remove it',
+                    at=key,
+                )
+    elif view is None:
+        raise refuse(
+            "is missing",
+            'write view = "SELECT row_to_json(t) FROM {source.schema}.orders t WHERE id = {key}"',
+            at="view",
+        )
+    elif "key" not in template_names(view):
+        raise refuse(
+            "does not use {key}", "select the one row of the store's key: ... = {key}", at="view"
+        )
 
 
 def check_views(stores: tuple[StoreSpec, ...], transactional: bool) -> None:
