@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
@@ -54,7 +54,7 @@ carry none (the process finds it in PGPASSWORD and REDISCLI_AUTH)."""
 
 HTTP_METHODS = ("PUT", "POST", "PATCH", "DELETE")
 
-STORE_KINDS = ("mirror", "log", "view")
+StoreKind = Literal["mirror", "log", "view"]
 """`mirror`: holds the latest value per key (a skipped intermediate version is no
 loss); `log`: every write must arrive; `view`: holds, per key, the state of a SQL
 query over the source (a pipeline with `[[source.transactions]]`)."""

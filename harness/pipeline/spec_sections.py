@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
@@ -27,6 +27,7 @@ from harness.pipeline.spec_model import (
     FieldPaths,
     ProcessSpec,
     SqlSource,
+    StoreKind,
     StoreSpec,
     http_url,
 )
@@ -190,7 +191,7 @@ class StoreSection(Section):
     """`[stores.<name>]`: a derived store, its kind and how driftlab reads it."""
 
     kind: Annotated[
-        Literal["mirror", "log", "view"],
+        StoreKind,
         Fix("use mirror (latest value per key), log or view (a query's state per key)"),
     ] = "mirror"
     redis: RedisReader | None = None
