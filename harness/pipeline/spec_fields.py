@@ -150,8 +150,18 @@ def _field(model: type[BaseModel], loc: Sequence[int | str]) -> tuple[type[BaseM
 _BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
 """A number's bounds, as its error's context names them."""
 
+_PLAIN_FIXES = {
+    "float_type": "write a number",
+    "int_type": "write a whole number",
+    "tuple_type": "write a list",
+    "list_type": "write a list",
+}
+"""The fix of a type error on a field that declares none (else: give the field)."""
+
 
 def _refusal(model: type[BaseModel], error: ErrorDetails, where: str) -> PipelineError:
+    """pydantic's `error` as the one line: the field's path below `where`, what it is
+    and the fix its declaration names (its Fix, the bound it broke, or its type's)."""
     loc = [p for p in error["loc"] if p != "[key]"]
     path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
     ctx, kind = error.get("ctx", {}), error["type"]
@@ -169,14 +179,7 @@ def _refusal(model: type[BaseModel], error: ErrorDetails, where: str) -> Pipelin
     if kind == "string_type":  # whatever the string's form, first it is a string
         fixes = ["write a string in quotes"]
     bound = [f"write a number {op} {ctx[k]:g}" for k, op in _BOUNDS.items() if k in ctx]
-    plain = {
-        "missing": f"give {last}",
-        "float_type": "write a number",
-        "int_type": "write a whole number",
-        "tuple_type": "write a list",
-        "list_type": "write a list",
-    }
-    fix = (fixes or bound or [plain.get(kind, error["msg"])])[-1]
+    fix = (fixes or bound or [_PLAIN_FIXES.get(kind, f"give {last}")])[-1]
     return spec_error(path, "is missing" if kind == "missing" else f"is {error['input']!r}", fix)
 
 
