@@ -79,9 +79,7 @@ class Section(BaseModel):
     """A table of the pipeline file: an unknown key is refused (a typo would be ignored
     otherwise); the models are frozen, like the objects built from them."""
 
-    # defer_build: the validators are built when a file is first loaded, not when the
-    # module is imported (the pytest plugin and every CLI command import it).
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 S = TypeVar("S", bound=BaseModel)
