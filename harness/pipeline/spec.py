@@ -22,8 +22,12 @@ tables) without YAML's surprises (`no` read as false, `1.10` as a float).
 the fix. Templates (`{postgres.dsn}`, `{namespace}`, ...) are checked here against the
 declared services; they are filled in at run time (harness.pipeline.links).
 
-Each section's reader is a module of its own (harness.pipeline.spec_*); the dataclasses
-are in spec_model and are importable from here too.
+Each section's reader is a module of its own (harness.pipeline.spec_*); the loaded
+objects are in spec_model and are importable from here too. The sections are pydantic
+models (spec_fields says how its errors become that one line): pydantic rather than
+msgspec because the checks need the file's context (its services and processes, for
+templates) and cross-field rules, which pydantic's validators take and msgspec's
+type-only decoding does not; and its errors carry the place and the bound broken.
 """
 
 from __future__ import annotations
