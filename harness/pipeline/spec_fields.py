@@ -174,7 +174,9 @@ def _refusal(model: type[BaseModel], error: ErrorDetails, where: str) -> Pipelin
         known = ", ".join(f.alias or n for n, f in owner.model_fields.items())
         return spec_error(path, "is not a known field", f"use one of: {known}")
     if kind in ("model_type", "dict_type"):
-        table = f"write a [{path}] table" if "." not in path else f"write {last} = {{ ... }}"
+        # A section ([source], [processes.x]) is a table of its own, a field's inline.
+        section = not loc or (not where and len(loc) == 1)
+        table = f"write a [{path}] table" if section else f"write {last} = {{ ... }}"
         return spec_error(path, "is not a table", (fixes or [table])[-1])
     if kind == "string_type":  # whatever the string's form, first it is a string
         fixes = ["write a string in quotes"]
