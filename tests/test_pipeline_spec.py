@@ -73,6 +73,19 @@ def test_the_examples_and_every_starting_file_load(tmp_path: Path) -> None:
         assert p.faults.fitted(p.workload.duration).faults == p.faults.faults, shape
 
 
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        [*EXAMPLES.parent.glob("*/*.toml"), *(Path(__file__).parent / "pipelines").glob("*.toml")]
+    ),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_every_example_and_test_pipeline_file_loads(path: Path) -> None:
+    p = load(path)
+    assert p.stores and p.folder == path.parent
+    assert "postgres" in p.reached
+
+
 def test_a_short_run_keeps_every_fault_and_its_recovery_in_proportion() -> None:
     # A candidate of an exploration runs a few seconds: the example's 3 s recovery,
     # kept whole, would leave a 3 s run no room for any of its faults.
@@ -164,6 +177,13 @@ def external(service: str, url: str) -> str:
         (external("kafka", "kafka://127.0.0.1:9092"), "external.kafka", "host:port"),
         (external("redis", "127.0.0.1:6379"), "external.redis", "redis://"),
         (external("postgres", "postgresql://u@127.0.0.1/db"), "external.postgres", "host:port"),
+        # A misspelt key is named before the field it leaves missing.
+        (edit('external = { kafka = { bootstrp = "h:1" } }'), "external.kafka.bootstrp", "use"),
+        (edit("env = { DSN = 1 }"), "processes.mirror.env.DSN", "write a string in quotes"),
+        (edit('command = ["bash", 1]'), "processes.mirror.command[1]", "a string in quotes"),
+        (MINIMAL + "[converge]\nsample_ms = 10\n", "converge.sample_ms", "20 ms or more"),
+        (MINIMAL + "[converge]\ntimeout = -1\n", "converge.timeout", "a number >= 0"),
+        (edit("source = 3"), "source", "write a [source] table"),
     ],
 )
 def test_a_bad_field_is_named_with_its_fix(tmp_path: Path, text: str, field: str, fix: str) -> None:

@@ -89,7 +89,7 @@ def test_a_seed_script_beside_the_file(tmp_path: Path) -> None:
         (
             'statements = ["DELETE',
             'statements = ["DELETE {nope} ',
-            "source.transactions[1].statements",
+            "source.transactions[1].statements[0]",
             "{nope} is not known",
         ),
         ("seed = { rows = 20 }", "seed = { rows = -1 }", "source.seed.rows", ">= 0"),

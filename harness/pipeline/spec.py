@@ -22,8 +22,12 @@ tables) without YAML's surprises (`no` read as false, `1.10` as a float).
 the fix. Templates (`{postgres.dsn}`, `{namespace}`, ...) are checked here against the
 declared services; they are filled in at run time (harness.pipeline.links).
 
-Each section's reader is a module of its own (harness.pipeline.spec_*); the dataclasses
-are in spec_model and are importable from here too.
+Each section's reader is a module of its own (harness.pipeline.spec_*); the loaded
+objects are in spec_model and are importable from here too. The sections are pydantic
+models (spec_fields says how its errors become that one line): pydantic rather than
+msgspec because the checks need the file's context (its services and processes, for
+templates) and cross-field rules, which pydantic's validators take and msgspec's
+type-only decoding does not; and its errors carry the place and the bound broken.
 """
 
 from __future__ import annotations
@@ -31,18 +35,22 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from harness.pipeline.spec_connectors import connect_template, parse_connectors
 from harness.pipeline.spec_expect import parse_expectations, parse_faults, parse_workload
 from harness.pipeline.spec_external import parse_external, parse_services, with_external
 from harness.pipeline.spec_fields import (
     NAME_PATTERN,
-    number_field,
-    only_fields,
+    Fix,
+    Name,
+    Number,
+    Section,
+    Text,
     spec_error,
-    str_field,
-    table_field,
+    validated,
 )
 from harness.pipeline.spec_model import (
     KAFKA_CREDENTIALS,
@@ -79,57 +87,47 @@ __all__ = [
 ]
 
 
+class FileSection(Section):
+    """The pipeline file's top level; each section is read by its own module."""
+
+    name: Name | None = None
+    summary: Text = ""
+    services: Annotated[tuple[Text, ...], Fix('write services = ["postgres", ...]')] = ()
+    external: dict[str, Any] = Field(default_factory=dict)
+    recovery: Number = 2.0
+    source: dict[str, Any] = Field(default_factory=dict)
+    processes: dict[str, Any] = Field(default_factory=dict)
+    stores: dict[str, Any] = Field(default_factory=dict)
+    workload: dict[str, Any] = Field(default_factory=dict)
+    faults: Annotated[tuple[Any, ...], Fix("write [[faults]] tables")] = ()
+    expect: dict[str, Any] = Field(default_factory=dict)
+    converge: dict[str, Any] = Field(default_factory=dict)
+    connectors: Annotated[tuple[Any, ...], Fix("write [[connectors]] tables")] = ()
+
+
 def parse(data: dict[str, Any], path: Path) -> Pipeline:
     """A Pipeline from the TOML's table (`path` names the file, for relative paths)."""
-    only_fields(
-        data,
-        (
-            "name",
-            "summary",
-            "services",
-            "external",
-            "recovery",
-            "source",
-            "processes",
-            "stores",
-            "workload",
-            "faults",
-            "expect",
-            "converge",
-            "connectors",
-        ),
-        "",
-    )
-    name = str_field(data, "name", "", path.stem) or path.stem
+    top = validated(FileSection, data, "")
+    name = top.name or path.stem
     if not NAME_PATTERN.match(name):
         raise spec_error(
             "name", f"{name!r} is not usable as a folder name", "use letters, digits, - and _"
         )
-    external = parse_external(data)
-    own = parse_services(data, external)
+    external = parse_external(top.external)
+    own = parse_services(top.services, external)
     services = (*own, *external)  # what templates, stores and link faults may name
-    procs_raw = table_field(data, "processes", "")
+    procs_raw = top.processes
     kafka = external.get("kafka")
     credentials = tuple(f"kafka.{k}" for k in KAFKA_CREDENTIALS if kafka and k in kafka.extra)
     # {<process>.port}, {<process>.url}, and an external Kafka's {kafka.user}, ...
     ports = (*(f"{n}.{f}" for n in procs_raw for f in ("port", "url")), *credentials)
     processes = tuple(parse_process(n, d, services, ports) for n, d in procs_raw.items())
-    stores_raw = table_field(data, "stores", "")
+    stores_raw = top.stores
     if not stores_raw:
         raise spec_error("stores", "is empty", "declare at least one [stores.<name>] to read")
     stores = tuple(parse_store(n, d, services, ports) for n, d in stores_raw.items())
-    conv = table_field(data, "converge", "")
-    only_fields(conv, ("timeout", "window", "sample_ms"), "converge.")
-    converge = Converge(
-        timeout=number_field(conv, "timeout", "converge.", 30.0),
-        window=number_field(conv, "window", "converge.", 3.0),
-        sample_ms=int(number_field(conv, "sample_ms", "converge.", 200)),
-    )
-    if converge.sample_ms < 20:
-        raise spec_error(
-            "converge.sample_ms", f"is {converge.sample_ms}", "sample every 20 ms or more"
-        )
-    workload = parse_workload(data)
+    converge = validated(Converge, top.converge, "converge")
+    workload = parse_workload(top.workload)
     store_names = {s.name for s in stores}
     bad_reads = set(workload.read_stores or ()) - store_names - {"source"}
     if bad_reads:
@@ -138,7 +136,7 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
             f"names {sorted(bad_reads)}",
             f"use source or: {', '.join(sorted(store_names))}",
         )
-    source = parse_source(data, services, ports, path.parent)
+    source = parse_source(top.source, services, ports, path.parent)
     check_views(stores, source.transactional)
     if source.transactional and set(workload.mix) != {"write"}:
         raise spec_error(
@@ -156,16 +154,17 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
         stores=stores,
         workload=workload,
         faults=parse_faults(
-            data,
+            top.faults,
+            top.recovery,
             tuple(p.name for p in processes),
             services,
             own,
             tuple(s.name for s in stores if s.kind != "log"),
         ),
-        expectations=parse_expectations(data, stores),
+        expectations=parse_expectations(top.expect, stores),
         converge=converge,
-        summary=str_field(data, "summary", "", "") or "",
-        connectors=parse_connectors(data, path.parent, own, services, ports),
+        summary=top.summary,
+        connectors=parse_connectors(top.connectors, path.parent, own, services, ports),
     )
 
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.pipeline.spec_fields import check_template, only_fields, spec_error, str_field
+from harness.pipeline.spec_fields import Section, Text, spec_error, template_checked, validated
 from harness.pipeline.spec_model import ConnectorSpec
 
 CONNECT_REFERENCE = re.compile(r"\$\{([^{}]*)\}")
@@ -28,46 +28,47 @@ def _config_value(value: Any, where: str) -> str:
     raise spec_error(where, f"is {value!r}", "write a string, a number or true/false")
 
 
+class ConnectorSection(Section):
+    """One `[[connectors]]`: a name, and the config inline or in a JSON file."""
+
+    name: Text | None = None
+    config: dict[str, Any] | None = None
+    file: Text | None = None
+
+
 def _connector(
     i: int, data: Any, folder: Path, services: tuple[str, ...], ports: tuple[str, ...]
 ) -> ConnectorSpec:
     where = f"connectors[{i}]"
-    if not isinstance(data, dict):
-        raise spec_error(
-            where, "is not a table", "write [[connectors]] with name and config or file"
-        )
-    only_fields(data, ("name", "config", "file"), f"{where}.")
-    if ("config" in data) == ("file" in data):
+    c = validated(ConnectorSection, data, where)
+    if (c.config is None) == (c.file is None):
         raise spec_error(
             where,
             "needs one of config and file",
             'give config = { "connector.class" = ... } or file = "connector.json"',
         )
-    name = str_field(data, "name", f"{where}.")
-    raw: Any = data.get("config")
-    if "file" in data:
-        file = str_field(data, "file", f"{where}.") or ""
-        path = folder / file
+    name, raw = c.name, c.config
+    if c.file is not None:
         try:
-            raw = json.loads(path.read_text())
+            raw = json.loads((folder / c.file).read_text())
         except OSError as exc:
             raise spec_error(
-                f"{where}.file", f"{file!r} cannot be read ({exc.strerror})", "give a JSON file"
+                f"{where}.file", f"{c.file!r} cannot be read ({exc.strerror})", "give a JSON file"
             ) from None
         except ValueError as exc:
             raise spec_error(
-                f"{where}.file", f"{file!r} is not JSON ({exc})", "fix it there"
+                f"{where}.file", f"{c.file!r} is not JSON ({exc})", "fix it there"
             ) from None
         # Connect's POST /connectors body, {"name": ..., "config": {...}}, or the config.
         if isinstance(raw, dict) and isinstance(raw.get("config"), dict):
-            name = name or str_field(raw, "name", f"{where}.file: ")
+            name = name or raw.get("name")
             raw = raw["config"]
     if not isinstance(raw, dict) or not raw:
         raise spec_error(
             f"{where}.config", "is not a table of settings", "give the connector's config"
         )
-    name = name or str_field(raw, "name", f"{where}.config.")
-    if not name or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+    name = name or raw.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise spec_error(
             f"{where}.name", f"is {name!r}", "name the connector: letters, digits, _, . and -"
         )
@@ -76,7 +77,7 @@ def _connector(
         if key == "name":
             continue  # the worker's name is driftlab's: <namespace>_<name>
         text = _config_value(value, f"{where}.config.{key}")
-        check_template(connect_template(text), f"{where}.config.{key}", services, ports)
+        template_checked(connect_template(text), f"{where}.config.{key}", services, ports)
         config[key] = text
     if "connector.class" not in config:
         raise spec_error(
@@ -88,7 +89,7 @@ def _connector(
 
 
 def parse_connectors(
-    data: dict[str, Any],
+    raw: tuple[Any, ...],
     folder: Path,
     own: tuple[str, ...],
     services: tuple[str, ...],
@@ -96,9 +97,6 @@ def parse_connectors(
 ) -> tuple[ConnectorSpec, ...]:
     """`[[connectors]]`: run on driftlab's Connect worker or the user's (`external.connect`),
     which reaches every other service through links of its own (`connect->postgres`)."""
-    raw = data.get("connectors", [])
-    if not isinstance(raw, list):
-        raise spec_error("connectors", "is not a list", "write [[connectors]] tables")
     if raw and "connect" not in services:
         raise spec_error(
             "connectors",

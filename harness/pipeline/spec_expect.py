@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from harness.nemesis.schedule import Anchor, FaultSpec, Schedule
-from harness.pipeline.spec_fields import number_field, only_fields, spec_error, table_field
+from harness.pipeline.spec_fields import Fix, Section, Text, spec_error, validated
 from harness.pipeline.spec_model import EXTERNAL_UNLINKED, PipelineError, StoreSpec
 from harness.workload.spec import WorkloadSpec
 
 
 def parse_faults(
-    data: dict[str, Any],
+    raw: tuple[Any, ...],
+    recovery: float,
     processes: tuple[str, ...],
     services: tuple[str, ...],
     own: tuple[str, ...],
@@ -20,9 +21,6 @@ def parse_faults(
     """The `[[faults]]` schedule, each target checked against the pipeline's processes
     and services, each moment (`after`) against its processes and `mirrors` (its
     stores read as mirrors)."""
-    raw = data.get("faults", [])
-    if not isinstance(raw, list):
-        raise spec_error("faults", "is not a list", "write [[faults]] tables")
     windows = []
     for i, f in enumerate(raw):
         where = f"faults[{i}]"
@@ -62,7 +60,6 @@ def parse_faults(
         if spec.after is not None:
             _check_moment(where, spec.after, processes, mirrors)
         windows.append(spec)
-    recovery = number_field(data, "recovery", "", 2.0)
     schedule = Schedule(tuple(windows), recovery)
     try:
         schedule.validate()
@@ -112,19 +109,22 @@ VERSIONED_KINDS = ("stale-overwrite",)
 a pipeline may name them only when one of its stores is read with a version."""
 
 
+class Expect(Section):
+    """`[expect]`: the anomaly kinds that must be present or absent."""
+
+    present: Annotated[tuple[Text, ...], Fix('write present = ["stale", ...]')] = ()
+    absent: Annotated[tuple[Text, ...], Fix('write absent = ["missing", ...]')] = ()
+
+
 def parse_expectations(data: dict[str, Any], stores: tuple[StoreSpec, ...]) -> dict[str, str]:
     """`[expect]`: the anomaly kinds that must be present or absent, each one a
     pipeline run can find."""
     from checkers.anomaly import ALL_KINDS
 
-    exp = table_field(data, "expect", "")
-    only_fields(exp, ("present", "absent"), "expect.")
+    exp = validated(Expect, data, "expect")
     out: dict[str, str] = {}
     for want in ("present", "absent"):
-        kinds = exp.get(want, [])
-        if not isinstance(kinds, list):
-            raise spec_error(f"expect.{want}", "is not a list", f'write {want} = ["stale", ...]')
-        for kind in kinds:
+        for kind in getattr(exp, want):
             if kind not in ALL_KINDS:
                 raise spec_error(
                     f"expect.{want}",
@@ -155,10 +155,9 @@ def parse_expectations(data: dict[str, Any], stores: tuple[StoreSpec, ...]) -> d
 def parse_workload(data: dict[str, Any]) -> WorkloadSpec:
     """`[workload]`: driftlab's writes to the source (writes only, uniform keys,
     100/s unless said)."""
-    wl = table_field(data, "workload", "")
     try:
         return WorkloadSpec.from_dict(
-            {"mix": {"write": 1.0}, "distribution": "uniform", "rate": 100.0, **wl}
+            {"mix": {"write": 1.0}, "distribution": "uniform", "rate": 100.0, **data}
         )
     except (ValueError, TypeError) as exc:
         raise PipelineError(f"workload: {exc}") from None

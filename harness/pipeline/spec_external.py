@@ -4,19 +4,16 @@ by URL (`[external]`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import unquote, urlsplit
 
-from harness.pipeline.spec_fields import only_fields, spec_error, str_field, table_field
+from harness.pipeline.spec_fields import Fix, Section, Text, spec_error, validated
 from harness.pipeline.spec_model import EXTERNAL_SCHEMES, KAFKA_CREDENTIALS, SERVICES
 from harness.services.base import Endpoint
 
 
-def parse_services(data: dict[str, Any], external: dict[str, Endpoint]) -> tuple[str, ...]:
+def parse_services(raw: tuple[str, ...], external: dict[str, Endpoint]) -> tuple[str, ...]:
     """`services`: the services of driftlab's stack the pipeline uses (none given by URL too)."""
-    raw = data.get("services", [])
-    if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
-        raise spec_error("services", "is not a list of names", 'write services = ["postgres", ...]')
     for svc in raw:
         if svc not in SERVICES:
             raise spec_error(
@@ -35,10 +32,9 @@ def parse_services(data: dict[str, Any], external: dict[str, Endpoint]) -> tuple
     return tuple(dict.fromkeys(raw))
 
 
-def parse_external(data: dict[str, Any]) -> dict[str, Endpoint]:
+def parse_external(ext: dict[str, Any]) -> dict[str, Endpoint]:
     """`[external]`: services already running, each by URL (driftlab puts a link in
     front of each, so link faults reach them; crashes do not)."""
-    ext = table_field(data, "external", "")
     out: dict[str, Endpoint] = {}
     for svc, url in ext.items():
         where = f"external.{svc}"
@@ -79,25 +75,34 @@ def parse_external(data: dict[str, Any]) -> dict[str, Endpoint]:
     return out
 
 
+class KafkaExternal(Section):
+    """`external.kafka` as a table: the bootstrap servers and the login."""
+
+    bootstrap: Annotated[Text, Fix('write bootstrap = "host:port,host:port"')]
+    user: Text | None = None
+    password: Text | None = None
+    mechanism: Text | None = None
+
+
 def _external_kafka(value: Any) -> Endpoint:
     """`external.kafka`: "host:port[,host:port]" (the bootstrap servers), or a table
     with `bootstrap` and the `user`, `password` and SASL `mechanism` the programs (and
     driftlab's reader of a topic) log in with."""
     where, fix = "external.kafka", 'write "host:port,host:port" or { bootstrap = "host:port" }'
-    table = value if isinstance(value, dict) else {"bootstrap": value}
-    only_fields(table, ("bootstrap", *KAFKA_CREDENTIALS), f"{where}.")
-    bootstrap = table.get("bootstrap")
-    if not isinstance(bootstrap, str):
+    if not isinstance(value, str | dict):
         raise spec_error(where, f"is {value!r}", fix)
+    table = validated(
+        KafkaExternal, value if isinstance(value, dict) else {"bootstrap": value}, where
+    )
     hosts = []
-    for server in bootstrap.split(","):
+    for server in table.bootstrap.split(","):
         host, _, port = server.strip().rpartition(":")
         if not host or "/" in host or not port.isdigit():
             raise spec_error(where, f"has {server.strip()!r}, not host:port", fix)
         hosts.append((host, int(port)))
     extra = {"bootstrap": ",".join(f"{h}:{p}" for h, p in hosts)}
     for key in KAFKA_CREDENTIALS:
-        given = str_field(table, key, f"{where}.")
+        given = getattr(table, key)
         if given is not None:
             extra[key] = given
     return Endpoint(hosts[0][0], hosts[0][1], extra)

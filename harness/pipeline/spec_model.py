@@ -1,12 +1,28 @@
 """What a pipeline file may name (services, template fields, store kinds) and the
-dataclasses `harness.pipeline.spec.parse` builds from it."""
+objects `harness.pipeline.spec.parse` builds from it: the sections whose shape is the
+file's are pydantic models (with their rules), the others dataclasses built from one."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from harness.nemesis.schedule import Schedule
+from harness.pipeline.spec_fields import (
+    NAME,
+    PORTS,
+    Fix,
+    Number,
+    Section,
+    Text,
+    refuse,
+    templated,
+)
+from harness.pipeline.spec_fields import PipelineError as PipelineError
 from harness.services.base import Endpoint
 from harness.workload.spec import WorkloadSpec
 
@@ -25,23 +41,6 @@ after their first request; link faults on them are refused."""
 KAFKA_CREDENTIALS = ("user", "password", "mechanism")
 """`{kafka.user}`, `{kafka.password}`: what an external Kafka's table may add."""
 
-SERVICE_FIELDS: dict[str, tuple[str, ...]] = {
-    "postgres": ("dsn", "jdbc_url", "host", "port", "user", "password", "dbname"),
-    "redis": ("url", "host", "port", "password"),
-    "kafka": (
-        "bootstrap",
-        "security_protocol",
-        "sasl_mechanism",
-        "username",
-        "password",
-        "client_properties",
-    ),
-    "connect": ("url", "host", "port"),
-    "rabbitmq": ("url", "host", "port", "user", "password"),
-    "nats": ("url", "host", "port"),
-}
-"""What a template may ask of each service's link: `{postgres.dsn}`, `{redis.url}`, ..."""
-
 SECRET_FIELDS = (
     "postgres.password",
     "redis.password",
@@ -53,18 +52,9 @@ SECRET_FIELDS = (
 user (`ps`), so a process gets them in `env` only; `{postgres.dsn}` and `{redis.url}`
 carry none (the process finds it in PGPASSWORD and REDISCLI_AUTH)."""
 
-RUN_FIELDS = ("namespace", "run_dir", "pipeline_dir", "python")
-"""Plain template names: the run's namespace (unique: a schema, a key prefix, a slot
-name), the run folder, the pipeline file's folder, the Python driftlab runs on (with
-psycopg and redis-py). Each process adds `{<process>.port}`, a free port drawn per run,
-and `{<process>.url}`, `http://127.0.0.1:<that port>`."""
-
 HTTP_METHODS = ("PUT", "POST", "PATCH", "DELETE")
 
-SOURCE_FIELDS = ("table", "schema")
-"""`{source.table}` (schema-qualified) and `{source.schema}` (the namespace)."""
-
-STORE_KINDS = ("mirror", "log", "view")
+StoreKind = Literal["mirror", "log", "view"]
 """`mirror`: holds the latest value per key (a skipped intermediate version is no
 loss); `log`: every write must arrive; `view`: holds, per key, the state of a SQL
 query over the source (a pipeline with `[[source.transactions]]`)."""
@@ -75,52 +65,158 @@ a unique value, one of a few customer ids, an amount with two decimals, a line c
 1-5 and a line number 1-5. The workload fills them as SQL parameters."""
 
 
-class PipelineError(ValueError):
-    """A pipeline file that cannot be used: the message names the field and the fix."""
+SQL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+"""A table name usable unquoted in the file's SQL (`{source.schema}.orders`)."""
+
+OWN_WRITES = ("write", "delete", "read", "http", "http_delete")
+"""`[source]` fields that say how a key-value source is written: not with transactions."""
 
 
-@dataclass(frozen=True)
-class TxnTemplate:
+class TxnTemplate(Section):
     """One `[[source.transactions]]`: its statements run in one transaction, the
     template chosen by `weight` among the file's."""
 
-    name: str
-    weight: float
-    statements: tuple[str, ...]
+    name: Annotated[Text, Field(pattern=NAME), Fix('write name = "new_order" (letters, digits, _)')]
+    weight: Annotated[float, Field(gt=0, strict=True), Fix("write a number > 0")] = 1.0
+    statements: Annotated[
+        tuple[Annotated[Text, Field(pattern=r"\S"), templated(*TXN_FIELDS)], ...],
+        Field(min_length=1),
+        Fix('write statements = ["INSERT INTO {source.schema}.orders VALUES ({key}, ...)"]'),
+    ]
 
 
-@dataclass(frozen=True)
-class Seed:
+class Seed(Section):
     """Data in the source before any process starts: `rows` runs of the transaction
     templates, or the SQL script `sql` (a path relative to the pipeline file) after
     which every view is read for the keys the query `keys` returns (None: the
     workload's key space)."""
 
-    rows: int | None = None
-    sql: str | None = None
-    keys: str | None = None
+    rows: Annotated[int, Field(ge=0, strict=True), Fix("write a whole number >= 0")] | None = None
+    sql: Text | None = None
+    keys: Annotated[Text, templated()] | None = None
+
+    @model_validator(mode="after")
+    def _one_way(self, info: ValidationInfo) -> Seed:
+        if (self.rows is None) == (self.sql is None):
+            raise refuse("needs one of rows and sql", SEED_FIX)
+        if self.rows is not None and self.keys is not None:
+            raise refuse(
+                "goes with sql only (rows draws the workload's keys)",
+                "remove it, or seed with sql",
+                at="keys",
+            )
+        if self.sql is not None and not (info.context["folder"] / self.sql).is_file():
+            raise refuse(
+                f"{self.sql!r} is not a file beside the pipeline file",
+                "give a SQL script's path relative to the pipeline file",
+                at="sql",
+            )
+        return self
 
 
-@dataclass(frozen=True)
-class SqlSource:
+SEED_FIX = 'write seed = { rows = 200 } or seed = { sql = "seed.sql" }'
+
+
+def http_url(url: str, info: ValidationInfo) -> bool:
+    """An http:// URL, or one that starts with a process's `{<process>.url}`."""
+    urls = tuple(f"{{{p}}}" for p in info.context["ports"] if p.endswith(".url"))
+    return url.startswith(("http://", *urls))
+
+
+def _request(text: str, info: ValidationInfo) -> str:
+    method, _, url = text.partition(" ")
+    if method not in HTTP_METHODS or not http_url(url, info):
+        raise refuse(
+            f"is {text!r}",
+            'write "PUT http://127.0.0.1:{app.port}/items/{key}" (a method, a URL)',
+        )
+    return text
+
+
+Request = Annotated[Text, AfterValidator(_request), templated("key", PORTS)]
+
+
+class SqlSource(Section):
     """The source of truth: a table driftlab creates, `<namespace>.<table>(key, value,
     version)`, or the user's own statements (`create`, `write`, `delete`, `read`) with
     `{key}`, `{value}` and template placeholders. `write` and `delete` return the new
     version as their first column; `read` returns key, value[, version] of every live
     row. Or the user's application writes it: `http` (and `http_delete`) is a request,
     `"PUT http://127.0.0.1:{shop.port}/items/{key}"`, sent with the JSON body
-    `{"key": ..., "value": ...}`; a `version` in its JSON answer is the write's."""
+    `{"key": ..., "value": ...}`; a `version` in its JSON answer is the write's. Or its
+    `tables` (name -> column definitions), written by `transactions`, seeded by `seed`."""
 
-    table: str = "items"
-    create: str | None = None
-    write: str | None = None
-    delete: str | None = None
-    read: str | None = None
-    http: str | None = None
-    http_delete: str | None = None
-    tables: dict[str, str] = field(default_factory=dict)  # name -> its column definitions
+    table: Annotated[Text, Field(pattern=NAME), Fix("use letters, digits, _")] = "items"
+    create: Annotated[Text, templated(PORTS)] | None = None
+    write: Annotated[Text, templated("key", "value")] | None = None
+    delete: Annotated[Text, templated("key", "value")] | None = None
+    read: Annotated[Text, templated(PORTS)] | None = None
+    http: Request | None = None
+    http_delete: Request | None = None
+    tables: Annotated[
+        dict[
+            str,
+            Annotated[
+                Text,
+                Field(pattern=r"\S"),
+                Fix('write its column definitions: "id text PRIMARY KEY, status text NOT NULL"'),
+            ],
+        ],
+        Fix('write tables = { orders = "id text PRIMARY KEY" }'),
+    ] = Field(default_factory=dict)
     transactions: tuple[TxnTemplate, ...] = ()
-    seed: Seed | None = None
+    seed: Annotated[Seed, Fix(SEED_FIX)] | None = None
+
+    @field_validator("tables")
+    @classmethod
+    def _table_names(cls, tables: dict[str, str]) -> dict[str, str]:
+        for name in tables:
+            if not SQL_NAME.match(name):
+                raise refuse("is not a table name", "use letters, digits and _", at=name)
+        return tables
+
+    @field_validator("transactions")
+    @classmethod
+    def _names_once(cls, txns: tuple[TxnTemplate, ...]) -> tuple[TxnTemplate, ...]:
+        names = [t.name for t in txns]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise refuse(f"{name!r} is used twice", "give each its own name", f"[{i}].name")
+        return txns
+
+    @model_validator(mode="after")
+    def _one_writer(self) -> SqlSource:
+        given = self.model_fields_set
+        if self.transactions:
+            own = [k for k in OWN_WRITES if k in given]
+            if own:
+                raise refuse(
+                    "writes a key-value source, and the file has [[source.transactions]]",
+                    "remove it: the transactions write the source (a delete is a transaction)",
+                    at=own[0],
+                )
+            if not self.tables and "create" not in given:
+                raise refuse(
+                    "has transactions and no tables",
+                    'declare tables = { orders = "id text PRIMARY KEY, ..." } or a create script',
+                )
+            if self.tables and "create" in given:
+                raise refuse("has both tables and create", "keep one of them to make the tables")
+        for key in ("tables", "seed"):
+            if key in given and not self.transactions:
+                raise refuse(
+                    "needs [[source.transactions]]",
+                    "add the transactions that write these tables, or remove it",
+                    at=key,
+                )
+        if self.http is not None and self.write is not None:
+            raise refuse("has both write and http", "keep the one that writes the source")
+        if (self.write is None and self.http is None) != (self.read is None):
+            raise refuse(
+                "has only one of (write or http) and read",
+                "give both (your own SQL or application) or neither (driftlab's table)",
+            )
+        return self
 
     @property
     def transactional(self) -> bool:
@@ -211,15 +307,14 @@ class ConnectorSpec:
     config: dict[str, str]
 
 
-@dataclass(frozen=True)
-class Converge:
+class Converge(Section):
     """After the heal: wait up to `timeout` s for every store to equal the source; a
     store unchanged for `window` s has settled (converged or not). Stores are sampled
     every `sample_ms` during the whole run."""
 
-    timeout: float = 30.0
-    window: float = 3.0
-    sample_ms: int = 200
+    timeout: Number = 30.0
+    window: Number = 3.0
+    sample_ms: Annotated[float, Field(ge=20, strict=True), Fix("sample every 20 ms or more")] = 200
 
 
 @dataclass(frozen=True)

@@ -3,41 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from harness.pipeline.spec_fields import (
     NAME_PATTERN,
-    check_template,
-    number_field,
-    only_fields,
+    PORTS,
+    Fix,
+    Number,
+    Section,
+    Text,
+    placeholders_known,
+    refuse,
     spec_error,
-    str_field,
-    table_field,
     template_names,
+    templated,
+    validated,
 )
 from harness.pipeline.spec_model import (
-    HTTP_METHODS,
     SECRET_FIELDS,
     SERVICES,
-    STORE_KINDS,
     FieldPaths,
     ProcessSpec,
     SqlSource,
+    StoreKind,
     StoreSpec,
+    http_url,
 )
-from harness.pipeline.spec_txn import (
-    check_transactional,
-    parse_seed,
-    parse_tables,
-    parse_transactions,
-    view_fields,
-)
-
-
-def _http_url(url: str, ports: tuple[str, ...]) -> bool:
-    """An http:// URL, or one that starts with a process's `{<process>.url}`."""
-    urls = tuple(f"{{{p}}}" for p in ports if p.endswith(".url"))
-    return url.startswith(("http://", *urls))
+from harness.pipeline.spec_txn import Compare, DottedPath, ViewQuery, check_view
 
 
 def parse_source(
@@ -45,111 +39,147 @@ def parse_source(
 ) -> SqlSource:
     """`[source]`: the table driftlab's workload writes, and how (SQL or HTTP) it
     writes and reads it; or its tables, transactions and seed."""
-    src = table_field(data, "source", "")
-    keys = ("table", "create", "write", "delete", "read", "http", "http_delete")
-    only_fields(src, (*keys, "tables", "transactions", "seed"), "source.")
-    table = str_field(src, "table", "source.", "items") or "items"
-    if not NAME_PATTERN.match(table):
-        raise spec_error("source.table", f"{table!r} is not a table name", "use letters, digits, _")
-    transactions = parse_transactions(src, services)
-    check_transactional(src, transactions)
-    out = SqlSource(
-        table=table,
-        **{k: str_field(src, k, "source.") for k in keys[1:]},
-        tables=parse_tables(src),
-        transactions=transactions,
-        seed=parse_seed(src, folder, services),
+    return validated(SqlSource, data, "source", services=services, ports=ports, folder=folder)
+
+
+class Ready(Section):
+    """A process's readiness: one of a port, an HTTP GET or a line of its log."""
+
+    tcp: Annotated[int, Field(gt=0, lt=65536, strict=True), Fix("write a port number")] | None = (
+        None
     )
-    if out.http is not None and out.write is not None:
-        raise spec_error("source", "has both write and http", "keep the one that writes the source")
-    if (out.write is None and out.http is None) != (out.read is None):
-        raise spec_error(
-            "source",
-            "has only one of (write or http) and read",
-            "give both (your own SQL or application) or neither (driftlab's table)",
-        )
-    for key in keys[1:]:
-        text = getattr(out, key)
-        if text is None:
-            continue
-        extra = ("key", "value") if key in ("write", "delete") else ports
-        if key.startswith("http"):
-            method, _, url = text.partition(" ")
-            if method not in HTTP_METHODS or not _http_url(url, ports):
-                raise spec_error(
-                    f"source.{key}",
-                    f"is {text!r}",
-                    'write "PUT http://127.0.0.1:{app.port}/items/{key}" (a method, a URL)',
-                )
-            extra = ("key", *ports)
-        check_template(text, f"source.{key}", services, extra)
-    return out
+    http: Annotated[Text, templated(PORTS)] | None = None
+    log: Text | None = None
+
+
+class ProcessSection(Section):
+    """`[processes.<name>]`: one of the user's programs, its command, env and readiness."""
+
+    command: (
+        Annotated[tuple[Text, ...], Fix('write a list: command = ["program", "arg", ...]')] | None
+    ) = None
+    env: Annotated[
+        dict[str, Annotated[Text, templated(PORTS)]], Fix('write env = { NAME = "value" }')
+    ] = Field(default_factory=dict)
+    cwd: Text = "."
+    ready: Annotated[Ready, Fix('write ready = { log = "ready" }')] = Ready()
+    timeout: Number = 30.0
+    image: Text | None = None
+
+    @field_validator("command")
+    @classmethod
+    def _no_secret(cls, command: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        for arg in command:
+            placeholders_known(arg, info, (PORTS,))
+            for name in template_names(arg):
+                if name in SECRET_FIELDS:
+                    raise refuse(
+                        f"puts {{{name}}}, a password, on the command line, which every local "
+                        "user can read (ps)",
+                        f'give it in env instead: SECRET = "{{{name}}}"',
+                    )
+        return command
+
+    @model_validator(mode="after")
+    def _runnable(self) -> ProcessSection:
+        if not (self.command or self.image):
+            raise refuse("is missing", 'write command = ["program", "arg", ...]', at="command")
+        if len(self.ready.model_fields_set) > 1:
+            raise refuse("names several checks", "keep one of tcp, http, log", at="ready")
+        return self
 
 
 def parse_process(
     name: str, data: Any, services: tuple[str, ...], ports: tuple[str, ...]
 ) -> ProcessSpec:
     """`[processes.<name>]`: one of the user's programs, its command, env and readiness."""
-    where = f"processes.{name}."
     if not NAME_PATTERN.match(name) or name in SERVICES or name == "app":
         raise spec_error(
             f"processes.{name}",
             "is not a usable name",
             "use letters, digits, - and _, not a service's",
         )
-    if not isinstance(data, dict):
-        raise spec_error(f"processes.{name}", "is not a table", f"write [processes.{name}]")
-    only_fields(data, ("command", "env", "cwd", "ready", "timeout", "image"), where)
-    image = str_field(data, "image", where)
-    command = data.get("command", [] if image else None)
-    if isinstance(command, str):
-        raise spec_error(f"{where}command", "is a string", 'write a list: ["bash", "mirror.sh"]')
-    if (
-        not isinstance(command, list)
-        or not (command or image)
-        or not all(isinstance(a, str) for a in command)
-    ):
-        raise spec_error(f"{where}command", "is missing", 'write command = ["program", "arg", ...]')
-    env = data.get("env", {})
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise spec_error(
-            f"{where}env", "is not a table of strings", 'write env = { NAME = "value" }'
-        )
-    for arg in command:
-        check_template(arg, f"{where}command", services, ports)
-        for field in template_names(arg, f"{where}command"):
-            if field in SECRET_FIELDS:
-                raise spec_error(
-                    f"{where}command",
-                    f"puts {{{field}}}, a password, on the command line, which every local "
-                    "user can read (ps)",
-                    f'give it in env instead: SECRET = "{{{field}}}"',
-                )
-    for key, value in env.items():
-        check_template(value, f"{where}env.{key}", services, ports)
-    ready = data.get("ready", {})
-    if not isinstance(ready, dict):
-        raise spec_error(f"{where}ready", "is not a table", 'write ready = { log = "ready" }')
-    only_fields(ready, ("tcp", "http", "log"), f"{where}ready.")
-    if len(ready) > 1:
-        raise spec_error(f"{where}ready", "names several checks", "keep one of tcp, http, log")
-    tcp = ready.get("tcp")
-    if tcp is not None and (not isinstance(tcp, int) or not 0 < tcp < 65536):
-        raise spec_error(f"{where}ready.tcp", f"is {tcp!r}", "write a port number")
-    http = str_field(ready, "http", f"{where}ready.")
-    if http is not None:
-        check_template(http, f"{where}ready.http", services, ports)
+    p = validated(ProcessSection, data, f"processes.{name}", services=services, ports=ports)
     return ProcessSpec(
         name=name,
-        command=tuple(command),
-        env=dict(env),
-        cwd=str_field(data, "cwd", where, ".") or ".",
-        ready_tcp=tcp,
-        ready_http=http,
-        ready_log=str_field(ready, "log", f"{where}ready."),
-        ready_timeout=number_field(data, "timeout", where, 30.0),
-        image=image,
+        command=p.command or (),
+        env=dict(p.env),
+        cwd=p.cwd,
+        ready_tcp=p.ready.tcp,
+        ready_http=p.ready.http,
+        ready_log=p.ready.log,
+        ready_timeout=p.timeout,
+        image=p.image,
     )
+
+
+def _one_star(pattern: str) -> str:
+    if pattern.count("*") != 1:
+        raise refuse(
+            f"is {pattern!r}", 'write a pattern with one * standing for the key: "{namespace}:*"'
+        )
+    return pattern
+
+
+class RedisReader(Section):
+    """Keys matching `pattern`, string values or a hash's `field` (and `version_field`)."""
+
+    pattern: Annotated[
+        Text,
+        AfterValidator(_one_star),
+        templated(),
+        Fix('write a pattern with one * standing for the key: "{namespace}:*"'),
+    ]
+    field: Text | None = None
+    version_field: Text | None = None
+
+
+class Paths(Section):
+    """Where a record's or an item's key, value and version are in its JSON."""
+
+    key_field: DottedPath | None = None
+    value_field: DottedPath | None = None
+    version_field: DottedPath | None = None
+
+    def paths(self) -> FieldPaths:
+        """The paths as the readers take them."""
+        return FieldPaths(self.key_field, self.value_field, self.version_field)
+
+
+class KafkaReader(Paths):
+    """A topic read to its end."""
+
+    topic: Annotated[
+        Text, Field(min_length=1), templated(), Fix('write topic = "{namespace}.items"')
+    ]
+
+
+def _http_store(url: str, info: ValidationInfo) -> str:
+    if not http_url(url, info):
+        raise refuse(f"is {url!r}", 'write url = "{app.url}/items" (http://...)')
+    return url
+
+
+class HttpReader(Paths):
+    """A GET answering JSON."""
+
+    url: Annotated[
+        Text,
+        AfterValidator(_http_store),
+        templated(PORTS),
+        Fix('write url = "{app.url}/items" (http://...)'),
+    ]
+
+
+class SqlReader(Section):
+    """A query on PostgreSQL returning key, value and optionally version."""
+
+    query: Annotated[
+        Text,
+        Field(min_length=1),
+        templated(),
+        Fix('write query = "SELECT key, value FROM ..."'),
+    ]
 
 
 STORE_READERS = ("redis", "sql", "kafka", "http")
@@ -157,102 +187,63 @@ STORE_READERS = ("redis", "sql", "kafka", "http")
 per arrival)."""
 
 
-def _paths(data: dict[str, Any], where: str) -> FieldPaths:
-    """`key_field`, `value_field`, `version_field`: dotted paths, each part a name."""
-    out = {}
-    for part in ("key", "value", "version"):
-        path = str_field(data, f"{part}_field", where)
-        if path is not None and not all(NAME_PATTERN.match(p) for p in path.split(".")):
-            raise spec_error(
-                f"{where}{part}_field",
-                f"is {path!r}",
-                'write a dotted path of field names: "after.value"',
+class StoreSection(Section):
+    """`[stores.<name>]`: a derived store, its kind and how driftlab reads it."""
+
+    kind: Annotated[
+        StoreKind,
+        Fix("use mirror (latest value per key), log or view (a query's state per key)"),
+    ] = "mirror"
+    redis: RedisReader | None = None
+    sql: SqlReader | None = None
+    kafka: KafkaReader | None = None
+    http: HttpReader | None = None
+    view: ViewQuery | None = None
+    compare: Compare | None = None
+
+    @model_validator(mode="after")
+    def _one_reader(self, info: ValidationInfo) -> StoreSection:
+        check_view(self.kind, self.view, self.model_fields_set)
+        readers = [k for k in STORE_READERS if getattr(self, k) is not None]
+        if len(readers) != 1:
+            raise refuse(
+                "needs one reader",
+                "give one of redis = {...}, sql = {...}, kafka = {...}, http = {...}",
             )
-        out[part] = path
-    return FieldPaths(**out)
+        (reader,) = readers
+        if self.kind == "log" and reader == "redis":
+            raise refuse(
+                "is a log store read from redis",
+                'read it with sql = { query = "SELECT key, value FROM ..." } (one row per'
+                " arrival), kafka or http",
+            )
+        if reader in ("redis", "kafka") and reader not in info.context["services"]:
+            raise refuse(
+                f"reads {reader}, not in services", f'add "{reader}" to services', at=reader
+            )
+        return self
 
 
 def parse_store(
     name: str, data: Any, services: tuple[str, ...], ports: tuple[str, ...]
 ) -> StoreSpec:
     """`[stores.<name>]`: a derived store, its kind and how driftlab reads it."""
-    where = f"stores.{name}."
     if not NAME_PATTERN.match(name) or name == "source":
         raise spec_error(f"stores.{name}", "is not a usable name", "use letters, digits, - and _")
-    if not isinstance(data, dict):
-        raise spec_error(f"stores.{name}", "is not a table", f"write [stores.{name}]")
-    only_fields(data, ("kind", *STORE_READERS, "view", "compare"), where)
-    kind = str_field(data, "kind", where, "mirror") or "mirror"
-    if kind not in STORE_KINDS:
-        raise spec_error(
-            f"{where}kind",
-            f"is {kind!r}",
-            "use mirror (latest value per key), log or view (a query's state per key)",
-        )
-    view, compare = view_fields(data, where, kind, services)
-    readers = [k for k in STORE_READERS if k in data]
-    if len(readers) != 1:
-        raise spec_error(
-            f"stores.{name}",
-            "needs one reader",
-            "give one of redis = {...}, sql = {...}, kafka = {...}, http = {...}",
-        )
-    (reader,) = readers
-    if kind == "log" and reader == "redis":
-        raise spec_error(
-            f"stores.{name}",
-            "is a log store read from redis",
-            'read it with sql = { query = "SELECT key, value FROM ..." } (one row per arrival),'
-            " kafka or http",
-        )
-    r = data[reader]
-    if not isinstance(r, dict):
-        raise spec_error(f"{where}{reader}", "is not a table", f"write {reader} = {{ ... }}")
-    at = f"{where}{reader}."
-    if reader in ("redis", "kafka") and reader not in services:
-        raise spec_error(
-            f"{where}{reader}", f"reads {reader}, not in services", f'add "{reader}" to services'
-        )
-    if reader == "redis":
-        only_fields(r, ("pattern", "field", "version_field"), at)
-        pattern = str_field(r, "pattern", at)
-        if pattern is None or pattern.count("*") != 1:
-            raise spec_error(
-                f"{at}pattern",
-                f"is {pattern!r}",
-                'write a pattern with one * standing for the key: "{namespace}:*"',
-            )
-        check_template(pattern, f"{at}pattern", services, ())
+    s = validated(StoreSection, data, f"stores.{name}", services=services, ports=ports)
+    views = {"view": s.view, "compare": s.compare}
+    if s.redis:
         return StoreSpec(
             name,
-            kind,
-            redis_pattern=pattern,
-            redis_field=str_field(r, "field", at),
-            redis_version_field=str_field(r, "version_field", at),
-            view=view,
-            compare=compare,
+            s.kind,
+            redis_pattern=s.redis.pattern,
+            redis_field=s.redis.field,
+            redis_version_field=s.redis.version_field,
+            **views,
         )
-    if reader == "kafka":
-        only_fields(r, ("topic", "key_field", "value_field", "version_field"), at)
-        topic = str_field(r, "topic", at)
-        if not topic:
-            raise spec_error(f"{at}topic", "is missing", 'write topic = "{namespace}.items"')
-        check_template(topic, f"{at}topic", services, ())
-        return StoreSpec(
-            name, kind, kafka_topic=topic, fields=_paths(r, at), view=view, compare=compare
-        )
-    if reader == "http":
-        only_fields(r, ("url", "key_field", "value_field", "version_field"), at)
-        url = str_field(r, "url", at)
-        if not url or not _http_url(url, ports):
-            raise spec_error(
-                f"{at}url", f"is {url!r}", 'write url = "{app.url}/items" (http://...)'
-            )
-        check_template(url, f"{at}url", services, ports)
-        return StoreSpec(name, kind, http_url=url, fields=_paths(r, at), view=view, compare=compare)
-    only_fields(r, ("query",), at)
-    query = str_field(r, "query", at)
-    if not query:
-        raise spec_error(f"{at}query", "is missing", 'write query = "SELECT key, value FROM ..."')
-    check_template(query, f"{at}query", services, ())
-    return StoreSpec(name, kind, sql_query=query, view=view, compare=compare)
+    if s.kafka:
+        return StoreSpec(name, s.kind, kafka_topic=s.kafka.topic, fields=s.kafka.paths(), **views)
+    if s.http:
+        return StoreSpec(name, s.kind, http_url=s.http.url, fields=s.http.paths(), **views)
+    assert s.sql is not None
+    return StoreSpec(name, s.kind, sql_query=s.sql.query, **views)
