@@ -5,15 +5,12 @@ reads the history again.
 
 from __future__ import annotations
 
-import json
-import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from checkers.verdict import RunFacts, check_min_chances
-from harness.rundir import RunDir
-
-log = logging.getLogger("driftlab.analyze")
+from harness.rundir import RunDir, RunSummary
 
 NOT_INJECTED = "not injected"
 """How a fault window's error begins when the nemesis could not inject it."""
@@ -34,8 +31,9 @@ def run_facts(
     its history ends, in seconds since its first event."""
     ops = list(series.get("ops") or [])
     windows = series.get("faults") or []
-    return RunFacts(
-        lab_failures=lab_failures(run),
+    recorded = summary_facts(run)
+    return replace(
+        recorded,
         ran=any(_completions(r) for r in ops),
         faults=fault_lines(
             windows,
@@ -44,23 +42,28 @@ def run_facts(
             t_end_s,
         ),
         slipped=slip_lines(windows, t_end_s),
-        unreadable=[str(line) for line in config.get("unreadable") or []],
+        unreadable=[str(line) for line in config.get("unreadable") or []]
+        + list(recorded.unreadable),
         min_chances=check_min_chances(config.get("min_chances")),
     )
 
 
-def lab_failures(run: RunDir) -> list[dict[str, Any]]:
-    """logs/run.json's `lab_failures` (the lab's own failures: a service died, a fault
-    could not be injected or healed), each {"service", "at", "what"}; none without it."""
-    try:
-        summary = json.loads(run.summary.read_text())
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as e:
-        log.warning("%s unreadable (%s): no lab failures read from it", run.summary, e)
-        return []
-    found = summary.get("lab_failures") if isinstance(summary, dict) else None
-    return [f for f in found or [] if isinstance(f, dict)]
+def summary_facts(run: RunDir) -> RunFacts:
+    """The facts logs/run.json holds (harness.rundir): the lab's own
+    failures (a service died, a fault could not be injected or healed) and what the
+    run's setup found of the system under test (stores that did not converge,
+    processes that did not come back, stores the final reading could not read); none
+    without the file."""
+    summary = RunSummary.read(run.summary) or RunSummary()
+    return RunFacts(
+        lab_failures=summary.lab_failures,
+        not_converged=[d.line for d in summary.not_converged],
+        not_back=list(summary.not_back),
+        unreadable=[
+            f"store {name} could not be read at the final reading ({why}); fix how it is read"
+            for name, why in sorted(summary.unreadable_stores.items())
+        ],
+    )
 
 
 def _completions(row: Mapping[str, Any]) -> int:

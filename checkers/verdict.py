@@ -45,12 +45,12 @@ class ExpectationError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The verdict, the kinds behind it (each list sorted), why it is inconclusive or
-    the lab failed (`reasons`, one line each, empty otherwise), the named kinds the run
-    did not test (`untested`: no chance, not found) and what a reader should know that
-    does not change the verdict (`caveats`, one line each: an untested kind, a fault
-    window that slipped past its plan, a fault that never took effect under a verdict
-    that does not rest on it)."""
+    """The verdict, the kinds behind it (each list sorted), why it is inconclusive, the
+    lab failed or the system under test failed outside the counts (`reasons`, one line
+    each, empty otherwise), the named kinds the run did not test (`untested`: no
+    chance, not found) and what a reader should know that does not change the verdict
+    (`caveats`, one line each: an untested kind, a fault window that slipped past its
+    plan, a fault that never took effect under a verdict that does not rest on it)."""
 
     verdict: str
     forbidden_found: list[str]
@@ -79,7 +79,12 @@ class RunFacts:
     """fault windows that lasted well beyond their planned duration, one line each
     (checkers.run_facts.SLIP_TOLERANCE)"""
     unreadable: Sequence[str] = ()
-    """what an importer could not read that the claim depends on, one line each"""
+    """what could not be read that the counts rest on, one line each: an importer's
+    history, a store at the final reading"""
+    not_converged: Sequence[str] = ()
+    """stores that did not equal the source after the convergence wait, one line each"""
+    not_back: Sequence[str] = ()
+    """processes of the system under test that did not come back after a fault"""
     min_chances: Mapping[str, int] = field(default_factory=dict)
     """kind -> the chances the scenario requires at least"""
     failed_checkers: Sequence[str] = ()
@@ -160,9 +165,11 @@ def decide(
     1. `lab failed` when the lab recorded a failure of its own (a service died, a fault
        could not be injected or healed): nothing the run shows can be blamed on the
        system under test;
-    2. `inconclusive` when an importer could not read what the counts rest on (a
-       history's final polls without their reads);
-    3. `unexpected anomaly` when a forbidden kind was found, whatever else is missing;
+    2. `inconclusive` when what the counts rest on could not be read (an imported
+       history's final polls without their reads, a store at the final reading);
+    3. `unexpected anomaly` when a forbidden kind was found, or the system under test
+       failed outside the counts (a store did not converge, a process did not come
+       back after a fault: the reasons name them), whatever else is missing;
     4. `inconclusive` when the run did not test its claim: no client operation ran;
        no kind the expectations name had a chance; a kind expected present had no
        chance (and was not found); a kind has fewer chances than `min_chances` asks;
@@ -188,6 +195,8 @@ def decide(
         # The counts themselves rest on what could not be read (every message a final
         # poll without its reads read would count as lost): no finding stands on them.
         return Verdict(INCONCLUSIVE, [], judged.expected_missing, list(facts.unreadable))
+    # The system under test's own failures: evidence, as a forbidden kind found is.
+    failures = [*facts.not_back, *(f"not converged: {line}" for line in facts.not_converged)]
     reasons = [] if facts.ran else ["the workload never ran: the history holds no client operation"]
     failed = sorted(k for k in expectations if BY_NAME[k].checker in facts.failed_checkers)
     reasons += [f"{k} was not judged: the {BY_NAME[k].checker} checker failed" for k in failed]
@@ -204,18 +213,25 @@ def decide(
             reasons.append(f"{kind} had {n:,} chance(s); the scenario requires at least {least:,}")
     # A finding that something did not happen rests on every fault taking effect; a
     # found anomaly is evidence whatever a fault did.
-    negative = judged.verdict in (HELD, NOT_REPRODUCED)
+    negative = judged.verdict in (HELD, NOT_REPRODUCED) and not failures
     if negative:
         reasons += list(facts.faults)
     caveats = [untested_line(k) for k in untested if k not in decisive and k not in failed]
-    if judged.verdict == HELD:
+    if judged.verdict == HELD and not failures:
         caveats += [f"{line}; the held verdict rests on it" for line in facts.slipped]
     else:
         caveats += list(facts.slipped)
     if not negative:
         caveats += list(facts.faults)
-    if judged.verdict == UNEXPECTED:
-        return replace(judged, untested=untested, caveats=caveats)
+    if judged.verdict == UNEXPECTED or failures:
+        return Verdict(
+            UNEXPECTED,
+            judged.forbidden_found,
+            judged.expected_missing,
+            failures,
+            untested,
+            caveats,
+        )
     if reasons:
         return Verdict(INCONCLUSIVE, [], judged.expected_missing, reasons, untested, caveats)
     return replace(judged, untested=untested, caveats=caveats)

@@ -25,12 +25,13 @@ layout (a leaf), so the history, the checkers and the reports may all use it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -305,3 +306,97 @@ class RunDir(_Folder):
         except FileNotFoundError:
             return {}
         return data
+
+
+# logs/run.json, typed: the runner's own figures of a run and what its setup found of
+# the system under test outside the history. harness.runner.runner writes it; the
+# verdict's facts (checkers.run_facts) read it through `RunSummary.read`.
+
+KEYS_KEPT = 100
+"""The differing keys run.json keeps per store (`count` says how many there were)."""
+
+
+@dataclass(frozen=True)
+class NotConverged:
+    """A store that did not equal the source after the convergence wait."""
+
+    store: str
+    keys: list[str]  # the first KEYS_KEPT differing keys, sorted
+    count: int
+    settled: bool  # unchanged for the wait's window, else still changing
+    since_s: float | None  # the oldest differing key's last write, on the report's clock
+    never_held: bool
+    line: str  # the reason the verdict gives, one line
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What a setup found of the system under test outside the history, each a fact
+    the verdict weighs (checkers.verdict.decide): stores that did not converge,
+    processes that did not come back after a fault, stores it could not read at the
+    final reading (store -> why)."""
+
+    not_converged: list[NotConverged] = field(default_factory=list)
+    not_back: list[str] = field(default_factory=list)
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RunSummary:
+    """The content of logs/run.json. `exit_code` is None until the run is judged (a
+    command killed meanwhile leaves none)."""
+
+    run_id: str = ""
+    verdict: str | None = None
+    exit_code: int | None = None
+    interrupted: bool = False
+    interrupted_in: str | None = None
+    quiesced: bool = False
+    error: str | None = None
+    ops: int = 0
+    ops_per_s: float = 0.0
+    workload_s: float = 0.0
+    by_op: dict[str, int] = field(default_factory=dict)
+    app_crashes: int = 0
+    client_errors: int = 0
+    fault_windows: int = 0
+    fault_errors: list[str] = field(default_factory=list)
+    inconclusive: list[str] = field(default_factory=list)
+    lab_failures: list[dict[str, Any]] = field(default_factory=list)  # {service, at, what}
+    not_converged: list[NotConverged] = field(default_factory=list)
+    not_back: list[str] = field(default_factory=list)
+    unreadable_stores: dict[str, str] = field(default_factory=dict)
+    wall_s: float = 0.0
+    analysis_s: float = 0.0
+    analysed_on: str | None = None
+    stack: dict[str, Any] | None = None
+
+    def write(self, path: Path) -> None:
+        """Write it to `path` (logs/run.json), atomically."""
+        write_json_atomically(path, dataclasses.asdict(self))
+
+    @classmethod
+    def read(cls, path: Path) -> RunSummary | None:
+        """The summary in `path`; None when it is missing or not a JSON object. Keys
+        it does not know are left out and missing ones take their defaults: a run
+        recorded by an older driftlab still reads."""
+        data = read_json_object(path)
+        if not data:
+            return None
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["not_converged"] = [
+            _not_converged(d) for d in values.get("not_converged") or [] if isinstance(d, dict)
+        ]
+        failures = values.get("lab_failures") or []
+        values["lab_failures"] = [f for f in failures if isinstance(f, dict)]
+        return cls(**values)
+
+
+def _not_converged(entry: dict[str, Any]) -> NotConverged:
+    """One entry of run.json's `not_converged`; one written before entries held their
+    `line` is told from its store and count."""
+    values = {f.name: entry.get(f.name) for f in dataclasses.fields(NotConverged)}
+    store, count = values["store"], values["count"]
+    values["line"] = values["line"] or f"store {store}: {count} key(s) differ from the source"
+    return NotConverged(**values)

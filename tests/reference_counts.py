@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from checkers.anomaly import Anomaly
 from checkers.coverage import chances
 from checkers.reference import CHECKERS
-from checkers.run_facts import lab_failures
+from checkers.run_facts import summary_facts
 from checkers.series import COMPLETIONS
-from checkers.verdict import PRESENT, RunFacts, Verdict, decide, judge
+from checkers.verdict import PRESENT, Verdict, decide, judge
 from harness.history.reader import read_history
 from harness.history.schema import Event, EventType
 from harness.rundir import RunDir
@@ -49,10 +50,11 @@ def reference_verdict(
     events = run_events(run_dir)
     config = RunDir(run_dir).read_config()
     found = chances(events)
-    facts = RunFacts(
-        lab_failures=lab_failures(RunDir(run_dir)),
+    recorded = summary_facts(RunDir(run_dir))
+    facts = replace(
+        recorded,
         ran=any(e.type == EventType.OP and e.phase in COMPLETIONS for e in events),
-        unreadable=config.get("unreadable") or [],
+        unreadable=[*(config.get("unreadable") or []), *recorded.unreadable],
     )
     if expectations is None:
         expectations = config.get("expectations") or {}

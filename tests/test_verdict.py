@@ -324,15 +324,59 @@ def test_a_finding_of_absence_rests_on_its_faults() -> None:
 
 
 def test_the_lab_failures_of_run_json_are_read(tmp_path: Path) -> None:
-    from checkers.run_facts import lab_failures
+    from checkers.run_facts import summary_facts
     from harness.rundir import RunDir
 
     run = RunDir(tmp_path)
-    assert lab_failures(run) == []
+    none = summary_facts(run)
+    assert not (none.lab_failures or none.not_converged or none.not_back or none.unreadable)
     run.logs.mkdir()
     failure = {"service": "postgres", "at": 3.0, "what": "killed"}
     run.summary.write_text(json.dumps({"lab_failures": [failure]}))
-    assert lab_failures(run) == [failure]
+    assert summary_facts(run).lab_failures == [failure]
+
+
+def test_a_store_that_did_not_converge_fails_the_run_whatever_the_counts() -> None:
+    chances_of = {"missing": 5, "stale": 5}
+    line = "store cache: 2 key(s) differ from the source (k1, k2); settled so"
+    absent = {"missing": "absent", "stale": "absent"}
+    assert decide({}, chances_of, absent, RunFacts()).verdict == HELD
+    failed = decide({}, chances_of, absent, RunFacts(not_converged=[line]))
+    assert failed.verdict == UNEXPECTED and failed.exit_code == 1
+    assert failed.reasons == [f"not converged: {line}"] and failed.forbidden_found == []
+    # A reproduced prediction does not excuse it, nor does a run that named nothing.
+    found = decide({"missing": 2}, chances_of, {"missing": "present"}, RunFacts(not_back=["p"]))
+    assert found.verdict == UNEXPECTED and found.reasons == ["p"]
+    assert decide({}, {}, {}, RunFacts(not_converged=[line])).verdict == UNEXPECTED
+    # The lab's own failure and a store that could not be read still come first.
+    lab = [{"service": "kafka", "at": 1.0, "what": "died"}]
+    both = RunFacts(lab_failures=lab, not_converged=[line])
+    assert decide({}, chances_of, absent, both).verdict == LAB_FAILED
+    unread = RunFacts(unreadable=["store cache could not be read"], not_converged=[line])
+    assert decide({}, chances_of, absent, unread).verdict == INCONCLUSIVE
+
+
+def test_the_setups_findings_in_run_json_are_facts_of_the_verdict(tmp_path: Path) -> None:
+    from checkers.run_facts import summary_facts
+    from harness.rundir import NotConverged, RunDir, RunSummary
+
+    run = RunDir(tmp_path)
+    run.logs.mkdir()
+    store = NotConverged("cache", ["k1"], 1, True, 2.5, False, "store cache: 1 key(s) differ")
+    RunSummary(
+        run_id="r",
+        not_converged=[store],
+        not_back=["your process mirror did not come back after crash"],
+        unreadable_stores={"index": "connection refused"},
+    ).write(run.summary)
+    assert RunSummary.read(run.summary).not_converged == [store]
+    facts = summary_facts(run)
+    assert facts.not_converged == ["store cache: 1 key(s) differ"]
+    assert facts.not_back == ["your process mirror did not come back after crash"]
+    assert facts.unreadable == [
+        "store index could not be read at the final reading (connection refused); "
+        "fix how it is read"
+    ]
 
 
 KINDS = sorted(BY_NAME)
@@ -344,18 +388,22 @@ KINDS = sorted(BY_NAME)
     chances_of=st.dictionaries(st.sampled_from(KINDS), st.integers(0, 3)),
     expectations=st.dictionaries(st.sampled_from(KINDS), st.sampled_from(["present", "absent"])),
     failed=st.booleans(),
+    diverged=st.booleans(),
 )
 def test_the_verdicts_order(
     counts: dict[str, int],
     chances_of: dict[str, int],
     expectations: dict[str, str],
     failed: bool,
+    diverged: bool,
 ) -> None:
     """Whatever the counts and chances: the lab's failure first, then a forbidden kind
-    found, then nothing named tested or an expected kind untested, then the
-    expectations, with the other untested kinds listed."""
+    found or a store that did not converge, then nothing named tested or an expected
+    kind untested, then the expectations, with the other untested kinds listed."""
     lab = [{"service": "kafka", "at": 1.0, "what": "died"}] if failed else []
-    found = decide(counts, chances_of, expectations, RunFacts(lab_failures=lab))
+    stores = ["store cache: 3 key(s) differ from the source"] if diverged else []
+    facts = RunFacts(lab_failures=lab, not_converged=stores)
+    found = decide(counts, chances_of, expectations, facts)
     forbidden = [k for k, v in expectations.items() if v == "absent" and counts.get(k)]
     untested = sorted(k for k in expectations if not counts.get(k) and not chances_of.get(k))
     decisive = (
@@ -365,6 +413,9 @@ def test_the_verdicts_order(
     )
     if failed:
         assert found.verdict == LAB_FAILED
+    elif diverged:
+        assert found.verdict == UNEXPECTED and found.forbidden_found == sorted(forbidden)
+        assert found.reasons == [f"not converged: {stores[0]}"]
     elif forbidden:
         assert found.verdict == UNEXPECTED and found.forbidden_found == sorted(forbidden)
     elif decisive:

@@ -1,7 +1,8 @@
 """The one analyse-judge-report sequence of a recorded run: the Spark analysis and its
 verdict (checkers.verdict.decide, called once inside it), the exit code, then
-report.html; for a run just recorded (`judge_run`) or one analysed on request
-(`analyze_recorded`, `driftlab analyze`)."""
+report.html; for a run just recorded (`judge_run`; `judge_facts` without the
+analysis), one analysed on request (`analyze_recorded`, `driftlab analyze`) or a
+replay (harness.app.replay)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from checkers.outputs import EXAMPLES_PER_KIND
-from checkers.verdict import EXIT_CODES, INCONCLUSIVE, UNEXPECTED
+from checkers.run_facts import summary_facts
+from checkers.verdict import EXIT_CODES, INCONCLUSIVE, NO_EXPECTATIONS, UNEXPECTED, decide
 from harness import exitcodes
 from harness.rundir import RunDir
 from harness.runner.runner import RunResult, failure
@@ -82,19 +84,37 @@ def judge_run(
     if analysis is None:
         result.verdict = None
         return
-    result.verdict = analysis.get("verdict")
     result.counts = {k: v for k, v in analysis.get("counts", {}).items() if v}
     result.lost_where = analysis.get("lost_where") or {}
-    result.exit_code = EXIT_CODES.get(result.verdict or "", exitcodes.LAB_FAILED)
     result.coverage = analysis.get("coverage") or {}
     result.expectations = analysis.get("expectations") or {}
-    result.reasons = analysis.get("reasons") or []
     result.caveats = analysis.get("caveats") or []
-    if result.verdict == INCONCLUSIVE:
-        result.inconclusive = result.reasons
-    if result.reasons and result.exit_code == exitcodes.LAB_FAILED:
+    _take(result, analysis.get("verdict"), analysis.get("reasons") or [])
+
+
+def judge_facts(run_dir: RunDir, result: RunResult) -> None:
+    """Judge a run not analysed (`driftlab run --no-analyze`) on its facts alone
+    (logs/run.json: what its setup found, checkers.run_facts), through the same
+    `decide`: a store that did not converge still fails it, a store that could not be
+    read still makes it inconclusive. A run whose facts say nothing stays not judged."""
+    found = decide({}, {}, {}, summary_facts(run_dir))
+    if found.verdict != NO_EXPECTATIONS:
+        _take(result, found.verdict, found.reasons)
+
+
+def _take(result: RunResult, verdict: str | None, reasons: list[str]) -> None:
+    """`result` takes the verdict, its exit code and its reasons."""
+    result.verdict, result.reasons = verdict, reasons
+    result.exit_code = EXIT_CODES.get(verdict or "", exitcodes.LAB_FAILED)
+    if verdict == INCONCLUSIVE:
+        result.inconclusive = reasons
+    if reasons and result.exit_code == exitcodes.LAB_FAILED:
         # An error too: the matrix, the suite and the plugin count it as a failed run.
-        result.error = f"{result.verdict}: " + "; ".join(result.reasons)
+        result.error = f"{verdict}: " + "; ".join(reasons)
+    elif reasons:
+        # The system under test failed outside the counts: its reasons name themselves
+        # ("not converged: store cache: ..."), and the report shows them as the error.
+        result.error = "; ".join(reasons)
 
 
 def _analysis(

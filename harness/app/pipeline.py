@@ -3,7 +3,7 @@
 The scenario carries the pipeline's setup as a value (its factory; the setup is
 named `pipeline:<name>` but never entered in the registry), the workload, the fault
 schedule and the expectations. A pipeline whose stores did not converge after the heal
-fails with that reason (exit 1, harness.app.convergence), whatever the anomaly counts
+fails with that reason (exit 1, checkers.verdict.decide), whatever the anomaly counts
 say: the report names the store, the keys and since when.
 """
 

@@ -1,6 +1,6 @@
-"""Run a scenario: look its setup up, run it on the engine, judge it, render its
-report, judge its stores' convergence. The CLI's `run`, `suite` and `matrix` and the
-pytest plugin come through here."""
+"""Run a scenario: look its setup up, run it on the engine, judge it (the verdict
+weighs what the setup found: a store that did not converge), render its report. The
+CLI's `run`, `suite` and `matrix` and the pytest plugin come through here."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Required, TypedDict
 
-from harness.app.convergence import judge_convergence, judge_not_back, judge_unreadable
-from harness.app.judge import WarmSpark, judge_run, write_report
+from harness.app.judge import WarmSpark, judge_facts, judge_run, write_report
 from harness.architectures.registry import setup_factory
 from harness.runner.runner import RunResult, note_interrupted, record_run
 from harness.runner.signals import interrupting
@@ -65,7 +64,7 @@ def run_scenario(
     judge = (
         partial(judge_run, master=spark_master, server=server, tick=tick, stop=stop)
         if analyze
-        else None
+        else judge_facts
     )
     result = None
     try:
@@ -82,11 +81,7 @@ def run_scenario(
                 tick=tick,
                 stop=stop,
             )
-            # The convergence wait's verdict first: the report must say why a run failed.
-            judge_convergence(result, setup)
-            judge_not_back(result, setup)
-            judge_unreadable(result, setup)
-            if result.verdict is not None:
+            if analyze and result.verdict is not None:
                 write_report(result.run_dir)
     except KeyboardInterrupt:
         if result is None:

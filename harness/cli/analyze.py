@@ -173,16 +173,16 @@ def _judge_where(
 
 
 def _reasons(console: Console, result: AnalysisResult) -> None:
-    """Why the run is inconclusive or the lab failed, one line each."""
-    from checkers.verdict import INCONCLUSIVE
+    """Why the run is inconclusive, the lab failed or the system under test failed
+    outside the counts, one line each."""
+    from checkers.verdict import INCONCLUSIVE, LAB_FAILED
 
     reasons = result.analysis.get("reasons") or []
     if reasons:
-        what = (
-            "the run did not test its claim"
-            if result.verdict == INCONCLUSIVE
-            else "the lab failed, not the system under test"
-        )
+        what = {
+            INCONCLUSIVE: "the run did not test its claim",
+            LAB_FAILED: "the lab failed, not the system under test",
+        }.get(result.verdict, "the system under test failed")
         console.print(f"[yellow]{result.verdict}[/], {what}:")
     for line in reasons:
         console.print(f"  - {line}")

@@ -8,9 +8,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harness import exitcodes
-from harness.app.replay import replay, replayable
+from harness.app.judge import analysis_failure
+from harness.app.replay import judge_replay, replay, replayable
 from harness.cli.app import app
 from harness.cli.common import (
     RUNS_DIR_OPTION,
@@ -19,10 +21,8 @@ from harness.cli.common import (
     seed_in_range,
 )
 from harness.explore.schedule import Schedule, ScheduleError, describe
-from harness.history.errors import HistoryError
-from harness.replay.replay import compare
 from harness.replay.turnstile import ReplayError
-from harness.rundir import RunDir, write_json_atomically
+from harness.rundir import RunDir
 from harness.services.base import ServiceError
 
 _HELP = (
@@ -78,39 +78,31 @@ def replay_cmd(
         console.print(f"[red]replay failed[/]: {exc}")
         raise typer.Exit(exitcodes.LAB_FAILED) from None
     console.print(f"run folder: {run_dir}")
-    from checkers.analyze import AnalysisInputError, analyze
-
     try:
-        result = analyze(run_dir, master=spark_master, console=console)
-    except (HistoryError, AnalysisInputError) as exc:
-        console.print(f"[red]analysis failed[/]: {exc}")
-        raise typer.Exit(exitcodes.BAD_INPUT) from None
-    try:
-        from reports.run_report import render_run_report
-
-        render_run_report(run_dir)
+        replayed = judge_replay(schedule, run_dir, spark_master=spark_master, console=console)
     except Exception as exc:
+        code, message = analysis_failure(exc, RunDir(run_dir))
+        console.print(f"[red]analysis failed[/]: {escape(message)}")
+        raise typer.Exit(code) from None
+    if replayed.analysed.report_error:
         # The verdict stands without its page; `driftlab report RUN_DIR` renders it again.
-        console.print(f"[yellow]report.html not rendered[/]: {exc} (retry: driftlab report)")
+        console.print(
+            f"[yellow]report.html not rendered[/]: {escape(replayed.analysed.report_error)} "
+            "(retry: driftlab report)"
+        )
+    result = replayed.analysed.result
     console.print(f"verdict: [bold]{result.verdict}[/]")
     for line in result.reasons:
-        console.print(f"  - {line}")
-    if result.reasons:
-        # Kinds the real run had no chance to show, or a lab that failed, compare nothing.
-        raise typer.Exit(exitcodes.LAB_FAILED)
-    found = [kind for kind, n in result.counts.items() if n]
-    comparison = compare(schedule, found)
-    write_json_atomically(
-        RunDir(run_dir).replay,
-        {"simulated": sorted(comparison.expected), "real": sorted(comparison.found)},
-    )
-    console.print(f"simulated kinds: {', '.join(sorted(comparison.expected)) or 'none'}")
-    console.print(f"real kinds:      {', '.join(sorted(comparison.found)) or 'none'}")
-    if comparison.same:
-        console.print("[green]the real stack shows the simulated anomaly kinds[/]")
-        return
-    if comparison.missing:
-        console.print(f"[red]not seen on the real stack[/]: {', '.join(comparison.missing)}")
-    if comparison.extra:
-        console.print(f"[red]seen only on the real stack[/]: {', '.join(comparison.extra)}")
-    raise typer.Exit(exitcodes.VERDICT)
+        console.print(f"  - {escape(line)}")
+    comparison = replayed.comparison
+    if comparison is not None:
+        console.print(f"simulated kinds: {', '.join(sorted(comparison.expected)) or 'none'}")
+        console.print(f"real kinds:      {', '.join(sorted(comparison.found)) or 'none'}")
+        if comparison.same:
+            console.print("[green]the real stack shows the simulated anomaly kinds[/]")
+        if comparison.missing:
+            console.print(f"[red]not seen on the real stack[/]: {', '.join(comparison.missing)}")
+        if comparison.extra:
+            console.print(f"[red]seen only on the real stack[/]: {', '.join(comparison.extra)}")
+    if replayed.exit_code != exitcodes.OK:
+        raise typer.Exit(replayed.exit_code)

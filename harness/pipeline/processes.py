@@ -3,8 +3,8 @@
 A process of the user's that does not come back after a scheduled crash (or restart) is
 a finding about the pipeline, as a store that does not converge is: not a fault the lab
 failed to heal. So a restart that is not ready in time is handed to `not_back` (the
-setup keeps it, and the run fails with it: harness.app.convergence) instead of raising
-into the nemesis, which would call the lab failed. The first start still raises: a
+setup keeps it, and the verdict fails the run with it: checkers.verdict) instead of
+raising into the nemesis, which would call the lab failed. The first start still raises: a
 pipeline that never started is said so before the workload.
 """
 

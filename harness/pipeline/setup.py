@@ -49,6 +49,7 @@ from harness.pipeline.transactions import (
     create_tables,
     create_versions,
 )
+from harness.rundir import KEYS_KEPT, Findings, NotConverged
 from harness.services.base import ServiceError
 from harness.services.command import CommandProcess, Readiness
 from harness.services.connect_rest import ConnectRest
@@ -384,7 +385,7 @@ class PipelineSetup(Setup):
 
     def _not_back(self, proc: CommandProcess, error: ServiceError) -> None:
         """A process that did not come back after a fault: the pipeline's finding (the
-        run fails with it, harness.app.convergence), not a heal the lab failed."""
+        run fails with it, `findings`), not a heal the lab failed."""
         line = checks.not_back(proc, error)
         log.warning("%s", line)
         self.not_back.append(line)
@@ -453,10 +454,30 @@ class PipelineSetup(Setup):
         for name, reader in self.readers.items():
             try:
                 out[name] = reader.read_all()
-            except Exception as exc:  # the run proves nothing of it (harness.app.convergence)
+            except Exception as exc:  # the run proves nothing of it (`findings`)
                 log.warning("store %s could not be read at the final reading: %s", name, exc)
                 self.unreadable[name] = checks.one_line(exc)
         return out
+
+    def findings(self) -> Findings:
+        """The stores that did not converge, the processes that did not come back and
+        the stores the final reading could not read: the verdict weighs each."""
+        return Findings(
+            not_converged=[
+                NotConverged(
+                    store=d.store,
+                    keys=d.keys[:KEYS_KEPT],
+                    count=len(d.keys),
+                    settled=d.settled,
+                    since_s=d.since_s,
+                    never_held=d.never_held,
+                    line=d.line(),
+                )
+                for d in self.divergences
+            ],
+            not_back=list(self.not_back),
+            unreadable=dict(self.unreadable),
+        )
 
     def teardown(self) -> None:
         """Stop the observer and the processes; drop the run's replication slots."""

@@ -28,7 +28,7 @@ from typing import Any
 
 from checkers.verdict import LAB_FAILED
 from harness import exitcodes
-from harness.rundir import RunDir, read_json_object, write_json_atomically
+from harness.rundir import Findings, RunDir, RunSummary
 from harness.runner.lifecycle import RunPlan, execute, run_log
 from harness.runner.signals import RunSignals
 from harness.runner.watchdog import LabBreakdown, failure_line
@@ -73,6 +73,7 @@ class RunResult:
     discarded: bool = False  # bad input found before the workload: no run folder kept
     stack: dict[str, Any] | None = None  # which stack it used (stack_use.stack_used)
     setup: Setup | None = field(default=None, repr=False)  # the one the run was made on
+    findings: Findings = field(default_factory=Findings)  # the setup's, for the verdict
 
 
 Judge = Callable[[RunDir, RunResult], None]
@@ -129,6 +130,7 @@ def record_run(
         result.stack = ex.stack
         result.stats = driver.stats
         result.fault_windows, result.fault_errors = driver.fault_windows, driver.fault_errors
+        result.findings = setup.findings()
         if ex.error is not None:
             result.exit_code, result.error = failure(ex.error)
         # A mistake in the input found before the workload (a pipeline file's reader,
@@ -150,8 +152,9 @@ def record_run(
         elif result.error is None and judge is not None:
             signals.enter("analyze")
             try:
-                # The verdict reads the run's facts (its lab failures) from
-                # logs/run.json; no exit code in it until the verdict gives one.
+                # The verdict reads the run's facts (its lab failures, its setup's
+                # findings) from logs/run.json, wherever the analysis runs; no exit
+                # code in it until the verdict gives one.
                 with contextlib.suppress(OSError):
                     write_summary(run_dir, result, judged=False)
                 judge(run_dir, result)
@@ -200,33 +203,35 @@ def failure(exc: Exception) -> tuple[int, str]:
 
 
 def write_summary(run_dir: RunDir, result: RunResult, *, judged: bool = True) -> None:
-    """logs/run.json: the runner's own figures (ops, rate, timings) for reports; before
-    the run is `judged`, with no exit code (a command killed meanwhile leaves none)."""
+    """logs/run.json (harness.rundir): the runner's own figures (ops, rate,
+    timings) and the setup's findings; before the run is `judged`, with no exit code."""
     s = result.stats
-    summary = {
-        "run_id": str(uuid.uuid5(uuid.NAMESPACE_URL, str(run_dir.path))),
-        "verdict": result.verdict,
-        "exit_code": result.exit_code if judged else None,
-        "interrupted": result.interrupted,
-        "interrupted_in": result.interrupted_in,
-        "quiesced": result.quiesced,
-        "error": result.error,
-        "ops": s.ops,
-        "ops_per_s": round(s.rate, 1),
-        "workload_s": round(s.elapsed, 2),
-        "by_op": s.by_op,
-        "app_crashes": s.crashes,
-        "client_errors": s.errors,
-        "fault_windows": result.fault_windows,
-        "fault_errors": result.fault_errors,
-        "inconclusive": result.inconclusive,
-        "lab_failures": result.lab_failures,
-        "wall_s": round(result.wall_s, 2),
-        "analysis_s": round(result.analysis_s, 2),
-        "analysed_on": result.analysed_on,
-        "stack": result.stack,
-    }
-    write_json_atomically(run_dir.summary, summary)
+    RunSummary(
+        run_id=str(uuid.uuid5(uuid.NAMESPACE_URL, str(run_dir.path))),
+        verdict=result.verdict,
+        exit_code=result.exit_code if judged else None,
+        interrupted=result.interrupted,
+        interrupted_in=result.interrupted_in,
+        quiesced=result.quiesced,
+        error=result.error,
+        ops=s.ops,
+        ops_per_s=round(s.rate, 1),
+        workload_s=round(s.elapsed, 2),
+        by_op=s.by_op,
+        app_crashes=s.crashes,
+        client_errors=s.errors,
+        fault_windows=result.fault_windows,
+        fault_errors=result.fault_errors,
+        inconclusive=result.inconclusive,
+        lab_failures=result.lab_failures,
+        not_converged=result.findings.not_converged,
+        not_back=result.findings.not_back,
+        unreadable_stores=result.findings.unreadable,
+        wall_s=round(result.wall_s, 2),
+        analysis_s=round(result.analysis_s, 2),
+        analysed_on=result.analysed_on,
+        stack=result.stack,
+    ).write(run_dir.summary)
 
 
 def note_interrupted(result: RunResult, phase: str) -> None:
@@ -236,7 +241,9 @@ def note_interrupted(result: RunResult, phase: str) -> None:
     phase = result.interrupted_in or phase
     result.interrupted, result.interrupted_in = True, phase
     result.exit_code = exitcodes.INTERRUPTED
-    with contextlib.suppress(OSError, ValueError):
-        data = read_json_object(result.run_dir.summary)
-        data.update(exit_code=result.exit_code, interrupted=True, interrupted_in=phase)
-        write_json_atomically(result.run_dir.summary, data)
+    with contextlib.suppress(OSError):
+        summary = RunSummary.read(result.run_dir.summary)
+        if summary is not None:
+            summary.exit_code, summary.interrupted = result.exit_code, True
+            summary.interrupted_in = phase
+            summary.write(result.run_dir.summary)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from harness.services.stack_protocol import ServiceStack
 
 from harness.history.recorder import Recorder
-from harness.rundir import RunDir
+from harness.rundir import Findings, RunDir
 from harness.setups.moments import Moments
 
 StepHook = Callable[[str, str, str], None]
@@ -224,3 +224,9 @@ class Setup(ABC):
 
     def teardown(self) -> None:  # noqa: B027 (optional hook)
         """Stop consumers and close connections; the data stays for inspection."""
+
+    def findings(self) -> Findings:
+        """What the setup found of the system under test outside the history, once the
+        run is over: logs/run.json records it and the verdict weighs it (none by
+        default: the book's setups tell everything through the history)."""
+        return Findings()
