@@ -29,6 +29,7 @@ from harness.rundir import (
     SUMMARY_JSON,
     NotAJsonObject,
     RunDir,
+    RunSummary,
     strict_json_object,
 )
 from reports.plots import PALETTE, Chart, Line, Window, render_chart
@@ -92,7 +93,7 @@ def build_context(folder: RunDir) -> dict[str, Any]:
     analysis = _load_json(folder.analysis, required=True)
     examples = _load_json(folder.examples, required=False)
     series = _load_json(folder.series, required=False)
-    summary = _load_json(folder.summary, required=False)
+    summary = RunSummary.read(folder.summary)
     history = analysis.get("history", {})
     t0 = int(history.get("t0_ns") or series.get("t0_ns") or 0)
     t1 = int(history.get("t1_ns") or series.get("t1_ns") or t0)
@@ -222,10 +223,10 @@ def _verdict_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_error(summary: dict[str, Any], analysis: dict[str, Any]) -> str | None:
+def _run_error(summary: RunSummary | None, analysis: dict[str, Any]) -> str | None:
     """The runner's error, unless it only repeats the inconclusive or lab-failed reasons
     the header already lists (the judge writes those as the run's error too)."""
-    error = summary.get("error")
+    error = summary.error if summary is not None else None
     reasons = analysis.get("reasons") or []
     if error and reasons and error == f"{analysis.get('verdict')}: " + "; ".join(reasons):
         return None

@@ -16,7 +16,7 @@ from typing import Any
 
 from checkers.verdict import NOT_REPRODUCED, shown_verdict
 from harness.nemesis.schedule import FaultSpec
-from harness.rundir import REPORT_HTML, RunDir, RunsDir, read_json_object
+from harness.rundir import REPORT_HTML, RunDir, RunsDir, RunSummary, read_json_object
 from reports.claims import CLAIMS
 from reports.render import ReportError, write_html
 
@@ -96,10 +96,10 @@ def _run_info(runs: Path, run: Path) -> RunInfo:
     folder = RunDir(run)
     config = read_json_object(folder.config)
     analysis = read_json_object(folder.analysis)
-    summary = read_json_object(folder.summary)
+    summary = RunSummary.read(folder.summary) or RunSummary()
     params = config.get("params") or {}
     started = config.get("started_utc") or _stamp(run.name, run)
-    verdict = analysis.get("verdict") or ("error" if summary.get("error") else "not judged")
+    verdict = analysis.get("verdict") or ("error" if summary.error else "not judged")
     expectations = dict(analysis.get("expectations") or config.get("expectations") or {})
     return RunInfo(
         path=run.relative_to(runs).as_posix(),
@@ -113,7 +113,7 @@ def _run_info(runs: Path, run: Path) -> RunInfo:
         report=f"{run.relative_to(runs).as_posix()}/{REPORT_HTML}"
         if folder.report.exists()
         else None,
-        error=summary.get("error"),
+        error=summary.error,
         inconclusive=[str(w) for w in analysis.get("inconclusive") or []],
         untested=[str(k) for k in analysis.get("untested") or []],
         seed=config.get("seed") if isinstance(config.get("seed"), int) else None,

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pipeline_support import pipeline_text
 
+from checkers.verdict import UNEXPECTED
 from harness import exitcodes
 from harness.app.pipeline import PipelineResult, run_pipeline
 from harness.pipeline.spec import load
@@ -49,7 +50,9 @@ def test_a_store_that_never_settles_fails_the_run(stack: Stack, tmp_path: Path) 
     r = out.run
     (div,) = out.not_converged
     assert div.store == "cache" and "k0" in div.keys and not div.settled
-    assert r.exit_code == exitcodes.VERDICT
+    # Not analysed, the run is still judged on its facts, by the verdict's one function.
+    assert r.exit_code == exitcodes.VERDICT and r.verdict == UNEXPECTED
+    assert r.reasons == [f"not converged: {div.line()}"] and r.error == r.reasons[0]
     assert "still changing when the wait ended" in r.error
 
 

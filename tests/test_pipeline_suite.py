@@ -11,6 +11,7 @@ import pytest
 from pipeline_support import pipeline_text
 from typer.testing import CliRunner
 
+from checkers.verdict import UNEXPECTED
 from harness.app.matrix import Cell, run_matrix
 from harness.app.pipeline import scenario_for
 from harness.app.suite_index import write_matrix_outputs
@@ -77,7 +78,7 @@ def test_a_pipeline_that_does_not_converge_fails_its_matrix_cell(
     runs = tmp_path / "runs"
     result = run_matrix([Cell(sc, "own", 1)], 600, runs, stack)
     (outcome,) = result.forbidden  # no expectations: the convergence alone fails it
-    assert not result.errors and outcome.result.verdict == "no expectations"
+    assert not result.errors and outcome.result.verdict == UNEXPECTED
     assert "not converged: store cache" in outcome.summary()
     assert f"driftlab matrix --scenarios {path} --schedules own --seeds 1-1" in outcome.summary()
     write_matrix_outputs(runs, result, tmp_path / "matrix.xml")

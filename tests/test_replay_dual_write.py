@@ -1,18 +1,24 @@
 """Replay of the Figure 11-4 race, as `driftlab explore dual-write` finds it, on real
-PostgreSQL and Redis, judged by the reference checkers."""
+PostgreSQL and Redis, judged by the reference checkers and as `driftlab replay` judges it."""
 
 from __future__ import annotations
 
+import io
+import json
 from pathlib import Path
 
 import pytest
 from reference_counts import run_events
 from replay_support import explored, judged
+from rich.console import Console
 
-from harness.app.replay import replay
+from checkers.verdict import REPRODUCED
+from harness import exitcodes
+from harness.app.replay import judge_replay, replay
 from harness.explore.schedule import Schedule, Step
 from harness.replay.replay import compare
 from harness.replay.turnstile import ReplayError
+from harness.rundir import RunDir
 from harness.services.stack import Stack
 
 pytestmark = pytest.mark.services
@@ -40,6 +46,25 @@ def test_dual_write_race_replays_on_postgres_and_redis(stack: Stack, tmp_path: P
     assert not differs.same
     assert differs.missing == ["lost-write"]
     assert differs.extra == sorted(found)
+
+
+def test_a_replay_is_judged_as_a_run_is(stack: Stack, spark: object, tmp_path: Path) -> None:
+    # `driftlab replay`'s path: the Spark analysis and its verdict (harness.app.judge),
+    # the report, then the comparison with the simulation in replay.json.
+    stack.up("postgres", "redis")
+    schedule = explored("dual-write-converges", seed=11)
+    run_dir = replay(schedule, runs_dir=tmp_path, seed=11, stack=stack)
+    out = io.StringIO()
+    replayed = judge_replay(
+        schedule, run_dir, spark_master=None, console=Console(file=out), stack=stack
+    )
+    result = replayed.analysed.result
+    assert result.verdict == REPRODUCED and replayed.exit_code == exitcodes.OK, out.getvalue()
+    simulated = sorted({a["kind"] for a in schedule.anomalies})
+    assert replayed.comparison is not None and replayed.comparison.same
+    folder = RunDir(run_dir)
+    assert json.loads(folder.replay.read_text()) == {"simulated": simulated, "real": simulated}
+    assert replayed.analysed.report == folder.report and folder.report.is_file()
 
 
 def test_a_step_the_stack_cannot_take_fails_the_replay_by_name(
