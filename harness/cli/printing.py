@@ -154,7 +154,8 @@ def print_result(console: Console, r: RunResult) -> None:
                 f"{k} {v:,}" + (f" in {r.coverage[k]:,} chances" if k in r.coverage else "")
                 for k, v in sorted(r.counts.items())
             )
-            or "no anomalies"
+            # Judged on its facts alone (--no-analyze): the checkers counted nothing.
+            or ("no anomalies" if r.analysed_on else "not counted: the history was not analysed")
         )
         console.print(f"  anomalies: {counts}")
         for line in lost_where_lines(r.lost_where):
