@@ -309,8 +309,8 @@ class RunDir(_Folder):
 
 
 # logs/run.json, typed: the runner's own figures of a run and what its setup found of
-# the system under test outside the history. harness.runner.runner writes it; the
-# verdict's facts (checkers.run_facts) read it through `RunSummary.read`.
+# the system under test outside the history. harness.runner.runner alone writes it; the
+# verdict's facts (checkers.run_facts) and the reports read it through `RunSummary.read`.
 
 KEYS_KEPT = 100
 """The differing keys run.json keeps per store (`count` says how many there were)."""

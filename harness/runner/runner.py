@@ -203,7 +203,7 @@ def failure(exc: Exception) -> tuple[int, str]:
 
 
 def write_summary(run_dir: RunDir, result: RunResult, *, judged: bool = True) -> None:
-    """logs/run.json (harness.rundir): the runner's own figures (ops, rate,
+    """logs/run.json (harness.rundir.RunSummary): the runner's own figures (ops, rate,
     timings) and the setup's findings; before the run is `judged`, with no exit code."""
     s = result.stats
     RunSummary(
