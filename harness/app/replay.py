@@ -77,10 +77,10 @@ def judge_replay(
     console: Console,
     stack: ServiceStack | None = None,
 ) -> Replayed:
-    """Judge the replay of `schedule` in `run_dir` as `driftlab analyze --report` judges
-    a run (on the warm Spark of `stack`, or of a running `driftlab up`, when it answers),
-    then write RUN_DIR/replay.json with both lists of kinds. Raises what the analysis
-    raised (harness.app.judge.analysis_failure tells it in one line)."""
+    """Judge the replay of `schedule` in `run_dir` as `driftlab analyze` judges a run,
+    its report included (on the warm Spark of `stack`, or of a running `driftlab up`,
+    when it answers), then write RUN_DIR/replay.json with both lists of kinds. Raises
+    what the analysis raised (harness.app.judge.analysis_failure tells it in one line)."""
     folder = RunDir(run_dir)
     server = None if spark_master else warm_analysis_server(stack)
     analysed = analyze_recorded(
