@@ -18,6 +18,27 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from checkers.keyed.facts import Facts, facts_of
+from checkers.kinds import (
+    CONTRADICTORY_ORDER,
+    DUPLICATE_APPLY,
+    DUPLICATE_DELIVERY,
+    DUPLICATE_OFFSET,
+    EXTRA,
+    INCONSISTENT_OFFSET,
+    INVARIANT_VIOLATION,
+    LOST_MESSAGE,
+    LOST_WRITE,
+    MISSING,
+    NONMONOTONIC_POLL,
+    NONMONOTONIC_SEND,
+    PHANTOM,
+    POLL_SKIP,
+    PROJECTION_MISMATCH,
+    REORDER_DELIVERY,
+    RYW_VIOLATION,
+    STALE,
+    STALE_OVERWRITE,
+)
 from checkers.reference.common import (
     SourceWrites,
     ViewStates,
@@ -248,25 +269,25 @@ def contradictory_order(events: Sequence[Event], facts: Facts) -> int:
 
 
 CHANCES: dict[str, Chances] = {
-    "lost-message": lost_message,
-    "lost-write": lost_write,
-    "duplicate-delivery": duplicate_delivery,
-    "duplicate-apply": duplicate_apply,
-    "duplicate-offset": duplicate_offset,
-    "reorder-delivery": reorder_delivery,
-    "stale-overwrite": stale_overwrite,
-    "nonmonotonic-poll": polls,
-    "poll-skip": polls,
-    "nonmonotonic-send": nonmonotonic_send,
-    "inconsistent-offset": inconsistent_offset,
-    "missing": divergence,
-    "extra": divergence,
-    "stale": divergence,
-    "phantom": divergence,
-    "ryw-violation": ryw_violation,
-    "projection-mismatch": projection_mismatch,
-    "invariant-violation": invariant_violation,
-    "contradictory-order": contradictory_order,
+    LOST_MESSAGE: lost_message,
+    LOST_WRITE: lost_write,
+    DUPLICATE_DELIVERY: duplicate_delivery,
+    DUPLICATE_APPLY: duplicate_apply,
+    DUPLICATE_OFFSET: duplicate_offset,
+    REORDER_DELIVERY: reorder_delivery,
+    STALE_OVERWRITE: stale_overwrite,
+    NONMONOTONIC_POLL: polls,
+    POLL_SKIP: polls,
+    NONMONOTONIC_SEND: nonmonotonic_send,
+    INCONSISTENT_OFFSET: inconsistent_offset,
+    MISSING: divergence,
+    EXTRA: divergence,
+    STALE: divergence,
+    PHANTOM: divergence,
+    RYW_VIOLATION: ryw_violation,
+    PROJECTION_MISMATCH: projection_mismatch,
+    INVARIANT_VIOLATION: invariant_violation,
+    CONTRADICTORY_ORDER: contradictory_order,
 }
 """Each kind's chances in a history, given its Facts."""
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.anomaly import KINDS
-from checkers.kinds import BY_NAME
+from checkers.kinds import BY_NAME, TABLE
 from checkers.reference.lost import where_lost
 from checkers.verdict import LAB_FAILED, shown_verdict
 from harness import __version__
@@ -36,15 +36,7 @@ from reports.render import ReportError, write_html
 from reports.sequence import diagrams_for_run
 from reports.transactions import transactions
 
-CLASSES: dict[str, str] = {
-    "lost": "lost",
-    "duplicates": "duplicate",
-    "reorder": "reorder",
-    "divergence": "divergence",
-    "staleness": "stale read",
-    "eventsourcing": "invariant violation",
-    "graph": "contradictory order",
-}
+CLASSES: dict[str, str] = {k.checker: k.report_class for k in TABLE}
 """Anomaly classes of the summary, one per checker of checkers.anomaly.KINDS."""
 
 MAX_CONSUMER_CHARTS = 12
@@ -343,7 +335,7 @@ def _classes(
                 {
                     "kind": kind,
                     "label": known_kind.label if known_kind else kind,
-                    "chance_is": known_kind.chance if known_kind else "",
+                    "chance_is": known_kind.chance_in_words if known_kind else "",
                     "chances": (analysis.get("coverage") or {}).get(kind),
                     "count": int(counts.get(kind, 0)),
                     "expected": expectations.get(kind),
