@@ -76,8 +76,8 @@ class Kind:
     """judged from the final states read at the end, not at a moment of the run"""
     diagram: int | None = None
     """its rank (lower first) among the kinds whose evidence is an interleaving of
-    writes on one key of one store, which a report draws as a sequence diagram; None:
-    not drawn"""
+    writes on one key of one store, which a report draws as a sequence diagram
+    (final-state kinds before the others, whatever their rank); None: not drawn"""
     from_broker: bool = False
     """judged from a broker's sends and deliveries, which a pipeline run never sees
     (driftlab reads a pipeline's stores from outside)"""

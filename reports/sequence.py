@@ -30,10 +30,14 @@ from harness.history.schema import OBSERVER, SOURCE_STORE
 from harness.rundir import RunDir
 
 DIAGRAM_KINDS = tuple(
-    k.name for k in sorted((k for k in TABLE if k.diagram is not None), key=lambda k: k.diagram)
+    k.name
+    for k in sorted(
+        (k for k in TABLE if k.diagram is not None), key=lambda k: (not k.final_state, k.diagram)
+    )
 )
 """Kinds whose evidence is an interleaving of writes on one key of one store, which a
-sequence diagram explains, in their rank's order (checkers.kinds.Kind.diagram)."""
+sequence diagram explains: final-state kinds first (they are the divergence itself),
+each part in its rank's order (checkers.kinds.Kind.diagram)."""
 MAX_DIAGRAMS = 4
 MAX_ARROWS = 16
 _COLUMNS = [
