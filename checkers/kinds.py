@@ -53,16 +53,16 @@ class Kind:
     sieve: str
     """the name of the query of checkers.keyed.sieve.SIEVE_QUERIES that keeps the
     groups that may hold it"""
-    chance: str
+    chance_item: str
     """what one chance of it is, what the checker judges, without an article (a verdict
-    says "it holds no <chance>")"""
+    says "it holds no <chance_item>")"""
     label: str
     """how a report names it"""
     _: KW_ONLY
     report_class: str
     """the anomaly class a report's summary groups it under (one per checker)"""
     per: str = ""
-    """what a chance is counted per, as "(consumer, message)"; "": one per `chance`"""
+    """what a chance is counted per, as "(consumer, message)"; "": one per `chance_item`"""
     jepsen: str | None = None
     """Jepsen's names of the same anomaly, for an imported history; None: no counterpart"""
     jepsen_fails: bool = False
@@ -90,9 +90,9 @@ class Kind:
     kind)"""
 
     @property
-    def chance_in_words(self) -> str:
+    def chance(self) -> str:
         """The chance as a report shows it: what it is, and per what it is counted."""
-        return f"{self.chance}: one per {self.per}" if self.per else self.chance
+        return f"{self.chance_item}: one per {self.per}" if self.per else self.chance_item
 
 
 _DIVERGENCE_CHANCE = (

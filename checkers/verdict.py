@@ -223,7 +223,7 @@ def decide(
 
 def untested_line(kind: str) -> str:
     """Why a named kind was not tested: what the history lacked for its chance."""
-    return f"{kind} had no chance in this history: it holds no {BY_NAME[kind].chance}"
+    return f"{kind} had no chance in this history: it holds no {BY_NAME[kind].chance_item}"
 
 
 def _lab_line(failure: Mapping[str, Any]) -> str:

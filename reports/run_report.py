@@ -335,7 +335,7 @@ def _classes(
                 {
                     "kind": kind,
                     "label": known_kind.label if known_kind else kind,
-                    "chance_is": known_kind.chance_in_words if known_kind else "",
+                    "chance_is": known_kind.chance if known_kind else "",
                     "chances": (analysis.get("coverage") or {}).get(kind),
                     "count": int(counts.get(kind, 0)),
                     "expected": expectations.get(kind),

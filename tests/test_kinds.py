@@ -78,8 +78,8 @@ def test_each_kind_name_is_a_constant_of_the_table_module() -> None:
 def test_a_chance_is_a_noun_phrase_and_its_unit_a_tuple() -> None:
     """The verdict says "it holds no <chance>": no article, no unit inside it."""
     for kind in TABLE:
-        assert kind.chance.split(" ", 1)[0] not in ("a", "an"), kind.name
-        assert "one per" not in kind.chance, kind.name
+        assert kind.chance_item.split(" ", 1)[0] not in ("a", "an"), kind.name
+        assert "one per" not in kind.chance_item, kind.name
         assert kind.per == "" or (kind.per.startswith("(") and kind.per.endswith(")"))
     assert untested_line(LOST_WRITE).startswith(
         "lost-write had no chance in this history: it holds no acknowledged source write"
