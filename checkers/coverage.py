@@ -17,28 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from checkers import kinds
 from checkers.keyed.facts import Facts, facts_of
-from checkers.kinds import (
-    CONTRADICTORY_ORDER,
-    DUPLICATE_APPLY,
-    DUPLICATE_DELIVERY,
-    DUPLICATE_OFFSET,
-    EXTRA,
-    INCONSISTENT_OFFSET,
-    INVARIANT_VIOLATION,
-    LOST_MESSAGE,
-    LOST_WRITE,
-    MISSING,
-    NONMONOTONIC_POLL,
-    NONMONOTONIC_SEND,
-    PHANTOM,
-    POLL_SKIP,
-    PROJECTION_MISMATCH,
-    REORDER_DELIVERY,
-    RYW_VIOLATION,
-    STALE,
-    STALE_OVERWRITE,
-)
 from checkers.reference.common import (
     SourceWrites,
     ViewStates,
@@ -269,25 +249,25 @@ def contradictory_order(events: Sequence[Event], facts: Facts) -> int:
 
 
 CHANCES: dict[str, Chances] = {
-    LOST_MESSAGE: lost_message,
-    LOST_WRITE: lost_write,
-    DUPLICATE_DELIVERY: duplicate_delivery,
-    DUPLICATE_APPLY: duplicate_apply,
-    DUPLICATE_OFFSET: duplicate_offset,
-    REORDER_DELIVERY: reorder_delivery,
-    STALE_OVERWRITE: stale_overwrite,
-    NONMONOTONIC_POLL: polls,
-    POLL_SKIP: polls,
-    NONMONOTONIC_SEND: nonmonotonic_send,
-    INCONSISTENT_OFFSET: inconsistent_offset,
-    MISSING: divergence,
-    EXTRA: divergence,
-    STALE: divergence,
-    PHANTOM: divergence,
-    RYW_VIOLATION: ryw_violation,
-    PROJECTION_MISMATCH: projection_mismatch,
-    INVARIANT_VIOLATION: invariant_violation,
-    CONTRADICTORY_ORDER: contradictory_order,
+    kinds.LOST_MESSAGE: lost_message,
+    kinds.LOST_WRITE: lost_write,
+    kinds.DUPLICATE_DELIVERY: duplicate_delivery,
+    kinds.DUPLICATE_APPLY: duplicate_apply,
+    kinds.DUPLICATE_OFFSET: duplicate_offset,
+    kinds.REORDER_DELIVERY: reorder_delivery,
+    kinds.STALE_OVERWRITE: stale_overwrite,
+    kinds.NONMONOTONIC_POLL: polls,
+    kinds.POLL_SKIP: polls,
+    kinds.NONMONOTONIC_SEND: nonmonotonic_send,
+    kinds.INCONSISTENT_OFFSET: inconsistent_offset,
+    kinds.MISSING: divergence,
+    kinds.EXTRA: divergence,
+    kinds.STALE: divergence,
+    kinds.PHANTOM: divergence,
+    kinds.RYW_VIOLATION: ryw_violation,
+    kinds.PROJECTION_MISMATCH: projection_mismatch,
+    kinds.INVARIANT_VIOLATION: invariant_violation,
+    kinds.CONTRADICTORY_ORDER: contradictory_order,
 }
 """Each kind's chances in a history, given its Facts."""
 
