@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from checkers import kinds
 from checkers.keyed.facts import Facts, facts_of
 from checkers.reference.common import (
     SourceWrites,
@@ -248,25 +249,25 @@ def contradictory_order(events: Sequence[Event], facts: Facts) -> int:
 
 
 CHANCES: dict[str, Chances] = {
-    "lost-message": lost_message,
-    "lost-write": lost_write,
-    "duplicate-delivery": duplicate_delivery,
-    "duplicate-apply": duplicate_apply,
-    "duplicate-offset": duplicate_offset,
-    "reorder-delivery": reorder_delivery,
-    "stale-overwrite": stale_overwrite,
-    "nonmonotonic-poll": polls,
-    "poll-skip": polls,
-    "nonmonotonic-send": nonmonotonic_send,
-    "inconsistent-offset": inconsistent_offset,
-    "missing": divergence,
-    "extra": divergence,
-    "stale": divergence,
-    "phantom": divergence,
-    "ryw-violation": ryw_violation,
-    "projection-mismatch": projection_mismatch,
-    "invariant-violation": invariant_violation,
-    "contradictory-order": contradictory_order,
+    kinds.LOST_MESSAGE: lost_message,
+    kinds.LOST_WRITE: lost_write,
+    kinds.DUPLICATE_DELIVERY: duplicate_delivery,
+    kinds.DUPLICATE_APPLY: duplicate_apply,
+    kinds.DUPLICATE_OFFSET: duplicate_offset,
+    kinds.REORDER_DELIVERY: reorder_delivery,
+    kinds.STALE_OVERWRITE: stale_overwrite,
+    kinds.NONMONOTONIC_POLL: polls,
+    kinds.POLL_SKIP: polls,
+    kinds.NONMONOTONIC_SEND: nonmonotonic_send,
+    kinds.INCONSISTENT_OFFSET: inconsistent_offset,
+    kinds.MISSING: divergence,
+    kinds.EXTRA: divergence,
+    kinds.STALE: divergence,
+    kinds.PHANTOM: divergence,
+    kinds.RYW_VIOLATION: ryw_violation,
+    kinds.PROJECTION_MISMATCH: projection_mismatch,
+    kinds.INVARIANT_VIOLATION: invariant_violation,
+    kinds.CONTRADICTORY_ORDER: contradictory_order,
 }
 """Each kind's chances in a history, given its Facts."""
 

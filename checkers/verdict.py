@@ -239,16 +239,7 @@ def decide(
 
 def untested_line(kind: str) -> str:
     """Why a named kind was not tested: what the history lacked for its chance."""
-    return f"{kind} had no chance in this history: it holds no {_chance(kind)}"
-
-
-def _chance(kind: str) -> str:
-    """A kind's chance, as the line of a verdict names what the history lacked."""
-    text = BY_NAME[kind].chance.split(": one per ")[0]
-    for article in ("a ", "an "):
-        if text.startswith(article):
-            return text[len(article) :]
-    return text
+    return f"{kind} had no chance in this history: it holds no {BY_NAME[kind].chance_item}"
 
 
 def _lab_line(failure: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.anomaly import KINDS
-from checkers.kinds import BY_NAME
+from checkers.kinds import BY_NAME, TABLE
 from checkers.reference.lost import where_lost
 from checkers.verdict import LAB_FAILED, shown_verdict
 from harness import __version__
@@ -37,15 +37,7 @@ from reports.render import ReportError, write_html
 from reports.sequence import diagrams_for_run
 from reports.transactions import transactions
 
-CLASSES: dict[str, str] = {
-    "lost": "lost",
-    "duplicates": "duplicate",
-    "reorder": "reorder",
-    "divergence": "divergence",
-    "staleness": "stale read",
-    "eventsourcing": "invariant violation",
-    "graph": "contradictory order",
-}
+CLASSES: dict[str, str] = {k.checker: k.report_class for k in TABLE}
 """Anomaly classes of the summary, one per checker of checkers.anomaly.KINDS."""
 
 MAX_CONSUMER_CHARTS = 12

@@ -25,20 +25,19 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from markupsafe import Markup, escape
 
+from checkers.kinds import BY_NAME, TABLE
 from harness.history.schema import OBSERVER, SOURCE_STORE
 from harness.rundir import RunDir
 
-# Kinds whose evidence is an interleaving of writes on one key of one store: the ones a
-# sequence diagram explains. Final-state kinds first: they are the divergence itself.
-DIAGRAM_KINDS = (
-    "stale",
-    "phantom",
-    "missing",
-    "extra",
-    "contradictory-order",
-    "stale-overwrite",
-    "lost-write",
+DIAGRAM_KINDS = tuple(
+    k.name
+    for k in sorted(
+        (k for k in TABLE if k.diagram is not None), key=lambda k: (not k.final_state, k.diagram)
+    )
 )
+"""Kinds whose evidence is an interleaving of writes on one key of one store, which a
+sequence diagram explains: final-state kinds first (they are the divergence itself),
+each part in its rank's order (checkers.kinds.Kind.diagram)."""
 MAX_DIAGRAMS = 4
 MAX_ARROWS = 16
 _COLUMNS = [
@@ -207,7 +206,7 @@ def _window(arrows: list[Arrow], kind: str, at_ns: int) -> tuple[list[Arrow], in
     ones leading up to the anomaly's time."""
     if len(arrows) <= MAX_ARROWS:
         return arrows, 0
-    if kind in ("stale", "phantom", "missing", "extra") or not at_ns:
+    if BY_NAME[kind].final_state or not at_ns:
         end = len(arrows)
     else:
         end = next(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from checkers import kinds
 from harness.nemesis.schedule import FaultSpec, Schedule
 from harness.workload.spec import WorkloadSpec
 
@@ -19,15 +20,7 @@ if TYPE_CHECKING:
 
 PRESENT, ABSENT = "present", "absent"
 
-CONVERGES = (
-    "missing",
-    "stale",
-    "phantom",
-    "extra",
-    "lost-write",
-    "lost-message",
-    "stale-overwrite",
-)
+CONVERGES = kinds.names(breaks_convergence=True)
 """What a derived store that converges to its source never shows: no key missing, stale
 or invented, no write or message lost, no newer value overwritten by an older one."""
 

@@ -3,14 +3,28 @@ a kind that lacks one fails here, so no check can silently not run in the keyed 
 
 from __future__ import annotations
 
+from checkers import kinds
 from checkers.anomaly import ALL_KINDS, KINDS
 from checkers.coverage import CHANCES
 from checkers.keyed import coverage as keyed_coverage
 from checkers.keyed import step
 from checkers.keyed.sieve import SIEVE_QUERIES
-from checkers.kinds import BY_NAME, KEY, MESSAGE, PARTITION, TABLE
+from checkers.kinds import (
+    BY_NAME,
+    KEY,
+    LOST_WRITE,
+    MESSAGE,
+    PARTITION,
+    STALE_OVERWRITE,
+    TABLE,
+)
 from checkers.reference import CHECKERS
-from harness.importers.jepsen import FORBIDDEN, JEPSEN_NAMES
+from checkers.verdict import untested_line
+from harness.explore import properties
+from harness.importers.jepsen import FORBIDDEN, JEPSEN_NAMES, REBALANCE_ALLOWED
+from harness.pipeline import spec_expect
+from reports.sequence import DIAGRAM_KINDS
+from scenarios.model import CONVERGES
 
 ROUTES = {KEY: step.KEY, PARTITION: step.PARTITION, MESSAGE: step.MESSAGE}
 
@@ -53,3 +67,51 @@ def test_jepsen_names_come_from_the_table() -> None:
     assert set(FORBIDDEN) <= {k.name for k in TABLE if k.jepsen}
     for kind in TABLE:
         assert JEPSEN_NAMES.get(kind.name) == kind.jepsen
+
+
+def test_each_kind_name_is_a_constant_of_the_table_module() -> None:
+    public = {n: v for n, v in vars(kinds).items() if n.isupper() and not n.startswith("_")}
+    constants = {v for v in public.values() if isinstance(v, str)} - {KEY, PARTITION, MESSAGE}
+    assert constants == set(BY_NAME)
+
+
+def test_a_chance_is_a_noun_phrase_and_its_unit_a_tuple() -> None:
+    """The verdict says "it holds no <chance>": no article, no unit inside it."""
+    for kind in TABLE:
+        assert kind.chance_item.split(" ", 1)[0] not in ("a", "an"), kind.name
+        assert "one per" not in kind.chance_item, kind.name
+        assert kind.per == "" or (kind.per.startswith("(") and kind.per.endswith(")"))
+    assert untested_line(LOST_WRITE).startswith(
+        "lost-write had no chance in this history: it holds no acknowledged source write"
+    )
+
+
+def test_the_kinds_of_one_checker_share_a_report_class() -> None:
+    for checker, names in KINDS.items():
+        assert len({BY_NAME[n].report_class for n in names}) == 1, checker
+
+
+def test_the_diagram_ranks_are_distinct_and_final_states_are_drawn_first() -> None:
+    ranked = [k for k in TABLE if k.diagram is not None]
+    assert len({k.diagram for k in ranked}) == len(ranked)
+    finals = [n for n in DIAGRAM_KINDS if BY_NAME[n].final_state]
+    assert DIAGRAM_KINDS[: len(finals)] == tuple(finals)
+    assert BY_NAME[DIAGRAM_KINDS[0]].diagram == min(BY_NAME[n].diagram or 0 for n in finals)
+
+
+def test_the_lists_of_other_layers_are_columns_of_the_table() -> None:
+    """A kind's properties are read from its row, never listed again elsewhere."""
+    assert set(CONVERGES) == {k.name for k in TABLE if k.breaks_convergence}
+    assert set(properties.DIVERGENCE) == {k.name for k in TABLE if k.final_state}
+    assert set(spec_expect.VERSIONED_KINDS) == {k.name for k in TABLE if k.store_versions}
+    broker = {k.name for k in TABLE if k.from_broker}
+    assert set(spec_expect._UNSEEN_FROM_OUTSIDE) == broker
+    assert set(REBALANCE_ALLOWED) <= set(FORBIDDEN)
+
+
+def test_kinds_names_selects_by_column_in_table_order() -> None:
+    for checker, of_checker in KINDS.items():
+        assert kinds.names(checker=checker) == of_checker
+    both = kinds.names(final_state=True, breaks_convergence=True)
+    assert set(both) == set(kinds.names(final_state=True)) & set(CONVERGES)
+    assert STALE_OVERWRITE in kinds.names(store_versions=True)

@@ -14,6 +14,27 @@ from duckdb import DuckDBPyConnection
 from checkers.keyed import scope
 from checkers.keyed.columns import MESSAGE, PARTITION
 from checkers.keyed.facts import Facts
+from checkers.kinds import (
+    CONTRADICTORY_ORDER,
+    DUPLICATE_APPLY,
+    DUPLICATE_DELIVERY,
+    DUPLICATE_OFFSET,
+    EXTRA,
+    INCONSISTENT_OFFSET,
+    INVARIANT_VIOLATION,
+    LOST_MESSAGE,
+    LOST_WRITE,
+    MISSING,
+    NONMONOTONIC_POLL,
+    NONMONOTONIC_SEND,
+    PHANTOM,
+    POLL_SKIP,
+    PROJECTION_MISMATCH,
+    REORDER_DELIVERY,
+    RYW_VIOLATION,
+    STALE,
+    STALE_OVERWRITE,
+)
 from checkers.reference.common import WRITE_FS
 from checkers.reference.eventsourcing import PROJECTION_PREFIX
 from harness.history.schema import LOG_AUDIT, SOURCE_STORE
@@ -36,36 +57,36 @@ _MSG = f"_r = {MESSAGE} AND type = 'msg'"
 _POLL = f"_r = {PARTITION} AND type = 'msg'"
 
 QUERIES: dict[str, str] = {
-    "lost-message": f"""
+    LOST_MESSAGE: f"""
     SELECT count(*) FROM (SELECT DISTINCT p._g, c.consumer FROM r p
       JOIN consumers c ON c.channel = p.channel
       WHERE p._r = {MESSAGE} AND p.type = 'msg' AND p.action = 'produce' AND c.done
         AND c.consumer <> '{LOG_AUDIT}')""",
-    "lost-write": "SELECT count(*) * (SELECT count(*) FROM effect_stores) FROM okw",
-    "duplicate-delivery": _distinct(f"{_MSG} AND action = 'deliver' AND {_CONSUMER}", "consumer"),
-    "duplicate-apply": _distinct(f"{_MSG} AND action = 'apply' AND store IS NOT NULL", "store"),
-    "duplicate-offset": _distinct(
+    LOST_WRITE: "SELECT count(*) * (SELECT count(*) FROM effect_stores) FROM okw",
+    DUPLICATE_DELIVERY: _distinct(f"{_MSG} AND action = 'deliver' AND {_CONSUMER}", "consumer"),
+    DUPLICATE_APPLY: _distinct(f"{_MSG} AND action = 'apply' AND store IS NOT NULL", "store"),
+    DUPLICATE_OFFSET: _distinct(
         f"""{_MSG} AND action IN ('produce', 'deliver') AND channel IS NOT NULL
         AND "offset" IS NOT NULL""",
         'channel, "partition"',
     ),
-    "reorder-delivery": _followers(
+    REORDER_DELIVERY: _followers(
         "k",
         f"type = 'msg' AND action = 'deliver' AND {_CONSUMER} AND version IS NOT NULL",
         "consumer, process",
     ),
-    "stale-overwrite": _followers("arrivals", "version IS NOT NULL", "store"),
+    STALE_OVERWRITE: _followers("arrivals", "version IS NOT NULL", "store"),
     "polls": _followers(
         "r",
         f"""{_POLL} AND action = 'deliver' AND {_CONSUMER} AND "offset" IS NOT NULL""",
         "consumer, process",
     ),
-    "nonmonotonic-send": _followers(
+    NONMONOTONIC_SEND: _followers(
         "r",
         f"""{_POLL} AND action = 'produce' AND "offset" IS NOT NULL AND process IS NOT NULL""",
         "process",
     ),
-    "inconsistent-offset": _distinct(
+    INCONSISTENT_OFFSET: _distinct(
         f"""{_POLL} AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL
         AND msg_id IS NOT NULL""",
         '"offset"',
@@ -75,7 +96,7 @@ QUERIES: dict[str, str] = {
       SELECT _g, bool_or(store = '{SOURCE_STORE}') AS src,
         count(*) FILTER (store <> '{SOURCE_STORE}') AS n
       FROM (SELECT DISTINCT _g, store FROM fin WHERE value IS NOT NULL) GROUP BY _g)""",
-    "ryw-violation": """
+    RYW_VIOLATION: """
     WITH rd AS (SELECT * FROM k WHERE type = 'op' AND f = 'read' AND store IS NOT NULL
                   AND process IS NOT NULL AND op_id IS NOT NULL),
       inv AS (SELECT _g, process, op_id, min(time) AS t FROM rd WHERE phase = 'invoke'
@@ -85,7 +106,7 @@ QUERIES: dict[str, str] = {
     SELECT count(*) FROM ok WHERE EXISTS (
       SELECT 1 FROM okw w WHERE w._g = ok._g AND w.process = ok.process
         AND w.version IS NOT NULL AND w.time <= ok.t)""",
-    "projection-mismatch": f"""
+    PROJECTION_MISMATCH: f"""
     SELECT coalesce(sum(CASE WHEN logged THEN $projections ELSE n END), 0) FROM (
       SELECT _g, bool_or(store IS NULL) AS logged, count(store) AS n FROM (
         SELECT DISTINCT _g, NULL AS store FROM log
@@ -93,8 +114,8 @@ QUERIES: dict[str, str] = {
         SELECT DISTINCT _g, store FROM fin
         WHERE value IS NOT NULL AND starts_with(store, '{PROJECTION_PREFIX}'))
       GROUP BY _g)""",
-    "invariant-violation": "SELECT count(*) FROM log",
-    "contradictory-order": f"""
+    INVARIANT_VIOLATION: "SELECT count(*) FROM log",
+    CONTRADICTORY_ORDER: f"""
     WITH w AS (SELECT _g, value, version, f FROM k
                WHERE type = 'op' AND store = '{SOURCE_STORE}' AND f IN ({_WRITE_FS})
                  AND phase = 'ok' AND version IS NOT NULL)
@@ -107,12 +128,12 @@ QUERIES: dict[str, str] = {
 sieve's tables: r (the routed rows), k (the key route's), okw, eff, arrivals, fin, log and the
 facts' consumers and effect_stores."""
 
-_SCOPED = {"lost-write": scope.LOST_WRITE_CHANCES, "divergence": scope.DIVERGENCE_CHANCES}
+_SCOPED = {LOST_WRITE: scope.LOST_WRITE_CHANCES, "divergence": scope.DIVERGENCE_CHANCES}
 """The queries of QUERIES that count stores per key, for a history with view stores."""
 
 OF_KIND: dict[str, str] = {
-    **{kind: "polls" for kind in ("nonmonotonic-poll", "poll-skip")},
-    **{kind: "divergence" for kind in ("missing", "extra", "stale", "phantom")},
+    **{kind: "polls" for kind in (NONMONOTONIC_POLL, POLL_SKIP)},
+    **{kind: "divergence" for kind in (MISSING, EXTRA, STALE, PHANTOM)},
 }
 """Kinds whose chances a query of another name counts."""
 
@@ -122,8 +143,8 @@ def chances(con: DuckDBPyConnection, facts: Facts, kinds: tuple[str, ...]) -> Co
     derived = facts.state_stores - {SOURCE_STORE}
     judged = {
         "divergence": SOURCE_STORE in facts.state_stores and bool(derived),
-        "projection-mismatch": any(s.startswith(PROJECTION_PREFIX) for s in facts.state_stores),
-        "invariant-violation": facts.limits is not None,
+        PROJECTION_MISMATCH: any(s.startswith(PROJECTION_PREFIX) for s in facts.state_stores),
+        INVARIANT_VIOLATION: facts.limits is not None,
     }
     projections = sum(1 for s in facts.state_stores if s.startswith(PROJECTION_PREFIX))
     counted: dict[str, int] = {}

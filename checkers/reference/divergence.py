@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from checkers.anomaly import MAX_EVIDENCE, Anomaly, evidence_json
+from checkers.kinds import EXTRA, MISSING, PHANTOM, STALE
 from checkers.reference.common import (
     committed_values,
     final_states,
@@ -68,19 +69,19 @@ def check(
             if src is not None and der is not None and src.value == der.value:
                 continue
             if der is None:
-                kind = "missing"
+                kind = MISSING
                 detail = f"{store} lacks {key!r}, the source holds {src.value!r}"
             elif src is None:
-                kind = "extra"
+                kind = EXTRA
                 detail = f"{store} holds {key!r} = {der.value!r}, the source does not hold it"
             elif der.value in committed.get(key, ()):
-                kind = "stale"
+                kind = STALE
                 detail = (
                     f"{store} holds {key!r} = {der.value!r}, an older committed value; "
                     f"the source holds {src.value!r}"
                 )
             else:
-                kind = "phantom"
+                kind = PHANTOM
                 detail = (
                     f"{store} holds {key!r} = {der.value!r}, never committed at the source; "
                     f"the source holds {src.value!r}"
@@ -95,7 +96,7 @@ def check(
             )
     if views:
         for a in out:
-            if a.kind == "phantom":
+            if a.kind == PHANTOM:
                 judged.pop((a.store, a.key), None)
         out += _torn(events, views, committed, history, judged, t0)
     return out
@@ -139,7 +140,7 @@ def _torn(
         after = [s for s in states if order_key(s) > order_key(read)]
         room = (MAX_EVIDENCE - 1 - len(finals)) // 2
         evidence = evidence_json([read, *before[-room:], *after[:room], *finals])
-        out.append(Anomaly(CHECKER, "phantom", store, key, None, read.time, detail, evidence))
+        out.append(Anomaly(CHECKER, PHANTOM, store, key, None, read.time, detail, evidence))
     return out
 
 

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
 from checkers.anomaly import Anomaly
+from checkers.kinds import DUPLICATE_APPLY, DUPLICATE_DELIVERY, DUPLICATE_OFFSET
 from checkers.reference.common import found_at, is_consumer_delivery, order_key
 from harness.history.schema import Event, EventType, MsgAction
 
@@ -44,7 +45,7 @@ def check(events: Sequence[Event]) -> list[Anomaly]:
     for (consumer, msg_id), group in _repeated(deliveries):
         detail = f"{msg_id} delivered {len(group)} times to {consumer}"
         out.append(
-            found_at(CHECKER, "duplicate-delivery", group[1], detail, group, consumer=consumer)
+            found_at(CHECKER, DUPLICATE_DELIVERY, group[1], detail, group, consumer=consumer)
         )
     for (store, msg_id), group in _repeated(applies):
         second = group[1]
@@ -52,7 +53,7 @@ def check(events: Sequence[Event]) -> list[Anomaly]:
         out.append(
             found_at(
                 CHECKER,
-                "duplicate-apply",
+                DUPLICATE_APPLY,
                 second,
                 detail,
                 group,
@@ -78,9 +79,7 @@ def _offsets(placed: dict[tuple[str, str, int | None], list[Event]]) -> list[Ano
             at.setdefault(e.offset, e)
         offsets = ", ".join(str(o) for o in sorted(at))
         detail = f"{msg_id} is at offsets {offsets} of {channel}[{partition}]"
-        out.append(
-            found_at(CHECKER, "duplicate-offset", other, detail, (at[o] for o in sorted(at)))
-        )
+        out.append(found_at(CHECKER, DUPLICATE_OFFSET, other, detail, (at[o] for o in sorted(at))))
     return out
 
 

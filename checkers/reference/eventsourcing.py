@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from checkers.anomaly import MAX_EVIDENCE, Anomaly, evidence_json
+from checkers.kinds import INVARIANT_VIOLATION, PROJECTION_MISMATCH
 from checkers.reference.common import final_states, header_params, order_key
 from harness.history.schema import Event, EventType, MsgAction
 
@@ -131,7 +132,7 @@ def _mismatches(
             out.append(
                 Anomaly(
                     CHECKER,
-                    "projection-mismatch",
+                    PROJECTION_MISMATCH,
                     store,
                     key,
                     None,
@@ -161,7 +162,7 @@ def _violations(limits: Bounds | None, log: dict[str, list[Event]]) -> list[Anom
                 out.append(
                     Anomaly(
                         CHECKER,
-                        "invariant-violation",
+                        INVARIANT_VIOLATION,
                         None,
                         key,
                         None,

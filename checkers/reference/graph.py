@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 from checkers.anomaly import Anomaly, evidence_json
+from checkers.kinds import CONTRADICTORY_ORDER
 from checkers.reference.common import (
     SourceWrites,
     ViewStates,
@@ -148,7 +149,7 @@ def contradiction(
     first_back = steps[backward[0]][1]
     evidence = evidence_json(sorted(behind.values(), key=order_key))
     return Anomaly(
-        CHECKER, "contradictory-order", store, key, None, first_back.time, detail, evidence
+        CHECKER, CONTRADICTORY_ORDER, store, key, None, first_back.time, detail, evidence
     )
 
 

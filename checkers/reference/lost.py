@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from checkers.anomaly import Anomaly
+from checkers.kinds import LOST_MESSAGE, LOST_WRITE
 from checkers.reference.common import (
     found_at,
     in_scope,
@@ -159,7 +160,7 @@ def messages(events: Sequence[Event], facts: Consumers | None = None) -> Outcome
                 )
                 out.lost.append(
                     found_at(
-                        CHECKER, "lost-message", first, detail, [*ends, *seen], consumer=consumer
+                        CHECKER, LOST_MESSAGE, first, detail, [*ends, *seen], consumer=consumer
                     )
                 )
             elif not ends and any(p.channel in consumes for p in produces):
@@ -257,7 +258,7 @@ def writes(
             if (store, _carried(w)) not in reached:
                 where, seen = _write_where(logged.get(_carried(w), []), w.key in audited_keys)
                 detail = f"{w.f} of {w.key!r} = {w.value!r} never reached {store}{where}"
-                out.lost.append(found_at(CHECKER, "lost-write", w, detail, [w, *seen], store=store))
+                out.lost.append(found_at(CHECKER, LOST_WRITE, w, detail, [w, *seen], store=store))
     return out
 
 

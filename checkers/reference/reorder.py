@@ -18,6 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers.anomaly import Anomaly, evidence_json
+from checkers.kinds import (
+    INCONSISTENT_OFFSET,
+    NONMONOTONIC_POLL,
+    NONMONOTONIC_SEND,
+    POLL_SKIP,
+    REORDER_DELIVERY,
+    STALE_OVERWRITE,
+)
 from checkers.reference.common import (
     ViewStates,
     found_at,
@@ -54,9 +62,9 @@ def key_checks(events: Sequence[Event], views: frozenset[str] | None = None) -> 
     plain = [e for e in effects if view_of(e.key, views) is None]
     return [
         *_regressions(
-            delivers, "reorder-delivery", lambda e: (e.consumer, e.process, e.key), "delivered"
+            delivers, REORDER_DELIVERY, lambda e: (e.consumer, e.process, e.key), "delivered"
         ),
-        *_regressions(plain, "stale-overwrite", lambda e: (e.store, e.key), "applied"),
+        *_regressions(plain, STALE_OVERWRITE, lambda e: (e.store, e.key), "applied"),
         *view_overwrites(ordered, [e for e in effects if view_of(e.key, views) is not None], views),
     ]
 
@@ -88,7 +96,7 @@ def view_overwrites(
         detail = f"{e.key!r} state of version {held} observed after version {top}"
         out.append(
             found_at(
-                CHECKER, "stale-overwrite", e, detail, [by, e], store=e.store, consumer=e.consumer
+                CHECKER, STALE_OVERWRITE, e, detail, [by, e], store=e.store, consumer=e.consumer
             )
         )
     return out
@@ -123,7 +131,7 @@ def _regressions(
         top = highest.get(g)
         if top is not None and e.version < top.version:
             detail = f"{e.key!r} version {e.version} {verb} after version {top.version}"
-            store = e.store if kind == "stale-overwrite" else None
+            store = e.store if kind == STALE_OVERWRITE else None
             out.append(
                 found_at(CHECKER, kind, e, detail, [top, e], store=store, consumer=e.consumer)
             )
@@ -171,14 +179,14 @@ def polls(
             continue
         where = f"{e.channel}[{e.partition}]"
         if e.offset <= prev.offset:
-            kind = "nonmonotonic-poll"
+            kind = NONMONOTONIC_POLL
             detail = f"{e.consumer} read {where} offset {e.offset} after {prev.offset}"
         else:
             offsets = known.get((e.channel, e.partition), [])
             i = bisect_right(offsets, prev.offset)
             if i == len(offsets) or offsets[i] >= e.offset:
                 continue
-            kind = "poll-skip"
+            kind = POLL_SKIP
             detail = (
                 f"{e.consumer} read {where} offset {e.offset} after {prev.offset}, "
                 f"skipping offset {offsets[i]}, which the log held"
@@ -209,7 +217,7 @@ def sends(ordered: Iterable[Event]) -> list[Anomaly]:
             f"{e.process} sent to {e.channel}[{e.partition}] at offset {e.offset} "
             f"after offset {prev.offset}"
         )
-        out.append(found_at(CHECKER, "nonmonotonic-send", e, detail, [prev, e]))
+        out.append(found_at(CHECKER, NONMONOTONIC_SEND, e, detail, [prev, e]))
     return out
 
 
@@ -235,7 +243,7 @@ def inconsistent_offsets(ordered: Iterable[Event]) -> list[Anomaly]:
         out.append(
             Anomaly(
                 checker=CHECKER,
-                kind="inconsistent-offset",
+                kind=INCONSISTENT_OFFSET,
                 store=None,
                 key=None,
                 consumer=None,

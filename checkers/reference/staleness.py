@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from checkers.anomaly import Anomaly, evidence_json
+from checkers.kinds import RYW_VIOLATION
 from checkers.reference.common import (
     SourceWrites,
     ViewStates,
@@ -81,7 +82,7 @@ def check(events: Sequence[Event], views: frozenset[str] | None = None) -> list[
         out.append(
             Anomaly(
                 CHECKER,
-                "ryw-violation",
+                RYW_VIOLATION,
                 r.store,
                 r.key,
                 None,

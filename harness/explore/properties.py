@@ -14,10 +14,21 @@ from dataclasses import dataclass
 from typing import Literal
 
 from checkers.anomaly import KINDS, Anomaly
+from checkers.kinds import (
+    DUPLICATE_APPLY,
+    DUPLICATE_DELIVERY,
+    INVARIANT_VIOLATION,
+    LOST_MESSAGE,
+    LOST_WRITE,
+    MISSING,
+    REORDER_DELIVERY,
+    STALE_OVERWRITE,
+    names,
+)
 from harness.explore.sim.tally import Finding
 from harness.history.schema import Event
 
-DIVERGENCE = frozenset({"missing", "extra", "stale", "phantom"})
+DIVERGENCE = frozenset(names(final_state=True))
 REFERENCE_CHECKERS: tuple[str, ...] = tuple(KINDS)
 """The checkers of docs/checkers.md, each a module `checkers.reference.<name>`."""
 
@@ -62,7 +73,7 @@ def _p(
     return Property(name, setup, claim, text, predicted, frozenset(kinds), consumer)
 
 
-LOSS = ("lost-write", "lost-message")
+LOSS = names(checker="lost")
 PROPERTIES: tuple[Property, ...] = (
     _p(
         "dual-write-converges",
@@ -78,7 +89,7 @@ PROPERTIES: tuple[Property, ...] = (
         "C2",
         "every key of the db reaches the cache",
         "fails",
-        {"missing"},
+        {MISSING},
     ),
     _p(
         "cdc-converges",
@@ -86,7 +97,7 @@ PROPERTIES: tuple[Property, ...] = (
         "C3",
         "no loss, no divergence, no reorder, no double effect: only redelivery",
         "holds",
-        {*LOSS, *DIVERGENCE, "reorder-delivery", "stale-overwrite", "duplicate-apply"},
+        {*LOSS, *DIVERGENCE, REORDER_DELIVERY, STALE_OVERWRITE, DUPLICATE_APPLY},
     ),
     _p(
         "cdc-redelivers",
@@ -94,7 +105,7 @@ PROPERTIES: tuple[Property, ...] = (
         "C3",
         "a crash never makes the consumer receive a message twice",
         "fails",
-        {"duplicate-delivery"},
+        {DUPLICATE_DELIVERY},
     ),
     _p(
         "commit-before-apply-loses",
@@ -102,7 +113,7 @@ PROPERTIES: tuple[Property, ...] = (
         "C4",
         "every db write reaches the cache",
         "fails",
-        {"lost-write"},
+        {LOST_WRITE},
     ),
     _p(
         "counter-double-counts",
@@ -110,7 +121,7 @@ PROPERTIES: tuple[Property, ...] = (
         "C5",
         "every message is counted once",
         "fails",
-        {"duplicate-apply"},
+        {DUPLICATE_APPLY},
     ),
     _p(
         "outbox-converges",
@@ -118,7 +129,7 @@ PROPERTIES: tuple[Property, ...] = (
         "C14",
         "no loss, no divergence, no reorder",
         "holds",
-        {*LOSS, *DIVERGENCE, "reorder-delivery", "stale-overwrite"},
+        {*LOSS, *DIVERGENCE, REORDER_DELIVERY, STALE_OVERWRITE},
     ),
     _p(
         "amqp-keeps-order",
@@ -126,7 +137,7 @@ PROPERTIES: tuple[Property, ...] = (
         "C7",
         "workers receive each key's versions in order",
         "fails",
-        {"reorder-delivery"},
+        {REORDER_DELIVERY},
     ),
     _p(
         "slow-consumer-loses",
@@ -134,7 +145,7 @@ PROPERTIES: tuple[Property, ...] = (
         "C6",
         "the slow consumer receives every message",
         "fails",
-        {"lost-message"},
+        {LOST_MESSAGE},
         "slow",
     ),
     _p(
@@ -143,7 +154,7 @@ PROPERTIES: tuple[Property, ...] = (
         "C6",
         "the fast consumer receives every message",
         "holds",
-        {"lost-message"},
+        {LOST_MESSAGE},
         "fast",
     ),
     _p(
@@ -160,7 +171,7 @@ PROPERTIES: tuple[Property, ...] = (
         "C12",
         "the balance never goes below 0",
         "fails",
-        {"invariant-violation"},
+        {INVARIANT_VIOLATION},
     ),
     _p(
         "checked-invariant",
@@ -168,7 +179,7 @@ PROPERTIES: tuple[Property, ...] = (
         "C12",
         "the balance never goes below 0",
         "holds",
-        {"invariant-violation"},
+        {INVARIANT_VIOLATION},
     ),
 )
 

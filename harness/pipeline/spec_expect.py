@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from checkers import kinds as kind_table
 from harness.nemesis.schedule import Anchor, FaultSpec, Schedule
 from harness.pipeline.spec_fields import Fix, Section, Text, spec_error, validated
 from harness.pipeline.spec_model import EXTERNAL_UNLINKED, PipelineError, StoreSpec
@@ -89,22 +90,13 @@ def _check_moment(
 
 _UNSEEN_FROM_OUTSIDE = {
     kind: "it is judged from a broker's sends and deliveries"
-    for kind in (
-        "lost-message",
-        "duplicate-delivery",
-        "duplicate-offset",
-        "reorder-delivery",
-        "nonmonotonic-poll",
-        "poll-skip",
-        "nonmonotonic-send",
-        "inconsistent-offset",
-    )
+    for kind in kind_table.names(from_broker=True)
 }
 """Kinds a pipeline run never has a chance to find: driftlab reads a pipeline's stores
 from outside and records no writes or broker traffic of its programs, so naming one
 would only end every run inconclusive."""
 
-VERSIONED_KINDS = ("stale-overwrite",)
+VERSIONED_KINDS = kind_table.names(store_versions=True)
 """Kinds judged from the versions a store shows (a key seen at version 5, later at 3):
 a pipeline may name them only when one of its stores is read with a version."""
 

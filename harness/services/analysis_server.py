@@ -49,6 +49,7 @@ from typing import Any
 
 from rich.console import Console
 
+from checkers.kinds import DUPLICATE_DELIVERY
 from harness.services.ports import LOOPBACK
 
 log = logging.getLogger("driftlab.analysis_server")
@@ -174,7 +175,7 @@ def _first_analysis(master: str | None) -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="driftlab-warm-") as scratch:
             run = Path(scratch) / "run"
-            generate_history(run, events=2_000, seed=0, plant={"duplicate-delivery": 1})
+            generate_history(run, events=2_000, seed=0, plant={DUPLICATE_DELIVERY: 1})
             analyze(run, master)
     except Exception as e:
         log.warning("the first analysis failed: %s", e, exc_info=True)

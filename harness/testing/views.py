@@ -28,12 +28,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from checkers.anomaly import ALL_KINDS
+from checkers.kinds import EXTRA, MISSING, PHANTOM, STALE, STALE_OVERWRITE
 from harness.history.reader import METADATA_KEY, ROW_GROUP_SIZE, HistoryInfo, arrow_schema
 from harness.history.schema import COLUMNS, OBSERVER, SOURCE_STORE, RunHeader
 from harness.rundir import RunDir
 
 SCENARIO = "synthetic-views"
-PLANTABLE = ("missing", "extra", "stale", "phantom", "stale-overwrite", "torn")
+PLANTABLE = (MISSING, EXTRA, STALE, PHANTOM, STALE_OVERWRITE, "torn")
 """What a view history can be planted with: kinds, and `torn` (the observer reads a
 state the view never had, the final state right: a `phantom`)."""
 TEMPLATES = {"add_line": 5, "set_status": 3, "drop_line": 1, "drop_order": 1}
@@ -259,19 +260,19 @@ def _finals(
             order.remove(at)
             rec, final = keys[at], finals[at]
             values = [v for _, v, _ in rec.states if v is not None]
-            if kind == "missing":
+            if kind == MISSING:
                 held[at] = None
-            elif kind == "extra":
+            elif kind == EXTRA:
                 held[at] = values[-1]
-            elif kind == "stale":
+            elif kind == STALE:
                 held[at] = next(v for v in reversed(values) if v != final)
-            elif kind == "phantom":
+            elif kind == PHANTOM:
                 held[at] = '{"half":true}'
             elif kind == "torn":
                 _sample(out, at[1], at[0], '{"torn":true}', rec.states[0][2] + 2)
             else:
                 _overwrite(out, rec, at, end)
-            found["phantom" if kind == "torn" else kind] += 1
+            found[PHANTOM if kind == "torn" else kind] += 1
     t = end + MS
     for (_, key), value in sorted(finals.items()):
         if value is not None:
@@ -297,13 +298,13 @@ def _older(rec: _Key) -> str | None:
 def _fits(kind: str, rec: _Key, final: str | None) -> bool:
     """Whether a key can show `kind`, planted alone."""
     values = {v for _, v, _ in rec.states if v is not None}
-    if kind == "missing":
+    if kind == MISSING:
         return final is not None
-    if kind == "extra":
+    if kind == EXTRA:
         return final is None and bool(values)
-    if kind == "stale":
+    if kind == STALE:
         return final is not None and bool(values - {final})
-    if kind == "phantom":
+    if kind == PHANTOM:
         return final is not None
     if kind == "torn":
         return bool(rec.states)

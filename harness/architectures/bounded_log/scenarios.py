@@ -3,6 +3,14 @@ whose old segments are deleted, and misses messages; a fast one misses nothing).
 
 from __future__ import annotations
 
+from checkers.kinds import (
+    DUPLICATE_DELIVERY,
+    INCONSISTENT_OFFSET,
+    LOST_MESSAGE,
+    NONMONOTONIC_POLL,
+    POLL_SKIP,
+    REORDER_DELIVERY,
+)
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, expect
 
@@ -21,12 +29,12 @@ SCENARIOS = [
         setup_params={"retention_ms": 2000, "segment_ms": 200, "slow_ms": 100},
         workload=WorkloadSpec(clients=4, keys=20, distribution="uniform", rate=150, duration=10),
         expectations=expect(
-            present=["lost-message", "poll-skip"],
+            present=[LOST_MESSAGE, POLL_SKIP],
             absent=[
-                "duplicate-delivery",
-                "nonmonotonic-poll",
-                "inconsistent-offset",
-                "reorder-delivery",
+                DUPLICATE_DELIVERY,
+                NONMONOTONIC_POLL,
+                INCONSISTENT_OFFSET,
+                REORDER_DELIVERY,
             ],
         ),
     ),

@@ -8,6 +8,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from checkers.kinds import (
+    DUPLICATE_APPLY,
+    DUPLICATE_DELIVERY,
+    LOST_MESSAGE,
+    LOST_WRITE,
+    MISSING,
+    NONMONOTONIC_POLL,
+    PHANTOM,
+    REORDER_DELIVERY,
+)
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import CONVERGES, Scenario, expect, faults
 
@@ -48,7 +58,7 @@ CONSUMER_CRASH = Scenario(
     setup_params={"effect": "versioned", "commit": "after-apply", "commit_ms": 1000},
     workload=SPREAD,
     faults=CONSUMER_CRASHES,
-    expectations=expect(present=["duplicate-delivery"], absent=["reorder-delivery", *CONVERGES]),
+    expectations=expect(present=[DUPLICATE_DELIVERY], absent=[REORDER_DELIVERY, *CONVERGES]),
 )
 
 STORE_PARTITION = Scenario(
@@ -68,7 +78,7 @@ STORE_PARTITION = Scenario(
     },
     workload=SPREAD,
     faults=STORE_CUTS,
-    expectations=expect(present=["duplicate-delivery"], absent=CONVERGES),
+    expectations=expect(present=[DUPLICATE_DELIVERY], absent=CONVERGES),
 )
 
 
@@ -83,7 +93,7 @@ def counted(of: Scenario, *, name: str, claim: str, summary: str, **params: Any)
         summary=summary,
         setup_params={**of.setup_params, "effect": "counter", **params},
         workload=COUNTED,
-        expectations=expect(present=["duplicate-apply", "phantom"], absent=["lost-message"]),
+        expectations=expect(present=[DUPLICATE_APPLY, PHANTOM], absent=[LOST_MESSAGE]),
     )
 
 
@@ -108,7 +118,7 @@ SCENARIOS = [
             {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 1.0, "when": "busy"},
             recovery=2.0,
         ),
-        expectations=expect(present=["lost-write", "missing"], absent=["phantom"]),
+        expectations=expect(present=[LOST_WRITE, MISSING], absent=[PHANTOM]),
     ),
     counted(
         CONSUMER_CRASH,
@@ -137,7 +147,7 @@ SCENARIOS = [
             {"kind": "crash", "target": "consumer", "at": 7.0, "duration": 1.0},
             recovery=2.0,
         ),
-        expectations=expect(absent=["reorder-delivery", "nonmonotonic-poll", *CONVERGES]),
+        expectations=expect(absent=[REORDER_DELIVERY, NONMONOTONIC_POLL, *CONVERGES]),
     ),
     STORE_PARTITION,
     counted(

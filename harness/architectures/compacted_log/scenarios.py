@@ -3,6 +3,7 @@ compacted change topic equals the source)."""
 
 from __future__ import annotations
 
+from checkers.kinds import DUPLICATE_APPLY, EXTRA, MISSING, PHANTOM, STALE, STALE_OVERWRITE
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, expect
 
@@ -28,7 +29,7 @@ SCENARIOS = [
             duration=10,
         ),
         expectations=expect(
-            absent=["missing", "stale", "phantom", "extra", "stale-overwrite", "duplicate-apply"]
+            absent=[MISSING, STALE, PHANTOM, EXTRA, STALE_OVERWRITE, DUPLICATE_APPLY]
         ),
     ),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from checkers.kinds import LOST_MESSAGE
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, expect, faults
 
@@ -20,7 +21,7 @@ CONSUMER_OFFLINE = Scenario(
     setup_params={"retry_s": 0},
     workload=WorkloadSpec(clients=3, keys=20, distribution="uniform", rate=100, duration=8),
     faults=faults({"kind": "crash", "target": "receiver", "at": 2, "duration": 2}, recovery=2.0),
-    expectations=expect(present=["lost-message"]),
+    expectations=expect(present=[LOST_MESSAGE]),
 )
 
 SCENARIOS = [
@@ -36,6 +37,6 @@ SCENARIOS = [
             "Nothing is lost (the producer's memory is the buffer a broker would be)."
         ),
         setup_params={"retry_s": 15},
-        expectations=expect(absent=["lost-message"]),
+        expectations=expect(absent=[LOST_MESSAGE]),
     ),
 ]

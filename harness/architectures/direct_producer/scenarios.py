@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from checkers.kinds import INCONSISTENT_OFFSET, LOST_MESSAGE, NONMONOTONIC_SEND, POLL_SKIP
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, expect, faults
 
@@ -20,7 +21,7 @@ SCENARIOS = [
         workload=WorkloadSpec(clients=4, keys=20, distribution="uniform", rate=200, duration=10),
         faults=faults({"kind": "crash", "target": "kafka", "at": 5.0, "duration": 1.0}),
         expectations=expect(
-            absent=["lost-message", "inconsistent-offset", "poll-skip", "nonmonotonic-send"]
+            absent=[LOST_MESSAGE, INCONSISTENT_OFFSET, POLL_SKIP, NONMONOTONIC_SEND]
         ),
         quiesce_timeout=60.0,
     ),

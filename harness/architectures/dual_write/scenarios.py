@@ -3,12 +3,20 @@ writes) and C13 (reading one's own write from an asynchronous view)."""
 
 from __future__ import annotations
 
+from checkers.kinds import (
+    CONTRADICTORY_ORDER,
+    MISSING,
+    PHANTOM,
+    RYW_VIOLATION,
+    STALE,
+    STALE_OVERWRITE,
+)
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, expect, faults
 
 # A dual write never invents a value: a derived value that the source never committed
 # is a bug of the lab, whatever the faults.
-NO_PHANTOMS = ("phantom",)
+NO_PHANTOMS = (PHANTOM,)
 
 PARTIAL_FAILURE_WORKLOAD = WorkloadSpec(
     clients=4, keys=10, distribution="uniform", rate=200, duration=10, rotate_s=0.5
@@ -36,7 +44,7 @@ SCENARIOS = [
             clients=8, keys=4, distribution="zipf", rate=400, duration=10, rotate_s=1.0
         ),
         expectations=expect(
-            present=["stale", "stale-overwrite", "contradictory-order"], absent=NO_PHANTOMS
+            present=[STALE, STALE_OVERWRITE, CONTRADICTORY_ORDER], absent=NO_PHANTOMS
         ),
     ),
     Scenario(
@@ -48,7 +56,7 @@ SCENARIOS = [
         ),
         setup_params={"derived": ["cache", "search"], "mode": "sequential"},
         workload=WorkloadSpec(clients=6, keys=3, distribution="zipf", rate=300, duration=10),
-        expectations=expect(absent=["stale", "stale-overwrite", "missing", *NO_PHANTOMS]),
+        expectations=expect(absent=[STALE, STALE_OVERWRITE, MISSING, *NO_PHANTOMS]),
     ),
     Scenario(
         name="dual-write-partial-failure",
@@ -64,7 +72,7 @@ SCENARIOS = [
         faults=faults(
             APP_CRASH, {"kind": "cut", "target": "redis", "at": 5.5, "duration": 1.5}, recovery=1.0
         ),
-        expectations=expect(present=["stale"], absent=NO_PHANTOMS),
+        expectations=expect(present=[STALE], absent=NO_PHANTOMS),
     ),
     Scenario(
         name="dual-write-read-your-writes",
@@ -86,6 +94,6 @@ SCENARIOS = [
             rate=100,
             duration=10,
         ),
-        expectations=expect(present=["ryw-violation"], absent=NO_PHANTOMS),
+        expectations=expect(present=[RYW_VIOLATION], absent=NO_PHANTOMS),
     ),
 ]

@@ -4,6 +4,13 @@ concurrency: without it, concurrent commands break the invariant)."""
 
 from __future__ import annotations
 
+from checkers.kinds import (
+    DUPLICATE_APPLY,
+    INVARIANT_VIOLATION,
+    LOST_MESSAGE,
+    PROJECTION_MISMATCH,
+    STALE_OVERWRITE,
+)
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, expect, faults
 
@@ -39,11 +46,11 @@ SCENARIOS = [
         faults=_PROJECTOR_CRASHES,
         expectations=expect(
             absent=[
-                "projection-mismatch",
-                "invariant-violation",
-                "lost-message",
-                "duplicate-apply",
-                "stale-overwrite",
+                PROJECTION_MISMATCH,
+                INVARIANT_VIOLATION,
+                LOST_MESSAGE,
+                DUPLICATE_APPLY,
+                STALE_OVERWRITE,
             ]
         ),
     ),
@@ -68,8 +75,8 @@ SCENARIOS = [
         workload=_COMMANDS,
         faults=_PROJECTOR_CRASHES,
         expectations=expect(
-            present=["projection-mismatch", "duplicate-apply"],
-            absent=["invariant-violation", "lost-message"],
+            present=[PROJECTION_MISMATCH, DUPLICATE_APPLY],
+            absent=[INVARIANT_VIOLATION, LOST_MESSAGE],
         ),
     ),
     Scenario(
@@ -83,7 +90,7 @@ SCENARIOS = [
         ),
         setup_params={**_CONTENDED_PARAMS, "occ": False},
         workload=_CONTENDED,
-        expectations=expect(present=["invariant-violation"], absent=["projection-mismatch"]),
+        expectations=expect(present=[INVARIANT_VIOLATION], absent=[PROJECTION_MISMATCH]),
     ),
     Scenario(
         name="event-sourced-occ",
@@ -96,6 +103,6 @@ SCENARIOS = [
         ),
         setup_params={**_CONTENDED_PARAMS, "occ": True},
         workload=_CONTENDED,
-        expectations=expect(absent=["invariant-violation", "projection-mismatch"]),
+        expectations=expect(absent=[INVARIANT_VIOLATION, PROJECTION_MISMATCH]),
     ),
 ]

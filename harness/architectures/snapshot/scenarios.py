@@ -4,6 +4,7 @@ started at a later offset than the snapshot covers loses the changes in between)
 
 from __future__ import annotations
 
+from checkers.kinds import LOST_MESSAGE, LOST_WRITE, PHANTOM, POLL_SKIP, STALE, STALE_OVERWRITE
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import CONVERGES, Scenario, expect
 
@@ -28,7 +29,7 @@ SCENARIOS = [
         ),
         setup_params={**PARAMS, "align": True},
         workload=ROTATING,
-        expectations=expect(absent=[*CONVERGES, "poll-skip"]),
+        expectations=expect(absent=[*CONVERGES, POLL_SKIP]),
     ),
     Scenario(
         name="snapshot-misaligned",
@@ -43,7 +44,7 @@ SCENARIOS = [
         setup_params={**PARAMS, "align": False},
         workload=ROTATING,
         expectations=expect(
-            present=["lost-write", "lost-message", "stale"], absent=["phantom", "stale-overwrite"]
+            present=[LOST_WRITE, LOST_MESSAGE, STALE], absent=[PHANTOM, STALE_OVERWRITE]
         ),
     ),
 ]

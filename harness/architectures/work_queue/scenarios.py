@@ -3,6 +3,7 @@ redelivered after newer ones, and non-commuting updates go back in time)."""
 
 from __future__ import annotations
 
+from checkers.kinds import LOST_MESSAGE, PHANTOM, REORDER_DELIVERY, STALE_OVERWRITE
 from harness.workload.spec import WorkloadSpec
 from scenarios.model import Scenario, expect, faults
 
@@ -33,7 +34,7 @@ SCENARIOS = [
         ),
         # Redelivery loses nothing and invents nothing: those would be bugs of the lab.
         expectations=expect(
-            present=["reorder-delivery", "stale-overwrite"], absent=["lost-message", "phantom"]
+            present=[REORDER_DELIVERY, STALE_OVERWRITE], absent=[LOST_MESSAGE, PHANTOM]
         ),
     ),
 ]

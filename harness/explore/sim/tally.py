@@ -11,6 +11,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from checkers.kinds import (
+    DUPLICATE_APPLY,
+    DUPLICATE_DELIVERY,
+    EXTRA,
+    INVARIANT_VIOLATION,
+    LOST_MESSAGE,
+    LOST_WRITE,
+    MISSING,
+    PHANTOM,
+    REORDER_DELIVERY,
+    STALE,
+    STALE_OVERWRITE,
+)
+
 Finding = tuple[str, str | None, str | None, str | None]
 """(kind, store, key, consumer) of one anomaly, as the checkers' rows identify them."""
 
@@ -49,12 +63,12 @@ class Tally:
         if version is not None:
             top = self.top_applied.get((store, key), 0)
             if version < top:
-                self.findings.add(("stale-overwrite", store, key, None))
+                self.findings.add((STALE_OVERWRITE, store, key, None))
             else:
                 self.top_applied[(store, key)] = version
         if msg_id is not None:
             if (store, msg_id) in self.applies:
-                self.findings.add(("duplicate-apply", store, None, None))
+                self.findings.add((DUPLICATE_APPLY, store, None, None))
             self.applies.add((store, msg_id))
 
     def skip(self, store: str, key: str, value: str | None) -> None:
@@ -72,11 +86,11 @@ class Tally:
         process reading from its committed offset again is redelivery, not reorder.
         """
         if (consumer, msg_id) in self.delivered:
-            self.findings.add(("duplicate-delivery", None, None, consumer))
+            self.findings.add((DUPLICATE_DELIVERY, None, None, consumer))
         self.delivered.add((consumer, msg_id))
         top = self.top_delivered.get((process, key), 0)
         if version < top:
-            self.findings.add(("reorder-delivery", None, key, consumer))
+            self.findings.add((REORDER_DELIVERY, None, key, consumer))
         else:
             self.top_delivered[(process, key)] = version
 
@@ -85,13 +99,13 @@ class Tally:
         total = self.sums.get(aggregate, 0) + delta
         self.sums[aggregate] = total
         if self.invariant_min is not None and total < self.invariant_min:
-            self.findings.add(("invariant-violation", None, aggregate, None))
+            self.findings.add((INVARIANT_VIOLATION, None, aggregate, None))
 
     def done(self, consumer: str, channel: str) -> None:
         """The consumer read all of the channel it ever will: what it missed is lost."""
         for msg_id in self.produced.get(channel, ()):
             if (consumer, msg_id) not in self.delivered:
-                self.findings.add(("lost-message", None, None, consumer))
+                self.findings.add((LOST_MESSAGE, None, None, consumer))
                 return
 
     def final(self, source: dict[str, str], derived: dict[str, dict[str, str]]) -> None:
@@ -99,13 +113,13 @@ class Tally:
         for store in self.effect_stores:
             for key, value in self.source_writes:
                 if (store, key, value) not in self.reached:
-                    self.findings.add(("lost-write", store, key, None))
+                    self.findings.add((LOST_WRITE, store, key, None))
         for store, rows in derived.items():
             for key in source.keys() - rows.keys():
-                self.findings.add(("missing", store, key, None))
+                self.findings.add((MISSING, store, key, None))
             for key in rows.keys() - source.keys():
-                self.findings.add(("extra", store, key, None))
+                self.findings.add((EXTRA, store, key, None))
             for key in rows.keys() & source.keys():
                 if rows[key] != source[key]:
                     known = rows[key] in self.committed.get(key, ())
-                    self.findings.add(("stale" if known else "phantom", store, key, None))
+                    self.findings.add((STALE if known else PHANTOM, store, key, None))

@@ -1,7 +1,7 @@
 """How driftlab's kinds relate to Jepsen's anomaly names, and which of them make
 Jepsen's checker fail (an imported run's expectations)."""
 
-from checkers.kinds import TABLE
+from checkers.kinds import TABLE, names
 
 JEPSEN_NAMES: dict[str, str] = {
     **{k.name: k.jepsen for k in TABLE if k.jepsen is not None},
@@ -10,14 +10,7 @@ JEPSEN_NAMES: dict[str, str] = {
 """Beside each driftlab kind an imported history can show, Jepsen's names for the same
 anomaly, and for the realtime lag figure (docs/jepsen.md says where they differ)."""
 
-FORBIDDEN = (
-    "lost-message",
-    "inconsistent-offset",
-    "nonmonotonic-poll",
-    "poll-skip",
-    "duplicate-offset",
-    "nonmonotonic-send",
-)
+FORBIDDEN = names(jepsen_fails=True)
 """Kinds whose Jepsen counterparts make Jepsen's checker fail. With `:subscribe` ops the
 consumer may be rebalanced, and Jepsen allows poll skips and nonmonotonic polls."""
-REBALANCE_ALLOWED = ("nonmonotonic-poll", "poll-skip")
+REBALANCE_ALLOWED = names(rebalance_allowed=True)

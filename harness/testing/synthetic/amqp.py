@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from checkers.kinds import REORDER_DELIVERY
 from harness.testing.synthetic.arrays import next_same_key
 from harness.testing.synthetic.blocks import Blocks, choose, key_str, tag
 from harness.testing.synthetic.writes import AMQP, MS, US, Writes, pick_rows
@@ -26,7 +27,7 @@ def amqp_queue(
     b.msg(m, "amqp", "produce", time=produce_t, process="amqp", **common)
     nxt = next_same_key(w.key)
     swap = pick_rows(
-        rng, w, plant["reorder-delivery"], taken, lambda r: True, np.flatnonzero(nxt >= 0)
+        rng, w, plant[REORDER_DELIVERY], taken, lambda r: True, np.flatnonzero(nxt >= 0)
     )
     for r in swap:
         deliver_t[r], deliver_t[nxt[r]] = deliver_t[nxt[r]], deliver_t[r]

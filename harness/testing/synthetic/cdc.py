@@ -7,6 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from checkers.kinds import (
+    DUPLICATE_APPLY,
+    DUPLICATE_DELIVERY,
+    LOST_WRITE,
+    NONMONOTONIC_POLL,
+    POLL_SKIP,
+    STALE_OVERWRITE,
+)
 from harness.testing.synthetic.arrays import cumcount, next_same_key, strictly_increasing_unsorted
 from harness.testing.synthetic.blocks import Blocks, choose, key_str, tag, take_rows
 from harness.testing.synthetic.faults import Window
@@ -80,13 +88,13 @@ def cdc_pipeline(
     def mark(r: int) -> None:
         near.add((int(part[r]), int(offset[r])))
 
-    skip_rows = pick_rows(rng, w, plant["poll-skip"], taken, clear, np.arange(m))
+    skip_rows = pick_rows(rng, w, plant[POLL_SKIP], taken, clear, np.arange(m))
     proc_code = np.zeros(m, np.int64)
     for i, r in enumerate(skip_rows):
         mark(r)
         proc_code[r] = i + 1
     proc_names = ["g1-0", *[f"g1-s{i}" for i in range(len(skip_rows))]]
-    repoll = pick_rows(rng, w, plant["nonmonotonic-poll"], taken, clear, np.arange(m))
+    repoll = pick_rows(rng, w, plant[NONMONOTONIC_POLL], taken, clear, np.arange(m))
     for r in repoll:
         mark(r)
     b.msg(
@@ -119,8 +127,8 @@ def cdc_pipeline(
     # state is right). Stale overwrites: an apply delayed past the next version's.
     nxt = next_same_key(w.key)
     has_next = w.is_ok & (nxt >= 0)
-    lost = pick_rows(rng, w, plant["lost-write"], taken, lambda r: True, np.flatnonzero(has_next))
-    delay_past_next(rng, w, plant["stale-overwrite"], taken, apply_t, nxt)
+    lost = pick_rows(rng, w, plant[LOST_WRITE], taken, lambda r: True, np.flatnonzero(has_next))
+    delay_past_next(rng, w, plant[STALE_OVERWRITE], taken, apply_t, nxt)
     applied = np.ones(m, bool)
     applied[lost] = False
     a = np.flatnonzero(applied)
@@ -160,7 +168,7 @@ def tail_plants(
     lasts = np.flatnonzero(w.last)
     part = w.key % N_PARTITIONS
     offset = cumcount(part)
-    for kind in ("duplicate-delivery", "duplicate-apply"):
+    for kind in (DUPLICATE_DELIVERY, DUPLICATE_APPLY):
         rows = pick_rows(rng, w, plant[kind], taken, lambda r: True, lasts)
         for n, r in enumerate(rows):
             ev = dict(
@@ -173,7 +181,7 @@ def tail_plants(
                 version=int(w.version[r]),
                 consumer="g1",
             )
-            if kind == "duplicate-delivery":
+            if kind == DUPLICATE_DELIVERY:
                 proc = f"g1-r{n}"
                 b.msg(1, "g1", "deliver", time=t, process=proc, attempt=2, **ev)
                 b.msg(1, "g1", "skip", time=t + 10 * US, process=proc, store="cache", **ev)

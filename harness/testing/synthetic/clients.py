@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from checkers.kinds import CONTRADICTORY_ORDER, RYW_VIOLATION
 from harness.history.schema import SOURCE_STORE
 from harness.testing.synthetic.arrays import next_same_key, prev_same_key
 from harness.testing.synthetic.blocks import Blocks, choose, key_str, tag
@@ -72,7 +73,7 @@ def client_ops(
     # plants let a write's dw effect land after the next version's (Figure 11-4).
     dw_t = w.ok_t + 100 * US
     nxt = next_same_key(w.key)
-    co_rows = delay_past_next(rng, w, plant["contradictory-order"], taken, dw_t, nxt)
+    co_rows = delay_past_next(rng, w, plant[CONTRADICTORY_ORDER], taken, dw_t, nxt)
     wclients = tag("client-", w.proc)
     m = len(w.i)
     dw = dict(op_id=tag("d", w.i), key=key_str(w.key), value=pa.array(w.total).cast(pa.string()))
@@ -85,7 +86,7 @@ def client_ops(
     ryw_ok = (w.version >= 2) & w.is_ok & (prev >= 0)
     ryw_ok &= np.where(prev >= 0, w.is_ok[np.maximum(prev, 0)], False)
     ryw_rows = pick_rows(
-        rng, w, plant["ryw-violation"], taken, lambda r: True, np.flatnonzero(ryw_ok)
+        rng, w, plant[RYW_VIOLATION], taken, lambda r: True, np.flatnonzero(ryw_ok)
     )
     reads = w.is_ok & (rng.random(m) < 0.3)
     reads[co_rows] = False

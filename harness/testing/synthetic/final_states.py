@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from checkers.kinds import EXTRA, MISSING, PHANTOM, PROJECTION_MISMATCH, STALE
 from harness.history.schema import SOURCE_STORE
 from harness.testing.synthetic.arrays import prev_same_key
 from harness.testing.synthetic.blocks import Blocks, key_str
@@ -38,17 +39,15 @@ def final_states(
         keep = np.ones(len(keys), bool)
         extra: list[tuple[str, str]] = []
         if store == "cache":
-            for r in pick_rows(rng, w, plant["missing"], taken, lambda r: True, lasts):
+            for r in pick_rows(rng, w, plant[MISSING], taken, lambda r: True, lasts):
                 keep[pos[int(w.key[r])]] = False
-            for r in pick_rows(rng, w, plant["stale"], taken, lambda r: prev[r] >= 0, lasts):
+            for r in pick_rows(rng, w, plant[STALE], taken, lambda r: prev[r] >= 0, lasts):
                 v[pos[int(w.key[r])]] = str(w.total[prev[r]])
-            for n, r in enumerate(
-                pick_rows(rng, w, plant["phantom"], taken, lambda r: True, lasts)
-            ):
+            for n, r in enumerate(pick_rows(rng, w, plant[PHANTOM], taken, lambda r: True, lasts)):
                 v[pos[int(w.key[r])]] = str(-7_000_000 - n)
-            extra = [(f"ghost-{n}", str(n)) for n in range(plant["extra"])]
+            extra = [(f"ghost-{n}", str(n)) for n in range(plant[EXTRA])]
         if store == "projection:balance":
-            for r in pick_rows(rng, w, plant["projection-mismatch"], taken, lambda r: True, lasts):
+            for r in pick_rows(rng, w, plant[PROJECTION_MISMATCH], taken, lambda r: True, lasts):
                 v[pos[int(w.key[r])]] = str(int(w.total[r]) + 7)
         k = np.flatnonzero(keep)
         b.add(

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 
+from checkers.kinds import INVARIANT_VIOLATION, LOST_MESSAGE
 from harness.history.schema import RunHeader
 from harness.testing.synthetic.amqp import amqp_queue
 from harness.testing.synthetic.arrays import cumcount, group_cumsum, strictly_increasing
@@ -67,7 +68,7 @@ def build_history(
     n_ver = np.bincount(c_key, minlength=n_keys)
     last = version == n_ver[c_key]
     # Invariant plants: the key's last write withdraws more than the balance.
-    inv_keys = pick_keys(rng, n_ver, plant["invariant-violation"], set(), min_versions=2)
+    inv_keys = pick_keys(rng, n_ver, plant[INVARIANT_VIOLATION], set(), min_versions=2)
     taken = set(inv_keys.tolist())
     inv_rows = np.isin(c_key, inv_keys) & last
     csum = group_cumsum(c_key, delta)
@@ -99,7 +100,7 @@ def build_history(
     outbox_events(b, w)
     end_work = max(int(done_t.max()), cdc_end) + 5 * MS
     tail = tail_plants(b, rng, w, plant, taken, end_work)
-    audit_channel(b, rng, w, plant["lost-message"], end_work)
+    audit_channel(b, rng, w, plant[LOST_MESSAGE], end_work)
     mirror_channel(b, rng, w, plant)
     fault_events(b, windows)
     t = tail + 2 * MS

@@ -6,14 +6,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from checkers.anomaly import ALL_KINDS
+from checkers.kinds import (
+    CONTRADICTORY_ORDER,
+    DUPLICATE_DELIVERY,
+    NONMONOTONIC_POLL,
+    PHANTOM,
+    PROJECTION_MISMATCH,
+    STALE_OVERWRITE,
+)
 
 IMPLIED: dict[str, dict[str, int]] = {
     # An apply of an older version after a newer one reverses the source's order.
-    "stale-overwrite": {"contradictory-order": 1},
+    STALE_OVERWRITE: {CONTRADICTORY_ORDER: 1},
     # Polling an offset again delivers its message again.
-    "nonmonotonic-poll": {"duplicate-delivery": 1},
+    NONMONOTONIC_POLL: {DUPLICATE_DELIVERY: 1},
     # A projection value off the fold is also a value the source never held.
-    "projection-mismatch": {"phantom": 1},
+    PROJECTION_MISMATCH: {PHANTOM: 1},
 }
 """Kinds that a plant of the key kind necessarily shows as well, per planted anomaly."""
 

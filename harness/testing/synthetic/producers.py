@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from checkers.kinds import DUPLICATE_OFFSET, INCONSISTENT_OFFSET, NONMONOTONIC_SEND
 from harness.testing.synthetic.arrays import cumcount
 from harness.testing.synthetic.blocks import Blocks, key_str, tag
 from harness.testing.synthetic.writes import AUDIT, EVENTS, MIRROR, MS, US, Writes
@@ -87,7 +88,7 @@ def mirror_channel(b: Blocks, rng: np.random.Generator, w: Writes, plant: dict[s
         offset=np.arange(len(sel)),
         msg_id=tag("mi", sel),
     )
-    conflicts, dups = plant["inconsistent-offset"], plant["duplicate-offset"]
+    conflicts, dups = plant[INCONSISTENT_OFFSET], plant[DUPLICATE_OFFSET]
     if max(conflicts, dups) > len(sel):
         raise ValueError(
             f"history too small to plant {conflicts} inconsistent and {dups} duplicate offsets"
@@ -117,7 +118,7 @@ def mirror_channel(b: Blocks, rng: np.random.Generator, w: Writes, plant: dict[s
         offset=len(sel) + n,
         msg_id=tag("mi", sel[again]),
     )
-    sends = plant["nonmonotonic-send"]
+    sends = plant[NONMONOTONIC_SEND]
     n = np.arange(sends)
     for step, offset in ((0, 2 * n + 1), (1, 2 * n)):  # offset 2n + 1 acknowledged, then 2n
         b.msg(
