@@ -5,6 +5,8 @@ REST status, a process's status file, a consumer's position) until it answers ye
 give up at a deadline with a message naming what was awaited. `wait_until` is that loop;
 tenacity keeps the clock, the pauses and the stop conditions (a deadline, a stop event),
 so each call site only says what it waits for and what to say when it never comes.
+Retrying an action until it stops raising is tenacity's `Retrying` itself (the CDC
+consumer's committed offsets, the Kafka reader's watermarks, a direct message's send).
 """
 
 from __future__ import annotations
