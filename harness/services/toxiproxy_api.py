@@ -20,7 +20,6 @@ class ToxiproxyApi:
 
     def __init__(self, socket_path: Path, timeout: float = API_TIMEOUT) -> None:
         self.socket_path = socket_path
-        self.timeout = timeout
         self._http = http_client(timeout, socket=socket_path, base_url="http://toxiproxy")
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
