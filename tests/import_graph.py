@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "harness.logfile",
             "harness.rundir",
             "harness.uninterrupted",
+            "harness.waiting",
         ),
     ),
     ("checkers", ("checkers", "harness.importers", "harness.testing.synthetic")),

@@ -28,6 +28,7 @@ from harness.nemesis.schedule import Anchor, FaultSpec, Schedule
 from harness.services.connect import ConnectorFailed
 from harness.setups.base import AppCrash, Setup, SetupContext
 from harness.setups.moments import Moment
+from harness.waiting import wait_until
 
 log = logging.getLogger("driftlab.nemesis")
 
@@ -242,12 +243,10 @@ class Nemesis:
         inside the work.
         """
         svc = self.setup.process(spec.target) or self.ctx.stack[spec.target]
-        deadline = time.monotonic() + float(spec.params.get("wait", 5.0))
-        while time.monotonic() < deadline:
-            if svc.busy():
-                return True
-            if self._stop.wait(0.005):
-                break
+        if wait_until(
+            svc.busy, float(spec.params.get("wait", 5.0)), interval=0.005, stop=self._stop
+        ):
+            return True
         log.warning("crash of %s: not busy within its wait; striking anyway", spec.target)
         return False
 

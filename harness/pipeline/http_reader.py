@@ -9,19 +9,18 @@ The answer is JSON, one of:
   arrival (a log): `[{"key": "k1", "value": "v", "version": 3}]`, the fields named by
   `key_field`, `value_field`, `version_field` (default `key`, `value`, none).
 
-Read with the standard library's urllib, as the HTTP source writes (harness.pipeline.
-http_source): one GET per reading needs no client library.
+Read with the lab's HTTP client (harness.services.http_client), as the HTTP source
+writes: one GET per reading, on a connection of its own.
 """
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 
 from harness.pipeline.record_fields import as_text, as_version, pick
 from harness.pipeline.spec import FieldPaths
+from harness.services.http_client import http_client
 from harness.setups.stores import State
 
 HTTP_TIMEOUT_S = 5.0
@@ -35,10 +34,10 @@ class HttpReader:
     def __init__(self, url: str, paths: FieldPaths) -> None:
         self.url = url
         self.paths = paths
+        self._http = http_client(HTTP_TIMEOUT_S, follow_redirects=True)
 
     def _items(self) -> Iterator[Item]:
-        with urllib.request.urlopen(self.url, timeout=HTTP_TIMEOUT_S) as answer:
-            doc = json.loads(answer.read())
+        doc = self._http.get(self.url).raise_for_status().json()
         p = self.paths
         if isinstance(doc, dict):
             for key, held in doc.items():
@@ -73,4 +72,5 @@ class HttpReader:
         return Counter((k, v) for k, v, _ in self._items() if v is not None)
 
     def close(self) -> None:
-        """Nothing held between readings."""
+        """Nothing held between readings but the client."""
+        self._http.close()

@@ -9,14 +9,13 @@ connection cut mid-answer may have written the database (`info`).
 
 from __future__ import annotations
 
-import http.client
-import json
-import urllib.error
-import urllib.request
 from typing import Any
 from urllib.parse import quote
 
+import httpx
+
 from harness.pipeline.links import fill
+from harness.services.http_client import caused_by, http_client
 from harness.setups.stores import Outcome
 
 HTTP_TIMEOUT_S = 5.0
@@ -29,6 +28,7 @@ class HttpWriter:
         self.write = write
         self.delete = delete
         self.values = values
+        self._http = http_client(HTTP_TIMEOUT_S)
 
     def execute(self, _conn: object, key: str, value: str | None) -> int | None:
         """Send the write (value None: the delete); the version answered, if any."""
@@ -36,24 +36,17 @@ class HttpWriter:
         if template is None:
             raise Outcome("fail", "the pipeline file has no source.http_delete request")
         method, _, url = fill(template, {**self.values, "key": quote(key, safe="")}).partition(" ")
-        body = json.dumps({"key": key, "value": value}).encode()
-        request = urllib.request.Request(
-            url, data=body, method=method, headers={"Content-Type": "application/json"}
-        )
         try:
-            with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as answer:
-                raw = answer.read()
-        except urllib.error.HTTPError as exc:
-            phase = "fail" if exc.code < 500 else "info"
-            raise Outcome(phase, f"HTTP {exc.code} from {method} {url}") from exc
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            refused = isinstance(reason, ConnectionRefusedError)
-            raise Outcome("fail" if refused else "info", f"{method} {url}: {reason}") from exc
-        except (http.client.HTTPException, OSError) as exc:  # a timeout, a reset
-            raise Outcome("info", f"{method} {url}: {exc or type(exc).__name__}") from exc
+            answer = self._http.request(method, url, json={"key": key, "value": value})
+        except httpx.TransportError as exc:  # refused: nothing sent; else a timeout, a reset
+            refused = caused_by(exc, (ConnectionRefusedError,))
+            why = str(exc) or type(exc).__name__
+            raise Outcome("fail" if refused else "info", f"{method} {url}: {why}") from exc
+        if answer.status_code >= 300:
+            phase = "fail" if answer.status_code < 500 else "info"
+            raise Outcome(phase, f"HTTP {answer.status_code} from {method} {url}")
         try:
-            version = json.loads(raw or b"{}").get("version")
+            version = answer.json().get("version") if answer.content else None
         except (ValueError, AttributeError):
             return None
         return int(version) if isinstance(version, int | str) and str(version).isdigit() else None

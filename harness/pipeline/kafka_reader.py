@@ -22,6 +22,7 @@ from collections import Counter
 from typing import Any
 
 import orjson
+import tenacity
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
@@ -132,17 +133,12 @@ class KafkaReader:
     def _watermarks(self, partition: int, deadline: float) -> tuple[int, int]:
         """Partition `partition`'s low and high offsets; a retriable error (a leader
         moving, a topic just made) is asked again until `deadline`."""
-        while True:
-            try:
-                return self._consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, partition), timeout=5
-                )
-            except KafkaException as exc:
-                err = exc.args[0]
-                passing = err.retriable() or err.code() in _MOVING
-                if not passing or time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.1)
+        return tenacity.Retrying(
+            retry=tenacity.retry_if_exception(_passing),
+            wait=tenacity.wait_fixed(0.1),
+            stop=tenacity.stop_after_delay(deadline - time.monotonic()),
+            reraise=True,
+        )(self._consumer.get_watermark_offsets, TopicPartition(self.topic, partition), timeout=5)
 
     def _restart(self) -> None:
         self._consumer.unassign()
@@ -190,3 +186,11 @@ class KafkaReader:
         )
         version = as_version(pick(doc, p.version)) if p.version is not None else None
         return key, value, version
+
+
+def _passing(exc: BaseException) -> bool:
+    """Whether `exc` is a Kafka error that passes: retriable, or a leader moving."""
+    if not isinstance(exc, KafkaException):
+        return False
+    err = exc.args[0]
+    return err.retriable() or err.code() in _MOVING

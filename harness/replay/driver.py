@@ -8,7 +8,6 @@ client held at a step point, through its control file for a stepped consumer pro
 from __future__ import annotations
 
 import contextlib
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from harness.replay.turnstile import ReplayError, Turnstile
 from harness.services.base import Service
 from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.stepping import Control, StepFailed, SteppedProcess
+from harness.waiting import wait_until
 
 
 class ReplayDriver(ABC):
@@ -101,11 +101,7 @@ class Stepped:
 
 def wait_for(done: Callable[[], bool], timeout: float, failure: Callable[[], str]) -> None:
     """Poll `done` until it holds; past `timeout`, raise ReplayError(`failure()`)."""
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            raise ReplayError(failure())
-        time.sleep(0.02)
+    wait_until(done, timeout, interval=0.02, fail=lambda _: ReplayError(failure()))
 
 
 def kill(process: Service, what: str, timeout: float = 30.0) -> None:

@@ -15,13 +15,14 @@ from __future__ import annotations
 import re
 import signal
 import socket
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
+
 from harness.services.base import Endpoint, ServiceError
+from harness.services.http_client import http_client
 from harness.services.process import HARNESS_NOTE, SupervisedProcess
 from harness.services.supervised import SupervisedService
 
@@ -53,13 +54,9 @@ def tcp_accepts(port: int, host: str = "127.0.0.1") -> bool:
         return True
 
 
-def http_ok(url: str) -> bool:
-    """Whether a GET of `url` answers 2xx now."""
-    try:
-        with urllib.request.urlopen(url, timeout=2.0) as answer:
-            return 200 <= answer.status < 300
-    except urllib.error.HTTPError:
-        return False
+def http_ok(url: str, http: httpx.Client) -> bool:
+    """Whether a GET of `url` answers 2xx now (after any redirects)."""
+    return http.get(url).is_success
 
 
 def logged_line_matches(pattern: re.Pattern[str], text: str) -> bool:
@@ -132,8 +129,8 @@ class CommandProcess(SupervisedService):
             port = r.tcp
             probe = lambda: tcp_accepts(port)  # noqa: E731
         elif r.http is not None:
-            url = r.http
-            probe = lambda: http_ok(url)  # noqa: E731
+            url, http = r.http, http_client(2.0, follow_redirects=True)
+            probe = lambda: http_ok(url, http)  # noqa: E731
         elif r.log is not None:
             pattern = re.compile(r.log)
             probe = lambda: logged_line_matches(pattern, self.logged())  # noqa: E731

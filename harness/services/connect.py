@@ -20,16 +20,14 @@ the stack's Kafka client.properties (KafkaCluster.client_properties, mode 600).
 
 from __future__ import annotations
 
-import json
 import os
-import ssl
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+import httpx
 
 from harness.services import jvm
 from harness.services.base import Endpoint, ServiceError
@@ -37,11 +35,13 @@ from harness.services.connect_tls import ConnectTls
 
 # wait_slot_streaming is imported from here by benchmarks/cdc_latency_bench.py.
 from harness.services.debezium import DebeziumPostgres, wait_slot_streaming
+from harness.services.http_client import http_client
 from harness.services.kafka import KafkaCluster
 from harness.services.kafka_sasl import write_private_properties
 from harness.services.ports import LOOPBACK, port_accepts
 from harness.services.supervised import ProcessService, ServiceSpec
 from harness.services.toxiproxy import ToxiproxyService
+from harness.waiting import because, wait_until
 
 
 @dataclass(slots=True)
@@ -257,9 +257,8 @@ class ConnectService(ProcessService):
 
     def rest(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         """One REST call; returns the decoded JSON (None for an empty answer)."""
-        return rest_call(
-            self.rest_url, method, path, body, self.name, context=self.tls.client_context()
-        )
+        with http_client(10, verify=self.tls.client_context(), base_url=self.rest_url) as http:
+            return rest_call(http, method, path, body, self.name)
 
     def registered(self) -> list[str]:
         """The connectors this worker starts with (its .properties files)."""
@@ -317,54 +316,40 @@ class ConnectService(ProcessService):
     def wait_connector_running(self, name: str, timeout: float = 60.0) -> None:
         """Block until the connector and its task run; a FAILED task raises at once."""
         proc = self._require()
-        deadline = time.monotonic() + timeout
-        last: BaseException | None = None
-        while time.monotonic() < deadline:
-            if not proc.is_running():
-                raise proc.failure(f"exited before connector {name} was running")
-            try:
-                if self._running(name):
-                    return
-            except ConnectorFailed:
-                raise
-            except (ServiceError, OSError, KeyError) as exc:
-                last = exc  # not registered yet, or the worker is still starting
-            time.sleep(0.25)
-        raise proc.failure(
-            f"connector {name} not RUNNING after {timeout:.0f}s"
-            + (f"; last error: {last}" if last else "")
+        wait_until(
+            lambda: self._running(name),
+            timeout,
+            interval=0.25,
+            # Not registered yet, or the worker is still starting; a FAILED task is final.
+            retry_on=lambda exc: (
+                isinstance(exc, ServiceError | OSError | KeyError)
+                and not isinstance(exc, ConnectorFailed)
+            ),
+            abort=lambda _: (
+                None
+                if proc.is_running()
+                else proc.failure(f"exited before connector {name} was running")
+            ),
+            fail=lambda last: proc.failure(
+                f"connector {name} not RUNNING after {timeout:.0f}s{because(last)}"
+            ),
         )
 
 
 def rest_call(
-    url: str,
-    method: str,
-    path: str,
-    body: Mapping[str, Any] | None,
-    who: str,
-    headers: Mapping[str, str] | None = None,
-    context: ssl.SSLContext | None = None,
+    http: httpx.Client, method: str, path: str, body: Mapping[str, Any] | None, who: str
 ) -> Any:
-    """One JSON call to the Connect REST API at `url`: the decoded answer (None when
-    empty); an HTTP error status raises RestError naming `who`."""
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(
-        url + path,
-        data=data,
-        method=method,
-        headers={
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            **(headers or {}),
-        },
-    )
+    """One JSON call to the Connect REST API `http` speaks to: the decoded answer (None
+    when empty); an HTTP error status raises RestError naming `who`, no answer at all
+    ServiceError."""
     try:
-        with urllib.request.urlopen(request, timeout=10, context=context) as answer:
-            raw = answer.read()
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")
-        raise RestError(f"{who}: {method} {path} answered {exc.code}: {detail}", exc.code) from exc
-    return json.loads(raw) if raw else None
+        answer = http.request(method, path, json=body, headers={"Accept": "application/json"})
+    except httpx.TransportError as exc:
+        raise ServiceError(f"{who}: {method} {path}: {exc}") from exc
+    if answer.is_error:
+        code = answer.status_code
+        raise RestError(f"{who}: {method} {path} answered {code}: {answer.text}", code)
+    return answer.json() if answer.content else None
 
 
 def connector_running(status: Mapping[str, Any], worker: str, name: str) -> bool:

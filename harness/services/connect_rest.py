@@ -11,14 +11,14 @@ until each runs, and deletes them at the end.
 
 from __future__ import annotations
 
-import base64
-import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from harness.services.base import ServiceError
 from harness.services.connect import Connector, RestError, connector_running, rest_call
+from harness.services.http_client import http_client
+from harness.waiting import because, wait_until
 
 
 class ConnectRest:
@@ -30,36 +30,27 @@ class ConnectRest:
     def __init__(self, url: str) -> None:
         u = urlsplit(url)
         self.url = f"{u.scheme}://{u.hostname}:{u.port}"
-        self._auth = None
-        if u.username:
-            pair = f"{unquote(u.username)}:{unquote(u.password or '')}"
-            self._auth = "Basic " + base64.b64encode(pair.encode()).decode()
+        login = (unquote(u.username), unquote(u.password or "")) if u.username else None
+        self._http = http_client(10, base_url=self.url, auth=login)
 
     def rest(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         """One REST call; the decoded JSON answer (None when empty)."""
-        headers = {"Authorization": self._auth} if self._auth else {}
-        try:
-            return rest_call(self.url, method, path, body, "connect", headers)
-        except OSError as exc:
-            raise ServiceError(f"connect at {self.url}: {method} {path}: {exc}") from exc
+        return rest_call(self._http, method, path, body, f"connect at {self.url}")
 
     def put_connector(self, connector: Connector, timeout: float = 60.0) -> None:
         """Register or replace `connector` and wait until it and its tasks run; a task
         that FAILED raises ConnectorFailed with its trace."""
         self.rest("PUT", f"/connectors/{connector.name}/config", connector.config())
-        deadline = time.monotonic() + timeout
-        last: BaseException | None = None
-        while time.monotonic() < deadline:
-            try:
-                status = self.rest("GET", f"/connectors/{connector.name}/status")
-                if connector_running(status, self.name, connector.name):
-                    return
-            except (RestError, KeyError) as exc:
-                last = exc  # the worker has not started it yet
-            time.sleep(0.25)
-        raise ServiceError(
-            f"connect at {self.url}: connector {connector.name} not RUNNING after "
-            f"{timeout:.0f}s" + (f"; last error: {last}" if last else "")
+        status = f"/connectors/{connector.name}/status"
+        wait_until(
+            lambda: connector_running(self.rest("GET", status), self.name, connector.name),
+            timeout,
+            interval=0.25,
+            retry_on=(RestError, KeyError),  # the worker has not started it yet
+            fail=lambda last: ServiceError(
+                f"connect at {self.url}: connector {connector.name} not RUNNING after "
+                f"{timeout:.0f}s{because(last)}"
+            ),
         )
 
     def delete_connector(self, name: str) -> None:

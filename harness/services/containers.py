@@ -22,7 +22,6 @@ import os
 import pwd
 import secrets
 import signal
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Unpack
@@ -37,6 +36,7 @@ from harness.services.process import (
     read_start_time,
     starting_note,
 )
+from harness.waiting import wait_until
 
 DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"
 
@@ -351,6 +351,4 @@ class ContainerProcess(SupervisedProcess):
             self.kill()
         self._status()  # keep the exit status before the container goes
         container.remove(force=True)
-        deadline = time.monotonic() + 10
-        while self._container() is not None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: self._container() is None, 10, interval=0.05)

@@ -4,12 +4,12 @@ the wait until its replication slot streams. Kafka Connect itself is connect.py.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 
 import psycopg
 
 from harness.services.base import Endpoint, ServiceError
+from harness.waiting import wait_until
 
 POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
 SNAPSHOT_MODES = ("initial", "no_data", "never", "always", "initial_only", "when_needed")
@@ -135,18 +135,17 @@ def wait_slot_streaming(connector: DebeziumPostgres, timeout: float = 60.0) -> i
         dbname=pg.extra["dbname"],
         connect_timeout=5,
     )
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def active_pid() -> int | None:
         with psycopg.connect(conninfo, autocommit=True) as conn:
             row = conn.execute(
                 "SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s AND active",
                 (connector.slot,),
             ).fetchone()
-        if row is not None and row[0] is not None:
-            return int(row[0])
-        if time.monotonic() >= deadline:
-            raise ServiceError(
-                f"connector {connector.name}: replication slot {connector.slot} not active "
-                f"after {timeout:.0f}s; see the connect log"
-            )
-        time.sleep(0.2)
+        return None if row is None or row[0] is None else int(row[0])
+
+    why = (
+        f"connector {connector.name}: replication slot {connector.slot} not active "
+        f"after {timeout:.0f}s; see the connect log"
+    )
+    return wait_until(active_pid, timeout, interval=0.2, fail=lambda _: ServiceError(why))

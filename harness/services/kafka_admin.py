@@ -13,7 +13,6 @@ and the login: harness.services.kafka.kafka_client_config), not a bare address.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ from confluent_kafka.admin import (
 )
 
 from harness.services.base import ServiceError
+from harness.waiting import wait_until
 
 _LOG = logging.getLogger("driftlab.kafka.admin")
 
@@ -160,18 +160,21 @@ def _partitions(admin: AdminClient, name: str) -> int:
 def _wait_leaders(admin: AdminClient, names: list[str], timeout: float) -> None:
     # create_topics returns once the controller has recorded the topic; a produce
     # right after can still meet a partition without a leader on the broker.
-    deadline = time.monotonic() + timeout
-    while True:
+    missing = list(names)
+
+    def led() -> bool:
         meta = admin.list_topics(timeout=timeout)
-        missing = [
+        missing[:] = [
             n
             for n in names
             if n not in meta.topics
             or meta.topics[n].error is not None
             or any(p.leader < 0 for p in meta.topics[n].partitions.values())
         ]
-        if not missing:
-            return
-        if time.monotonic() >= deadline:
-            raise ServiceError(f"kafka: topics {missing} have no leader after {timeout:.0f}s")
-        time.sleep(0.1)
+        return not missing
+
+    wait_until(
+        led,
+        timeout,
+        fail=lambda _: ServiceError(f"kafka: topics {missing} have no leader after {timeout:.0f}s"),
+    )

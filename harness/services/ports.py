@@ -11,8 +11,9 @@ import os
 import random
 import socket
 import threading
-import time
 from pathlib import Path
+
+from harness.waiting import wait_until
 
 LOOPBACK = "127.0.0.1"
 _LOW, _HIGH = 20000, 32000  # below the default ephemeral range 32768-60999
@@ -67,13 +68,9 @@ def wait_port_free(
     port: int, timeout: float = 10.0, host: str = LOOPBACK, *, allow_time_wait: bool = False
 ) -> bool:
     """Poll until `port` is bindable; returns False if it is still taken at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if port_is_free(port, host, allow_time_wait=allow_time_wait):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.1)
+    return bool(
+        wait_until(lambda: port_is_free(port, host, allow_time_wait=allow_time_wait), timeout)
+    )
 
 
 def port_accepts(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:

@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -27,6 +26,7 @@ from typing import Any, TypedDict
 
 from harness.services.base import ServiceError
 from harness.uninterrupted import uninterrupted
+from harness.waiting import because, wait_until
 
 LOG_TAIL_LINES = 25
 
@@ -269,12 +269,7 @@ class SupervisedProcess:
         return self._popen.poll() if self._popen is not None else None
 
     def _wait_exit(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self.is_running():
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
-        return True
+        return bool(wait_until(lambda: not self.is_running(), timeout, interval=0.05))
 
     def signal_group(self, sig: int) -> None:
         """Send `sig` to the whole process group (no-op if it is gone)."""
@@ -320,9 +315,8 @@ class SupervisedProcess:
 
     def _wait_group_gone(self, timeout: float) -> None:
         assert self.record is not None
-        deadline = time.monotonic() + timeout
-        while group_alive(self.record.pgid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        pgid = self.record.pgid
+        wait_until(lambda: not group_alive(pgid), timeout, interval=0.05)
 
     # --- readiness ---------------------------------------------------------------------
 
@@ -358,27 +352,22 @@ class SupervisedProcess:
         Returns that value. Raises ServiceError quoting the log tail if the process exits
         first or the deadline passes; the last probe error is included.
         """
-        deadline = time.monotonic() + timeout
-        last_error: BaseException | None = None
-        while True:
-            if not self.is_running():
-                code = self.returncode()
-                raise self.failure(
-                    f"exited (status {code}) before {what}"
-                    + (f"; last error: {last_error}" if last_error else "")
-                )
-            try:
-                result = probe()
-                if result:
-                    return result
-            except Exception as exc:  # any client error means "not ready yet"
-                last_error = exc
-            if time.monotonic() >= deadline:
-                raise self.failure(
-                    f"not ready after {timeout:.0f}s waiting for {what}"
-                    + (f"; last error: {last_error}" if last_error else "")
-                )
-            time.sleep(interval)
+
+        def exited(last: BaseException | None) -> ServiceError | None:
+            if self.is_running():
+                return None
+            return self.failure(f"exited (status {self.returncode()}) before {what}{because(last)}")
+
+        return wait_until(
+            probe,
+            timeout,
+            interval=interval,
+            retry_on=Exception,  # any client error means "not ready yet"
+            abort=exited,
+            fail=lambda last: self.failure(
+                f"not ready after {timeout:.0f}s waiting for {what}{because(last)}"
+            ),
+        )
 
     def wait_for_port(self, port: int, timeout: float, host: str = "127.0.0.1") -> None:
         """Block until `host:port` accepts a TCP connection."""

@@ -21,10 +21,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from harness.services.process import ProcessRecord, group_alive, kill_group, read_start_time
+from harness.waiting import wait_until
 
 
 def reap(state_path: Path) -> list[int]:
@@ -70,9 +70,7 @@ def watch(owner_pid: int, state_path: Path, remove: bool = False) -> None:
         select.select([pidfd], [], [])  # readable once the owner has exited
     groups = reap(state_path)
     if remove:
-        deadline = time.monotonic() + 30
-        while any(group_alive(g) for g in groups) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: not any(group_alive(g) for g in groups), 30)
         # A SIGKILLed run once left ~42 MB per run in /tmp (data and logs of every service).
         shutil.rmtree(state_path.parent, ignore_errors=True)
 

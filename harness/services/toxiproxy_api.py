@@ -3,34 +3,16 @@
 
 from __future__ import annotations
 
-import http.client
-import json
-import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
+
 from harness.services.base import ServiceError
+from harness.services.http_client import http_client
 
 API_TIMEOUT = 10.0
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    """HTTP over a unix socket: the API's only address."""
-
-    def __init__(self, socket_path: Path, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self.socket_path = socket_path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(str(self.socket_path))
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
 
 
 class ToxiproxyApi:
@@ -38,29 +20,22 @@ class ToxiproxyApi:
 
     def __init__(self, socket_path: Path, timeout: float = API_TIMEOUT) -> None:
         self.socket_path = socket_path
-        self.timeout = timeout
+        self._http = http_client(timeout, socket=socket_path, base_url="http://toxiproxy")
 
     def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """(status, decoded JSON reply or None); ServiceError when nothing answers."""
-        conn = _UnixConnection(self.socket_path, self.timeout)
         try:
-            payload = None if body is None else json.dumps(body).encode()
-            headers = {"Content-Type": "application/json"} if payload is not None else {}
-            conn.request(method, path, body=payload, headers=headers)
-            reply = conn.getresponse()
-            data = reply.read()
-        except (OSError, http.client.HTTPException) as exc:
+            reply = self._http.request(method, path, json=body)
+        except httpx.TransportError as exc:
             raise ServiceError(
                 f"toxiproxy at {self.socket_path} did not answer ({exc}); is the stack up? "
                 "(`driftlab status`)"
             ) from exc
-        finally:
-            conn.close()
         try:
-            decoded = json.loads(data) if data.strip() else None
+            decoded = reply.json() if reply.content.strip() else None
         except ValueError:
-            decoded = data.decode(errors="replace").strip()
-        return reply.status, decoded
+            decoded = reply.text.strip()
+        return reply.status_code, decoded
 
     def ok(self, method: str, path: str, body: Any = None) -> Any:
         """The reply of a call that must succeed; ServiceError with the server's word."""

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any, Protocol
+
+from harness.waiting import wait_until
 
 RUN = "run"
 """The command that ends stepped mode: the process runs freely from there."""
@@ -59,12 +60,14 @@ class Control:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"seq": self.seq, "cmd": cmd, **fields}))
         os.replace(tmp, self.path)
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
+
+        def done() -> dict[str, Any] | None:
             status = process.status()
             if status.get("done", 0) >= self.seq:
                 return status
             if not process.is_running():
                 raise StepFailed(f"{process.name} died (see logs/{process.name}.log)")
-            time.sleep(0.02)
-        raise StepFailed(f"{process.name} did not finish {cmd!r} within {self.timeout:.0f} s")
+            return None
+
+        why = f"{process.name} did not finish {cmd!r} within {self.timeout:.0f} s"
+        return wait_until(done, self.timeout, interval=0.02, fail=lambda _: StepFailed(why))

@@ -10,12 +10,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
+
+from harness.waiting import wait_until
 
 REGISTERED = "Successfully registered with master"
 
@@ -95,18 +96,19 @@ def standalone_cluster(
             args = [url, "--host", "127.0.0.1", "--cores", str(cores), "--memory", memory]
             args += ["--webui-port", str(_free_port()), "--work-dir", str(base / f"work-{i}")]
             procs.append(_start(["org.apache.spark.deploy.worker.Worker", *args], logs[-1], env))
-        deadline = time.monotonic() + timeout_s
-        while not all(_registered(log) for log in logs):
+
+        def registered() -> bool:
+            if all(_registered(log) for log in logs):
+                return True
             for proc, log in zip(procs, [base / "master.log", *logs], strict=True):
                 if proc.poll() is not None:
                     raise ClusterError(
                         f"{log.name} ended: {log.read_text(errors='replace')[-2000:]}"
                     )
-            if time.monotonic() > deadline:
-                raise ClusterError(
-                    f"the workers did not register in {timeout_s:.0f} s (logs in {base})"
-                )
-            time.sleep(1)
+            return False
+
+        why = f"the workers did not register in {timeout_s:.0f} s (logs in {base})"
+        wait_until(registered, timeout_s, interval=1, fail=lambda _: ClusterError(why))
         yield Cluster(url, env, workers, tuple(p.pid for p in procs[1:]))
     finally:
         for proc in reversed(procs):

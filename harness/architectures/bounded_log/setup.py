@@ -59,6 +59,7 @@ from harness.services.kafka import kafka_client_config
 from harness.services.kafka_admin import KafkaConfig, TopicSpec, admin_client, create_topics
 from harness.setups.base import SetupContext
 from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS
+from harness.waiting import wait_until
 
 FAST, SLOW = "fast", "slow"
 CONSUMER_LINK = "consumer"
@@ -283,15 +284,16 @@ class BoundedLog(AckedLogSetup):
             end = probe.get_watermark_offsets(TopicPartition(self.topic, 0), 30)[1]
         finally:
             probe.close()
-        while any(c.position < end for c in self.consumers.values()):
-            if time.monotonic() >= deadline:
-                log.warning(
-                    "consumers short of offset %d: %s",
-                    end,
-                    {n: c.position for n, c in self.consumers.items()},
-                )
-                return False
-            time.sleep(0.1)
+        if not wait_until(
+            lambda: all(c.position >= end for c in self.consumers.values()),
+            deadline - time.monotonic(),
+        ):
+            log.warning(
+                "consumers short of offset %d: %s",
+                end,
+                {n: c.position for n, c in self.consumers.items()},
+            )
+            return False
         for name, c in self.consumers.items():
             self.context.recorder.mark(
                 "consumer-done",

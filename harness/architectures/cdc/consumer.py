@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+import tenacity
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
 
 from harness.architectures.cdc.protocol import (
@@ -133,17 +134,14 @@ class CdcConsumer:
     def assign(self) -> None:
         """Assign the partitions at the group's committed offsets (the beginning if none)."""
         tps = [TopicPartition(self.cfg.topic, p) for p in self.cfg.partitions]
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                committed = self.kafka.committed(tps, timeout=10)
-                break
-            except KafkaException as exc:
-                # The group's coordinator may still be loading (NOT_COORDINATOR at first).
-                if time.monotonic() >= deadline:
-                    raise
-                log.info("committed offsets not available yet: %s", exc)
-                time.sleep(0.5)
+        committed = tenacity.Retrying(
+            # The group's coordinator may still be loading (NOT_COORDINATOR at first).
+            retry=tenacity.retry_if_exception_type(KafkaException),
+            wait=tenacity.wait_fixed(0.5),
+            stop=tenacity.stop_after_delay(60),
+            before_sleep=tenacity.before_sleep_log(log, logging.INFO),
+            reraise=True,
+        )(self.kafka.committed, tps, timeout=10)
         start = []
         for tp in committed:
             offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING

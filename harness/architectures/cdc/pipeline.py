@@ -34,6 +34,7 @@ from harness.services.kafka import kafka_client_config
 from harness.services.kafka_admin import TopicSpec
 from harness.setups.base import Setup, SetupContext
 from harness.setups.stores import State
+from harness.waiting import wait_until
 
 GROUP = "cdc-sync"
 """The consumers' Kafka group, the history `consumer` of what they record."""
@@ -171,12 +172,12 @@ class CdcPipeline:
         )
         if ends is None:
             return False
-        while time.monotonic() < deadline:
-            if all(_caught_up(c, ends) for c in self.consumers):
-                rec.mark("consumer-done", consumer=GROUP, channel=self.topic)
-                return True
-            time.sleep(0.1)
-        return False
+        if not wait_until(
+            lambda: all(_caught_up(c, ends) for c in self.consumers), deadline - time.monotonic()
+        ):
+            return False
+        rec.mark("consumer-done", consumer=GROUP, channel=self.topic)
+        return True
 
     def close(self) -> None:
         """Stop the consumers; drop the connector, its slot and its publication."""

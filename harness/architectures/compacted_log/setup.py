@@ -64,6 +64,7 @@ from harness.services.kafka_admin import TopicSpec
 from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import direct_pg_connect, redis_client
 from harness.setups.stores import State
+from harness.waiting import wait_until
 
 REBUILT = "rebuilt"
 REBUILD = "rebuild"
@@ -247,11 +248,11 @@ class CompactedLog(Setup):
         (None: timed out)."""
         want = self.final_versions()
         assert self.monitor is not None
-        while short := self.monitor.short_of(want):
-            if time.monotonic() >= deadline:
-                log.warning("drain timed out; keys short of their final version: %s", short)
-                return None
-            time.sleep(0.1)
+        monitor = self.monitor
+        if not wait_until(lambda: not monitor.short_of(want), deadline - time.monotonic()):
+            short = monitor.short_of(want)
+            log.warning("drain timed out; keys short of their final version: %s", short)
+            return None
         with self.reader() as reader:
             return reader.get_watermark_offsets(TopicPartition(self.topic, 0), 10)[1]
 

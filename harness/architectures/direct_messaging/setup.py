@@ -22,16 +22,18 @@ quiesce the setup marks the receiver `consumer-done` on `direct`.
 
 from __future__ import annotations
 
-import http.client
-import json
 import threading
-import time
 from collections import defaultdict
 
+import httpx
+import tenacity
+
 from harness.history.schema import SOURCE_STORE
-from harness.services.ports import free_port
+from harness.services.http_client import caused_by, http_client
+from harness.services.ports import free_port, port_accepts
 from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.worker_process import WorkerProcess
+from harness.waiting import wait_until
 
 CHANNEL = "direct"
 RECEIVER = "receiver"
@@ -79,11 +81,14 @@ class DirectMessaging(Setup):
         assert self.receiver is not None
         self.receiver.start()
         self.receiver.wait_healthy()
-        deadline = time.monotonic() + 10
-        while not _accepts(self.port):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"direct-messaging: the receiver does not listen on {self.port}")
-            time.sleep(0.05)
+        wait_until(
+            lambda: port_accepts(self.port),
+            10,
+            interval=0.05,
+            fail=lambda _: RuntimeError(
+                f"direct-messaging: the receiver does not listen on {self.port}"
+            ),
+        )
 
     def process(self, name: str) -> WorkerProcess | None:
         """`receiver`: the target of crash, pause and restart faults."""
@@ -101,12 +106,10 @@ class DirectMessaging(Setup):
 
     def quiesce(self, timeout: float) -> bool:
         """The receiver is up again (after heal) and has everything it will ever get."""
-        assert self.receiver is not None
-        deadline = time.monotonic() + timeout
-        while not (self.receiver.is_running() and _accepts(self.port)):
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.1)
+        receiver = self.receiver
+        assert receiver is not None
+        if not wait_until(lambda: receiver.is_running() and port_accepts(self.port), timeout):
+            return False
         self.context.recorder.mark("consumer-done", consumer=RECEIVER, channel=CHANNEL)
         return True
 
@@ -120,23 +123,21 @@ class DirectMessaging(Setup):
             self.receiver.stop()
 
 
-def _accepts(port: int) -> bool:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=0.5)
-    try:
-        conn.connect()
-        return True
-    except OSError:
-        return False
-    finally:
-        conn.close()
-
-
 class DirectClient(Client):
     """The application: every write becomes one message pushed to the receiver."""
 
     def __init__(self, setup: DirectMessaging, process: str) -> None:
         super().__init__(setup.context.recorder, process)
         self.setup = setup
+        self.url = f"http://127.0.0.1:{setup.port}/messages"
+        self.http = http_client(setup.timeout_s)
+        self.sending = tenacity.Retrying(
+            # Only a refused send is tried again, with a back-off, within `retry_s`.
+            retry=tenacity.retry_if_result(lambda sent: sent[0] == "fail"),
+            wait=tenacity.wait_exponential(multiplier=0.05, max=0.5),
+            stop=tenacity.stop_before_delay(setup.retry_s),
+            retry_error_callback=lambda state: state.outcome.result(),
+        )
 
     def write(self, key: str, value: str) -> None:
         """Send one message (retrying refusals for up to `retry_s`) and record it."""
@@ -151,33 +152,20 @@ class DirectClient(Client):
         op = self.rec.invoke(self.process, "write", key=key, value=value, store=SOURCE_STORE)
         # The attempt itself is the produce: no broker acknowledges anything here.
         self.rec.msg("produce", channel=CHANNEL, **msg)
-        give_up = time.monotonic() + setup.retry_s
-        backoff = 0.05
-        while True:
-            phase, error = self._post(msg)
-            if phase != "fail" or time.monotonic() + backoff > give_up:
-                break
-            time.sleep(backoff)
-            backoff = min(backoff * 2, 0.5)
+        phase, error = self.sending(self._post, msg)
         self.rec.complete(op, phase, version=version, error=error)
 
     def _post(self, msg: dict[str, object]) -> tuple[str, str | None]:
-        body = json.dumps(msg).encode()
-        conn = http.client.HTTPConnection(
-            "127.0.0.1", self.setup.port, timeout=self.setup.timeout_s
-        )
         try:
-            conn.request(
-                "POST", "/messages", body=body, headers={"Content-Type": "application/json"}
-            )
-            status = conn.getresponse().status
-        except (ConnectionRefusedError, ConnectionResetError) as exc:
-            return "fail", f"receiver unreachable: {exc}"
-        except OSError as exc:
+            status = self.http.post(self.url, json=msg).status_code
+        except httpx.TransportError as exc:
+            # Refused, reset, or closed with no answer (the receiver was killed).
+            if isinstance(exc, httpx.RemoteProtocolError) or caused_by(
+                exc, (ConnectionRefusedError, ConnectionResetError)
+            ):
+                return "fail", f"receiver unreachable: {exc}"
             # Sent, then no answer: the receiver may or may not have it.
             return "info", f"no answer: {exc}"
-        finally:
-            conn.close()
         if status >= 300:
             return "fail", f"receiver answered {status}"
         return "ok", None

@@ -61,6 +61,7 @@ from harness.setups.stores import (
     redis_hashes,
     source_rows,
 )
+from harness.waiting import wait_until
 
 log = logging.getLogger("driftlab.setups.dual_write")
 
@@ -176,20 +177,19 @@ class DualWrite(Setup):
 
     def quiesce(self, timeout: float) -> bool:
         """Flush pending invalidations and the indexer queue, then commit the index."""
-        deadline = time.monotonic() + timeout
         flusher = DualWriteClient(self, "quiesce")
+
+        def flushed() -> bool:
+            flusher.flush_invalidations()
+            with self.pending_lock:
+                pending = any(self.pending_invalidations.values())
+            drained = self._indexer_queue.empty() and (
+                self.search_mode != "indexer" or self._indexer_idle.is_set()
+            )
+            return not pending and drained
+
         try:
-            while time.monotonic() < deadline:
-                flusher.flush_invalidations()
-                with self.pending_lock:
-                    pending = any(self.pending_invalidations.values())
-                drained = self._indexer_queue.empty() and (
-                    self.search_mode != "indexer" or self._indexer_idle.is_set()
-                )
-                if not pending and drained:
-                    break
-                time.sleep(0.1)
-            else:
+            if not wait_until(flushed, timeout):
                 return False
         finally:
             flusher.close()

@@ -53,6 +53,7 @@ from psycopg import sql
 from harness.setups.base import Client, ReadResult, Setup, SetupContext
 from harness.setups.connect import app_pg_connect, direct_pg_connect, endpoint, pg_conninfo
 from harness.setups.worker_process import WorkerProcess
+from harness.waiting import wait_until
 
 CHANNEL = "events"
 LIVE, REBUILT = "projection:balance", "projection:rebuilt"
@@ -222,11 +223,10 @@ class EventSourced(Setup):
 
     @staticmethod
     def _wait_for(projector: WorkerProcess, end: int, deadline: float) -> bool:
-        while time.monotonic() < deadline:
-            if projector.is_running() and projector.status().get("pos", -1) >= end:
-                return True
-            time.sleep(0.1)
-        return False
+        def at_end() -> bool:
+            return projector.is_running() and projector.status().get("pos", -1) >= end
+
+        return bool(wait_until(at_end, deadline - time.monotonic()))
 
     def _record_log(self) -> None:
         """One `produce` per event the log holds: the history's copy of the log."""

@@ -58,6 +58,7 @@ from harness.services.kafka_admin import TopicSpec
 from harness.setups.base import Setup, SetupContext
 from harness.setups.connect import KAFKA_CLIENT_TIMEOUTS, direct_pg_connect, redis_client
 from harness.setups.stores import State
+from harness.waiting import wait_until
 
 VIEW = "view"
 LOADER = "loader"
@@ -191,22 +192,18 @@ class SnapshotStream(Setup):
 
     def _wait_slot_consistent(self, slot: str, timeout: float) -> None:
         """Until the connector's slot has its consistent point (the snapshot's position)."""
-        deadline = time.monotonic() + timeout
         assert self.wiring is not None
         with direct_pg_connect(self.wiring.pg_direct) as conn:
-            while True:
+
+            def consistent() -> bool:
                 row = conn.execute(
                     "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = %s",
                     (slot,),
                 ).fetchone()
-                if row is not None and row[0] is not None:
-                    return
-                if time.monotonic() >= deadline:
-                    raise TimeoutError(
-                        f"snapshot-stream: slot {slot} not consistent after {timeout:.0f}s; "
-                        "see the connect log"
-                    )
-                time.sleep(0.1)
+                return row is not None and row[0] is not None
+
+            why = f"slot {slot} not consistent after {timeout:.0f}s; see the connect log"
+            wait_until(consistent, timeout, fail=lambda _: TimeoutError(f"snapshot-stream: {why}"))
 
     def start(self) -> None:
         """Start the view's timer: it joins `join_s` later."""
@@ -228,12 +225,10 @@ class SnapshotStream(Setup):
         )
         if ends is None or self.view is None:
             return False
-        end = ends.get(0, 0)
-        while self.view.position < end:
-            if time.monotonic() >= deadline:
-                log.warning("view at offset %d, short of %d", self.view.position, end)
-                return False
-            time.sleep(0.1)
+        end, view = ends.get(0, 0), self.view
+        if not wait_until(lambda: view.position >= end, deadline - time.monotonic()):
+            log.warning("view at offset %d, short of %d", view.position, end)
+            return False
         extra = {"delivered": self.view.delivered, "end": end, "aligned": self.align}
         if self.view.jumped is not None:
             extra["jumped_from"], extra["jumped_to"] = self.view.jumped

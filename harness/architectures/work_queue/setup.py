@@ -38,6 +38,7 @@ from harness.setups.base import Client, Setup, SetupContext
 from harness.setups.connect import AMQP_HEARTBEAT_S, endpoint, redis_client
 from harness.setups.stores import CACHE, redis_hashes
 from harness.setups.worker_process import WorkerProcess
+from harness.waiting import wait_until
 
 GROUP = "workers"
 WORKER_LINK = "worker"
@@ -154,8 +155,8 @@ class WorkQueue(Setup):
         """Wait until the queue is empty, the broker counts only the live workers'
         consumers (a killed one's unacked messages are back), and every worker has been
         idle for a second."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def drained() -> bool:
             declared = self.depth()
             statuses = [w.status() for w in self.workers.values()]
             idle = all(
@@ -165,11 +166,12 @@ class WorkQueue(Setup):
             # A killed worker's consumer counts until the broker sees its connection
             # close; only then are its unacked messages back in the queue.
             settled = declared.consumer_count == len(self.workers)
-            if declared.message_count == 0 and idle and settled:
-                self.context.recorder.mark("consumer-done", consumer=GROUP, channel=self.queue)
-                return True
-            time.sleep(0.2)
-        return False
+            return declared.message_count == 0 and idle and settled
+
+        if not wait_until(drained, timeout, interval=0.2):
+            return False
+        self.context.recorder.mark("consumer-done", consumer=GROUP, channel=self.queue)
+        return True
 
     def depth(self) -> pika.spec.Queue.DeclareOk:
         """The queue as the broker counts it now (`message_count`: ready messages,
