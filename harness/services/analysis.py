@@ -25,6 +25,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from checkers.analysis_files import Analysis
 from harness.rundir import RunDir
 from harness.services.analysis_server import limit_reads
 from harness.services.base import Endpoint
@@ -115,7 +116,7 @@ def analysis_on_server(
     *,
     console: Console | None = None,
     stop: threading.Event | None = None,
-) -> dict[str, Any]:
+) -> Analysis:
     """Analyse `run_dir` on the analysis server at `endpoint` and return its
     analysis.json, the progress lines on `console` when given; raises what the
     analysis raised there. ServerUnavailable when the server cannot be reached, goes
@@ -151,7 +152,7 @@ def analysis_on_server(
                     if console is not None:
                         console.print(escape(payload), end="")
                 elif what == "done":
-                    return dict(payload)
+                    return Analysis.model_validate(payload)
                 elif isinstance(payload, RuntimeError):
                     # The server's own Spark failed (its Py4J errors come so): this
                     # process's may not.
@@ -182,5 +183,5 @@ def analyze_remotely(endpoint: Endpoint, run_dir: Path, console: Console, per_ki
     (KeyboardInterrupt), the connection closes and the server cancels the analysis."""
     from checkers.analyze import AnalysisResult
 
-    payload = analysis_on_server(endpoint, run_dir, per_kind, console=console)
-    return AnalysisResult(RunDir(payload["run"]["run_dir"]), payload)
+    analysis = analysis_on_server(endpoint, run_dir, per_kind, console=console)
+    return AnalysisResult(RunDir(analysis.run.run_dir), analysis)

@@ -1,0 +1,96 @@
+"""analysis.json and examples.json through their typed model: what a reader of a file
+that no analysis of this driftlab wrote is told (one line: the file and the fix)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from analysis_outputs import analysis_json, examples_json
+from typer.testing import CliRunner
+
+from checkers.analysis_files import OutputFileError, read_analysis, read_examples
+from harness.cli import app
+from reports.suite_page import evidence_line, scan_runs
+
+
+def _run(tmp_path: Path) -> Path:
+    run = tmp_path / "runs" / "pipeline" / "20260101T000000Z-0"
+    (run / "logs").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"scenario": "pipeline", "seed": 0}))
+    return run
+
+
+def _report(run: Path) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["report", str(run)])
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda a: "{not json", "is not readable JSON"),
+        (lambda a: json.dumps(a | {"schema": 0}), "has schema 0, this driftlab reads schema 1"),
+        (
+            lambda a: json.dumps({k: v for k, v in a.items() if k != "verdict"}),
+            "verdict: field required",
+        ),
+        (lambda a: json.dumps(a | {"counts": {"stale": "many"}}), "counts.stale: input should be"),
+        (
+            lambda a: json.dumps(a | {"verdicts": "held"}),
+            "verdicts: extra inputs are not permitted",
+        ),
+    ],
+)
+def test_an_analysis_no_analysis_wrote_is_one_line_with_the_fix(
+    tmp_path: Path, change, said: str
+) -> None:
+    run = _run(tmp_path)
+    path = run / "analysis.json"
+    path.write_text(change(analysis_json(verdict="held")))
+    with pytest.raises(OutputFileError) as caught:
+        read_analysis(path)
+    line = str(caught.value)
+    assert "\n" not in line and line.startswith(str(path)) and said in line
+    assert line.endswith(f"re-run `driftlab analyze {run}`")
+    code, output = _report(run)
+    assert code == 2 and said in output and "driftlab analyze" in output
+    assert "Traceback" not in output
+    # The suite page lists the run as not analysed, with the command that analyses it.
+    (only,) = scan_runs(tmp_path / "runs")
+    assert (
+        evidence_line(only)
+        == "recorded, not analysed: driftlab analyze runs/pipeline/20260101T000000Z-0"
+    )
+
+
+def test_corrupt_examples_fail_the_report_in_one_line(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    (run / "analysis.json").write_text(json.dumps(analysis_json()))
+    examples = examples_json({"stale": [{"key": "k1", "store": "cache"}]})
+    examples["kinds"]["stale"]["examples"][0]["evidence"] = "not a list"
+    (run / "examples.json").write_text(json.dumps(examples))
+    with pytest.raises(OutputFileError, match=r"\(kinds\.stale\.examples\.0\.evidence: "):
+        read_examples(run / "examples.json")
+    code, output = _report(run)
+    assert code == 2 and "examples.json is not examples.json as this driftlab writes it" in output
+
+
+def test_an_analysis_from_before_untested_and_caveats_reads_with_none(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    older = analysis_json(verdict="reproduced", counts={"stale": 2})
+    del older["untested"], older["caveats"]
+    (run / "analysis.json").write_text(json.dumps(older))
+    analysis = read_analysis(run / "analysis.json")
+    assert (analysis.untested, analysis.caveats, analysis.counts) == ([], [], {"stale": 2})
+    code, _ = _report(run)
+    assert code == 0 and (run / "report.html").is_file()
+
+
+def test_a_failed_reorder_checker_keeps_realtime_lag_an_empty_object(tmp_path: Path) -> None:
+    path = tmp_path / "analysis.json"
+    path.write_text(json.dumps(analysis_json(realtime_lag={})))
+    analysis = read_analysis(path)
+    assert analysis.realtime_lag is None
+    assert analysis.model_dump(mode="json", by_alias=True)["realtime_lag"] == {}
