@@ -11,8 +11,12 @@ from analysis_outputs import analysis_json, examples_json
 from typer.testing import CliRunner
 
 from checkers.analysis_files import OutputFileError, read_analysis, read_examples
+from harness.app.outcome import outcome_of
 from harness.cli import app
+from harness.rundir import RunDir
+from harness.runner.runner import RunResult
 from reports.suite_page import evidence_line, scan_runs
+from scenarios.registry import get_scenario
 
 
 def _run(tmp_path: Path) -> Path:
@@ -94,3 +98,17 @@ def test_a_failed_reorder_checker_keeps_realtime_lag_an_empty_object(tmp_path: P
     analysis = read_analysis(path)
     assert analysis.realtime_lag is None
     assert analysis.model_dump(mode="json", by_alias=True)["realtime_lag"] == {}
+
+
+def test_a_failure_message_names_an_unreadable_analysis(tmp_path: Path) -> None:
+    """The pytest plugin's and the matrix's failure message: the runner's verdict, and a
+    note that names the file no analysis of this driftlab wrote and the fix."""
+    run = RunDir(_run(tmp_path))
+    run.analysis.write_text(json.dumps({"schema": 1, "counts": {"lost-write": 2}}))
+    result = RunResult(run, "cdc-commit-before-apply", 1, verdict="reproduced", exit_code=0)
+    result.counts = {"lost-write": 2}
+    lines = outcome_of(result, get_scenario("C4")).summary().splitlines()
+    note = next(line for line in lines if line.startswith("  note: "))
+    assert note.startswith(f"  note: {run.analysis} is not analysis.json as this driftlab")
+    assert note.endswith(f"re-run `driftlab analyze {run.path}`")
+    assert "  also observed: lost-write 2" in lines
