@@ -36,6 +36,15 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class _File(_Model):
+    """A whole output file, its `schema` first."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    # `schema` would shadow BaseModel.schema: the field is `schema_`, `schema` in the file.
+    schema_: int = Field(ANALYSIS_SCHEMA, alias="schema")
+
+
 class RunBlock(_Model):
     """analysis.json's `run`: which run was analysed."""
 
@@ -109,11 +118,9 @@ class SparkInfo(_Model):
     version: str
 
 
-class Analysis(_Model):
+class Analysis(_File):
     """analysis.json: the verdict, the counts and the history's facts."""
 
-    # `schema` would shadow BaseModel.schema: the field is `schema_`, `schema` in the file.
-    schema_: Literal[1] = Field(ANALYSIS_SCHEMA, alias="schema")
     run: RunBlock
     history: HistoryBlock
     counts: dict[str, int]
@@ -137,8 +144,6 @@ class Analysis(_Model):
     checkers: dict[str, CheckerStatus]
     timings: Timings
     spark: SparkInfo
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     @field_validator("realtime_lag", mode="before")
     @classmethod
@@ -180,15 +185,11 @@ class KindExamples(_Model):
     examples: list[Example]
 
 
-class Examples(_Model):
+class Examples(_File):
     """examples.json: per kind, its count and a few sampled rows, in time order."""
 
-    # `schema` would shadow BaseModel.schema: the field is `schema_`, `schema` in the file.
-    schema_: Literal[1] = Field(ANALYSIS_SCHEMA, alias="schema")
     per_kind: int
     kinds: dict[str, KindExamples]
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
 Output = TypeVar("Output", Analysis, Examples)

@@ -13,7 +13,7 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -219,13 +219,10 @@ def analyze(
             lag=lag,
             realtime_lag=realtime,
             expectations=expectations,
-            verdict=verdict.verdict,
-            forbidden_found=verdict.forbidden_found,
-            expected_missing=verdict.expected_missing,
-            reasons=verdict.reasons,
+            # decide's Verdict, field for field: the verdict and the kinds, reasons,
+            # untested kinds and caveats behind it.
+            **asdict(verdict),
             inconclusive=verdict.reasons if verdict.verdict == INCONCLUSIVE else [],
-            untested=verdict.untested,
-            caveats=verdict.caveats,
             lab_failures=list(facts.lab_failures) if verdict.verdict == LAB_FAILED else [],
             checkers={r.name: CheckerStatus(status=r.status, error=r.error) for r in runs},
             timings=Timings(**{k: round(v, 3) for k, v in timings.items()}),
@@ -339,12 +336,6 @@ def _realtime_lag(per_partition: list[dict[str, Any]], t0_ns: int) -> RealtimeLa
 
 
 def _history_block(info: HistoryInfo, t0_ns: int, t1_ns: int) -> HistoryBlock:
-    return HistoryBlock(
-        events=info.events,
-        segments=info.segments,
-        complete=info.complete,
-        cut_short=info.cut_short,
-        dropped_partial_lines=info.dropped_partial_lines,
-        t0_ns=t0_ns,
-        t1_ns=t1_ns,
-    )
+    """analysis.json's `history`: what the reader reported, and the history's span."""
+    said = ("events", "segments", "complete", "cut_short", "dropped_partial_lines")
+    return HistoryBlock(t0_ns=t0_ns, t1_ns=t1_ns, **{name: getattr(info, name) for name in said})
