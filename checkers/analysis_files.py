@@ -225,10 +225,15 @@ def _read(path: Path, model: type[Output]) -> Output:
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top)"
-        more = f", and {e.error_count() - 1} more" if e.error_count() > 1 else ""
         raise OutputFileError(
-            f"{path} is not {path.name} as this driftlab writes it "
-            f"({where}: {first['msg'].lower()}{more}); {fix}"
+            f"{path} is not {path.name} as this driftlab writes it ({mismatch(e)}); {fix}"
         ) from None
+
+
+def mismatch(error: ValidationError) -> str:
+    """What a validation found, in a few words: the first field that does not fit the
+    model and why, and how many more do not."""
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top)"
+    more = f", and {error.error_count() - 1} more" if error.error_count() > 1 else ""
+    return f"{where}: {first['msg'].lower()}{more}"

@@ -22,10 +22,11 @@ from multiprocessing.connection import Connection, answer_challenge, deliver_cha
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from checkers.analysis_files import Analysis
+from checkers.analysis_files import Analysis, mismatch
 from harness.rundir import RunDir
 from harness.services.analysis_server import limit_reads
 from harness.services.base import Endpoint
@@ -152,7 +153,7 @@ def analysis_on_server(
                     if console is not None:
                         console.print(escape(payload), end="")
                 elif what == "done":
-                    return Analysis.model_validate(payload)
+                    return _answer(payload, where)
                 elif isinstance(payload, RuntimeError):
                     # The server's own Spark failed (its Py4J errors come so): this
                     # process's may not.
@@ -162,6 +163,17 @@ def analysis_on_server(
                     raise payload
         except (OSError, EOFError) as exc:
             raise ServerUnavailable(f"{where} went away ({_why(exc)})") from exc
+
+
+def _answer(payload: Any, where: str) -> Analysis:
+    """The server's analysis.json; ServerUnavailable when it is not this driftlab's (a
+    server a `driftlab up` of another version left running)."""
+    try:
+        return Analysis.model_validate(payload)
+    except ValidationError as exc:
+        raise ServerUnavailable(
+            f"{where} answered with another driftlab's analysis ({mismatch(exc)})"
+        ) from None
 
 
 def _why(exc: BaseException) -> str:
