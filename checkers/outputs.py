@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from checkers.analysis_files import Example, KindExamples
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS, Anomaly
+
+if TYPE_CHECKING:
+    from checkers.analysis_files import KindExamples
 
 ANOMALY_ORDER = ["time", "kind", "store", "key", "consumer"]
 EXAMPLES_PER_KIND = 5
@@ -43,6 +45,10 @@ def examples(
 def _kind_examples(
     checker: str, kind: str, found: dict[str, list[Anomaly]], counts: dict[str, int], t0_ns: int
 ) -> KindExamples:
+    # Here, not at the top: the keyed pass's workers import this module (for the
+    # anomalies' schema) and need no model of the files only the driver writes.
+    from checkers.analysis_files import Example, KindExamples
+
     return KindExamples(
         checker=checker,
         count=counts.get(kind, 0),
