@@ -112,3 +112,26 @@ def test_a_failure_message_names_an_unreadable_analysis(tmp_path: Path) -> None:
     assert note.startswith(f"  note: {run.analysis} is not analysis.json as this driftlab")
     assert note.endswith(f"re-run `driftlab analyze {run.path}`")
     assert "  also observed: lost-write 2" in lines
+
+
+def test_the_report_reads_the_typed_blocks_a_failed_run_holds(tmp_path: Path) -> None:
+    """A reorder checker that failed (no realtime lag), a store's lag, a cut-short
+    history: the template reads each block of the model, as it read the file's keys."""
+    run = _run(tmp_path)
+    analysis = analysis_json(
+        verdict="inconclusive",
+        history={"events": 1234, "cut_short": True, "complete": False, "t1_ns": 2_000_000_000},
+        lag={"cache": {"count": 7, "p50_ms": 1.25, "p95_ms": 3.5, "p99_ms": 4.0, "max_ms": 9.0}},
+        realtime_lag={},
+        checkers={
+            "lost": {"status": "ok", "error": None},
+            "reorder": {"status": "error", "error": "ValueError: no partition"},
+        },
+    )
+    (run / "analysis.json").write_text(json.dumps(analysis))
+    code, _ = _report(run)
+    page = (run / "report.html").read_text()
+    assert code == 0 and "1,234 events" in page and "The history was cut short" in page
+    assert '<td>cache</td><td class="num">7</td><td class="num">1.2 ms</td>' in page
+    assert "Worst realtime lag" not in page
+    assert '<tr class="unmet"><td>reorder</td><td>error</td><td>ValueError: no partition' in page
