@@ -9,6 +9,7 @@ keys it does not know: the model is the whole format.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -222,17 +223,25 @@ def _read(path: Path, model: type[Output]) -> Output:
             f"{path} has schema {data.get('schema')!r}, this driftlab reads schema "
             f"{ANALYSIS_SCHEMA}; {fix}"
         )
+    return validated(
+        model,
+        data,
+        lambda why: OutputFileError(
+            f"{path} is not {path.name} as this driftlab writes it ({why}); {fix}"
+        ),
+    )
+
+
+def validated(model: type[Output], data: Any, failure: Callable[[str], Exception]) -> Output:
+    """`data` as `model`; else raises `failure` of what did not fit, in a few words: the
+    first field and why, and how many more."""
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        raise OutputFileError(
-            f"{path} is not {path.name} as this driftlab writes it ({mismatch(e)}); {fix}"
-        ) from None
+        raise failure(_mismatch(e)) from None
 
 
-def mismatch(error: ValidationError) -> str:
-    """What a validation found, in a few words: the first field that does not fit the
-    model and why, and how many more do not."""
+def _mismatch(error: ValidationError) -> str:
     first = error.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "(top)"
     more = f", and {error.error_count() - 1} more" if error.error_count() > 1 else ""

@@ -22,11 +22,10 @@ from multiprocessing.connection import Connection, answer_challenge, deliver_cha
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from checkers.analysis_files import Analysis, mismatch
+from checkers.analysis_files import Analysis, validated
 from harness.rundir import RunDir
 from harness.services.analysis_server import limit_reads
 from harness.services.base import Endpoint
@@ -153,7 +152,7 @@ def analysis_on_server(
                     if console is not None:
                         console.print(escape(payload), end="")
                 elif what == "done":
-                    return _answer(payload, where)
+                    break
                 elif isinstance(payload, RuntimeError):
                     # The server's own Spark failed (its Py4J errors come so): this
                     # process's may not.
@@ -163,17 +162,12 @@ def analysis_on_server(
                     raise payload
         except (OSError, EOFError) as exc:
             raise ServerUnavailable(f"{where} went away ({_why(exc)})") from exc
-
-
-def _answer(payload: Any, where: str) -> Analysis:
-    """The server's analysis.json; ServerUnavailable when it is not this driftlab's (a
-    server a `driftlab up` of another version left running)."""
-    try:
-        return Analysis.model_validate(payload)
-    except ValidationError as exc:
-        raise ServerUnavailable(
-            f"{where} answered with another driftlab's analysis ({mismatch(exc)})"
-        ) from None
+    # A server a `driftlab up` of another version left running is given up.
+    return validated(
+        Analysis,
+        payload,
+        lambda why: ServerUnavailable(f"{where} answered with another driftlab's analysis ({why})"),
+    )
 
 
 def _why(exc: BaseException) -> str:
