@@ -31,6 +31,7 @@ from checkers.analysis_files import (
     SparkInfo,
     Timings,
     WorstPoll,
+    validated,
     write_output,
 )
 from checkers.anomaly import ALL_KINDS, KINDS
@@ -141,6 +142,7 @@ def analyze(
     folder = RunDir(_run_dir(run_dir))
     run = folder.path
     config = _read_config(run)
+    header = _run_block(run, config)
     expectations = _expectations(config)
     folder.logs.mkdir(exist_ok=True)
     say = console.print if console is not None else (lambda *a, **k: None)
@@ -205,9 +207,7 @@ def analyze(
         verdict = decide(counts, coverage, expectations, facts)
         timings["total_s"] = time.perf_counter() - started
         analysis = Analysis(
-            run=RunBlock(
-                run_dir=str(run), scenario=config.get("scenario"), seed=config.get("seed")
-            ),
+            run=header,
             history=_history_block(info, t0_ns, t1_ns),
             counts=counts,
             coverage=coverage,
@@ -264,6 +264,18 @@ def _read_config(run: Path) -> dict[str, Any]:
         raise AnalysisInputError(
             f"{e}; fix the file (a JSON object: scenario, seed, params, ...) or re-run the scenario"
         ) from None
+
+
+def _run_block(run: Path, config: dict[str, Any]) -> RunBlock:
+    """analysis.json's `run`: config.json's scenario and seed are checked before any
+    work, as bad input."""
+    return validated(
+        RunBlock,
+        {"run_dir": str(run), "scenario": config.get("scenario"), "seed": config.get("seed")},
+        lambda why: AnalysisInputError(
+            f"{run / CONFIG_JSON}: {why}; fix the file or re-run the scenario"
+        ),
+    )
 
 
 def _facts(

@@ -11,6 +11,7 @@ from analysis_outputs import analysis_json, examples_json
 from typer.testing import CliRunner
 
 from checkers.analysis_files import OutputFileError, read_analysis, read_examples
+from checkers.analyze import AnalysisInputError, analyze
 from harness.app.outcome import outcome_of
 from harness.cli import app
 from harness.rundir import RunDir
@@ -135,3 +136,13 @@ def test_the_report_reads_the_typed_blocks_a_failed_run_holds(tmp_path: Path) ->
     assert '<td>cache</td><td class="num">7</td><td class="num">1.2 ms</td>' in page
     assert "Worst realtime lag" not in page
     assert '<tr class="unmet"><td>reorder</td><td>error</td><td>ValueError: no partition' in page
+
+
+def test_a_config_whose_seed_is_no_integer_is_bad_input_before_any_work(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    (run / "config.json").write_text(json.dumps({"scenario": "pipeline", "seed": "seven"}))
+    with pytest.raises(AnalysisInputError) as caught:
+        analyze(run)
+    assert str(caught.value).startswith(f"{run / 'config.json'}: seed: input should be")
+    assert str(caught.value).endswith("; fix the file or re-run the scenario")
+    assert not (run / "analysis.json").exists()
