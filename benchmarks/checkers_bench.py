@@ -82,10 +82,10 @@ def measure(
     duck_bad: dict[str, list[int]] = {}
     for _ in range(repeats):
         result = analyze(run, master, console=console)
-        spark_runs.append(result.analysis["timings"]["checkers_s"])
+        spark_runs.append(result.analysis.timings.checkers_s)
         bare = max(bare, without_evidence(RunDir(run).anomalies))
-        totals.append(result.analysis["timings"]["total_s"])
-        ran = [n for n, c in result.analysis["checkers"].items() if c["status"] == "ok"]
+        totals.append(result.analysis.timings.total_s)
+        ran = [n for n, c in result.analysis.checkers.items() if c.status == "ok"]
         judged = [k for n in ran for k in KINDS[n]]
         spark_bad |= {
             k: [result.counts[k], syn.expected[k]]

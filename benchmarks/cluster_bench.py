@@ -37,6 +37,7 @@ from benchmarks.__main__ import _size, bench_parser, comma_list
 from benchmarks.checkers_bench import PLANT_EACH
 from benchmarks.duckdb_reference import run_checks
 from benchmarks.process_memory import PeakMemory
+from checkers.analysis_files import read_analysis
 from checkers.anomaly import ALL_KINDS
 from harness.rundir import RunDir
 from harness.testing.spark_cluster import standalone_cluster
@@ -152,14 +153,14 @@ def measure(run: Path, workers: int, expected: dict[str, int], console: Console)
     # Exit 1 is a verdict (planted anomalies are unexpected); 2 and 3 are failures.
     if proc.returncode not in (0, 1):
         raise SystemExit(f"analyze on {workers} worker(s) failed:\n{out}")
-    analysis = json.loads(RunDir(run).analysis.read_text())
-    found = {k: analysis["counts"].get(k, 0) for k in expected}
+    analysis = read_analysis(RunDir(run).analysis)
+    found = {k: analysis.counts.get(k, 0) for k in expected}
     executors = [v for k, v in memory.peaks.items() if k.startswith("executor-")]
     figures = ClusterFigures(
         workers=workers,
-        events=analysis["history"]["events"],
+        events=analysis.history.events,
         process_s=process_s,
-        pass_s=analysis["timings"]["checkers_s"],
+        pass_s=analysis.timings.checkers_s,
         found_planted=found == expected,
         found=found,
         driver_peak_mib=memory.peaks["driver"] / MIB,

@@ -154,13 +154,13 @@ def main() -> None:
     t = time.perf_counter()
     result = analyze(run)
     analysed = time.perf_counter() - t
-    timings = result.analysis["timings"]
+    timings = result.analysis.timings
     print(
-        f"analyze: {analysed:7.1f} s wall (convert {timings['convert_s']:.1f} s, "
-        f"checkers {timings['checkers_s']:.1f} s, outputs {timings['outputs_s']:.1f} s)"
+        f"analyze: {analysed:7.1f} s wall (convert {timings.convert_s:.1f} s, "
+        f"checkers {timings.checkers_s:.1f} s, outputs {timings.outputs_s:.1f} s)"
     )
     print(f"total:   {wall + analysed:7.1f} s; load average now {os.getloadavg()[0]:.1f}")
-    found = {k: n for k, n in result.analysis["counts"].items() if n}
+    found = {k: n for k, n in result.counts.items() if n}
     print(f"planted: lost-message {planted['lost-message']}, poll-skip {planted['poll-skip']}")
     print(f"found:   {found}; verdict {result.verdict}")
     if not (args.keep or args.dir):

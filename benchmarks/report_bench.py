@@ -12,12 +12,12 @@ figures only; nothing here passes or fails.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import tempfile
 import time
 from pathlib import Path
 
+from checkers.analysis_files import read_analysis, read_examples
 from checkers.anomaly import ALL_KINDS
 from harness.rundir import RunDir
 from harness.testing.synthetic import expected_counts, generate_history
@@ -46,8 +46,8 @@ def main(argv: list[str] | None = None) -> None:
         t = time.perf_counter()
         analyze(run)
         print(f"analysed in {time.perf_counter() - t:.1f} s")
-    events = json.loads(RunDir(run).analysis.read_text())["history"]["events"]
-    examples = json.loads(RunDir(run).examples.read_text())
+    events = read_analysis(RunDir(run).analysis).history.events
+    examples = read_examples(RunDir(run).examples)
     keys = sorted({t[0] for t in pick_targets(examples)})
     t = time.perf_counter()
     read_key_events(RunDir(run).parquet, keys)

@@ -35,6 +35,7 @@ from pathlib import Path
 from benchmarks.__main__ import _positive, bench_parser, comma_list
 from benchmarks.load import cpu_hogs
 from benchmarks.pipeline_bench import running_stack
+from checkers.analysis_files import read_analysis
 from checkers.verdict import shown_verdict
 from harness.cli.common import parse_duration
 from harness.rundir import SUMMARY_JSON, RunDir
@@ -119,11 +120,11 @@ def _newest(runs: Path, before: set[Path]) -> Path:
 
 
 def _round(run: Path, begun: float, ended: float, duration: float, code: int) -> Round:
-    analysis = json.loads(RunDir(run).analysis.read_text())
+    analysis = read_analysis(RunDir(run).analysis)
     return Round(
         wall_s=ended - begun,
         duration_s=duration,
-        verdict=shown_verdict(analysis["verdict"], analysis.get("expectations") or {}),
+        verdict=shown_verdict(analysis.verdict, analysis.expectations),
         exit_code=code,
         phases=_split(run, begun, ended, duration),
         load=os.getloadavg()[0],

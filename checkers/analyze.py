@@ -13,13 +13,27 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pyspark.logger import PySparkLogger
 from rich.console import Console
 
+from checkers.analysis_files import (
+    ANALYSIS_SCHEMA,
+    Analysis,
+    CheckerStatus,
+    Examples,
+    HistoryBlock,
+    RealtimeLagBlock,
+    RunBlock,
+    SparkInfo,
+    Timings,
+    WorstPoll,
+    validated,
+    write_output,
+)
 from checkers.anomaly import ALL_KINDS, KINDS
 from checkers.figures import PassFigures
 from checkers.keyed.columns import REALTIME_SERIES
@@ -51,7 +65,6 @@ from harness.rundir import (
     write_json_atomically,
 )
 
-ANALYSIS_SCHEMA = 1
 CHECKERS: tuple[str, ...] = tuple(KINDS)
 SCRATCH = ".analyze"
 """The analysis's scratch folder in the run folder, gone when it ends however it ends."""
@@ -79,46 +92,36 @@ class CheckerRun:
 
 @dataclass(frozen=True, slots=True)
 class AnalysisResult:
-    """The analysis of one run: `analysis` is the content of analysis.json."""
+    """The analysis of one run: `analysis` is analysis.json."""
 
     run_dir: RunDir
-    analysis: dict[str, Any]
+    analysis: Analysis
 
     @property
     def counts(self) -> dict[str, int]:
         """Anomalies per kind, every kind of ALL_KINDS included."""
-        return self.analysis["counts"]
+        return self.analysis.counts
 
     @property
     def verdict(self) -> str:
         """reproduced | not reproduced | unexpected anomaly | no expectations |
         inconclusive | lab failed (checkers.verdict)."""
-        return self.analysis["verdict"]
+        return self.analysis.verdict
 
     @property
     def reasons(self) -> list[str]:
         """Why the run is inconclusive or the lab failed, one line each (else empty)."""
-        return self.analysis["reasons"]
-
-    @property
-    def coverage(self) -> dict[str, int]:
-        """Each kind's chances in the history (checkers.coverage)."""
-        return self.analysis["coverage"]
+        return self.analysis.reasons
 
     @property
     def forbidden_found(self) -> list[str]:
         """Kinds expected absent that appeared."""
-        return self.analysis["forbidden_found"]
-
-    @property
-    def cut_short(self) -> bool:
-        """The history has no END mark: the run was killed before it closed it."""
-        return self.analysis["history"]["cut_short"]
+        return self.analysis.forbidden_found
 
     @property
     def incomplete_checkers(self) -> list[str]:
         """Checkers that failed: their kinds count zero regardless."""
-        return [n for n, c in self.analysis["checkers"].items() if c["status"] != "ok"]
+        return self.analysis.incomplete_checkers
 
 
 def analyze(
@@ -139,6 +142,7 @@ def analyze(
     folder = RunDir(_run_dir(run_dir))
     run = folder.path
     config = _read_config(run)
+    header = _run_block(run, config)
     expectations = _expectations(config)
     folder.logs.mkdir(exist_ok=True)
     say = console.print if console is not None else (lambda *a, **k: None)
@@ -173,13 +177,9 @@ def analyze(
 
         t = time.perf_counter()
         counts = _counts(runs)
-        write_json_atomically(
+        write_output(
             folder.examples,
-            {
-                "schema": ANALYSIS_SCHEMA,
-                "per_kind": per_kind,
-                "kinds": examples(figures.examples, counts, t0_ns),
-            },
+            Examples(per_kind=per_kind, kinds=examples(figures.examples, counts, t0_ns)),
             indent=None,
         )
         series: dict[str, Any] = {
@@ -193,7 +193,7 @@ def analyze(
         lag = {} if "staleness" in figures.errors else figures.lag
         # The realtime lag comes from the reorder checker's partition groups.
         if "reorder" in figures.errors:
-            series[REALTIME_SERIES], realtime = [], {}
+            series[REALTIME_SERIES], realtime = [], None
         else:
             realtime = _realtime_lag(series[REALTIME_SERIES], t0_ns)
         # Notes come from the lost checker's groups: a failure leaves them unknown.
@@ -206,37 +206,29 @@ def analyze(
         facts = _facts(run, config, series, (t1_ns - t0_ns) / 1e9, sorted(figures.errors))
         verdict = decide(counts, coverage, expectations, facts)
         timings["total_s"] = time.perf_counter() - started
-        analysis = {
-            "schema": ANALYSIS_SCHEMA,
-            "run": {
-                "run_dir": str(run),
-                "scenario": config.get("scenario"),
-                "seed": config.get("seed"),
-            },
-            "history": _history_block(info, t0_ns, t1_ns),
-            "counts": counts,
-            "coverage": coverage,
-            "counts_by_checker": {
+        analysis = Analysis(
+            run=header,
+            history=_history_block(info, t0_ns, t1_ns),
+            counts=counts,
+            coverage=coverage,
+            counts_by_checker={
                 name: sum(counts.get(k, 0) for k in kinds) for name, kinds in KINDS.items()
             },
-            "notes": notes,
-            "lost_where": lost_where,
-            "lag": lag,
-            "realtime_lag": realtime,
-            "expectations": expectations,
-            "verdict": verdict.verdict,
-            "forbidden_found": verdict.forbidden_found,
-            "expected_missing": verdict.expected_missing,
-            "reasons": verdict.reasons,
-            "inconclusive": verdict.reasons if verdict.verdict == INCONCLUSIVE else [],
-            "untested": verdict.untested,
-            "caveats": verdict.caveats,
-            "lab_failures": list(facts.lab_failures) if verdict.verdict == LAB_FAILED else [],
-            "checkers": {r.name: {"status": r.status, "error": r.error} for r in runs},
-            "timings": {k: round(v, 3) for k, v in timings.items()},
-            "spark": {"master": spark.sparkContext.master, "version": spark.version},
-        }
-        write_json_atomically(folder.analysis, analysis)
+            notes=notes,
+            lost_where=lost_where,
+            lag=lag,
+            realtime_lag=realtime,
+            expectations=expectations,
+            # decide's Verdict, field for field: the verdict and the kinds, reasons,
+            # untested kinds and caveats behind it.
+            **asdict(verdict),
+            inconclusive=verdict.reasons if verdict.verdict == INCONCLUSIVE else [],
+            lab_failures=list(facts.lab_failures) if verdict.verdict == LAB_FAILED else [],
+            checkers={r.name: CheckerStatus(status=r.status, error=r.error) for r in runs},
+            timings=Timings(**{k: round(v, 3) for k, v in timings.items()}),
+            spark=SparkInfo(master=spark.sparkContext.master, version=spark.version),
+        )
+        write_output(folder.analysis, analysis)
         log.info(
             "verdict %s %s; counts %s; chances %s; timings %s",
             verdict.verdict,
@@ -272,6 +264,18 @@ def _read_config(run: Path) -> dict[str, Any]:
         raise AnalysisInputError(
             f"{e}; fix the file (a JSON object: scenario, seed, params, ...) or re-run the scenario"
         ) from None
+
+
+def _run_block(run: Path, config: dict[str, Any]) -> RunBlock:
+    """analysis.json's `run`: config.json's scenario and seed are checked before any
+    work, as bad input."""
+    return validated(
+        RunBlock,
+        {"run_dir": str(run), "scenario": config.get("scenario"), "seed": config.get("seed")},
+        lambda why: AnalysisInputError(
+            f"{run / CONFIG_JSON}: {why}; fix the file or re-run the scenario"
+        ),
+    )
 
 
 def _facts(
@@ -327,29 +331,23 @@ def _counts(runs: list[CheckerRun]) -> dict[str, int]:
     return counts
 
 
-def _realtime_lag(per_partition: list[dict[str, Any]], t0_ns: int) -> dict[str, Any]:
+def _realtime_lag(per_partition: list[dict[str, Any]], t0_ns: int) -> RealtimeLagBlock:
     """analysis.json's realtime lag: how many channel partitions had polls, and the
-    worst poll of all (Jepsen's :worst-realtime-lag), null without a poll."""
+    worst poll of all (Jepsen's :worst-realtime-lag), None without a poll."""
     worst = worst_realtime_lag(RealtimeLag.from_dict(r) for r in per_partition)
-    return {
-        "partitions": len(per_partition),
-        "worst": None
+    return RealtimeLagBlock(
+        partitions=len(per_partition),
+        worst=None
         if worst is None
-        else {
+        else WorstPoll(
             **worst.to_dict(),
-            "t": round((worst.time - t0_ns) / 1e9, 3),
-            "lag_ms": worst.lag_ns / 1e6,
-        },
-    }
+            t=round((worst.time - t0_ns) / 1e9, 3),
+            lag_ms=worst.lag_ns / 1e6,
+        ),
+    )
 
 
-def _history_block(info: HistoryInfo, t0_ns: int, t1_ns: int) -> dict[str, Any]:
-    return {
-        "events": info.events,
-        "segments": info.segments,
-        "complete": info.complete,
-        "cut_short": info.cut_short,
-        "dropped_partial_lines": info.dropped_partial_lines,
-        "t0_ns": t0_ns,
-        "t1_ns": t1_ns,
-    }
+def _history_block(info: HistoryInfo, t0_ns: int, t1_ns: int) -> HistoryBlock:
+    """analysis.json's `history`: what the reader reported, and the history's span."""
+    said = ("events", "segments", "complete", "cut_short", "dropped_partial_lines")
+    return HistoryBlock(t0_ns=t0_ns, t1_ns=t1_ns, **{name: getattr(info, name) for name in said})

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS, Anomaly
+
+if TYPE_CHECKING:
+    from checkers.analysis_files import KindExamples
 
 ANOMALY_ORDER = ["time", "kind", "store", "key", "consumer"]
 EXAMPLES_PER_KIND = 5
@@ -27,31 +30,41 @@ def anomaly_arrow_schema() -> pa.Schema:
 
 def examples(
     chosen: dict[str, list[Anomaly]], counts: dict[str, int], t0_ns: int
-) -> dict[str, Any]:
+) -> dict[str, KindExamples]:
     """examples.json's `kinds`: per kind its count and its sampled rows (chosen in the
     keyed pass by checkers.anomaly.sample_rank, so that they spread over the run), in
     time order."""
-    out: dict[str, Any] = {
-        kind: {"checker": CHECKER_OF[kind], "count": counts.get(kind, 0), "examples": []}
-        for kind in ALL_KINDS
-    }
-    for kind, found in sorted(chosen.items()):
-        entry = out.setdefault(
-            kind, {"checker": found[0].checker, "count": counts.get(kind, 0), "examples": []}
-        )
-        for a in sorted(found, key=lambda a: a.time):
-            entry["examples"].append(
-                {
-                    "store": a.store,
-                    "key": a.key,
-                    "consumer": a.consumer,
-                    "time_ns": a.time,
-                    "t": round((a.time - t0_ns) / 1e9, 6) if a.time is not None else None,
-                    "detail": a.detail,
-                    "evidence": _parse_evidence(a.evidence),
-                }
-            )
+    found = {kind: sorted(rows, key=lambda a: a.time) for kind, rows in sorted(chosen.items())}
+    out = {kind: _kind_examples(CHECKER_OF[kind], kind, found, counts, t0_ns) for kind in ALL_KINDS}
+    for kind, rows in found.items():
+        if kind not in out:
+            out[kind] = _kind_examples(rows[0].checker, kind, found, counts, t0_ns)
     return out
+
+
+def _kind_examples(
+    checker: str, kind: str, found: dict[str, list[Anomaly]], counts: dict[str, int], t0_ns: int
+) -> KindExamples:
+    # Here, not at the top: the keyed pass's workers import this module (for the
+    # anomalies' schema) and need no model of the files only the driver writes.
+    from checkers.analysis_files import Example, KindExamples
+
+    return KindExamples(
+        checker=checker,
+        count=counts.get(kind, 0),
+        examples=[
+            Example(
+                store=a.store,
+                key=a.key,
+                consumer=a.consumer,
+                time_ns=a.time,
+                t=round((a.time - t0_ns) / 1e9, 6) if a.time is not None else None,
+                detail=a.detail,
+                evidence=_parse_evidence(a.evidence),
+            )
+            for a in found.get(kind, [])
+        ],
+    )
 
 
 def _parse_evidence(text: str | None) -> list[Any]:

@@ -11,10 +11,20 @@ from __future__ import annotations
 import platform
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from checkers.analysis_files import (
+    Analysis,
+    Example,
+    Examples,
+    Output,
+    OutputFileError,
+    read_analysis,
+    read_examples,
+)
 from checkers.anomaly import KINDS
 from checkers.kinds import BY_NAME, TABLE
 from checkers.reference.lost import where_lost
@@ -53,14 +63,21 @@ SERVICE_LOGS = {
 (a service's own log is `<service>.log`: what the service logged during the run)."""
 
 
-def _load_json(path: Path, required: bool) -> dict[str, Any]:
+def _load_output(read: Callable[[Path], Output], path: Path) -> Output | None:
+    """The analysis output `read` reads at `path`, None when it is missing."""
+    try:
+        return read(path)
+    except FileNotFoundError:
+        return None
+    except OutputFileError as e:
+        raise ReportError(str(e)) from None
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    """The JSON object at `path`, {} when it is missing."""
     try:
         return strict_json_object(path)
     except FileNotFoundError:
-        if required:
-            raise ReportError(
-                f"{path} is missing; run `driftlab analyze {path.parent}` first"
-            ) from None
         return {}
     except NotAJsonObject as e:
         raise ReportError(f"{e}; re-run `driftlab analyze {path.parent}`") from None
@@ -81,14 +98,18 @@ def render_run_report(run_dir: RunDir | str | Path) -> Path:
 def build_context(folder: RunDir) -> dict[str, Any]:
     """Everything the run template shows, from the run's files."""
     run = folder.path
-    config = _load_json(folder.config, required=False)
-    analysis = _load_json(folder.analysis, required=True)
-    examples = _load_json(folder.examples, required=False)
-    series = _load_json(folder.series, required=False)
+    config = _load_json(folder.config)
+    analysis = _load_output(read_analysis, folder.analysis)
+    if analysis is None:
+        raise ReportError(
+            f"{folder.analysis} is missing; run `driftlab analyze {folder.path}` first"
+        )
+    examples = _load_output(read_examples, folder.examples)
+    series = _load_json(folder.series)
     summary = RunSummary.read(folder.summary)
-    history = analysis.get("history", {})
-    t0 = int(history.get("t0_ns") or series.get("t0_ns") or 0)
-    t1 = int(history.get("t1_ns") or series.get("t1_ns") or t0)
+    history = analysis.history
+    t0 = history.t0_ns or int(series.get("t0_ns") or 0)
+    t1 = history.t1_ns or int(series.get("t1_ns") or t0)
     duration = max((t1 - t0) / 1e9, 0.0)
     windows = [
         Window(f"{f.get('kind')} {f.get('target')}", float(f["start"]), f.get("stop"))
@@ -97,12 +118,12 @@ def build_context(folder: RunDir) -> dict[str, Any]:
     marks = [(float(m["t"]), str(m["kind"])) for m in series.get("marks", [])]
     workload_start = next((t for t, kind in marks if kind == Mark.WORKLOAD_START), None)
     params = config.get("params", {})
-    expectations = analysis.get("expectations", {})
+    expectations = analysis.expectations
     return {
         "run_name": f"{run.parent.name}/{run.name}",
         # A plain `driftlab run` writes no suite page: link one only where it exists.
         "suite_page": (run.parent.parent / INDEX_HTML).is_file(),
-        "scenario": config.get("scenario") or analysis.get("run", {}).get("scenario"),
+        "scenario": config.get("scenario") or analysis.run.scenario,
         "claim": config.get("claim") or params.get("claim"),
         "summary_text": params.get("summary"),
         "setup": params.get("setup"),
@@ -110,33 +131,29 @@ def build_context(folder: RunDir) -> dict[str, Any]:
         # A pipeline file's run: its programs are black boxes, read from outside.
         "pipeline": bool((params.get("setup_params") or {}).get("pipeline_file")),
         "workload": workload_settings(params.get("workload") or {}),
-        "seed": config.get("seed", analysis.get("run", {}).get("seed")),
+        "seed": config.get("seed", analysis.run.seed),
         "started": config.get("started_utc")
         or (datetime.fromtimestamp(t0 / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if t0 else None),
         "duration_s": duration,
         "t0_utc": _utc(t0),
         "history": history,
         "versions": _versions(config, analysis),
-        "verdict": shown_verdict(analysis.get("verdict", "not judged"), expectations),
-        "inconclusive": analysis.get("inconclusive") or [],
-        "untested": analysis.get("untested") or [],
-        "caveats": analysis.get("caveats") or [],
-        "lab_failed": analysis.get("reasons") or []
-        if analysis.get("verdict") == LAB_FAILED
-        else [],
+        "verdict": shown_verdict(analysis.verdict, expectations),
+        "inconclusive": analysis.inconclusive,
+        "untested": analysis.untested,
+        "caveats": analysis.caveats,
+        "lab_failed": analysis.reasons if analysis.verdict == LAB_FAILED else [],
         "verdict_rows": _verdict_rows(analysis),
-        "forbidden_found": analysis.get("forbidden_found", []),
-        "expected_missing": analysis.get("expected_missing", []),
-        "checkers": analysis.get("checkers", {}),
-        "checkers_s": (analysis.get("timings") or {}).get("checkers_s"),
-        "incomplete": [n for n, c in analysis.get("checkers", {}).items() if c["status"] != "ok"],
-        "counts": analysis.get("counts", {}),
-        "notes": analysis.get("notes", {}),
-        "lost_where": {
-            k: w for k, w in (analysis.get("lost_where") or {}).items() if any(w.values())
-        },
-        "lag": analysis.get("lag", {}),
-        "realtime_lag": (analysis.get("realtime_lag") or {}).get("worst"),
+        "forbidden_found": analysis.forbidden_found,
+        "expected_missing": analysis.expected_missing,
+        "checkers": analysis.checkers,
+        "checkers_s": analysis.timings.checkers_s,
+        "incomplete": analysis.incomplete_checkers,
+        "counts": analysis.counts,
+        "notes": analysis.notes,
+        "lost_where": {k: w for k, w in analysis.lost_where.items() if any(w.values())},
+        "lag": analysis.lag,
+        "realtime_lag": analysis.realtime_lag.worst if analysis.realtime_lag else None,
         "runner": summary,
         "run_error": _run_error(summary, analysis),
         "classes": _classes(analysis, examples, t0, _transactions_of(folder, examples)),
@@ -190,37 +207,33 @@ def _utc(ns: int) -> str | None:
     return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _versions(config: dict[str, Any], analysis: dict[str, Any]) -> dict[str, str]:
+def _versions(config: dict[str, Any], analysis: Analysis) -> dict[str, str]:
     """Component versions: what the runner recorded, then the analysis' own."""
     versions = {str(k): str(v) for k, v in (config.get("versions") or {}).items()}
     versions.setdefault("driftlab", __version__)
-    spark = analysis.get("spark", {})
-    if spark.get("version"):
-        versions.setdefault("spark", f"{spark['version']} ({spark.get('master', '?')})")
+    versions.setdefault("spark", f"{analysis.spark.version} ({analysis.spark.master})")
     if "python" not in versions:
         versions["python (report)"] = platform.python_version()
     return versions
 
 
-def _verdict_rows(analysis: dict[str, Any]) -> list[dict[str, Any]]:
+def _verdict_rows(analysis: Analysis) -> list[dict[str, Any]]:
     """Expected against observed, one row per expectation."""
-    counts = analysis.get("counts", {})
-    coverage = analysis.get("coverage") or {}
     rows = []
-    for kind, want in analysis.get("expectations", {}).items():
-        n = int(counts.get(kind, 0))
-        chances = coverage.get(kind)
+    for kind, want in analysis.expectations.items():
+        n = analysis.counts.get(kind, 0)
+        chances = analysis.coverage.get(kind)
         met = (n > 0) if want == "present" else (n == 0 and chances != 0)
         rows.append({"kind": kind, "expected": want, "observed": n, "met": met, "chances": chances})
     return rows
 
 
-def _run_error(summary: RunSummary | None, analysis: dict[str, Any]) -> str | None:
+def _run_error(summary: RunSummary | None, analysis: Analysis) -> str | None:
     """The runner's error, unless it only repeats the inconclusive or lab-failed reasons
     the header already lists (the judge writes those as the run's error too)."""
     error = summary.error if summary is not None else None
-    reasons = analysis.get("reasons") or []
-    if error and reasons and error == f"{analysis.get('verdict')}: " + "; ".join(reasons):
+    reasons = analysis.reasons
+    if error and reasons and error == f"{analysis.verdict}: " + "; ".join(reasons):
         return None
     return error
 
@@ -284,39 +297,33 @@ def _moment_text(after: Any) -> str | None:
         return str(after)
 
 
-def no_chance(analysis: dict[str, Any]) -> list[str]:
+def no_chance(analysis: Analysis) -> list[str]:
     """The kinds this history gave no chance that nobody named: none found, none
     expected (a pipeline's history, read from outside its programs, gives the broker's
     kinds none). The summary lists them in one line, not a row each of "0 in 0"; an
     analysis without coverage hides none."""
-    coverage = analysis.get("coverage") or {}
-    counts = analysis.get("counts", {})
-    named = analysis.get("expectations", {})
-    return [k for k in counts if coverage.get(k) == 0 and not counts.get(k) and k not in named]
-
-
-def _transactions_of(folder: RunDir, examples: dict[str, Any]) -> dict[str, str]:
-    """The transaction behind each view state in the examples' evidence, by op_id."""
-    evidence = [
-        e
-        for kind in (examples.get("kinds") or {}).values()
-        for ex in kind.get("examples", [])
-        for e in ex.get("evidence", [])
-        if isinstance(e, dict)
+    coverage, named = analysis.coverage, analysis.expectations
+    return [
+        k for k, n in analysis.counts.items() if coverage.get(k) == 0 and not n and k not in named
     ]
+
+
+def _transactions_of(folder: RunDir, examples: Examples | None) -> dict[str, str]:
+    """The transaction behind each view state in the examples' evidence, by op_id."""
+    kinds = examples.kinds.values() if examples else ()
+    evidence = [e for kind in kinds for ex in kind.examples for e in ex.events()]
     return transactions(folder.parquet, evidence)
 
 
 def _classes(
-    analysis: dict[str, Any], examples: dict[str, Any], t0: int, txns: dict[str, str]
+    analysis: Analysis, examples: Examples | None, t0: int, txns: dict[str, str]
 ) -> list[dict[str, Any]]:
     """Per anomaly class: its kinds with counts, expectation and sampled examples, but
     those of `no_chance`; a class left with no kind is left out. `txns` names the
     transaction behind each view state (by op_id)."""
     hidden = set(no_chance(analysis))
-    counts = analysis.get("counts", {})
-    expectations = analysis.get("expectations", {})
-    ex_kinds = examples.get("kinds", {})
+    counts = analysis.counts
+    ex_kinds = examples.kinds if examples else {}
     known = {k for kinds in KINDS.values() for k in kinds}
     groups: list[tuple[str, str, tuple[str, ...]]] = [
         (checker, CLASSES.get(checker, checker), kinds) for checker, kinds in KINDS.items()
@@ -330,23 +337,24 @@ def _classes(
         for kind in kinds:
             if kind in hidden:
                 continue
-            ex = ex_kinds.get(kind, {})
+            ex = ex_kinds.get(kind)
             known_kind = BY_NAME.get(kind)
             rows.append(
                 {
                     "kind": kind,
                     "label": known_kind.label if known_kind else kind,
                     "chance_is": known_kind.chance if known_kind else "",
-                    "chances": (analysis.get("coverage") or {}).get(kind),
-                    "count": int(counts.get(kind, 0)),
-                    "expected": expectations.get(kind),
-                    "examples": [_example(e, t0, txns) for e in ex.get("examples", [])],
+                    "chances": analysis.coverage.get(kind),
+                    "count": counts.get(kind, 0),
+                    "expected": analysis.expectations.get(kind),
+                    "examples": [_example(e, t0, txns) for e in ex.examples] if ex else [],
                 }
             )
         if not rows:
             continue
         total = sum(r["count"] for r in rows)
-        status = analysis.get("checkers", {}).get(checker, {}).get("status", "ok")
+        ran = analysis.checkers.get(checker)
+        status = ran.status if ran else "ok"
         out.append(
             {"checker": checker, "label": label, "total": total, "kinds": rows, "status": status}
         )
@@ -362,19 +370,19 @@ def _foreign_names(config: dict[str, Any]) -> dict[str, Any] | None:
     return {"tool": str(names.get("tool", "source")), "kinds": names["kinds"]}
 
 
-def _example(ex: dict[str, Any], t0: int, txns: dict[str, str] | None = None) -> dict[str, Any]:
+def _example(ex: Example, t0: int, txns: dict[str, str] | None = None) -> dict[str, Any]:
     """An example for the template: the events that make the anomaly (`evidence`, in
     time order), then the rest of its evidence (`more`, folded, as the checker gave it)."""
-    evidence = [e for e in ex.get("evidence", []) if isinstance(e, dict)]
-    order = key_events(evidence, ex.get("detail") or "", ex.get("time_ns"))
+    evidence = ex.events()
+    order = key_events(evidence, ex.detail or "", ex.time_ns)
     key = set(order)
     return {
-        "t": ex.get("t"),
-        "store": ex.get("store"),
-        "key": ex.get("key"),
-        "consumer": ex.get("consumer"),
-        "detail": ex.get("detail", ""),
-        "log": where_lost(ex.get("detail") or ""),
+        "t": ex.t,
+        "store": ex.store,
+        "key": ex.key,
+        "consumer": ex.consumer,
+        "detail": ex.detail or "",
+        "log": where_lost(ex.detail or ""),
         "evidence": [_evidence_line(evidence[i], t0, txns) for i in order],
         "more": [_evidence_line(e, t0, txns) for i, e in enumerate(evidence) if i not in key],
     }

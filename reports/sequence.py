@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from markupsafe import Markup, escape
 
+from checkers.analysis_files import Examples
 from checkers.kinds import BY_NAME, TABLE
 from harness.history.schema import OBSERVER, SOURCE_STORE
 from harness.rundir import RunDir
@@ -87,19 +88,19 @@ class Diagram:
     omitted: int = 0
 
 
-def pick_targets(examples: dict[str, Any]) -> list[tuple[str, str, str, str, int]]:
+def pick_targets(examples: Examples) -> list[tuple[str, str, str, str, int]]:
     """(key, store, kind, detail, time_ns) of the diverged keys to draw, at most
     MAX_DIAGRAMS, one per (key, store), taken from examples.json in DIAGRAM_KINDS order."""
-    kinds = examples.get("kinds", {})
     chosen: list[tuple[str, str, str, str, int]] = []
     seen: set[tuple[str, str]] = set()
     for kind in DIAGRAM_KINDS:
-        for ex in kinds.get(kind, {}).get("examples", []):
-            key, store = ex.get("key"), ex.get("store")
+        found = examples.kinds.get(kind)
+        for ex in found.examples if found else []:
+            key, store = ex.key, ex.store
             if not key or not store or (key, store) in seen:
                 continue
             seen.add((key, store))
-            chosen.append((key, store, kind, ex.get("detail", ""), int(ex.get("time_ns") or 0)))
+            chosen.append((key, store, kind, ex.detail or "", ex.time_ns or 0))
             if len(chosen) >= MAX_DIAGRAMS:
                 return chosen
     return chosen
@@ -305,7 +306,7 @@ def render_diagram(d: Diagram, t0_ns: int) -> Markup:
     return Markup("".join(out))
 
 
-def diagrams_for_run(run_dir: RunDir, examples: dict[str, Any], t0_ns: int) -> list[dict[str, Any]]:
+def diagrams_for_run(run_dir: RunDir, examples: Examples, t0_ns: int) -> list[dict[str, Any]]:
     """Every diagram of the run, ready for the template: svg, key, store, kind, detail,
     how many writes were left out."""
     targets = pick_targets(examples)

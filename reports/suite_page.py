@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from checkers.analysis_files import Analysis, OutputFileError, read_analysis
 from checkers.verdict import NOT_REPRODUCED, shown_verdict
 from harness.nemesis.schedule import FaultSpec
 from harness.rundir import REPORT_HTML, RunDir, RunsDir, RunSummary, read_json_object
@@ -95,12 +96,12 @@ def scan_runs(runs: Path) -> list[RunInfo]:
 def _run_info(runs: Path, run: Path) -> RunInfo:
     folder = RunDir(run)
     config = read_json_object(folder.config)
-    analysis = read_json_object(folder.analysis)
+    analysis = _analysis(folder)
     summary = RunSummary.read(folder.summary) or RunSummary()
     params = config.get("params") or {}
     started = config.get("started_utc") or _stamp(run.name, run)
-    verdict = analysis.get("verdict") or ("error" if summary.error else "not judged")
-    expectations = dict(analysis.get("expectations") or config.get("expectations") or {})
+    verdict = analysis.verdict if analysis else "error" if summary.error else "not judged"
+    expectations = dict(analysis.expectations if analysis else config.get("expectations") or {})
     return RunInfo(
         path=run.relative_to(runs).as_posix(),
         scenario=str(config.get("scenario") or run.parent.name),
@@ -108,18 +109,27 @@ def _run_info(runs: Path, run: Path) -> RunInfo:
         summary=params.get("summary"),
         started=started,
         verdict=shown_verdict(verdict, expectations),
-        counts={k: int(v) for k, v in (analysis.get("counts") or {}).items()},
+        counts=dict(analysis.counts) if analysis else {},
         expectations=expectations,
         report=f"{run.relative_to(runs).as_posix()}/{REPORT_HTML}"
         if folder.report.exists()
         else None,
         error=summary.error,
-        inconclusive=[str(w) for w in analysis.get("inconclusive") or []],
-        untested=[str(k) for k in analysis.get("untested") or []],
+        inconclusive=list(analysis.inconclusive) if analysis else [],
+        untested=list(analysis.untested) if analysis else [],
         seed=config.get("seed") if isinstance(config.get("seed"), int) else None,
         duration_s=_duration(params),
         faults=params.get("faults") if isinstance(params.get("faults"), list) else None,
     )
+
+
+def _analysis(folder: RunDir) -> Analysis | None:
+    """The run's analysis.json; None when there is none, or none this driftlab reads: the
+    page then says the run was not analysed, with the command that analyses it again."""
+    try:
+        return read_analysis(folder.analysis)
+    except (FileNotFoundError, OutputFileError):
+        return None
 
 
 def _duration(params: dict[str, Any]) -> float | None:

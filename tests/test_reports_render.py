@@ -8,8 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
+from analysis_outputs import analysis_json, examples_json
 from typer.testing import CliRunner
 
+from checkers.analysis_files import Examples
 from harness.cli import app
 from harness.rundir import SUMMARY_JSON
 from harness.testing.synthetic import generate_history
@@ -116,21 +118,19 @@ def test_long_key_histories_keep_the_arrows_before_the_anomaly() -> None:
 
 
 def test_pick_targets_prefers_divergence_and_skips_keyless_examples() -> None:
-    examples = {
-        "kinds": {
-            "lost-message": {"examples": [{"key": "k9", "store": None}]},
-            "contradictory-order": {
-                "examples": [{"key": "k1", "store": "cache", "detail": "cycle", "time_ns": 5}]
-            },
-            "stale": {
-                "examples": [
-                    {"key": "k1", "store": "cache", "detail": "old", "time_ns": 9},
-                    {"key": "k2", "store": None},
-                ]
-            },
+    examples = examples_json(
+        {
+            "lost-message": [{"key": "k9", "store": None}],
+            "contradictory-order": [
+                {"key": "k1", "store": "cache", "detail": "cycle", "time_ns": 5}
+            ],
+            "stale": [
+                {"key": "k1", "store": "cache", "detail": "old", "time_ns": 9},
+                {"key": "k2", "store": None},
+            ],
         }
-    }
-    assert pick_targets(examples) == [("k1", "cache", "stale", "old", 9)]
+    )
+    assert pick_targets(Examples.model_validate(examples)) == [("k1", "cache", "stale", "old", 9)]
 
 
 def test_key_events_are_read_with_a_filter(tmp_path: Path) -> None:
@@ -148,7 +148,7 @@ def _run_folder(runs: Path, scenario: str, stamp: str, claim: str | None, **anal
     config = {"scenario": scenario, "seed": 0, "claim": claim, "params": {"summary": "s"}}
     (run / "config.json").write_text(json.dumps(config))
     if analysis:
-        (run / "analysis.json").write_text(json.dumps(analysis))
+        (run / "analysis.json").write_text(json.dumps(analysis_json(**analysis)))
     return run
 
 
@@ -308,12 +308,10 @@ def test_lost_examples_say_whether_the_log_still_holds_them(tmp_path: Path) -> N
         "time": T0 + 900 * MS,
     }
     examples = [
-        {"kind": "lost-message", "consumer": "g", "detail": skipped, "evidence": [audit]},
-        {"kind": "lost-message", "consumer": "g", "detail": expired, "evidence": []},
+        {"consumer": "g", "detail": skipped, "evidence": [audit]},
+        {"consumer": "g", "detail": expired, "evidence": []},
     ]
-    (run / "examples.json").write_text(
-        json.dumps({"kinds": {"lost-message": {"examples": examples}}})
-    )
+    (run / "examples.json").write_text(json.dumps(examples_json({"lost-message": examples})))
     page = render_run_report(run).read_text()
     where = page[page.index('id="lost-where"') :]
     where = where[: where.index("</p>")]

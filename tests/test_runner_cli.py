@@ -148,6 +148,8 @@ def test_what_does_not_change_the_verdict_is_said_beside_it(tmp_path: Path) -> N
     failure message (the pytest plugin's, the matrix's) say so under the verdict."""
     import json
 
+    from analysis_outputs import analysis_json
+
     from harness.app.outcome import outcome_of
     from harness.rundir import RunDir
     from scenarios.registry import get_scenario
@@ -161,7 +163,8 @@ def test_what_does_not_change_the_verdict_is_said_beside_it(tmp_path: Path) -> N
     print_result(console, result)
     text = console.export_text()
     assert text.index("verdict: reproduced") < text.index(f"note: {never}")
-    run.analysis.write_text(json.dumps({"counts": {"lost-write": 98}, "caveats": [never]}))
+    analysis = analysis_json(verdict="reproduced", counts={"lost-write": 98}, caveats=[never])
+    run.analysis.write_text(json.dumps(analysis))
     summary = outcome_of(result, get_scenario("C4")).summary()
     assert f"  note: {never}" in summary.splitlines()
 

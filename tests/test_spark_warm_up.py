@@ -32,7 +32,7 @@ def test_warm_up_leaves_a_session_with_python_workers_for_the_analysis(tmp_path:
         run = Path({str(tmp_path / "run")!r})
         generate_history(run, events=2_000, seed=3)
         result = analyze(run)
-        assert result.analysis["spark"]["master"] == sc.master
+        assert result.analysis.spark.master == sc.master
         assert SparkContext._active_spark_context is sc  # the same session, not a new one
         print("warm", log.exists())
         """

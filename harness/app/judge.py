@@ -13,10 +13,11 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
+from checkers.analysis_files import Analysis
 from checkers.outputs import EXAMPLES_PER_KIND
 from checkers.run_facts import summary_facts
 from checkers.verdict import EXIT_CODES, INCONCLUSIVE, NO_EXPECTATIONS, UNEXPECTED, decide
@@ -84,12 +85,12 @@ def judge_run(
     if analysis is None:
         result.verdict = None
         return
-    result.counts = {k: v for k, v in analysis.get("counts", {}).items() if v}
-    result.lost_where = analysis.get("lost_where") or {}
-    result.coverage = analysis.get("coverage") or {}
-    result.expectations = analysis.get("expectations") or {}
-    result.caveats = analysis.get("caveats") or []
-    _take(result, analysis.get("verdict"), analysis.get("reasons") or [])
+    result.counts = {k: v for k, v in analysis.counts.items() if v}
+    result.lost_where = dict(analysis.lost_where)
+    result.coverage = dict(analysis.coverage)
+    result.expectations = dict(analysis.expectations)
+    result.caveats = list(analysis.caveats)
+    _take(result, analysis.verdict, list(analysis.reasons))
 
 
 def judge_facts(run_dir: RunDir, result: RunResult) -> None:
@@ -124,7 +125,7 @@ def _analysis(
     server: WarmSpark | None,
     tick: Tick | None,
     stop: threading.Event | None,
-) -> dict[str, Any] | None:
+) -> Analysis | None:
     """analysis.json of the run: on the warm server while it serves, else in process;
     None when this installation cannot analyse."""
     if server is not None and server.gone is None:

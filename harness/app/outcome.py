@@ -7,12 +7,19 @@ folder's analysis outputs (analysis.json, examples.json) and the runner's result
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from checkers.analysis_files import (
+    Analysis,
+    KindExamples,
+    Output,
+    OutputFileError,
+    read_analysis,
+    read_examples,
+)
 from harness import exitcodes
-from harness.rundir import read_json_object
 from harness.runner.runner import RunResult
 from scenarios.model import Scenario
 from scenarios.registry import all_scenarios
@@ -31,6 +38,7 @@ class Outcome:
     caveats: list[str] = field(default_factory=list)  # analysis.json's: untested, slipped
     duration: float | None = None
     rerun: str | None = None  # the command for a scenario the registry does not know
+    analysis: Analysis | None = None  # analysis.json, when it could be read
 
     @property
     def passed(self) -> bool:
@@ -112,34 +120,50 @@ def _first_of_claim(registry: dict[str, Scenario], claim: str) -> str | None:
 
 def outcome_of(result: RunResult, scenario: Scenario, duration: float | None = None) -> Outcome:
     """The outcome of a finished run, read from its analysis outputs (absent outputs
-    give an outcome with the runner's error or verdict only)."""
+    give an outcome with the runner's error or verdict only; unreadable ones, that and
+    a note that names the file and the fix)."""
     run_dir = result.run_dir
-    analysis = read_json_object(run_dir.analysis)
-    counts = {k: int(v) for k, v in (analysis.get("counts") or result.counts).items() if v}
-    forbidden = {k: counts[k] for k in analysis.get("forbidden_found", []) if k in counts}
-    missing = list(analysis.get("expected_missing", []))
+    notes: list[str] = []
+    analysis = _read_or_note(read_analysis, run_dir.analysis, notes)
+    examples = _read_or_note(read_examples, run_dir.examples, notes)
+    counts = {k: int(v) for k, v in (analysis.counts if analysis else result.counts).items() if v}
+    forbidden = {k: counts[k] for k in analysis.forbidden_found if k in counts} if analysis else {}
     found = {k: n for k, n in counts.items() if k not in forbidden}
-    kinds = read_json_object(run_dir.examples).get("kinds") or {}
-    examples = {k: _example_line(kinds.get(k) or {}) for k in counts}
+    kinds = examples.kinds if examples else {}
+    lines = {k: _example_line(kinds[k]) for k in counts if k in kinds}
     return Outcome(
         result,
         scenario,
         forbidden=forbidden,
-        missing=missing,
+        missing=list(analysis.expected_missing) if analysis else [],
         found=found,
-        examples={k: v for k, v in examples.items() if v},
-        caveats=[str(line) for line in analysis.get("caveats") or []],
+        examples={k: v for k, v in lines.items() if v},
+        caveats=(list(analysis.caveats) if analysis else []) + notes,
         duration=duration,
+        analysis=analysis,
     )
 
 
-def _example_line(entry: dict[str, Any]) -> str:
-    rows = entry.get("examples") or []
-    if not rows:
+def _read_or_note(read: Callable[[Path], Output], path: Path, notes: list[str]) -> Output | None:
+    """The output file `read` reads at `path`; None when it is missing, or unreadable
+    (its one line added to `notes`)."""
+    try:
+        return read(path)
+    except FileNotFoundError:
+        return None
+    except OutputFileError as e:
+        notes.append(str(e))
+        return None
+
+
+def _example_line(entry: KindExamples) -> str:
+    if not entry.examples:
         return ""
-    row = rows[0]
+    row = entry.examples[0]
     where = " ".join(
-        f"{name} {row[name]}" for name in ("store", "key", "consumer") if row.get(name) is not None
+        f"{name} {value}"
+        for name, value in (("store", row.store), ("key", row.key), ("consumer", row.consumer))
+        if value is not None
     )
-    at = f" at t={row['t']:.2f}s" if isinstance(row.get("t"), int | float) else ""
-    return f"{where}{at}: {row.get('detail') or '(no detail)'}".strip()
+    at = f" at t={row.t:.2f}s" if row.t is not None else ""
+    return f"{where}{at}: {row.detail or '(no detail)'}".strip()

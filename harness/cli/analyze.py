@@ -177,7 +177,7 @@ def _reasons(console: Console, result: AnalysisResult) -> None:
     outside the counts, one line each."""
     from checkers.verdict import INCONCLUSIVE, LAB_FAILED
 
-    reasons = result.analysis.get("reasons") or []
+    reasons = result.reasons
     if reasons:
         what = {
             INCONCLUSIVE: "the run did not test its claim",
@@ -186,7 +186,7 @@ def _reasons(console: Console, result: AnalysisResult) -> None:
         console.print(f"[yellow]{result.verdict}[/], {what}:")
     for line in reasons:
         console.print(f"  - {line}")
-    print_caveats(console, result.analysis.get("caveats") or [])
+    print_caveats(console, result.analysis.caveats)
 
 
 @contextlib.contextmanager
@@ -249,14 +249,14 @@ def _import(tool: str, source: Path, runs: Path, console: Console, err: Console)
 def _summary(console: Console, result: AnalysisResult) -> None:
     """The counts that matter, the expectations, the verdict."""
     a = result.analysis
-    expectations = a["expectations"]
+    expectations = a.expectations
     table = Table(title="anomalies", title_justify="left", show_edge=False)
     table.add_column("kind")
     table.add_column("found", justify="right")
     table.add_column("in chances", justify="right")
     table.add_column("expected")
-    coverage = a.get("coverage") or {}
-    for kind, n in a["counts"].items():
+    coverage = a.coverage
+    for kind, n in a.counts.items():
         want = expectations.get(kind, "")
         if n == 0 and not want:
             continue
@@ -269,16 +269,16 @@ def _summary(console: Console, result: AnalysisResult) -> None:
         console.print(table)
     else:
         console.print("no anomalies")
-    for line in lost_where_lines(a.get("lost_where") or {}):
+    for line in lost_where_lines(a.lost_where):
         console.print(line)
-    h = a["history"]
-    if h["cut_short"]:
+    h = a.history
+    if h.cut_short:
         console.print(
             "[yellow]history cut short:[/] no end mark, the run was killed before closing "
             "its history; anomalies near its end may be artefacts of the cut"
         )
-    if h["dropped_partial_lines"]:
-        console.print(f"[yellow]dropped {h['dropped_partial_lines']} partial line(s)[/]")
+    if h.dropped_partial_lines:
+        console.print(f"[yellow]dropped {h.dropped_partial_lines} partial line(s)[/]")
     if result.incomplete_checkers:
         console.print(
             "[yellow]incomplete:[/] checkers "
@@ -287,7 +287,7 @@ def _summary(console: Console, result: AnalysisResult) -> None:
         )
     from checkers.verdict import shown_verdict
 
-    word = shown_verdict(result.verdict, a.get("expectations") or {})
+    word = shown_verdict(result.verdict, expectations)
     colour = {
         "reproduced": "green",
         "held": "green",
@@ -299,11 +299,11 @@ def _summary(console: Console, result: AnalysisResult) -> None:
     judged = result.verdict in ("unexpected anomaly", "not reproduced")
     if result.forbidden_found and judged:
         extra = f" (forbidden: {', '.join(result.forbidden_found)})"
-    elif a["expected_missing"] and judged:
-        extra = f" (expected but absent: {', '.join(a['expected_missing'])})"
+    elif a.expected_missing and judged:
+        extra = f" (expected but absent: {', '.join(a.expected_missing)})"
     console.print(f"verdict: [bold {colour}]{word}[/]{extra}")
-    span_s = (int(h.get("t1_ns") or 0) - int(h.get("t0_ns") or 0)) / 1e9
+    span_s = (h.t1_ns - h.t0_ns) / 1e9
     console.print(
-        f"[dim]{h['events']:,} events over {span_s:.1f} s of history, analysed in "
-        f"{a['timings']['total_s']:.1f} s; outputs in {result.run_dir}[/]"
+        f"[dim]{h.events:,} events over {span_s:.1f} s of history, analysed in "
+        f"{a.timings.total_s:.1f} s; outputs in {result.run_dir}[/]"
     )

@@ -25,6 +25,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from checkers.analysis_files import Analysis, validated
 from harness.rundir import RunDir
 from harness.services.analysis_server import limit_reads
 from harness.services.base import Endpoint
@@ -115,7 +116,7 @@ def analysis_on_server(
     *,
     console: Console | None = None,
     stop: threading.Event | None = None,
-) -> dict[str, Any]:
+) -> Analysis:
     """Analyse `run_dir` on the analysis server at `endpoint` and return its
     analysis.json, the progress lines on `console` when given; raises what the
     analysis raised there. ServerUnavailable when the server cannot be reached, goes
@@ -151,7 +152,7 @@ def analysis_on_server(
                     if console is not None:
                         console.print(escape(payload), end="")
                 elif what == "done":
-                    return dict(payload)
+                    break
                 elif isinstance(payload, RuntimeError):
                     # The server's own Spark failed (its Py4J errors come so): this
                     # process's may not.
@@ -161,6 +162,12 @@ def analysis_on_server(
                     raise payload
         except (OSError, EOFError) as exc:
             raise ServerUnavailable(f"{where} went away ({_why(exc)})") from exc
+    # A server a `driftlab up` of another version left running is given up.
+    return validated(
+        Analysis,
+        payload,
+        lambda why: ServerUnavailable(f"{where} answered with another driftlab's analysis ({why})"),
+    )
 
 
 def _why(exc: BaseException) -> str:
@@ -182,5 +189,5 @@ def analyze_remotely(endpoint: Endpoint, run_dir: Path, console: Console, per_ki
     (KeyboardInterrupt), the connection closes and the server cancels the analysis."""
     from checkers.analyze import AnalysisResult
 
-    payload = analysis_on_server(endpoint, run_dir, per_kind, console=console)
-    return AnalysisResult(RunDir(payload["run"]["run_dir"]), payload)
+    analysis = analysis_on_server(endpoint, run_dir, per_kind, console=console)
+    return AnalysisResult(RunDir(analysis.run.run_dir), analysis)

@@ -119,7 +119,8 @@ def _serve_one(conn: Connection, request: dict[str, Any], master: str | None) ->
         _send_error(conn, exc)
         return
     done.set()
-    conn.send(("done", result.analysis))
+    # Plain data on the wire: the client validates it as analysis.json.
+    conn.send(("done", result.analysis.model_dump(mode="json", by_alias=True)))
 
 
 def _send_error(conn: Connection, exc: Exception) -> None:

@@ -25,7 +25,6 @@ from harness.history.reader import load_history
 from harness.history.schema import Mark
 from harness.nemesis.schedule import FaultSpec
 from harness.pipeline.spec import Pipeline
-from harness.rundir import read_json_object
 
 
 def with_candidate(pipeline: Pipeline, cand: Candidate) -> Pipeline:
@@ -62,12 +61,8 @@ def trial_of(out: PipelineResult, cand: Candidate) -> Trial:
     """The Trial of a finished run of `cand`, from its result and run folder."""
     r = out.run
     outcome = outcome_of(r, out.scenario)
-    analysis = read_json_object(r.run_dir.analysis)
-    lag = {
-        store: float(v.get("max_ms") or 0) / 1000
-        for store, v in (analysis.get("lag") or {}).items()
-        if isinstance(v, dict)
-    }
+    stores = outcome.analysis.lag if outcome.analysis else {}
+    lag = {store: v.max_ms / 1000 for store, v in stores.items()}
     opened, windows = _fault_times(r.run_dir.path, cand.faults)
     failed = r.exit_code == exitcodes.VERDICT
     note = r.error or "; ".join(r.reasons or r.inconclusive)
