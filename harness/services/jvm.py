@@ -11,12 +11,9 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from harness.services.base import ServiceError
-
-if TYPE_CHECKING:  # process.py imports this module
-    from harness.services.runtime import Runtime
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VENDOR_ENV = "DRIFTLAB_KAFKA_VENDOR"
@@ -129,6 +126,19 @@ def write_properties(path: Path, props: Mapping[str, object]) -> Path:
     return path
 
 
+class JavaRuntime(Protocol):
+    """What a JVM's command line needs of a runtime (runtime.Runtime has it; runtime.py
+    imports this module, so this one names only the two methods it calls)."""
+
+    def java(self) -> str:
+        """The java executable."""
+        ...
+
+    def kafka_libs(self) -> Path:
+        """The Kafka broker and Connect classpath folder."""
+        ...
+
+
 def java_argv(
     main_class: str,
     args: Sequence[str | Path],
@@ -136,7 +146,7 @@ def java_argv(
     heap: str,
     log4j: Path,
     tmp_dir: Path,
-    runtime: Runtime,
+    runtime: JavaRuntime,
 ) -> list[str]:
     """The command line of one JVM on the runtime's Kafka classpath."""
     tmp_dir.mkdir(parents=True, exist_ok=True)

@@ -79,7 +79,7 @@ def spawn(state_path: Path, log_path: Path, remove: bool = False) -> subprocess.
     """Start a reaper for this process's stack (in its own session, outliving us);
     `remove`: its folder is temporary, delete it after reaping."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "harness.services.reaper", str(os.getpid()), str(state_path)]
+    argv = [sys.executable, "-m", __name__, str(os.getpid()), str(state_path)]
     with open(log_path, "ab") as log:
         return subprocess.Popen(
             argv + (["remove"] if remove else []),
@@ -94,7 +94,7 @@ def spawn(state_path: Path, log_path: Path, remove: bool = False) -> subprocess.
 def main(argv: list[str]) -> int:
     if len(argv) not in (2, 3) or not argv[0].isdigit() or argv[2:] not in ([], ["remove"]):
         print(
-            "usage: python -m harness.services.reaper <owner pid> <state file> [remove]",
+            f"usage: python -m {__spec__.name} <owner pid> <state file> [remove]",
             file=sys.stderr,
         )
         return 2

@@ -3,17 +3,13 @@ version in the same transaction."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import psycopg
 from psycopg import sql
 
+from harness.history.recorder import Recorder
 from harness.history.schema import SOURCE_STORE
 from harness.setups.base import Client
 from harness.setups.stores import AppConnection, Outcome
-
-if TYPE_CHECKING:
-    from harness.architectures.compacted_log.setup import CompactedLog
 
 _BUMP = """
 INSERT INTO {versions} AS v (key, version) VALUES (%s, 1)
@@ -28,10 +24,18 @@ ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.versi
 class CompactedClient(Client):
     """One application instance writing and deleting rows of the source table."""
 
-    def __init__(self, setup: CompactedLog, process: str) -> None:
-        super().__init__(setup.context.recorder, process)
-        self.setup = setup
-        self.pg = AppConnection(setup.wiring.pg_app)
+    def __init__(
+        self,
+        recorder: Recorder,
+        process: str,
+        pg_app: str,
+        table: sql.Identifier,
+        versions: sql.Identifier,
+    ) -> None:
+        super().__init__(recorder, process)
+        self.table = table
+        self.versions = versions
+        self.pg = AppConnection(pg_app)
 
     def write(self, key: str, value: str) -> None:
         """Upsert the row with the key's next version."""
@@ -52,7 +56,7 @@ class CompactedClient(Client):
         self.pg.close()
 
     def _change(self, op: str, key: str, value: str | None) -> None:
-        s = self.setup
+        s = self
         version: int | None = None
         try:
             with self.pg.failing() as conn, conn.transaction():

@@ -206,7 +206,10 @@ class CompactedLog(Setup):
 
     def client(self, process: str) -> Client:
         """A client writing and deleting source rows."""
-        return CompactedClient(self, process)
+        assert self.wiring is not None
+        return CompactedClient(
+            self.context.recorder, process, self.wiring.pg_app, self.table, self.versions
+        )
 
     def quiesce(self, timeout: float) -> bool:
         """Drain the change stream, wait for compaction, rebuild `rebuilt` from offset 0."""

@@ -4,22 +4,48 @@ writes the search index itself, recording the history."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from harness.history.schema import SOURCE_STORE, STEP
 from harness.setups.app_process import AFTER_SOURCE_WRITE, AppDied, AppProcess
-from harness.setups.base import AppCrash, Client, ReadResult
-from harness.setups.stores import CACHE, SEARCH, Outcome
+from harness.setups.base import AppCrash, Client, ReadResult, SetupContext
+from harness.setups.stores import CACHE, SEARCH, Outcome, SearchIndex
 
-if TYPE_CHECKING:
-    from harness.architectures.dual_write.setup import DualWrite
+
+class DualWriteApp(Protocol):
+    """What a client reads and calls of its dual-write setup (setup.DualWrite has it;
+    setup.py imports this module, so the client names the setup's parts it uses)."""
+
+    context: SetupContext
+    derived: tuple[str, ...]
+    gap: float
+    index: SearchIndex | None
+    on_failure: str
+    pending_invalidations: dict[str, set[str]]
+    pending_lock: threading.Lock
+    retries: int
+    search_mode: str
+    sequential_lock: threading.Lock | None
+
+    def spawn_app(self, process: str) -> AppProcess:
+        """Start the process's application instance."""
+        ...
+
+    def close_app(self, process: str) -> None:
+        """End the process's application instance."""
+        ...
+
+    def enqueue_index(self, key: str, value: str | None, version: int | None) -> None:
+        """Hand a write to the indexer thread."""
+        ...
 
 
 class DualWriteClient(Client):
     """One application instance: its process (AppProcess) and the history it makes."""
 
-    def __init__(self, setup: DualWrite, process: str) -> None:
+    def __init__(self, setup: DualWriteApp, process: str) -> None:
         super().__init__(setup.context.recorder, process)
         self.setup = setup
         self.rng = setup.context.client_rng(process)
