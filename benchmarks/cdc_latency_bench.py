@@ -22,10 +22,10 @@ from pathlib import Path
 import psycopg
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from harness.services.connect import DebeziumPostgres, wait_slot_streaming
-from harness.services.kafka import kafka_client_config
-from harness.services.kafka_admin import KafkaConfig, TopicSpec, create_topics
-from harness.services.stack import Stack
+from driftlab.harness.lab.services.connect import DebeziumPostgres, wait_slot_streaming
+from driftlab.harness.lab.services.kafka import kafka_client_config
+from driftlab.harness.lab.services.kafka_admin import KafkaConfig, TopicSpec, create_topics
+from driftlab.harness.lab.services.stack import Stack
 
 TABLE = "public.bench_rows"
 

@@ -1,4 +1,4 @@
-"""The checker suite at scale: Spark (`checkers.analyze`) beside a DuckDB SQL reference.
+"""The checker suite at scale: Spark (`driftlab.checkers.analyze`) beside a DuckDB SQL reference.
 
 For each size, a synthetic history with planted anomalies is generated, then analysed by
 Spark (the whole `analyze`, with its per-phase timings) and by
@@ -28,11 +28,11 @@ from rich.table import Table
 
 from benchmarks.duckdb_reference import run_checks
 from benchmarks.floor_bench import Floor, measure_floor
-from checkers.analyze import analyze
-from checkers.anomaly import ALL_KINDS, KINDS
-from checkers.session import get_spark
-from harness.rundir import RunDir
-from harness.testing.synthetic import generate
+from driftlab.checkers.analyze import analyze
+from driftlab.checkers.anomaly import ALL_KINDS, KINDS
+from driftlab.checkers.session import get_spark
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.testing.synthetic import generate
 
 PLANT_EACH = 20
 

@@ -6,7 +6,8 @@ Generates one synthetic history with planted anomalies (the streaming generator,
 process of its own so that its peak memory is its own; a complete history of the same
 size and seed already in DIR is used again), then for each worker count starts a
 master and that many workers (1 core each, from the pip-installed pyspark,
-harness.testing.spark_cluster), runs `driftlab analyze --spark-master` on the history in
+driftlab.harness.lab.testing.spark_cluster), runs `driftlab analyze --spark-master` on the history
+in
 a process of its own, and stops the cluster. Prints, per worker count, the load before
 and after, the whole process's time, the pass's time (analysis.json `checkers_s`),
 events/s, the peak resident memory of the driver (its Python and its JVM) and of the
@@ -37,11 +38,11 @@ from benchmarks.__main__ import _size, bench_parser, comma_list
 from benchmarks.checkers_bench import PLANT_EACH
 from benchmarks.duckdb_reference import run_checks
 from benchmarks.process_memory import PeakMemory
-from checkers.analysis_files import read_analysis
-from checkers.anomaly import ALL_KINDS
-from harness.rundir import RunDir
-from harness.testing.spark_cluster import standalone_cluster
-from harness.testing.synthetic import expected_counts, generate
+from driftlab.checkers.analysis_files import read_analysis
+from driftlab.checkers.anomaly import ALL_KINDS
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.testing.spark_cluster import standalone_cluster
+from driftlab.harness.lab.testing.synthetic import expected_counts, generate
 
 EXECUTOR_MEMORY = "1g"
 """Each worker's memory for executors, and so each executor's JVM heap (Spark's default

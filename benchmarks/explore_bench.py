@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.architectures.registry import SIMULATED_SETUPS
-from harness.explore.properties import PROPERTIES, Property, reference_anomalies
-from harness.explore.search import search
-from harness.explore.strategies import step_table
+from driftlab.harness.lab.explore.properties import PROPERTIES, Property, reference_anomalies
+from driftlab.harness.lab.explore.search import search
+from driftlab.harness.lab.explore.strategies import step_table
+from driftlab.scenarios.catalogue.architectures import SIMULATED_SETUPS
 
 
 @dataclass(frozen=True, slots=True)

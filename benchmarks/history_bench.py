@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.history.reader import convert_to_parquet, read_history
-from harness.history.recorder import Recorder
-from harness.history.schema import RunHeader
-from harness.rundir import RunDir
+from driftlab.harness.history.reader import convert_to_parquet, read_history
+from driftlab.harness.history.recorder import Recorder
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.history.schema import RunHeader
 
 HEADER = RunHeader(run_id="bench", scenario="bench", seed=0)
 

@@ -5,7 +5,8 @@ takes to import and to analyse.
 
 Writes a generated history.edn of `--ops` operations (each an invocation and a
 completion: two lines, as Jepsen counts them in its history twice that), imports it
-(harness.importers.jepsen) and runs the analysis (checkers.analyze) on the run folder,
+(driftlab.harness.lab.importers.jepsen) and runs the analysis (driftlab.checkers.analyze) on the run
+folder,
 then prints the sizes, the times and the load average. Prints figures only; nothing
 here passes or fails.
 
@@ -131,8 +132,8 @@ def main() -> None:
     run = base / "run"
     shutil.rmtree(run, ignore_errors=True)
 
-    from checkers.analyze import analyze
-    from harness.importers.jepsen import import_history
+    from driftlab.checkers.analyze import analyze
+    from driftlab.harness.lab.importers.jepsen import import_history
 
     t = time.perf_counter()
     planted = generate(source, args.ops)

@@ -26,9 +26,9 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.load import cpu_hogs
-from checkers.analyze import analyze
-from checkers.anomaly import ALL_KINDS
-from harness.testing.synthetic import generate
+from driftlab.checkers.analyze import analyze
+from driftlab.checkers.anomaly import ALL_KINDS
+from driftlab.harness.lab.testing.synthetic import generate
 
 EVENTS = 10_000
 COLD_EVENTS = 3_400
@@ -37,7 +37,7 @@ HOGS = (0, 8)
 SETTLE_S = 30.0
 """Seconds the hogs run before the first cold pair, for the load average to feel them."""
 TRIVIAL_JOB = (
-    "from checkers.session import get_spark\n"
+    "from driftlab.checkers.session import get_spark\n"
     "spark = get_spark()\n"
     "assert spark.range(1000).count() == 1000\n"
     "spark.stop()\n"

@@ -124,9 +124,9 @@ def whole_processes(file: Path, stack_dir: Path, rounds: int, duration: str, run
 
 def in_process(file: Path, stack_dir: Path, rounds: int, runs: Path) -> None:
     """The rounds in this process: the first pays Spark's start, the others do not."""
-    from harness.app.pipeline import run_pipeline
-    from harness.pipeline.spec import load
-    from harness.runner.stack_use import stack_at
+    from driftlab.harness.app.pipeline import run_pipeline
+    from driftlab.harness.lab.runner.stack_use import stack_at
+    from driftlab.scenarios.pipeline.spec import load
 
     stack = stack_at(stack_dir)
     walls = []

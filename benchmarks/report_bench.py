@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/report_bench.py [--events 5000000] [--dir DIR] [--reuse]
 
-Generates a synthetic run with every anomaly kind planted (harness/testing/synthetic/),
+Generates a synthetic run with every anomaly kind planted (harness/lab/testing/synthetic/),
 analyses it (Spark, several minutes at 5M events on two cores), renders report.html and
 prints the report's size, the render time and the time of the filtered history read of
 the sequence diagrams. `--reuse` renders an already analysed run in DIR again. Prints
@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from checkers.analysis_files import read_analysis, read_examples
-from checkers.anomaly import ALL_KINDS
-from harness.rundir import RunDir
-from harness.testing.synthetic import expected_counts, generate_history
-from reports.run_report import render_run_report
-from reports.sequence import pick_targets, read_key_events
+from driftlab.checkers.analysis_files import read_analysis, read_examples
+from driftlab.checkers.anomaly import ALL_KINDS
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.testing.synthetic import expected_counts, generate_history
+from driftlab.reports.run_report import render_run_report
+from driftlab.reports.sequence import pick_targets, read_key_events
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     run = args.dir
     if not (args.reuse and RunDir(run).analysis.exists()):
-        from checkers.analyze import analyze
+        from driftlab.checkers.analyze import analyze
 
         plant = {kind: 20 for kind in ALL_KINDS}
         expect = {k: "present" for k, n in expected_counts(plant).items() if n}

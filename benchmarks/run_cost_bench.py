@@ -35,10 +35,10 @@ from pathlib import Path
 from benchmarks.__main__ import _positive, bench_parser, comma_list
 from benchmarks.load import cpu_hogs
 from benchmarks.pipeline_bench import running_stack
-from checkers.analysis_files import read_analysis
-from checkers.verdict import shown_verdict
-from harness.cli.common import parse_duration
-from harness.rundir import SUMMARY_JSON, RunDir
+from driftlab.checkers.analysis_files import read_analysis
+from driftlab.checkers.verdict import shown_verdict
+from driftlab.harness.cli.common import parse_duration
+from driftlab.harness.history.rundir import SUMMARY_JSON, RunDir
 
 SUMMARIES = f"*/*/logs/{SUMMARY_JSON}"
 """Every run folder's logs/run.json under a runs folder."""
@@ -141,9 +141,9 @@ class Runner:
         self.duration, self.seconds = duration, parse_duration(duration) or 0.0
         self.in_process = in_process
         if in_process:
-            from harness.app.judge import warm_spark
-            from harness.pipeline.spec import load
-            from harness.runner.stack_use import stack_at
+            from driftlab.harness.app.judge import warm_spark
+            from driftlab.harness.lab.runner.stack_use import stack_at
+            from driftlab.scenarios.pipeline.spec import load
 
             self.pipeline = load(file)
             self.stack = stack_at(stack_dir)
@@ -157,7 +157,7 @@ class Runner:
         before = set(self.runs.glob(SUMMARIES))
         begun = time.time()
         if self.in_process:
-            from harness.app.pipeline import run_pipeline
+            from driftlab.harness.app.pipeline import run_pipeline
 
             out = run_pipeline(
                 self.pipeline,

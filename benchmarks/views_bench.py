@@ -4,7 +4,7 @@ and a view store, against the same events judged without views.
     python -m benchmarks --views [--views-events 1M] [--repeats 3]
     python -m benchmarks.views_bench [--events 1M] [--repeats 3] [--dir DIR]
 
-Writes two runs with harness/testing/views.py from one seed: `views` (the header names
+Writes two runs with harness/lab/testing/views.py from one seed: `views` (the header names
 the view store `docs`) and `plain` (the same events, no `params.views`: the keys are
 plain keys of every store, the store's samples without a version go unjudged), then
 times a cold `driftlab analyze` of each in turns and prints the medians and their
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from benchmarks.__main__ import _positive, _size, bench_parser
-from harness.testing.views import PLANTABLE, generate_views
+from driftlab.harness.lab.testing.views import PLANTABLE, generate_views
 
 STORES = ("docs",)
 """One view store: without views, a second would be judged on the first's keys."""

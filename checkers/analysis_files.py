@@ -22,7 +22,11 @@ from pydantic import (
     field_validator,
 )
 
-from harness.rundir import NotAJsonObject, strict_json_object, write_json_atomically
+from driftlab.harness.history.rundir import (
+    NotAJsonObject,
+    strict_json_object,
+    write_json_atomically,
+)
 
 ANALYSIS_SCHEMA = 1
 """Every analysis output's `schema`; an incompatible change of a file bumps it."""
@@ -67,7 +71,7 @@ class HistoryBlock(_Model):
 
 
 class LagFigures(_Model):
-    """One derived store's lag, in ms (checkers.reference.staleness.lag)."""
+    """One derived store's lag, in ms (driftlab.checkers.reference.staleness.lag)."""
 
     count: int
     p50_ms: float
@@ -77,7 +81,8 @@ class LagFigures(_Model):
 
 
 class WorstPoll(_Model):
-    """The worst poll's realtime lag of the run (checkers.reference.reorder.RealtimeLag)."""
+    """The worst poll's realtime lag of the run
+    (driftlab.checkers.reference.reorder.RealtimeLag)."""
 
     channel: str
     partition: int | None
@@ -197,7 +202,7 @@ Output = TypeVar("Output", Analysis, Examples)
 
 
 def write_output(path: Path, output: Analysis | Examples, *, indent: int | None = 2) -> Path:
-    """Write `output` as its file at `path`, atomically (harness.rundir)."""
+    """Write `output` as its file at `path`, atomically (driftlab.harness.history.rundir)."""
     return write_json_atomically(path, output.model_dump(mode="json", by_alias=True), indent=indent)
 
 

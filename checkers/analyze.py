@@ -1,8 +1,8 @@
 """Analyse a run: the keyed pass over its history, and the files of docs/analysis.md.
 
-`analyze(run_dir)` converts the history to Parquet (harness.history.reader), then one
-Spark job (checkers.keyed.spark) runs every check, makes every series, adds its rows
-up (checkers.figures) and writes the sorted anomalies into a scratch folder;
+`analyze(run_dir)` converts the history to Parquet (driftlab.harness.history.reader), then one
+Spark job (driftlab.checkers.keyed.spark) runs every check, makes every series, adds its rows
+up (driftlab.checkers.figures) and writes the sorted anomalies into a scratch folder;
 analysis.json, anomalies.parquet, examples.json and series.json follow from it,
 whatever the history. Only aggregates and a few sampled rows reach the driver.
 """
@@ -20,7 +20,7 @@ from typing import Any
 from pyspark.logger import PySparkLogger
 from rich.console import Console
 
-from checkers.analysis_files import (
+from driftlab.checkers.analysis_files import (
     ANALYSIS_SCHEMA,
     Analysis,
     CheckerStatus,
@@ -34,16 +34,16 @@ from checkers.analysis_files import (
     validated,
     write_output,
 )
-from checkers.anomaly import ALL_KINDS, KINDS
-from checkers.figures import PassFigures
-from checkers.keyed.columns import REALTIME_SERIES
-from checkers.keyed.spark import keyed_pass
-from checkers.outputs import EXAMPLES_PER_KIND, examples
-from checkers.reference.reorder import RealtimeLag, worst_realtime_lag
-from checkers.run_facts import run_facts
-from checkers.series import bucket_seconds
-from checkers.spark_start import start_spark
-from checkers.verdict import (
+from driftlab.checkers.anomaly import ALL_KINDS, KINDS
+from driftlab.checkers.figures import PassFigures
+from driftlab.checkers.keyed.columns import REALTIME_SERIES
+from driftlab.checkers.keyed.spark import keyed_pass
+from driftlab.checkers.outputs import EXAMPLES_PER_KIND, examples
+from driftlab.checkers.reference.reorder import RealtimeLag, worst_realtime_lag
+from driftlab.checkers.run_facts import run_facts
+from driftlab.checkers.series import bucket_seconds
+from driftlab.checkers.spark_start import start_spark
+from driftlab.checkers.verdict import (
     INCONCLUSIVE,
     LAB_FAILED,
     ExpectationError,
@@ -52,9 +52,9 @@ from checkers.verdict import (
     check_min_chances,
     decide,
 )
-from harness.history.reader import HistoryInfo, convert_to_parquet
-from harness.logfile import log_to
-from harness.rundir import (
+from driftlab.harness.history.logfile import log_to
+from driftlab.harness.history.reader import HistoryInfo, convert_to_parquet
+from driftlab.harness.history.rundir import (
     ANALYSIS_OUTPUTS,
     ANALYZE_LOG,
     ANOMALIES_PARQUET,
@@ -105,7 +105,7 @@ class AnalysisResult:
     @property
     def verdict(self) -> str:
         """reproduced | not reproduced | unexpected anomaly | no expectations |
-        inconclusive | lab failed (checkers.verdict)."""
+        inconclusive | lab failed (driftlab.checkers.verdict)."""
         return self.analysis.verdict
 
     @property
@@ -133,7 +133,7 @@ def analyze(
 ) -> AnalysisResult:
     """Run every check on the run's history in one keyed pass and write the outputs.
 
-    `master` is a Spark master URL (default local[*]; see checkers.session). Progress
+    `master` is a Spark master URL (default local[*]; see driftlab.checkers.session). Progress
     goes to `console` when given; the log to RUN_DIR/logs/. Raises HistoryError for a
     corrupt history and AnalysisInputError for a missing run directory or a bad
     config.json; a failing checker is recorded, not raised.

@@ -1,7 +1,7 @@
 """The anomaly row every checker returns, in plain Python and in Spark alike.
 
 The kinds and their meaning are specified in docs/checkers.md, each once in
-checkers.kinds.TABLE.
+driftlab.checkers.kinds.TABLE.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from checkers.kinds import by_checker
-from harness.history.schema import Event
+from driftlab.checkers.kinds import by_checker
+from driftlab.harness.history.schema import Event
 
 MAX_EVIDENCE = 20
 
 KINDS: dict[str, tuple[str, ...]] = by_checker()
-"""checker -> its kinds (checkers.kinds.TABLE)."""
+"""checker -> its kinds (driftlab.checkers.kinds.TABLE)."""
 ALL_KINDS: tuple[str, ...] = tuple(k for kinds in KINDS.values() for k in kinds)
 
 ANOMALY_COLUMNS = ("checker", "kind", "store", "key", "consumer", "time", "detail", "evidence")

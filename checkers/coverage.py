@@ -1,10 +1,10 @@
 """How many chances each anomaly kind had in a history: the plain-Python specification.
 
 A chance is one unit the kind's checker judges, one per row it could report (so a kind
-never counts more anomalies than chances): checkers.kinds.TABLE says each kind's in
+never counts more anomalies than chances): driftlab.checkers.kinds.TABLE says each kind's in
 words, `CHANCES` here in code, and the keyed pass counts the same in DuckDB
-(checkers.keyed.coverage). A kind with no chance was not tested by the history: the
-verdict (checkers.verdict) calls a claim naming it inconclusive.
+(driftlab.checkers.keyed.coverage). A kind with no chance was not tested by the history: the
+verdict (driftlab.checkers.verdict) calls a claim naming it inconclusive.
 
 Observation by a derived store counts however it was recorded: a delivery or an apply,
 a direct write, a read during the run (ryw-violation) or a final state read at the end
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from checkers import kinds
-from checkers.keyed.facts import Facts, facts_of
-from checkers.reference.common import (
+from driftlab.checkers import kinds
+from driftlab.checkers.keyed.facts import Facts, facts_of
+from driftlab.checkers.reference.common import (
     SourceWrites,
     ViewStates,
     final_states,
@@ -31,10 +31,17 @@ from checkers.reference.common import (
     scoped,
     view_of,
 )
-from checkers.reference.eventsourcing import PROJECTION_PREFIX, is_log_event
-from checkers.reference.lost import done_on
-from checkers.reference.staleness import _is_read
-from harness.history.schema import LOG_AUDIT, SOURCE_STORE, Event, EventType, MsgAction, OpPhase
+from driftlab.checkers.reference.eventsourcing import PROJECTION_PREFIX, is_log_event
+from driftlab.checkers.reference.lost import done_on
+from driftlab.checkers.reference.staleness import _is_read
+from driftlab.harness.history.schema import (
+    LOG_AUDIT,
+    SOURCE_STORE,
+    Event,
+    EventType,
+    MsgAction,
+    OpPhase,
+)
 
 Chances = Callable[[Sequence[Event], Facts], int]
 

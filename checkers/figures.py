@@ -2,12 +2,12 @@
 the notes, the examples, where lost messages were, the series of series.json, the lag
 of analysis.json, and the run's sorted anomalies.
 
-The pass's last stage does it (checkers.keyed.spark), in the same Spark job as the
+The pass's last stage does it (driftlab.checkers.keyed.spark), in the same Spark job as the
 checks. Each reduce partition buckets its rows by time (`with_buckets`) and splits them
 (`summary_parts`): the samples whose percentiles are wanted (LAG per store, OP_LATENCY
 per operation) go to a summary partition chosen by store or operation, so that each
 summary partition holds every sample of its stores and operations and computes exact
-nearest-rank percentiles (as checkers.reference.staleness.lag does); every other row
+nearest-rank percentiles (as driftlab.checkers.reference.staleness.lag does); every other row
 goes to summary partition 0, which adds up the counts and writes anomalies.parquet.
 Each summary partition returns a small PassFigures; the driver merges them (`merged`).
 Nothing that grows with the history reaches the driver.
@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from checkers.anomaly import ANOMALY_COLUMNS, Anomaly, sample_rank
-from checkers.keyed.duck import cursor
-from checkers.keyed.step import (
+from driftlab.checkers.anomaly import ANOMALY_COLUMNS, Anomaly, sample_rank
+from driftlab.checkers.keyed.duck import cursor
+from driftlab.checkers.keyed.step import (
     ANOMALY,
     CHANCE,
     ERROR,
@@ -39,11 +39,11 @@ from checkers.keyed.step import (
     WHERE,
     output_schema,
 )
-from checkers.keyed.timeline import OP_COUNT, OP_LATENCY, SERIES_ROW
-from checkers.outputs import ANOMALY_ORDER, anomaly_arrow_schema
-from checkers.reference.lost import IN_LOG, NOT_IN_LOG
-from checkers.reference.staleness import PERCENTILES
-from checkers.series import COMPLETIONS, HISTORY_SERIES, NS, sorted_rows
+from driftlab.checkers.keyed.timeline import OP_COUNT, OP_LATENCY, SERIES_ROW
+from driftlab.checkers.outputs import ANOMALY_ORDER, anomaly_arrow_schema
+from driftlab.checkers.reference.lost import IN_LOG, NOT_IN_LOG
+from driftlab.checkers.reference.staleness import PERCENTILES
+from driftlab.checkers.series import COMPLETIONS, HISTORY_SERIES, NS, sorted_rows
 
 BUCKET_COLUMN = "t"
 _SAMPLES = (LAG, OP_LATENCY)
@@ -60,7 +60,7 @@ class PassFigures:
     """checker -> its error, the trace after the first line"""
     notes: Counter[str] = field(default_factory=Counter)
     chances: Counter[str] = field(default_factory=Counter)
-    """kind -> its chances in the history (checkers.coverage)"""
+    """kind -> its chances in the history (driftlab.checkers.coverage)"""
     anomaly_series: list[dict[str, Any]] = field(default_factory=list)
     lag_series: list[dict[str, Any]] = field(default_factory=list)
     lag: dict[str, dict[str, float | int]] = field(default_factory=dict)
@@ -69,11 +69,11 @@ class PassFigures:
     lost_where: dict[str, dict[str, int]] = field(default_factory=dict)
     """lost kind -> how many of its rows are in the log, not in it, or not known"""
     history_series: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    """The series of the history itself (checkers.series.HISTORY_SERIES), sorted."""
+    """The series of the history itself (driftlab.checkers.series.HISTORY_SERIES), sorted."""
 
 
 def with_buckets(rows: pa.Table, t0_ns: int, bucket_s: int) -> pa.Table:
-    """`rows` (pass rows, checkers.keyed.step.OUTPUT_DDL) with the start of each timed
+    """`rows` (pass rows, driftlab.checkers.keyed.step.OUTPUT_DDL) with the start of each timed
     row's time bucket in seconds since `t0_ns` (null for untimed rows)."""
     with cursor() as con:
         con.register("rows", rows)

@@ -4,13 +4,13 @@ class in a report, its Jepsen name, and the properties other layers select kinds
 (what a converging store never shows, what a sequence diagram explains, what a pipeline
 run can see). A kind's name is a constant here, spelled once.
 
-Everything else that spells a kind reads it from here: checkers.anomaly.KINDS (the
-checkers and their kinds), the reference checkers' modules (checkers.reference), the
-Jepsen names of imported runs (harness.importers.jepsen.kinds), the report's labels and
+Everything else that spells a kind reads it from here: driftlab.checkers.anomaly.KINDS (the
+checkers and their kinds), the reference checkers' modules (driftlab.checkers.reference), the
+Jepsen names of imported runs (driftlab.harness.lab.importers.jepsen.kinds), the report's labels and
 classes, the scenarios' expectations, the simulator's tally and the explorer's
 properties. tests/test_kinds.py fails when a kind lacks a part: a checker module, a
 check of its route in the keyed pass, a sieve query, a chance definition in plain
-Python (checkers.coverage) and in the keyed pass (checkers.keyed.coverage).
+Python (driftlab.checkers.coverage) and in the keyed pass (driftlab.checkers.keyed.coverage).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 
 KEY, PARTITION, MESSAGE = "key", "partition", "message"
-"""The groups of the keyed pass (checkers.keyed.step: KEY, PARTITION, MESSAGE)."""
+"""The groups of the keyed pass (driftlab.checkers.keyed.step: KEY, PARTITION, MESSAGE)."""
 
 LOST_MESSAGE = "lost-message"
 LOST_WRITE = "lost-write"
@@ -47,11 +47,11 @@ class Kind:
 
     name: str
     checker: str
-    """the module of checkers.reference that finds it"""
+    """the module of driftlab.checkers.reference that finds it"""
     group: str
     """KEY, PARTITION or MESSAGE: the keyed pass's group that judges it"""
     sieve: str
-    """the name of the query of checkers.keyed.sieve.SIEVE_QUERIES that keeps the
+    """the name of the query of driftlab.checkers.keyed.sieve.SIEVE_QUERIES that keeps the
     groups that may hold it"""
     chance_item: str
     """what one chance of it is, what the checker judges, without an article (a verdict

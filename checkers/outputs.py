@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS, Anomaly
+from driftlab.checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS, Anomaly
 
 if TYPE_CHECKING:
-    from checkers.analysis_files import KindExamples
+    from driftlab.checkers.analysis_files import KindExamples
 
 ANOMALY_ORDER = ["time", "kind", "store", "key", "consumer"]
 EXAMPLES_PER_KIND = 5
@@ -19,7 +19,7 @@ CHECKER_OF = {kind: checker for checker, kinds in KINDS.items() for kind in kind
 
 
 def anomaly_arrow_schema() -> pa.Schema:
-    """The Arrow schema of anomalies.parquet (checkers.anomaly.SPARK_DDL)."""
+    """The Arrow schema of anomalies.parquet (driftlab.checkers.anomaly.SPARK_DDL)."""
     return pa.schema(
         [
             pa.field(c, pa.int64() if c == "time" else pa.string(), c not in ("checker", "kind"))
@@ -32,7 +32,7 @@ def examples(
     chosen: dict[str, list[Anomaly]], counts: dict[str, int], t0_ns: int
 ) -> dict[str, KindExamples]:
     """examples.json's `kinds`: per kind its count and its sampled rows (chosen in the
-    keyed pass by checkers.anomaly.sample_rank, so that they spread over the run), in
+    keyed pass by driftlab.checkers.anomaly.sample_rank, so that they spread over the run), in
     time order."""
     found = {kind: sorted(rows, key=lambda a: a.time) for kind, rows in sorted(chosen.items())}
     out = {kind: _kind_examples(CHECKER_OF[kind], kind, found, counts, t0_ns) for kind in ALL_KINDS}
@@ -47,7 +47,7 @@ def _kind_examples(
 ) -> KindExamples:
     # Here, not at the top: the keyed pass's workers import this module (for the
     # anomalies' schema) and need no model of the files only the driver writes.
-    from checkers.analysis_files import Example, KindExamples
+    from driftlab.checkers.analysis_files import Example, KindExamples
 
     return KindExamples(
         checker=checker,

@@ -1,5 +1,5 @@
 """The facts of a run that its verdict needs beyond counts and chances
-(checkers.verdict.RunFacts), from its files and the keyed pass's series: nothing here
+(driftlab.checkers.verdict.RunFacts), from its files and the keyed pass's series: nothing here
 reads the history again.
 """
 
@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from checkers.verdict import RunFacts, check_min_chances
-from harness.rundir import RunDir, RunSummary
+from driftlab.checkers.verdict import RunFacts, check_min_chances
+from driftlab.harness.history.rundir import RunDir, RunSummary
 
 NOT_INJECTED = "not injected"
 """How a fault window's error begins when the nemesis could not inject it."""
@@ -49,7 +49,7 @@ def run_facts(
 
 
 def summary_facts(run: RunDir) -> RunFacts:
-    """The facts logs/run.json holds (harness.rundir): the lab's own
+    """The facts logs/run.json holds (driftlab.harness.history.rundir): the lab's own
     failures (a service died, a fault could not be injected or healed) and what the
     run's setup found of the system under test (stores that did not converge,
     processes that did not come back, stores the final reading could not read); none
@@ -155,7 +155,7 @@ def _opened_by(
 
 def _anchor(fault: Mapping[str, Any]) -> Any:
     """The moment a scheduled fault waits for (config.json's `after`: the fields of
-    harness.nemesis.schedule.Anchor), None for one at a time after the workload's
+    driftlab.harness.lab.nemesis.schedule.Anchor), None for one at a time after the workload's
     start."""
     return fault.get("after")
 
@@ -167,7 +167,7 @@ def _planned_moment(fault: Mapping[str, Any]) -> str:
     if after is None:
         return f"at {at:g} s"
     if isinstance(after, Mapping):
-        # The Anchor's fields (harness.nemesis.schedule, a layer above the checkers).
+        # The Anchor's fields (driftlab.harness.lab.nemesis.schedule, a layer above the checkers).
         nth = int(after.get("nth") or 1)
         after = f"{after.get('event')} {after.get('subject') or ''}".strip() + (
             f" (occurrence {nth})" if nth != 1 else ""

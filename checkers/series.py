@@ -1,7 +1,7 @@
 """series.json: per-time-bucket aggregates for the report, their buckets and order.
 
-The keyed pass makes every series' rows (checkers.keyed.timeline, the anomalies and the
-lag in the partition step) and its summary stage adds them up (checkers.figures). Only
+The keyed pass makes every series' rows (driftlab.checkers.keyed.timeline, the anomalies and the
+lag in the partition step) and its summary stage adds them up (driftlab.checkers.figures). Only
 aggregates reach the driver (at most MAX_BUCKETS buckets per series and group), so the
 file stays small whatever the history's size. Format: docs/analysis.md.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from checkers.keyed.columns import REALTIME_SERIES
-from harness.history.schema import OpPhase
+from driftlab.checkers.keyed.columns import REALTIME_SERIES
+from driftlab.harness.history.schema import OpPhase
 
 MAX_BUCKETS = 1200
 NS = 1_000_000_000
@@ -26,7 +26,7 @@ HISTORY_SERIES = {
     REALTIME_SERIES: ["channel", "partition"],
 }
 """The series of series.json that come from the history itself (made in the keyed pass,
-checkers.keyed.timeline; the realtime lag, each channel partition's worst poll, by the
+driftlab.checkers.keyed.timeline; the realtime lag, each channel partition's worst poll, by the
 partition step), each with the columns it is sorted by."""
 
 

@@ -76,7 +76,7 @@ def _conf(url: str) -> SparkConf:
             ("spark.ui.showConsoleProgress", "false"),
             # pyspark's daemon re-read Spark's zips and jar before every task: ours
             # takes them off the workers' import path (checkers/worker_daemon.py).
-            ("spark.python.daemon.module", "checkers.worker_daemon"),
+            ("spark.python.daemon.module", "driftlab.checkers.worker_daemon"),
             # Histories are modest per run; few shuffle partitions keep 2 cores busy
             # without drowning them in scheduling overhead.
             ("spark.sql.shuffle.partitions", os.environ.get("DRIFTLAB_SHUFFLE", "8")),

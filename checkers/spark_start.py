@@ -11,7 +11,7 @@ from typing import Any
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from checkers.session import get_spark
+from driftlab.checkers.session import get_spark
 
 log = logging.getLogger("driftlab.analyze")
 
@@ -44,7 +44,7 @@ def start_workers(sc: SparkContext) -> None:
 
 
 def _import_the_pass(_: object) -> None:
-    import checkers.keyed.spark  # noqa: F401 (imported for a worker that runs it next)
+    import driftlab.checkers.keyed.spark  # noqa: F401 (imported for a worker that runs it next)
 
 
 def start_spark(master: str | None, log_path: Path) -> SparkSession:
@@ -61,7 +61,7 @@ def _started_aside(master: str | None, log_path: Path) -> SparkSession:
     """get_spark on a thread of its own. Started on the main thread, PySpark puts its
     own SIGINT handler in place while the JVM starts, and a Ctrl-C then came out as a
     Py4J error ("the analysis failed") instead of the interrupt; the main thread only
-    waits here, under the caller's handler (checkers.session.interruptible)."""
+    waits here, under the caller's handler (driftlab.checkers.session.interruptible)."""
     found: dict[str, Any] = {}
 
     def start() -> None:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from checkers.anomaly import ALL_KINDS
-from checkers.kinds import BY_NAME
+from driftlab.checkers.anomaly import ALL_KINDS
+from driftlab.checkers.kinds import BY_NAME
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -35,7 +35,8 @@ EXIT_CODES = {
     INCONCLUSIVE: 3,
     LAB_FAILED: 3,
 }
-"""Each verdict's exit status (harness.exitcodes: 1 the verdict, 3 the lab or a claim
+"""Each verdict's exit status (driftlab.harness.history.exitcodes: 1 the verdict, 3 the lab or a
+claim
 the run did not test)."""
 
 
@@ -77,7 +78,7 @@ class RunFacts:
     """fault windows that never took effect or had no operation, one line each"""
     slipped: Sequence[str] = ()
     """fault windows that lasted well beyond their planned duration, one line each
-    (checkers.run_facts.SLIP_TOLERANCE)"""
+    (driftlab.checkers.run_facts.SLIP_TOLERANCE)"""
     unreadable: Sequence[str] = ()
     """what could not be read that the counts rest on, one line each: an importer's
     history, a store at the final reading"""

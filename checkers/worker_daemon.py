@@ -7,7 +7,7 @@ task, pyspark's worker calls `importlib.invalidate_caches()`
 (pyspark.worker_util.setup_spark_files), and a zip importer answers that by reading its
 archive's whole directory again: some 150 ms a task for these three on this machine,
 which made an 8-task job of nothing take 0.65 s and a small run's analysis pay it on
-every one of its tasks. checkers.session names this module as
+every one of its tasks. driftlab.checkers.session names this module as
 `spark.python.daemon.module`: it drops those archives, when the environment has pyspark
 installed without them, chooses the workers' Arrow allocator, and runs pyspark's
 daemon, the pass's modules imported for its workers to inherit.
@@ -49,6 +49,6 @@ if __name__ == "__main__":
     # Imported once here, before the daemon forks its workers, instead of once in each
     # worker: the pass's modules (pyarrow, numpy, DuckDB, the checkers) take one to three
     # CPU seconds to import, which each of a cold analysis's workers paid again.
-    import checkers.keyed.spark  # noqa: F401
+    import driftlab.checkers.keyed.spark  # noqa: F401
 
     runpy.run_module("pyspark.daemon", run_name="__main__", alter_sys=True)

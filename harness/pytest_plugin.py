@@ -24,7 +24,8 @@ Fixtures:
 - `scenario_result`: the Outcome of the test's `scenario` marker.
 
 An Outcome's `run_dir` is the run folder (a Path); `result.run_dir` is the same folder
-as a harness.rundir.RunDir, which names each of its files (`.analysis`, `.report`, ...).
+as a driftlab.harness.history.rundir.RunDir, which names each of its files (`.analysis`, `.report`,
+...).
 
 Options: --driftlab-backend local|docker, --driftlab-seed, --driftlab-duration (they
 override the marker's seed and duration), --driftlab-runs-dir (default runs/),
@@ -42,11 +43,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness.app.outcome import Outcome
-    from harness.app.pipeline_search.search import Exploration
-    from harness.services.stack_protocol import ServiceStack
-    from harness.setups.base import Setup
-    from scenarios.model import Scenario
+    from driftlab.harness.app.outcome import Outcome
+    from driftlab.harness.app.pipeline_search.search import Exploration
+    from driftlab.harness.lab.scenario import Scenario
+    from driftlab.harness.lab.services.stack_protocol import ServiceStack
+    from driftlab.harness.lab.setups.base import Setup
 
 MARKER = "scenario"
 RESULT_FIXTURE = "scenario_result"
@@ -121,7 +122,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 def _duration(text: str | float | None) -> float | None:
     if text is None or isinstance(text, int | float):
         return None if text is None else float(text)
-    from harness.cli.common import parse_duration
+    from driftlab.harness.cli.common import parse_duration
 
     try:
         return parse_duration(text)
@@ -134,8 +135,8 @@ def driftlab_stack(pytestconfig: pytest.Config) -> Iterator[ServiceStack]:
     """One owned stack for the whole session, of --driftlab-backend; each run starts
     what its setup needs (services already up are reused). Stopped at the end.
     With --driftlab-stack-dir, the running stack of `driftlab up --dir DIR`, left up."""
-    from harness.exitcodes import BadInput, LabFailure
-    from harness.runner.stack_use import open_stack, stack_at
+    from driftlab.harness.history.exitcodes import BadInput, LabFailure
+    from driftlab.harness.lab.runner.stack_use import open_stack, stack_at
 
     stack_dir = pytestconfig.getoption("driftlab_stack_dir")
     if stack_dir is not None:
@@ -154,10 +155,10 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
     """A callable: `run_scenario("C1" | Scenario, seed=None, duration=None,
     analyze=True) -> Outcome` (verdict, counts, report path, run folder, summary),
     run on the session's stack into --driftlab-runs-dir."""
-    from harness.app.outcome import outcome_of
-    from harness.app.run import check_scenario
-    from harness.app.run import run_scenario as run_once
-    from scenarios.registry import get_scenario
+    from driftlab.harness.app.outcome import outcome_of
+    from driftlab.harness.app.run import check_scenario
+    from driftlab.harness.app.run import run_scenario as run_once
+    from driftlab.scenarios.catalogue.registry import get_scenario
 
     runs_dir = Path(pytestconfig.getoption("driftlab_runs_dir")).resolve()
 
@@ -198,9 +199,9 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
         analyze: bool,
         external: Mapping[str, object] | None,
     ) -> Outcome:
-        from harness.app.pipeline import run_pipeline
-        from harness.pipeline.containers import ContainerError, external_urls
-        from harness.pipeline.spec import PipelineError, load
+        from driftlab.harness.app.pipeline import run_pipeline
+        from driftlab.scenarios.pipeline.containers import ContainerError, external_urls
+        from driftlab.scenarios.pipeline.spec import PipelineError, load
 
         try:
             pipeline = load(path, external_urls(external or {}))
@@ -234,9 +235,13 @@ def explore_pipeline(
     duration=None) -> Exploration`, an exploration of the pipeline file at `path` within
     `budget` ("5m") or `runs`, on the session's stack into --driftlab-runs-dir; its log
     and a failing schedule are written as `driftlab explore` writes them."""
-    from harness.app.pipeline_search.explore_file import explore_file, found_path, write_outputs
-    from harness.app.pipeline_search.search import Plan
-    from harness.pipeline.spec import PipelineError, load
+    from driftlab.harness.app.pipeline_search.explore_file import (
+        explore_file,
+        found_path,
+        write_outputs,
+    )
+    from driftlab.harness.app.pipeline_search.search import Plan
+    from driftlab.scenarios.pipeline.spec import PipelineError, load
 
     runs_dir = Path(pytestconfig.getoption("driftlab_runs_dir")).resolve()
 
@@ -268,9 +273,9 @@ def driftlab_scenario() -> Callable[..., Scenario]:
     """Build a Scenario from a user's own Setup class: `driftlab_scenario(MySetup,
     name=..., workload=WorkloadSpec(...), expectations={...}, faults=..., ...)`.
     The setup is registered (as `register_setup` does) so the runner finds it."""
-    from harness.app.run import check_scenario
-    from harness.architectures.registry import register_setup
-    from scenarios.model import Scenario
+    from driftlab.harness.app.run import check_scenario
+    from driftlab.harness.lab.scenario import Scenario
+    from driftlab.scenarios.catalogue.architectures import register_setup
 
     def build(
         setup: type[Setup],
@@ -339,6 +344,6 @@ def _current_test() -> str:
 
 
 def _registered() -> dict[str, Scenario]:
-    from scenarios.registry import all_scenarios
+    from driftlab.scenarios.catalogue.registry import all_scenarios
 
     return all_scenarios()

@@ -21,7 +21,7 @@ class ReportError(Exception):
 
 def _static(name: str) -> Markup:
     """A file of reports/static, for inlining (our own files: trusted markup)."""
-    return Markup(files("reports").joinpath("static", name).read_text(encoding="utf-8"))
+    return Markup(files("driftlab.reports").joinpath("static", name).read_text(encoding="utf-8"))
 
 
 def grouped(n: int) -> str:
@@ -32,7 +32,7 @@ def grouped(n: int) -> str:
 def environment() -> Environment:
     """The template environment: autoescaped; a missing optional field renders empty."""
     env = Environment(
-        loader=PackageLoader("reports", "templates"),
+        loader=PackageLoader("driftlab.reports", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
         trim_blocks=True,
         lstrip_blocks=True,

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.analysis_files import (
+from driftlab.checkers.analysis_files import (
     Analysis,
     Example,
     Examples,
@@ -25,14 +25,12 @@ from checkers.analysis_files import (
     read_analysis,
     read_examples,
 )
-from checkers.anomaly import KINDS
-from checkers.kinds import BY_NAME, TABLE
-from checkers.reference.lost import where_lost
-from checkers.verdict import LAB_FAILED, shown_verdict
-from harness import __version__
-from harness.history.schema import LOG_AUDIT, Mark
-from harness.nemesis.schedule import Anchor
-from harness.rundir import (
+from driftlab.checkers.anomaly import KINDS
+from driftlab.checkers.kinds import BY_NAME, TABLE
+from driftlab.checkers.reference.lost import where_lost
+from driftlab.checkers.verdict import LAB_FAILED, shown_verdict
+from driftlab.harness import __version__
+from driftlab.harness.history.rundir import (
     ANALYZE_LOG,
     INDEX_HTML,
     RUNNER_LOG,
@@ -42,13 +40,15 @@ from harness.rundir import (
     RunSummary,
     strict_json_object,
 )
-from reports.plots import PALETTE, Chart, Line, Window, render_chart
-from reports.render import ReportError, write_html
-from reports.sequence import diagrams_for_run
-from reports.transactions import transactions
+from driftlab.harness.history.schema import LOG_AUDIT, Mark
+from driftlab.harness.lab.nemesis.schedule import Anchor
+from driftlab.reports.plots import PALETTE, Chart, Line, Window, render_chart
+from driftlab.reports.render import ReportError, write_html
+from driftlab.reports.sequence import diagrams_for_run
+from driftlab.reports.transactions import transactions
 
 CLASSES: dict[str, str] = {k.checker: k.report_class for k in TABLE}
-"""Anomaly classes of the summary, one per checker of checkers.anomaly.KINDS."""
+"""Anomaly classes of the summary, one per checker of driftlab.checkers.anomaly.KINDS."""
 
 MAX_CONSUMER_CHARTS = 12
 MAX_KEY_EVENTS = 4
@@ -363,7 +363,7 @@ def _classes(
 
 def _foreign_names(config: dict[str, Any]) -> dict[str, Any] | None:
     """For a history imported from another tool (config.json `foreign_names`, written by
-    harness/importers): that tool's name and its names of driftlab's kinds."""
+    harness/lab/importers): that tool's name and its names of driftlab's kinds."""
     names = config.get("foreign_names")
     if not isinstance(names, dict) or not isinstance(names.get("kinds"), dict):
         return None

@@ -25,10 +25,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from markupsafe import Markup, escape
 
-from checkers.analysis_files import Examples
-from checkers.kinds import BY_NAME, TABLE
-from harness.history.schema import OBSERVER, SOURCE_STORE
-from harness.rundir import RunDir
+from driftlab.checkers.analysis_files import Examples
+from driftlab.checkers.kinds import BY_NAME, TABLE
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.history.schema import OBSERVER, SOURCE_STORE
 
 DIAGRAM_KINDS = tuple(
     k.name
@@ -38,7 +38,7 @@ DIAGRAM_KINDS = tuple(
 )
 """Kinds whose evidence is an interleaving of writes on one key of one store, which a
 sequence diagram explains: final-state kinds first (they are the divergence itself),
-each part in its rank's order (checkers.kinds.Kind.diagram)."""
+each part in its rank's order (driftlab.checkers.kinds.Kind.diagram)."""
 MAX_DIAGRAMS = 4
 MAX_ARROWS = 16
 _COLUMNS = [

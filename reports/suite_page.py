@@ -14,12 +14,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.analysis_files import Analysis, OutputFileError, read_analysis
-from checkers.verdict import NOT_REPRODUCED, shown_verdict
-from harness.nemesis.schedule import FaultSpec
-from harness.rundir import REPORT_HTML, RunDir, RunsDir, RunSummary, read_json_object
-from reports.claims import CLAIMS
-from reports.render import ReportError, write_html
+from driftlab.checkers.analysis_files import Analysis, OutputFileError, read_analysis
+from driftlab.checkers.verdict import NOT_REPRODUCED, shown_verdict
+from driftlab.harness.history.rundir import (
+    REPORT_HTML,
+    RunDir,
+    RunsDir,
+    RunSummary,
+    read_json_object,
+)
+from driftlab.harness.lab.nemesis.schedule import FaultSpec
+from driftlab.reports.claims import CLAIMS
+from driftlab.reports.render import ReportError, write_html
 
 MAX_TREND = 12
 _STAMP = re.compile(r"^(\d{8}T\d{6}Z)-")
@@ -239,7 +245,7 @@ def build_suite_context(runs: Path) -> dict[str, Any]:
         finding = bool(last and last.variant and last.verdict == NOT_REPRODUCED)
         evidence = evidence_line(last) if last else "no run of this scenario yet"
         if finding:
-            # The matrix fails a variant for a forbidden anomaly only (harness.app.matrix).
+            # The matrix fails a variant for a forbidden anomaly only (driftlab.harness.app.matrix).
             evidence += (
                 "; a finding, not a failure: the prediction is for the scenario's own "
                 "faults, and this variant ran another schedule"
@@ -324,7 +330,7 @@ def _claim_scenarios(all_runs: list[RunInfo]) -> dict[str, list[tuple[str, str]]
     the newest run that names the claim or variant."""
     chosen: dict[str, str] = {}
     try:
-        from scenarios.registry import claims_scenarios
+        from driftlab.scenarios.catalogue.registry import claims_scenarios
 
         chosen = {sc.claim: sc.name for sc in claims_scenarios() if sc.claim}
     except (ImportError, KeyError, ValueError):

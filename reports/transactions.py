@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.history.schema import SOURCE_STORE, STEP
+from driftlab.harness.history.schema import SOURCE_STORE, STEP
 
 VIEW_STATE = "view-state"
 _COLUMNS = ["op_id", "f", "phase", "extra"]

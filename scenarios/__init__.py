@@ -1,2 +1,2 @@
 """The claims catalogue: the scenario model and the registry that gathers every
-architecture's scenarios (harness/architectures/<arch>/scenarios.py)."""
+architecture's scenarios (scenarios/architectures/<arch>/scenarios.py)."""

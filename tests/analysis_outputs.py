@@ -1,14 +1,14 @@
 """Whole analysis.json and examples.json contents for tests that write a run folder by
 hand: the fields a test names, the rest as the analysis of an empty history writes them,
-checked against checkers.analysis_files so that a test never writes a file no analysis
+checked against driftlab.checkers.analysis_files so that a test never writes a file no analysis
 would."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from checkers.analysis_files import ANALYSIS_SCHEMA, Analysis, Examples
-from checkers.outputs import CHECKER_OF
+from driftlab.checkers.analysis_files import ANALYSIS_SCHEMA, Analysis, Examples
+from driftlab.checkers.outputs import CHECKER_OF
 
 EMPTY_HISTORY = {
     "events": 0,

@@ -11,8 +11,8 @@ from typing import Any
 
 from reference_counts import predicted
 
-from harness.services.stack_home import ENV as STACK_DIR_ENV
-from scenarios.registry import claims_scenarios
+from driftlab.harness.lab.services.stack_home import ENV as STACK_DIR_ENV
+from driftlab.scenarios.catalogue.registry import claims_scenarios
 
 DRIFTLAB = str(Path(sys.executable).parent / "driftlab")
 

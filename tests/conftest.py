@@ -9,14 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.services.stack_home import ENV as STACK_DIR_ENV
+from driftlab.harness.lab.services.stack_home import ENV as STACK_DIR_ENV
 
 _HOME = pytest.StashKey[tuple[str, str | None]]()
 """The session's stack home folder, and $DRIFTLAB_STACK_DIR as the session found it."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Point the user's default stack folder (harness.services.stack_home) at an empty
+    """Point the user's default stack folder (driftlab.harness.lab.services.stack_home) at an empty
     one of the session's: the tests' commands must never attach to, nor start, the
     stack of the user's own `driftlab up`. In /tmp, as every stack of the tests:
     PostgreSQL's unprivileged account must enter every parent."""
@@ -49,6 +49,6 @@ def stack(driftlab_stack: object) -> object:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     """The process's SparkSession (local[*])."""
-    from checkers.session import get_spark
+    from driftlab.checkers.session import get_spark
 
     yield get_spark()

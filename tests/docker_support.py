@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from harness.services.base import ServiceError
-from harness.services.containers import docker_client, missing_images
-from harness.services.docker_backend import DockerStack
+from driftlab.harness.lab.services.base import ServiceError
+from driftlab.harness.lab.services.containers import docker_client, missing_images
+from driftlab.harness.lab.services.docker_backend import DockerStack
 
 
 def docker_engine(images: Iterable[str]) -> Any:

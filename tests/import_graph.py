@@ -1,7 +1,7 @@
 """driftlab's own import graph, read from the source: every import of every module,
-those inside functions included, those under `if TYPE_CHECKING:` left out (they never
-run). `python tests/import_graph.py` prints its figures: levels, imports that point up
-a layer, circles."""
+those inside functions and those under `if TYPE_CHECKING:` included (a type-only import
+still ties the two modules together). `python tests/import_graph.py` prints its figures:
+folders, levels, imports that point up a layer, circles."""
 
 from __future__ import annotations
 
@@ -14,49 +14,40 @@ from pathlib import Path
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("harness", "checkers", "reports", "scenarios")
+# Each folder of the repository that is installed, and its import name.
+PACKAGES = {
+    "driftlab": "driftlab",
+    "harness": "driftlab.harness",
+    "checkers": "driftlab.checkers",
+    "reports": "driftlab.reports",
+    "scenarios": "driftlab.scenarios",
+}
 
-# The layer order, bottom to top. A module belongs to the layer of the longest entry
-# that names it or a package above it ("harness" alone is the package's `__init__`, which
-# holds only the version); it may import its own layer or one below, never one above.
+# The folder map: the layers bottom to top, each the folders (or single modules) that
+# hold it. A module belongs to the layer of the longest entry holding its file; it may
+# import its own layer or one below, never one above. A package's `__init__` above the
+# layer folders holds only a docstring (and `harness/`'s the version): it sits with the
+# lowest layer under it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("history", ("harness/__init__.py", "harness/history")),
+    ("checkers", ("checkers",)),
+    ("lab", ("harness/lab",)),
     (
-        "history",
-        (
-            "harness",
-            "harness.exitcodes",
-            "harness.history",
-            "harness.logfile",
-            "harness.rundir",
-            "harness.uninterrupted",
-            "harness.waiting",
-        ),
+        "architectures and pipeline",
+        ("scenarios/__init__.py", "scenarios/architectures", "scenarios/pipeline"),
     ),
-    ("checkers", ("checkers", "harness.importers", "harness.testing.synthetic")),
-    (
-        "lab toolkit",
-        (
-            "harness.services",
-            "harness.setups",
-            "harness.workload",
-            "harness.nemesis",
-            "scenarios.model",
-            "harness.runner",
-            "harness.replay",
-            "harness.explore",
-            "harness.testing",
-        ),
-    ),
-    ("architectures", ("harness.architectures", "harness.pipeline")),
-    ("scenario catalogue", ("scenarios",)),
-    ("application", ("harness.app", "reports")),
-    ("CLI and pytest plugin", ("harness.cli", "harness.pytest_plugin")),
+    ("catalogue", ("scenarios/catalogue",)),
+    ("application", ("harness/app", "reports")),
+    ("CLI and pytest plugin", ("harness/cli", "harness/pytest_plugin.py")),
+    ("facade", ("driftlab",)),
 )
 
 
 def module_name(path: Path) -> str:
-    """`harness/runner/runner.py` -> `harness.runner.runner`; a package is its folder."""
+    """`harness/lab/runner/runner.py` -> `driftlab.harness.lab.runner.runner`; a package
+    is its folder."""
     parts = path.relative_to(ROOT).with_suffix("").parts
+    parts = (*PACKAGES[parts[0]].split("."), *parts[1:])
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -64,43 +55,32 @@ def modules() -> dict[str, Path]:
     """Every module of driftlab's packages, by name."""
     return {
         module_name(path): path
-        for package in PACKAGES
-        for path in sorted((ROOT / package).rglob("*.py"))
+        for folder in PACKAGES
+        for path in sorted((ROOT / folder).rglob("*.py"))
         if "__pycache__" not in path.parts
     }
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _import_nodes(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and _is_type_checking(child):
-            for orelse in child.orelse:
-                yield from _import_nodes(orelse)
-            continue
         if isinstance(child, ast.Import | ast.ImportFrom):
             yield child
         yield from _import_nodes(child)
 
 
 def imports(path: Path, known: dict[str, Path]) -> set[str]:
-    """The driftlab modules `path` imports anywhere in its body (nested ones too), but
-    not under `TYPE_CHECKING`; `from a import b` names module `a.b` when it is one."""
+    """The driftlab modules `path` imports anywhere in its body (nested ones and those
+    under `TYPE_CHECKING` too); `from a import b` names module `a.b` when it is one."""
     found: set[str] = set()
-    package = module_name(path).split(".")
-    if path.name != "__init__.py":
-        package = package[:-1]
     for node in _import_nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         else:
             base = node.module or ""
             if node.level:
+                package = module_name(path).split(".")
+                if path.name != "__init__.py":
+                    package = package[:-1]
                 prefix = package[: len(package) - node.level + 1]
                 base = ".".join([*prefix, base] if base else prefix)
             names = [
@@ -116,17 +96,24 @@ def imports(path: Path, known: dict[str, Path]) -> set[str]:
     return found
 
 
-def layer_of(module: str) -> int:
-    """The index in LAYERS of the longest entry that names `module`."""
+def layer_of(module: str, known: dict[str, Path] | None = None) -> int:
+    """The index in LAYERS of the longest entry that holds `module`'s file."""
+    path = (known or modules())[module].relative_to(ROOT).as_posix()
     best, best_len = -1, -1
     for index, (_, entries) in enumerate(LAYERS):
         for entry in entries:
-            names = module == entry or (entry != "harness" and module.startswith(entry + "."))
-            if names and len(entry) > best_len:
+            if (path == entry or path.startswith(entry + "/")) and len(entry) > best_len:
                 best, best_len = index, len(entry)
     if best < 0:
-        raise LookupError(f"{module} is in no layer of LAYERS in tests/import_graph.py")
+        raise LookupError(f"{path} is in no folder of LAYERS in tests/import_graph.py")
     return best
+
+
+def folder_of(module: str, known: dict[str, Path]) -> str:
+    """The LAYERS entry that holds `module`."""
+    path = known[module].relative_to(ROOT).as_posix()
+    entries = [e for _, es in LAYERS for e in es if path == e or path.startswith(e + "/")]
+    return max(entries, key=len)
 
 
 def graph() -> nx.DiGraph:
@@ -152,25 +139,52 @@ class Figures:
     levels: int
     upward: list[str]
     circles: list[list[str]]
+    folders: int
+    folder_imports: int
+    folder_levels: int
+    folder_circles: list[list[str]]
+
+
+def folder_graph(edges: nx.DiGraph, known: dict[str, Path]) -> nx.DiGraph:
+    """The graph drawn by folder: LAYERS entry -> LAYERS entry for every import between
+    modules of two different entries."""
+    folders = nx.DiGraph()
+    folders.add_nodes_from(entry for _, entries in LAYERS for entry in entries)
+    for source, target in edges.edges:
+        a, b = folder_of(source, known), folder_of(target, known)
+        if a != b:
+            folders.add_edge(a, b)
+    return folders
+
+
+def _levels(edges: nx.DiGraph) -> int:
+    return nx.dag_longest_path_length(nx.condensation(edges)) + 1
 
 
 def figures() -> Figures:
-    """The graph's figures: levels (the longest chain of imports, a circle counted as
-    one level), the imports that point up a layer and the circles."""
+    """The graph's figures, by module and by folder: levels (the longest chain of
+    imports, a circle counted as one level), the imports that point up a layer and the
+    circles."""
+    known = modules()
     edges = graph()
     circles = [sorted(c) for c in nx.strongly_connected_components(edges) if len(c) > 1]
-    condensed = nx.condensation(edges)
     upward = sorted(
         f"{source} -> {target}"
         for source, target in edges.edges
-        if layer_of(target) > layer_of(source)
+        if layer_of(target, known) > layer_of(source, known)
     )
+    folders = folder_graph(edges, known)
+    folder_circles = [sorted(c) for c in nx.strongly_connected_components(folders) if len(c) > 1]
     return Figures(
         modules=edges.number_of_nodes(),
         imports=edges.number_of_edges(),
-        levels=nx.dag_longest_path_length(condensed) + 1,
+        levels=_levels(edges),
         upward=upward,
         circles=sorted(circles, key=len, reverse=True),
+        folders=folders.number_of_nodes(),
+        folder_imports=folders.number_of_edges(),
+        folder_levels=_levels(folders),
+        folder_circles=folder_circles,
     )
 
 
@@ -183,6 +197,12 @@ def main() -> None:
         print(f"  {line}")
     print(f"circles: {len(found.circles)}")
     for circle in found.circles:
+        print(f"  ({len(circle)}) {', '.join(circle)}")
+    print(
+        f"by folder: folders {found.folders}, imports {found.folder_imports}, "
+        f"levels {found.folder_levels}, circles {len(found.folder_circles)}"
+    )
+    for circle in found.folder_circles:
         print(f"  ({len(circle)}) {', '.join(circle)}")
 
 

@@ -1,4 +1,4 @@
-"""The keyed pass of checkers.keyed as the checker tests call it: a small in-memory
+"""The keyed pass of driftlab.checkers.keyed as the checker tests call it: a small in-memory
 history in, one checker's anomaly rows, the notes or the lag figures out."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from pyspark.sql import DataFrame
 from strategies_messages import combined_histories
 from strategies_states import histories, identities, spark_identities
 
-from checkers.anomaly import ANOMALY_COLUMNS, SPARK_DDL, Anomaly
-from checkers.figures import PassFigures
-from checkers.keyed.spark import keyed_pass
-from checkers.reference import CHECKERS
-from harness.history.reader import arrow_schema
-from harness.history.schema import COLUMNS, Event
+from driftlab.checkers.anomaly import ANOMALY_COLUMNS, SPARK_DDL, Anomaly
+from driftlab.checkers.figures import PassFigures
+from driftlab.checkers.keyed.spark import keyed_pass
+from driftlab.checkers.reference import CHECKERS
+from driftlab.harness.history.reader import arrow_schema
+from driftlab.harness.history.schema import COLUMNS, Event
 
 ROW_GROUP_ROWS = 64
 """Small row groups, a map task each: the tests' histories are cut into several map
@@ -63,7 +63,7 @@ def history_table(events: list[Event]) -> pa.Table:
 
 
 def spark_check(spark: Any, events: list[Event], checker: str) -> DataFrame:
-    """`checker`'s anomaly rows (checkers.anomaly.SPARK_DDL) found by the keyed pass."""
+    """`checker`'s anomaly rows (driftlab.checkers.anomaly.SPARK_DDL) found by the keyed pass."""
     found = [a for a in run_pass(spark, events).anomalies if a.checker == checker]
     return spark.createDataFrame(
         [tuple(getattr(a, c) for c in ANOMALY_COLUMNS) for a in found], SPARK_DDL

@@ -10,11 +10,11 @@ from typing import Any
 import pyarrow.parquet as pq
 from reference_counts import predicted
 
-from harness import exitcodes
-from harness.app.pipeline import PipelineResult, run_pipeline
-from harness.pipeline.spec import load
-from harness.rundir import RunDir
-from harness.services.stack import Stack
+from driftlab.harness.app.pipeline import PipelineResult, run_pipeline
+from driftlab.harness.history import exitcodes
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.pipeline.spec import load
 
 
 def looping(line: str, pause: float) -> str:

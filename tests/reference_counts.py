@@ -12,15 +12,15 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from checkers.anomaly import Anomaly
-from checkers.coverage import chances
-from checkers.reference import CHECKERS
-from checkers.run_facts import summary_facts
-from checkers.series import COMPLETIONS
-from checkers.verdict import PRESENT, Verdict, decide, judge
-from harness.history.reader import read_history
-from harness.history.schema import Event, EventType
-from harness.rundir import RunDir
+from driftlab.checkers.anomaly import Anomaly
+from driftlab.checkers.coverage import chances
+from driftlab.checkers.reference import CHECKERS
+from driftlab.checkers.run_facts import summary_facts
+from driftlab.checkers.series import COMPLETIONS
+from driftlab.checkers.verdict import PRESENT, Verdict, decide, judge
+from driftlab.harness.history.reader import read_history
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.history.schema import Event, EventType
 
 
 def run_events(run_dir: Path) -> list[Event]:
@@ -45,7 +45,7 @@ def reference_counts(run_dir: Path) -> dict[str, int]:
 def reference_verdict(
     run_dir: Path, expectations: dict[str, str] | None = None
 ) -> tuple[Verdict, dict[str, int]]:
-    """The verdict of a run judged by the reference checkers and checkers.coverage
+    """The verdict of a run judged by the reference checkers and driftlab.checkers.coverage
     (config.json's expectations unless `expectations`), and each kind's chances."""
     events = run_events(run_dir)
     config = RunDir(run_dir).read_config()

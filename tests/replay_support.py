@@ -6,11 +6,11 @@ from pathlib import Path
 
 from reference_counts import reference_anomalies as reference_anomalies_of
 
-from harness.architectures.registry import simulated_setup
-from harness.explore.properties import PROPERTIES, reference_anomalies
-from harness.explore.schedule import Schedule, Step
-from harness.explore.search import search
-from harness.replay.replay import compare
+from driftlab.harness.lab.explore.properties import PROPERTIES, reference_anomalies
+from driftlab.harness.lab.explore.schedule import Schedule, Step
+from driftlab.harness.lab.explore.search import search
+from driftlab.harness.lab.replay.replay import compare
+from driftlab.scenarios.catalogue.architectures import simulated_setup
 
 
 def explored(prop_name: str, seed: int, examples: int = 500) -> Schedule:

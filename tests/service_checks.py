@@ -6,8 +6,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from harness.services.base import Endpoint
-from harness.services.supervised import ProcessService
+from driftlab.harness.lab.services.base import Endpoint
+from driftlab.harness.lab.services.supervised import ProcessService
 
 
 def pg_connect(endpoint: Endpoint, timeout: int = 3) -> psycopg.Connection:

@@ -8,10 +8,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.history.recorder import Recorder
-from harness.history.schema import RunHeader
-from harness.services.stack import Stack
-from harness.setups.base import Setup, SetupContext, namespace_for
+from driftlab.harness.history.recorder import Recorder
+from driftlab.harness.history.schema import RunHeader
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.setups.base import Setup, SetupContext, namespace_for
 
 
 def make_context(stack: object, tmp_path: Path, name: str, **params: object) -> SetupContext:

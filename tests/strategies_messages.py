@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from hypothesis import strategies as st
 
-from harness.history.schema import LOG_AUDIT, SOURCE_STORE, Event, Mark, OpPhase
+from driftlab.harness.history.schema import LOG_AUDIT, SOURCE_STORE, Event, Mark, OpPhase
 
 KEYS = ("k0", "k1")
 CONSUMERS = ("g0", "g1", LOG_AUDIT)

@@ -16,8 +16,8 @@ from dataclasses import asdict, replace
 
 from hypothesis import strategies as st
 
-from checkers.anomaly import Anomaly
-from harness.history.schema import OBSERVER, SOURCE_STORE, Event, RunHeader
+from driftlab.checkers.anomaly import Anomaly
+from driftlab.harness.history.schema import OBSERVER, SOURCE_STORE, Event, RunHeader
 
 _seq = itertools.count()
 

@@ -14,7 +14,7 @@ import json
 from hypothesis import strategies as st
 from strategies_states import apply, read, state, write
 
-from harness.history.schema import OBSERVER, SOURCE_STORE, Event
+from driftlab.harness.history.schema import OBSERVER, SOURCE_STORE, Event
 
 VIEWS = ("docs", "sum")
 PLAIN_STORE = "cache"

@@ -10,14 +10,14 @@ import pytest
 from analysis_outputs import analysis_json, examples_json
 from typer.testing import CliRunner
 
-from checkers.analysis_files import OutputFileError, read_analysis, read_examples
-from checkers.analyze import AnalysisInputError, analyze
-from harness.app.outcome import outcome_of
-from harness.cli import app
-from harness.rundir import RunDir
-from harness.runner.runner import RunResult
-from reports.suite_page import evidence_line, scan_runs
-from scenarios.registry import get_scenario
+from driftlab.checkers.analysis_files import OutputFileError, read_analysis, read_examples
+from driftlab.checkers.analyze import AnalysisInputError, analyze
+from driftlab.harness.app.outcome import outcome_of
+from driftlab.harness.cli import app
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.runner.runner import RunResult
+from driftlab.reports.suite_page import evidence_line, scan_runs
+from driftlab.scenarios.catalogue.registry import get_scenario
 
 
 def _run(tmp_path: Path) -> Path:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from cli_support import DRIFTLAB
 
-from checkers.analyze import SCRATCH
-from harness.testing.synthetic import generate_history
+from driftlab.checkers.analyze import SCRATCH
+from driftlab.harness.lab.testing.synthetic import generate_history
 
 
 def _digests(run: Path) -> dict[str, str]:
@@ -80,7 +80,7 @@ def test_interruptible_raises_and_restores_the_handlers() -> None:
     code = textwrap.dedent(
         """
         import signal, time
-        from checkers.session import interruptible
+        from driftlab.checkers.session import interruptible
         old = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
         try:
             with interruptible():
@@ -141,7 +141,7 @@ def test_an_error_raised_over_the_interrupt_is_still_the_interrupt() -> None:
     code = textwrap.dedent(
         """
         import signal
-        from checkers.session import interruptible
+        from driftlab.checkers.session import interruptible
         try:
             with interruptible():
                 try:
@@ -169,7 +169,7 @@ def test_an_interrupt_inside_a_finalizer_is_raised_on_leaving_without_a_tracebac
     code = textwrap.dedent(
         """
         import os, signal, weakref
-        from checkers.session import interruptible
+        from driftlab.checkers.session import interruptible
 
         class Handle:
             pass

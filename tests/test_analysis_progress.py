@@ -9,8 +9,8 @@ import time
 import pytest
 from rich.console import Console
 
-from checkers.session import task_progress
-from harness.cli.analyze import _shown
+from driftlab.checkers.session import task_progress
+from driftlab.harness.cli.analyze import _shown
 
 
 @pytest.mark.spark
@@ -26,7 +26,7 @@ def test_the_analysis_line_counts_the_tasks_of_the_running_job(spark) -> None:
 
 
 def test_a_checker_line_counts_one_anomaly_in_the_singular() -> None:
-    from checkers.analyze import CheckerRun, _say_checker
+    from driftlab.checkers.analyze import CheckerRun, _say_checker
 
     lines: list[str] = []
     _say_checker(lines.append, CheckerRun("graph", counts={"contradictory-order": 1}))

@@ -1,5 +1,5 @@
 """The stack's `analysis` service: a warm Spark that `driftlab analyze` and `driftlab
-run` use when the stack of `driftlab up` runs it (harness/services/analysis.py), with
+run` use when the stack of `driftlab up` runs it (harness/lab/services/analysis.py), with
 the verdict of an analysis in process, and given up when it does not answer."""
 
 from __future__ import annotations
@@ -24,24 +24,24 @@ from cli_support import DRIFTLAB
 from pipeline_support import pipeline_text
 from rich.console import Console
 
-from checkers.analyze import OUTPUTS, analyze
-from harness.app.judge import WarmSpark, judge_run
-from harness.rundir import RunDir
-from harness.runner.runner import RunResult
-from harness.services import analysis
-from harness.services.analysis import (
+from driftlab.checkers.analyze import OUTPUTS, analyze
+from driftlab.harness.app.judge import WarmSpark, judge_run
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.runner.runner import RunResult
+from driftlab.harness.lab.services import analysis
+from driftlab.harness.lab.services.analysis import (
     ANALYSIS,
     ServerUnavailable,
     analysis_on_server,
     analyze_remotely,
     ping,
 )
-from harness.services.backends import attach_stack
-from harness.services.base import Endpoint
-from harness.services.ports import LOOPBACK, free_port
-from harness.services.stack import Stack
-from harness.services.stack_home import ENV as STACK_DIR_ENV
-from harness.testing.synthetic import generate_history
+from driftlab.harness.lab.services.backends import attach_stack
+from driftlab.harness.lab.services.base import Endpoint
+from driftlab.harness.lab.services.ports import LOOPBACK, free_port
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.services.stack_home import ENV as STACK_DIR_ENV
+from driftlab.harness.lab.testing.synthetic import generate_history
 
 PLANT = {"duplicate-delivery": 2, "missing": 1, "poll-skip": 1}
 

@@ -18,16 +18,20 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from checkers.analyze import CHECKERS, OUTPUTS
-from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
-from checkers.coverage import chances
-from checkers.reference.lost import where_lost
-from checkers.reference.reorder import realtime_lags, worst_realtime_lag, worst_realtime_lags
-from checkers.verdict import judge
-from harness.cli import app
-from harness.history.reader import read_history
-from harness.history.schema import Event
-from harness.testing.synthetic import generate, generate_history
+from driftlab.checkers.analyze import CHECKERS, OUTPUTS
+from driftlab.checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS, KINDS
+from driftlab.checkers.coverage import chances
+from driftlab.checkers.reference.lost import where_lost
+from driftlab.checkers.reference.reorder import (
+    realtime_lags,
+    worst_realtime_lag,
+    worst_realtime_lags,
+)
+from driftlab.checkers.verdict import judge
+from driftlab.harness.cli import app
+from driftlab.harness.history.reader import read_history
+from driftlab.harness.history.schema import Event
+from driftlab.harness.lab.testing.synthetic import generate, generate_history
 
 # Checkers whose Spark module has not landed yet: analyze must report them `missing`.
 # Empty this set as they land; once all are in, a missing module fails the test.

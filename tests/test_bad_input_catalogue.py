@@ -1,5 +1,6 @@
 """The catalogue of bad inputs and hurt labs: each runs the real `driftlab` command and
-asserts its exit status (harness.exitcodes: 2 bad input, 3 the lab failed) and the one
+asserts its exit status (driftlab.harness.history.exitcodes: 2 bad input, 3 the lab failed) and the
+one
 line that names the problem and the fix, with no traceback.
 
 The read-only and full-disk cases mount small tmpfs file systems (root only).
@@ -20,10 +21,10 @@ from pathlib import Path
 import pytest
 from cli_support import DRIFTLAB
 
-from harness.history.reader import convert_to_parquet
-from harness.history.recorder import Recorder
-from harness.history.schema import RunHeader
-from harness.testing.synthetic import generate_history
+from driftlab.harness.history.reader import convert_to_parquet
+from driftlab.harness.history.recorder import Recorder
+from driftlab.harness.history.schema import RunHeader
+from driftlab.harness.lab.testing.synthetic import generate_history
 
 UNREACHABLE = "spark://127.0.0.1:1"  # port 1: nothing listens there
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from harness.history.canonical import canonical_json
+from driftlab.harness.history.canonical import canonical_json
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 from keyed_support import agreed, spark_check
 
-from checkers.reference import duplicates as reference
-from harness.history.schema import Event
+from driftlab.checkers.reference import duplicates as reference
+from driftlab.harness.history.schema import Event
 
 
 def deliver(t: int, msg_id: str, consumer: str = "g", **kw: object) -> Event:

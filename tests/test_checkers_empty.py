@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from keyed_support import agreed
 
-from checkers.reference import CHECKERS
+from driftlab.checkers.reference import CHECKERS
 
 
 @pytest.mark.spark

@@ -8,7 +8,7 @@ import pytest
 from keyed_support import agreed
 from strategies_states import header, kinds, produce, state
 
-from checkers.reference import eventsourcing as ref
+from driftlab.checkers.reference import eventsourcing as ref
 
 PROJECTIONS = [
     produce(1, "a", "5", 1),

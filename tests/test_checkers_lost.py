@@ -10,11 +10,11 @@ from keyed_support import agreed, spark_check, spark_notes
 from reference_counts import run_events
 from strategies_states import identities
 
-from checkers.reference import duplicates as dup
-from checkers.reference import lost as reference
-from checkers.reference import reorder
-from harness.history.schema import LOG_AUDIT, Event
-from harness.testing.synthetic import generate
+from driftlab.checkers.reference import duplicates as dup
+from driftlab.checkers.reference import lost as reference
+from driftlab.checkers.reference import reorder
+from driftlab.harness.history.schema import LOG_AUDIT, Event
+from driftlab.harness.lab.testing.synthetic import generate
 
 
 def msg(action: str, t: int, msg_id: str, **kw: object) -> Event:

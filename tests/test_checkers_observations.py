@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from strategies_states import read, write
 
-from checkers.coverage import chances
-from checkers.reference import reorder, staleness
-from harness.history.schema import OBSERVER, Event
+from driftlab.checkers.coverage import chances
+from driftlab.checkers.reference import reorder, staleness
+from driftlab.harness.history.schema import OBSERVER, Event
 
 MS = 1_000_000
 

@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 from keyed_support import agreed
 
-from checkers.reference import reorder as reference
-from harness.history.schema import LOG_AUDIT, Event
+from driftlab.checkers.reference import reorder as reference
+from driftlab.harness.history.schema import LOG_AUDIT, Event
 
 
 def msg(action: str, t: int, **kw: object) -> Event:

@@ -6,8 +6,8 @@ import pytest
 from keyed_support import agreed, spark_lag
 from strategies_states import apply, read, write
 
-from checkers.reference import staleness as ref
-from harness.history.schema import Event
+from driftlab.checkers.reference import staleness as ref
+from driftlab.harness.history.schema import Event
 
 MS = 1_000_000
 

@@ -15,12 +15,12 @@ from strategies_views import view_histories
 from test_keyed_pass import reference_whole
 from test_keyed_sieve import judged, stepped, stepped_chances
 
-from checkers.anomaly import ALL_KINDS
-from checkers.coverage import chances
-from checkers.keyed.facts import facts_of
-from checkers.keyed.step import group_history, judge
-from checkers.reference import divergence, reorder, staleness
-from harness.history.schema import OBSERVER, Event
+from driftlab.checkers.anomaly import ALL_KINDS
+from driftlab.checkers.coverage import chances
+from driftlab.checkers.keyed.facts import facts_of
+from driftlab.checkers.keyed.step import group_history, judge
+from driftlab.checkers.reference import divergence, reorder, staleness
+from driftlab.harness.history.schema import OBSERVER, Event
 
 A, B = '{"lines":[]}', '{"lines":[1]}'
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from reports.claims import CLAIMS
-from scenarios.registry import claims_scenarios
+from driftlab.reports.claims import CLAIMS
+from driftlab.scenarios.catalogue.registry import claims_scenarios
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "claims.md"
 

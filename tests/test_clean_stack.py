@@ -18,10 +18,15 @@ import pytest
 from cli_support import DRIFTLAB
 from lab_support import driftlab, stack_folder, up
 
-from harness.exitcodes import LabFailure
-from harness.runner.clean_stack import clean, find_leftovers, live_namespaces, run_lease
-from harness.services.process import read_start_time
-from harness.services.stack import Stack
+from driftlab.harness.history.exitcodes import LabFailure
+from driftlab.harness.lab.runner.clean_stack import (
+    clean,
+    find_leftovers,
+    live_namespaces,
+    run_lease,
+)
+from driftlab.harness.lab.services.process import read_start_time
+from driftlab.harness.lab.services.stack import Stack
 
 pytestmark = pytest.mark.services
 

@@ -2,8 +2,8 @@
 
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.history.schema import SCHEMA_VERSION
+from driftlab.harness.cli import app
+from driftlab.harness.history.schema import SCHEMA_VERSION
 
 
 def test_version_names_the_schema() -> None:

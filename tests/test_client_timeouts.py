@@ -19,15 +19,10 @@ from confluent_kafka import Consumer, TopicPartition
 from psycopg import sql
 from setup_fixtures import events, make_context
 
-from harness.architectures.cdc.consumer import CdcConsumer
-from harness.architectures.cdc.protocol import BEFORE_APPLY, ConsumerConfig
-from harness.architectures.event_sourced.projector import Projector
-from harness.architectures.event_sourced.setup import LIVE, PROJECTOR, EventSourced
-from harness.architectures.work_queue.setup import amqp_parameters
-from harness.services.kafka import kafka_client_config
-from harness.services.kafka_admin import TopicSpec, create_topics
-from harness.services.stack import Stack
-from harness.setups.connect import (
+from driftlab.harness.lab.services.kafka import kafka_client_config
+from driftlab.harness.lab.services.kafka_admin import TopicSpec, create_topics
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.setups.connect import (
     AMQP_HEARTBEAT_S,
     KAFKA_CLIENT_TIMEOUTS,
     PG_STATEMENT_TIMEOUT_S,
@@ -39,7 +34,12 @@ from harness.setups.connect import (
     pg_conninfo,
     redis_client,
 )
-from harness.setups.stores import classify_pg
+from driftlab.harness.lab.setups.stores import classify_pg
+from driftlab.scenarios.architectures.cdc.consumer import CdcConsumer
+from driftlab.scenarios.architectures.cdc.protocol import BEFORE_APPLY, ConsumerConfig
+from driftlab.scenarios.architectures.event_sourced.projector import Projector
+from driftlab.scenarios.architectures.event_sourced.setup import LIVE, PROJECTOR, EventSourced
+from driftlab.scenarios.architectures.work_queue.setup import amqp_parameters
 
 pytestmark = pytest.mark.services
 

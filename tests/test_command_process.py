@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.services.base import ServiceError
-from harness.services.command import CommandProcess, Readiness
-from harness.services.ports import free_port
-from harness.services.process import group_alive, read_start_time
+from driftlab.harness.lab.services.base import ServiceError
+from driftlab.harness.lab.services.command import CommandProcess, Readiness
+from driftlab.harness.lab.services.ports import free_port
+from driftlab.harness.lab.services.process import group_alive, read_start_time
 
 
 def state_of(pid: int) -> str:

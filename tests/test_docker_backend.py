@@ -27,9 +27,9 @@ from redis.retry import Retry
 from service_checks import check_committed_rows_survive_a_kill
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.services.base import Endpoint, ServiceError
-from harness.services.containers import (
+from driftlab.harness.cli import app
+from driftlab.harness.lab.services.base import Endpoint, ServiceError
+from driftlab.harness.lab.services.containers import (
     DEFAULT_DOCKER_HOST,
     IMAGES,
     LABEL_STACK,
@@ -38,9 +38,9 @@ from harness.services.containers import (
     stack_containers,
     stack_id,
 )
-from harness.services.docker_backend import DockerStack
-from harness.services.stack import Stack
-from harness.services.stack_protocol import ServiceStack
+from driftlab.harness.lab.services.docker_backend import DockerStack
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.services.stack_protocol import ServiceStack
 
 FIX = "start Docker (`bash scripts/docker-images` starts one and builds the images)"
 # One claim per family the issue names: dual-write, CDC, work queue.

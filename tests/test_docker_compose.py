@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.services.containers import IMAGES, image_name
+from driftlab.harness.lab.services.containers import IMAGES, image_name
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "compose.yml"

@@ -1,5 +1,5 @@
 """The streaming EDN reader agrees with edn_format, the maintained EDN package it stands
-in for (harness/importers/edn.py says why), on the text edn_format itself writes."""
+in for (harness/lab/importers/edn.py says why), on the text edn_format itself writes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.importers import edn
+from driftlab.harness.lab.importers import edn
 
 NAMES = st.from_regex(r"[a-z][a-z0-9\-]{0,6}(/[a-z][a-z0-9]{0,4})?", fullmatch=True)
 ATOMS = st.one_of(

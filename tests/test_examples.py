@@ -12,11 +12,11 @@ from types import ModuleType
 import pytest
 from reference_counts import predicted, reference_counts
 
-from checkers.verdict import judge
-from harness.app.run import run_scenario
-from harness.architectures.dual_write.setup import DualWrite
-from harness.architectures.registry import SETUPS, register_setup
-from harness.services.stack import Stack
+from driftlab.checkers.verdict import judge
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.architectures.dual_write.setup import DualWrite
+from driftlab.scenarios.catalogue.architectures import SETUPS, register_setup
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cache_aside"
 
@@ -61,7 +61,8 @@ def test_a_taken_setup_name_is_refused() -> None:
         name = DualWrite.name
 
     with pytest.raises(
-        ValueError, match=r"is taken by harness\.architectures\.dual_write\.setup\.DualWrite"
+        ValueError,
+        match=r"is taken by driftlab\.scenarios\.architectures\.dual_write\.setup\.DualWrite",
     ):
         register_setup(Impostor)
     assert SETUPS[DualWrite.name] is DualWrite

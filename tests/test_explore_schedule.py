@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from harness.architectures.registry import SIMULATED_SETUPS
-from harness.explore.schedule import Schedule, ScheduleError, Step
-from harness.explore.search import simulate
-from harness.explore.strategies import schedules
+from driftlab.harness.lab.explore.schedule import Schedule, ScheduleError, Step
+from driftlab.harness.lab.explore.search import simulate
+from driftlab.harness.lab.explore.strategies import schedules
+from driftlab.scenarios.catalogue.architectures import SIMULATED_SETUPS
 
 
 @settings(max_examples=40, deadline=None)

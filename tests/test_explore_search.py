@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from checkers.anomaly import KINDS
-from harness.architectures.registry import simulated_setup
-from harness.cli import app
-from harness.explore.properties import PROPERTIES, Property, available_checkers
-from harness.explore.schedule import Schedule
-from harness.explore.search import search
-from harness.history.reader import read_history
+from driftlab.checkers.anomaly import KINDS
+from driftlab.harness.cli import app
+from driftlab.harness.history.reader import read_history
+from driftlab.harness.lab.explore.properties import PROPERTIES, Property, available_checkers
+from driftlab.harness.lab.explore.schedule import Schedule
+from driftlab.harness.lab.explore.search import search
+from driftlab.scenarios.catalogue.architectures import simulated_setup
 
 # Minimal executed schedules (steps before the quiesce) the shrinker reaches.
 MINIMAL_STEPS = {

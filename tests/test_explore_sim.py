@@ -10,16 +10,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.anomaly import KINDS, Anomaly
-from harness.architectures.registry import SIMULATED_SETUPS
-from harness.explore.properties import PROPERTIES, available_checkers, reference_anomalies
-from harness.explore.schedule import Step
-from harness.explore.sim.recorder import to_jsonl
-from harness.explore.sim.tally import Finding
-from harness.explore.spec import SetupSpec
-from harness.explore.strategies import schedules
-from harness.history.reader import read_history
-from harness.history.schema import COLUMNS, SOURCE_STORE, Event
+from driftlab.checkers.anomaly import KINDS, Anomaly
+from driftlab.harness.history.reader import read_history
+from driftlab.harness.history.schema import COLUMNS, SOURCE_STORE, Event
+from driftlab.harness.lab.explore.properties import (
+    PROPERTIES,
+    available_checkers,
+    reference_anomalies,
+)
+from driftlab.harness.lab.explore.schedule import Step
+from driftlab.harness.lab.explore.sim.recorder import to_jsonl
+from driftlab.harness.lab.explore.sim.tally import Finding
+from driftlab.harness.lab.explore.spec import SetupSpec
+from driftlab.harness.lab.explore.strategies import schedules
+from driftlab.scenarios.catalogue.architectures import SIMULATED_SETUPS
 
 SETUP_NAMES = sorted(SIMULATED_SETUPS)
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from pipeline_support import history, pipeline_text, run_text
 
-from harness import exitcodes
-from harness.nemesis.nemesis import moment_finder
-from harness.nemesis.schedule import Anchor, FaultSpec, Schedule
-from harness.pipeline.spec import PipelineError, load
-from harness.services.stack import Stack
-from harness.setups.moments import Moment, Moments
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.nemesis.nemesis import moment_finder
+from driftlab.harness.lab.nemesis.schedule import Anchor, FaultSpec, Schedule
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.setups.moments import Moment, Moments
+from driftlab.scenarios.pipeline.spec import PipelineError, load
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import json
 import pytest
 from strategies_states import apply, write
 
-from checkers.reference import graph
+from driftlab.checkers.reference import graph
 
 N = 20_000
 

@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.exitcodes import LabFailure
-from harness.history import reader
-from harness.history.errors import HistoryError
-from harness.history.reader import (
+from driftlab.harness.history import reader
+from driftlab.harness.history.errors import HistoryError
+from driftlab.harness.history.exitcodes import LabFailure
+from driftlab.harness.history.reader import (
     HistoryInfo,
     arrow_schema,
     convert_to_parquet,
@@ -23,8 +23,8 @@ from harness.history.reader import (
     read_history,
     read_parquet,
 )
-from harness.history.recorder import Recorder
-from harness.history.schema import COLUMNS, INT_COLUMNS, SCHEMA_VERSION, Event, RunHeader
+from driftlab.harness.history.recorder import Recorder
+from driftlab.harness.history.schema import COLUMNS, INT_COLUMNS, SCHEMA_VERSION, Event, RunHeader
 
 HEADER = RunHeader(run_id="r-read", scenario="unit", seed=3)
 

@@ -19,11 +19,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from harness.history.errors import HistoryError
-from harness.history.reader import read_history
-from harness.history.recorder import Recorder
-from harness.history.schema import Event, RunHeader
-from harness.history.values import UniqueValues, split_value
+from driftlab.harness.history.errors import HistoryError
+from driftlab.harness.history.reader import read_history
+from driftlab.harness.history.recorder import Recorder
+from driftlab.harness.history.schema import Event, RunHeader
+from driftlab.harness.history.values import UniqueValues, split_value
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = RunHeader(run_id="r-test", scenario="unit", seed=7, params={"keys": 3})
@@ -196,7 +196,7 @@ def test_forked_children_get_their_own_segments(tmp_path: Path) -> None:
 SPAWNED = textwrap.dedent(
     """
     import sys
-    from harness.history.recorder import Recorder
+    from driftlab.harness.history.recorder import Recorder
     with Recorder(sys.argv[1], role="consumer") as rec:
         for i in range(int(sys.argv[2])):
             rec.msg("apply", store="cache", key="k", msg_id=f"{sys.argv[3]}:{i}")
@@ -227,8 +227,8 @@ def test_spawned_processes_join_the_run_concurrently(tmp_path: Path) -> None:
 UNCLOSED = textwrap.dedent(
     """
     import sys
-    from harness.history.recorder import Recorder
-    from harness.history.schema import RunHeader
+    from driftlab.harness.history.recorder import Recorder
+    from driftlab.harness.history.schema import RunHeader
     rec = Recorder(sys.argv[1], RunHeader(run_id="x", scenario="x", seed=0),
                    batch_size=100_000, flush_interval=3600)
     for i in range(1000):
@@ -258,8 +258,8 @@ def test_idle_events_reach_the_file_without_close(tmp_path: Path) -> None:
 KILLED_CHILD = textwrap.dedent(
     """
     import mmap, os, struct, sys
-    from harness.history.recorder import Recorder
-    from harness.history.schema import RunHeader
+    from driftlab.harness.history.recorder import Recorder
+    from driftlab.harness.history.schema import RunHeader
     fd = os.open(sys.argv[2], os.O_RDWR)
     done = mmap.mmap(fd, 8)
     rec = Recorder(sys.argv[1], RunHeader(run_id="killed", scenario="kill", seed=1),

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from harness.history.values import UniqueValues, split_value
+from driftlab.harness.history.values import UniqueValues, split_value
 
 
 def test_values_are_unique_across_threads() -> None:

@@ -1,4 +1,4 @@
-"""harness.services.http_client: a connection per request, TCP or a unix socket."""
+"""driftlab.harness.lab.services.http_client: a connection per request, TCP or a unix socket."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from harness.services.http_client import caused_by, http_client
-from harness.services.ports import free_port
+from driftlab.harness.lab.services.http_client import caused_by, http_client
+from driftlab.harness.lab.services.ports import free_port
 
 
 class Answer(BaseHTTPRequestHandler):

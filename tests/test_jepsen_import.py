@@ -23,9 +23,14 @@ from rich.console import Console
 from rich.progress import Progress
 from typer.testing import CliRunner
 
-from checkers.reference.reorder import realtime_lags, worst_realtime_lag
-from harness.cli import app
-from harness.importers.jepsen import FORBIDDEN, JEPSEN_NAMES, JepsenImportError, import_history
+from driftlab.checkers.reference.reorder import realtime_lags, worst_realtime_lag
+from driftlab.harness.cli import app
+from driftlab.harness.lab.importers.jepsen import (
+    FORBIDDEN,
+    JEPSEN_NAMES,
+    JepsenImportError,
+    import_history,
+)
 
 
 def o(index: int, process: int | str, type_: str, f: str, value: str) -> str:
@@ -475,7 +480,7 @@ def test_maelstrom_poll_skip(tmp_path: Path) -> None:
 
 def _json_op(line: str) -> str:
     """The op as elle-cli's JSON writes it: keywords as strings, map keys as strings."""
-    from harness.importers import edn
+    from driftlab.harness.lab.importers import edn
 
     def plain(v: object) -> object:
         if isinstance(v, dict):

@@ -1,4 +1,4 @@
-"""The keyed pass (checkers.keyed): the cut of a history into groups loses nothing the
+"""The keyed pass (driftlab.checkers.keyed): the cut of a history into groups loses nothing the
 whole-history reference finds, and the Spark pass gives the reference's rows, evidence
 included, its notes and its lag."""
 
@@ -15,17 +15,17 @@ from hypothesis import strategies as st
 from keyed_support import ROW_GROUP_ROWS, any_history, history_table, run_pass
 from strategies_states import apply, write
 
-from checkers.anomaly import ALL_KINDS, Anomaly
-from checkers.coverage import chances
-from checkers.keyed.facts import facts_of
-from checkers.keyed.spark import _CORRUPT, _UNSEEN, _read, _write, keyed_pass, task_failure
-from checkers.keyed.step import REALTIME_SERIES, group_history, judge
-from checkers.outputs import ANOMALY_ORDER
-from checkers.reference import CHECKERS, eventsourcing, lost, reorder, staleness
-from checkers.reference.reorder import RealtimeLag
-from checkers.series import bucket_seconds
-from harness.history.errors import HistoryError
-from harness.history.schema import Event
+from driftlab.checkers.anomaly import ALL_KINDS, Anomaly
+from driftlab.checkers.coverage import chances
+from driftlab.checkers.keyed.facts import facts_of
+from driftlab.checkers.keyed.spark import _CORRUPT, _UNSEEN, _read, _write, keyed_pass, task_failure
+from driftlab.checkers.keyed.step import REALTIME_SERIES, group_history, judge
+from driftlab.checkers.outputs import ANOMALY_ORDER
+from driftlab.checkers.reference import CHECKERS, eventsourcing, lost, reorder, staleness
+from driftlab.checkers.reference.reorder import RealtimeLag
+from driftlab.checkers.series import bucket_seconds
+from driftlab.harness.history.errors import HistoryError
+from driftlab.harness.history.schema import Event
 
 
 def reference_whole(events: list[Event]) -> Counter[Anomaly]:

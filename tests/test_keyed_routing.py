@@ -1,5 +1,5 @@
-"""The map side of the keyed pass (checkers.keyed.routing): routing a history cut into
-slices gives every event to exactly the groups checkers.keyed.step.routes names, each
+"""The map side of the keyed pass (driftlab.checkers.keyed.routing): routing a history cut into
+slices gives every event to exactly the groups driftlab.checkers.keyed.step.routes names, each
 group to one bucket, and the slices' Facts shares merge into facts_of's Facts."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from keyed_support import any_history, history_table
 
-from checkers.keyed.facts import facts_of
-from checkers.keyed.routing import FactShare, route, with_positions
-from checkers.keyed.step import GROUP_COLUMN, POSITION_COLUMN, ROUTE_COLUMN, routes
-from harness.history.schema import COLUMNS, Event
+from driftlab.checkers.keyed.facts import facts_of
+from driftlab.checkers.keyed.routing import FactShare, route, with_positions
+from driftlab.checkers.keyed.step import GROUP_COLUMN, POSITION_COLUMN, ROUTE_COLUMN, routes
+from driftlab.harness.history.schema import COLUMNS, Event
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""The sieve of the keyed pass (checkers.keyed.sieve) clears only groups in which the
+"""The sieve of the keyed pass (driftlab.checkers.keyed.sieve) clears only groups in which the
 reference finds nothing, and gives the cleared groups' lag and notes as the reference
 does: the partition step with the sieve equals the reference over every group."""
 
@@ -12,11 +12,11 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from keyed_support import any_history
 
-from checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS
-from checkers.coverage import chances
-from checkers.keyed.facts import facts_of
-from checkers.keyed.sieve import sieve
-from checkers.keyed.step import (
+from driftlab.checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS
+from driftlab.checkers.coverage import chances
+from driftlab.checkers.keyed.facts import facts_of
+from driftlab.checkers.keyed.sieve import sieve
+from driftlab.checkers.keyed.step import (
     ANOMALY,
     CHANCE,
     GROUP_COLUMN,
@@ -30,13 +30,13 @@ from checkers.keyed.step import (
     partition_step,
     routes,
 )
-from checkers.keyed.timeline import SERIES_ROW
-from harness.history.schema import COLUMNS, INT_COLUMNS, Event
-from harness.testing.synthetic import generate
+from driftlab.checkers.keyed.timeline import SERIES_ROW
+from driftlab.harness.history.schema import COLUMNS, INT_COLUMNS, Event
+from driftlab.harness.lab.testing.synthetic import generate
 
 
 def routed_table(events: list[Event]) -> pa.Table:
-    """The rows the Spark pass routes (checkers.keyed.spark.routed), in plain Python."""
+    """The rows the Spark pass routes (driftlab.checkers.keyed.spark.routed), in plain Python."""
     rows: dict[str, list] = {c: [] for c in (*COLUMNS, POSITION_COLUMN, ROUTE_COLUMN, GROUP_COLUMN)}
     for pos, e in enumerate(events):
         for route, group in routes(e):
@@ -95,7 +95,7 @@ def test_the_sieve_keeps_what_the_reference_finds(events: list[Event]) -> None:
 
 
 def stepped_chances(events: list[Event]) -> tuple[dict[str, int], Counter[str]]:
-    """Each kind's chances as the partition step counts them (checkers.keyed.coverage),
+    """Each kind's chances as the partition step counts them (driftlab.checkers.keyed.coverage),
     and the kinds it found."""
     table = routed_table(events)
     got: Counter[str] = Counter({k: 0 for k in ALL_KINDS})
@@ -115,7 +115,7 @@ def stepped_chances(events: list[Event]) -> tuple[dict[str, int], Counter[str]]:
 @given(any_history())
 def test_the_step_counts_every_kinds_chances_as_the_reference(events: list[Event]) -> None:
     """Coverage is tested as the counts are: every kind's chances in the keyed pass's
-    step equal checkers.coverage's over the whole history, and no kind is found more
+    step equal driftlab.checkers.coverage's over the whole history, and no kind is found more
     often than it had a chance."""
     expected = chances(events)
     got, found = stepped_chances(events)

@@ -1,15 +1,15 @@
-"""Every anomaly kind is spelled once (checkers.kinds.TABLE) and has every part it needs:
+"""Every anomaly kind is spelled once (driftlab.checkers.kinds.TABLE) and has every part it needs:
 a kind that lacks one fails here, so no check can silently not run in the keyed pass."""
 
 from __future__ import annotations
 
-from checkers import kinds
-from checkers.anomaly import ALL_KINDS, KINDS
-from checkers.coverage import CHANCES
-from checkers.keyed import coverage as keyed_coverage
-from checkers.keyed import step
-from checkers.keyed.sieve import SIEVE_QUERIES
-from checkers.kinds import (
+from driftlab.checkers import kinds
+from driftlab.checkers.anomaly import ALL_KINDS, KINDS
+from driftlab.checkers.coverage import CHANCES
+from driftlab.checkers.keyed import coverage as keyed_coverage
+from driftlab.checkers.keyed import step
+from driftlab.checkers.keyed.sieve import SIEVE_QUERIES
+from driftlab.checkers.kinds import (
     BY_NAME,
     KEY,
     LOST_WRITE,
@@ -18,13 +18,13 @@ from checkers.kinds import (
     STALE_OVERWRITE,
     TABLE,
 )
-from checkers.reference import CHECKERS
-from checkers.verdict import untested_line
-from harness.explore import properties
-from harness.importers.jepsen import FORBIDDEN, JEPSEN_NAMES, REBALANCE_ALLOWED
-from harness.pipeline import spec_expect
-from reports.sequence import DIAGRAM_KINDS
-from scenarios.model import CONVERGES
+from driftlab.checkers.reference import CHECKERS
+from driftlab.checkers.verdict import untested_line
+from driftlab.harness.lab.explore import properties
+from driftlab.harness.lab.importers.jepsen import FORBIDDEN, JEPSEN_NAMES, REBALANCE_ALLOWED
+from driftlab.harness.lab.scenario import CONVERGES
+from driftlab.reports.sequence import DIAGRAM_KINDS
+from driftlab.scenarios.pipeline import spec_expect
 
 ROUTES = {KEY: step.KEY, PARTITION: step.PARTITION, MESSAGE: step.MESSAGE}
 
@@ -52,7 +52,7 @@ def test_each_kind_has_a_sieve_query() -> None:
 def test_each_kind_has_its_chances_defined_in_words_python_and_the_keyed_pass() -> None:
     for kind in TABLE:
         assert kind.chance.strip(), kind.name
-        assert kind.name in CHANCES, f"{kind.name}: no chance in checkers.coverage"
+        assert kind.name in CHANCES, f"{kind.name}: no chance in driftlab.checkers.coverage"
         query = keyed_coverage.OF_KIND.get(kind.name, kind.name)
         assert query in keyed_coverage.QUERIES, f"{kind.name}: no chance query in the pass"
 

@@ -25,13 +25,13 @@ import pytest
 from cli_support import DRIFTLAB
 from lab_support import driftlab, output, stack_folder, up
 
-from harness.runner.watchdog import Watchdog
-from harness.services.connect import ConnectService, DebeziumPostgres
-from harness.services.postgres import PostgresService
-from harness.services.process import read_start_time
-from harness.services.stack import Stack
-from harness.services.toxiproxy import API_DIR, API_SOCKET
-from harness.services.toxiproxy_api import ToxiproxyApi
+from driftlab.harness.lab.runner.watchdog import Watchdog
+from driftlab.harness.lab.services.connect import ConnectService, DebeziumPostgres
+from driftlab.harness.lab.services.postgres import PostgresService
+from driftlab.harness.lab.services.process import read_start_time
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.services.toxiproxy import API_DIR, API_SOCKET
+from driftlab.harness.lab.services.toxiproxy_api import ToxiproxyApi
 
 pytestmark = pytest.mark.services
 

@@ -45,9 +45,10 @@ def test_the_history_imports_only_itself_and_the_exit_codes() -> None:
     found = {
         f"{name}: {target}"
         for name, path in known.items()
-        if name.startswith("harness.history")
+        if name.startswith("driftlab.harness.history")
         for target in imports(path, known)
-        if not target.startswith("harness.history") and target != "harness.exitcodes"
+        if not target.startswith("driftlab.harness.history")
+        and target != "driftlab.harness.history.exitcodes"
     }
     assert found == set()
 
@@ -56,7 +57,7 @@ def test_an_architecture_imports_another_only_where_it_builds_on_it() -> None:
     # The CDC variants hold cdc's public parts (wiring, capture, pipeline, client); the
     # bounded log holds the direct producer's AckedLog; outbox's C14 is C2 in one
     # transaction, so its scenario takes C2's workload and crash point from
-    # dual_write.scenarios. Anything else shared belongs in harness/setups/.
+    # dual_write.scenarios. Anything else shared belongs in harness/lab/setups/.
     builds_on = {
         "outbox": {"cdc", "dual_write"},
         "snapshot": {"cdc"},

@@ -18,16 +18,16 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from harness.pipeline.links import Reach
-from harness.services import jvm
-from harness.services.binaries import POSTGRES_BIN
-from harness.services.kafka import KafkaCluster, KafkaSettings, kafka_client_config
-from harness.services.kafka_admin import TopicSpec, create_topics
-from harness.services.postgres import PostgresService
-from harness.services.stack import Stack
-from harness.services.stack_state import STATE_FILE
-from harness.services.supervised import ServiceSpec
-from harness.services.toxiproxy import ToxiproxyService
+from driftlab.harness.lab.services import jvm
+from driftlab.harness.lab.services.binaries import POSTGRES_BIN
+from driftlab.harness.lab.services.kafka import KafkaCluster, KafkaSettings, kafka_client_config
+from driftlab.harness.lab.services.kafka_admin import TopicSpec, create_topics
+from driftlab.harness.lab.services.postgres import PostgresService
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.services.stack_state import STATE_FILE
+from driftlab.harness.lab.services.supervised import ServiceSpec
+from driftlab.harness.lab.services.toxiproxy import ToxiproxyService
+from driftlab.scenarios.pipeline.links import Reach
 
 
 def _listening(pid: int) -> list[str]:

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harness.app import matrix as matrix_module
-from harness.app.matrix import Cell, parse_seeds, plan, run_matrix, with_schedule
-from harness.app.suite_index import junit_xml, write_matrix_outputs
-from harness.cli import app
-from scenarios.registry import get_scenario
+from driftlab.harness.app import matrix as matrix_module
+from driftlab.harness.app.matrix import Cell, parse_seeds, plan, run_matrix, with_schedule
+from driftlab.harness.app.suite_index import junit_xml, write_matrix_outputs
+from driftlab.harness.cli import app
+from driftlab.scenarios.catalogue.registry import get_scenario
 
 
 def test_cells_go_seed_by_seed_over_schedules_and_scenarios() -> None:

@@ -9,11 +9,11 @@ import pytest
 import redis
 from setup_fixtures import events, make_context
 
-from harness.architectures.dual_write.setup import DualWrite
-from harness.nemesis import FaultSpec, Nemesis, Schedule
-from harness.services.stack import Stack
-from harness.setups.base import AppCrash
-from harness.setups.connect import endpoint, redis_client
+from driftlab.harness.lab.nemesis import FaultSpec, Nemesis, Schedule
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.setups.base import AppCrash
+from driftlab.harness.lab.setups.connect import endpoint, redis_client
+from driftlab.scenarios.architectures.dual_write.setup import DualWrite
 
 pytestmark = pytest.mark.services
 

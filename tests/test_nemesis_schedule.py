@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.nemesis.schedule import FaultSpec, Schedule, periodic
-from scenarios.model import faults
+from driftlab.harness.lab.nemesis.schedule import FaultSpec, Schedule, periodic
+from driftlab.harness.lab.scenario import faults
 
 
 def test_from_dict_puts_extra_fields_in_params() -> None:

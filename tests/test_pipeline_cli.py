@@ -6,8 +6,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.pipeline.spec import load
+from driftlab.harness.cli import app
+from driftlab.scenarios.pipeline.spec import load
 
 
 def test_init_writes_a_file_that_loads_and_refuses_to_overwrite(tmp_path: Path) -> None:

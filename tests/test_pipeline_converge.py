@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from pipeline_support import pipeline_text
 
-from checkers.verdict import UNEXPECTED
-from harness import exitcodes
-from harness.app.pipeline import PipelineResult, run_pipeline
-from harness.pipeline.spec import load
-from harness.services.stack import Stack
+from driftlab.checkers.verdict import UNEXPECTED
+from driftlab.harness.app.pipeline import PipelineResult, run_pipeline
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.pipeline.spec import load
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

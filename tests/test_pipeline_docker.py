@@ -24,15 +24,15 @@ from cli_support import driftlab
 from docker_support import docker_engine, docker_stack_in, short_folder
 from reference_counts import predicted
 
-from harness import exitcodes
-from harness.app.pipeline import run_pipeline
-from harness.pipeline.spec import load
-from harness.services.base import ServiceError
-from harness.services.containers import (
+from driftlab.harness.app.pipeline import run_pipeline
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.services.base import ServiceError
+from driftlab.harness.lab.services.containers import (
     stack_containers,
     stack_id,
 )
-from harness.services.docker_backend import DockerStack
+from driftlab.harness.lab.services.docker_backend import DockerStack
+from driftlab.scenarios.pipeline.spec import load
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 
@@ -168,8 +168,8 @@ def test_a_leftover_consumer_container_goes_with_its_stack(
 ) -> None:
     """An image process's container carries its stack's label: the stack's down
     removes it even when its run never stopped it (a harness killed mid-run)."""
-    from harness.services.command import Readiness
-    from harness.services.image_process import ImageProcess, ImageRuntime
+    from driftlab.harness.lab.services.command import Readiness
+    from driftlab.harness.lab.services.image_process import ImageProcess, ImageRuntime
 
     root = Path(tempfile.mkdtemp(prefix="dl-", dir="/tmp"))
     stack = DockerStack(root / "stack", owned=True, client=engine)

@@ -15,12 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 from pipeline_support import assert_passed, final_states, history
 
-from harness import exitcodes
-from harness.app.outcome import Outcome
-from harness.app.pipeline import run_pipeline
-from harness.pipeline.observer import NOT_CONVERGED, OBSERVER
-from harness.pipeline.spec import load
-from harness.services.stack import Stack
+from driftlab.harness.app.outcome import Outcome
+from driftlab.harness.app.pipeline import run_pipeline
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.pipeline.observer import NOT_CONVERGED, OBSERVER
+from driftlab.scenarios.pipeline.spec import load
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

@@ -18,10 +18,10 @@ import pytest
 from lab_support import stack_folder, up
 from typer.testing import CliRunner
 
-from harness import exitcodes
-from harness.app.pipeline_search.search import Exploration
-from harness.cli import app
-from harness.pipeline.spec import load
+from driftlab.harness.app.pipeline_search.search import Exploration
+from driftlab.harness.cli import app
+from driftlab.harness.history import exitcodes
+from driftlab.scenarios.pipeline.spec import load
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from harness import exitcodes
-from harness.app.pipeline import run_pipeline
-from harness.pipeline.observer import OBSERVER
-from harness.pipeline.spec import PipelineError, load
-from harness.services.stack import Stack
-from harness.setups.connect import pg_conninfo
+from driftlab.harness.app.pipeline import run_pipeline
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.setups.connect import pg_conninfo
+from driftlab.scenarios.pipeline.observer import OBSERVER
+from driftlab.scenarios.pipeline.spec import PipelineError, load
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

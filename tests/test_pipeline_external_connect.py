@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from harness import exitcodes
-from harness.app.pipeline import run_pipeline
-from harness.pipeline.spec import PipelineError, load
-from harness.services import jvm
-from harness.services.ports import LOOPBACK, free_port
-from harness.services.process import SupervisedProcess
-from harness.services.runtime import LocalRuntime
-from harness.services.stack import Stack
+from driftlab.harness.app.pipeline import run_pipeline
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.services import jvm
+from driftlab.harness.lab.services.ports import LOOPBACK, free_port
+from driftlab.harness.lab.services.process import SupervisedProcess
+from driftlab.harness.lab.services.runtime import LocalRuntime
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.pipeline.spec import PipelineError, load
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pg_to_pg_jdbc"
 

@@ -16,11 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 from pipeline_support import assert_passed, final_states, history
 
-from harness import exitcodes
-from harness.app.pipeline import run_pipeline
-from harness.pipeline.observer import OBSERVER
-from harness.pipeline.spec import load
-from harness.services.stack import Stack
+from driftlab.harness.app.pipeline import run_pipeline
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.pipeline.observer import OBSERVER
+from driftlab.scenarios.pipeline.spec import load
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pipeline_support import PIPELINES, caught, history, passed_analysis, run_text, settings
 
-from harness.app.pipeline import PipelineResult
-from harness.services.stack import Stack
+from driftlab.harness.app.pipeline import PipelineResult
+from driftlab.harness.lab.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

@@ -19,9 +19,9 @@ import psycopg
 import pytest
 from pipeline_support import assert_passed
 
-from harness.app.pipeline import run_pipeline
-from harness.pipeline.spec import load
-from harness.services.stack import Stack
+from driftlab.harness.app.pipeline import run_pipeline
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.pipeline.spec import load
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pipeline_support import assert_passed, caught, looping, run_text, settings
 
-from harness.app.pipeline import PipelineResult
-from harness.services.stack import Stack
+from driftlab.harness.app.pipeline import PipelineResult
+from driftlab.harness.lab.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

@@ -16,7 +16,7 @@ import pytest
 from cli_support import DRIFTLAB
 from lab_support import stack_folder, up
 
-from harness import exitcodes
+from driftlab.harness.history import exitcodes
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

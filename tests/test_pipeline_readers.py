@@ -14,10 +14,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from confluent_kafka import Producer
 
-from harness.pipeline.http_reader import HttpReader
-from harness.pipeline.kafka_reader import KafkaReader
-from harness.pipeline.spec import FieldPaths
-from harness.services.kafka_admin import TopicSpec, create_topics, delete_topics
+from driftlab.harness.lab.services.kafka_admin import TopicSpec, create_topics, delete_topics
+from driftlab.scenarios.pipeline.http_reader import HttpReader
+from driftlab.scenarios.pipeline.kafka_reader import KafkaReader
+from driftlab.scenarios.pipeline.spec import FieldPaths
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from harness import exitcodes
-from harness.app.pipeline_search.found_file import found_text
-from harness.app.pipeline_search.search import Explorer, Plan
-from harness.app.pipeline_search.space import (
+from driftlab.harness.app.pipeline_search.found_file import found_text
+from driftlab.harness.app.pipeline_search.search import Explorer, Plan
+from driftlab.harness.app.pipeline_search.space import (
     Candidate,
     Space,
     draw,
@@ -22,10 +21,11 @@ from harness.app.pipeline_search.space import (
     moments,
     mutate,
 )
-from harness.app.pipeline_search.trial import Trial, features
-from harness.cli import app
-from harness.nemesis.schedule import Anchor, FaultSpec, Schedule
-from harness.pipeline.spec import load, parse
+from driftlab.harness.app.pipeline_search.trial import Trial, features
+from driftlab.harness.cli import app
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.nemesis.schedule import Anchor, FaultSpec, Schedule
+from driftlab.scenarios.pipeline.spec import load, parse
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "catch_up"
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.app.pipeline import scenario_for
-from harness.app.run import check_scenario
-from harness.architectures.registry import SETUPS, setup_services
-from harness.pipeline.setup import PipelineSetup
-from harness.pipeline.shapes import SHAPES, starting_file
-from harness.pipeline.spec import PipelineError, load
+from driftlab.harness.app.pipeline import scenario_for
+from driftlab.harness.app.run import check_scenario
+from driftlab.scenarios.catalogue.architectures import SETUPS, setup_services
+from driftlab.scenarios.pipeline.setup import PipelineSetup
+from driftlab.scenarios.pipeline.shapes import SHAPES, starting_file
+from driftlab.scenarios.pipeline.spec import PipelineError, load
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pg_to_redis"
 
@@ -320,7 +320,7 @@ sql = { query = "SELECT key, value FROM {namespace}.mirror" }
 
 
 def test_connectors_as_configs_inline_or_in_json_files(tmp_path: Path) -> None:
-    from harness.pipeline.connectors import for_run
+    from driftlab.scenarios.pipeline.connectors import for_run
 
     (inline,) = load(write(tmp_path, CONNECTORS)).connectors
     assert inline.name == "sink" and inline.config["tasks.max"] == "1"

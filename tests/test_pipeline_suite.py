@@ -11,13 +11,13 @@ import pytest
 from pipeline_support import pipeline_text
 from typer.testing import CliRunner
 
-from checkers.verdict import UNEXPECTED
-from harness.app.matrix import Cell, run_matrix
-from harness.app.pipeline import scenario_for
-from harness.app.suite_index import write_matrix_outputs
-from harness.cli import app
-from harness.pipeline.spec import load
-from harness.services.stack import Stack
+from driftlab.checkers.verdict import UNEXPECTED
+from driftlab.harness.app.matrix import Cell, run_matrix
+from driftlab.harness.app.pipeline import scenario_for
+from driftlab.harness.app.suite_index import write_matrix_outputs
+from driftlab.harness.cli import app
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.pipeline.spec import load
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

@@ -22,19 +22,19 @@ import pyarrow.parquet as pq
 import pytest
 import redis
 
-from harness import exitcodes
-from harness.app.outcome import Outcome
-from harness.pipeline.containers import (
+from driftlab.harness.app.outcome import Outcome
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.services.base import ServiceError
+from driftlab.harness.lab.services.containers import docker_client, image_name
+from driftlab.harness.lab.services.ports import free_port
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.pipeline.containers import (
     ContainerError,
     external_urls,
     host_network,
     postgres_url,
 )
-from harness.pipeline.spec import PipelineError, load
-from harness.services.base import ServiceError
-from harness.services.containers import docker_client, image_name
-from harness.services.ports import free_port
-from harness.services.stack import Stack
+from driftlab.scenarios.pipeline.spec import PipelineError, load
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 from pipeline_support import PIPELINES, history
 
-from harness import exitcodes
-from harness.app.pipeline import PipelineResult, run_pipeline
-from harness.pipeline.spec import load
-from harness.services.stack import Stack
+from driftlab.harness.app.pipeline import PipelineResult, run_pipeline
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.pipeline.spec import load
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.pipeline.spec import PipelineError, load
+from driftlab.scenarios.pipeline.spec import PipelineError, load
 
 ORDERS = """
 services = ["postgres", "redis"]

@@ -27,11 +27,11 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from pipeline_support import assert_passed, caught, final_states, history
 
-from harness.app.pipeline import PipelineResult, run_pipeline
-from harness.pipeline.spec import load
-from harness.rundir import RunDir
-from harness.services.kafka import kafka_client_config
-from harness.services.stack import Stack
+from driftlab.harness.app.pipeline import PipelineResult, run_pipeline
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.services.kafka import kafka_client_config
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.pipeline.spec import load
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

@@ -18,7 +18,7 @@ import dataclasses
 
 import pytest
 
-from scenarios.registry import get_scenario
+from driftlab.scenarios.catalogue.registry import get_scenario
 
 CLAIMED_SAFE = dataclasses.replace(
     get_scenario("dual-write-race"),

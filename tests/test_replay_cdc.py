@@ -11,9 +11,9 @@ import pytest
 from reference_counts import run_events
 from replay_support import explored, judged, simulated
 
-from harness.app.replay import replay
-from harness.explore.schedule import Step
-from harness.services.stack import Stack
+from driftlab.harness.app.replay import replay
+from driftlab.harness.lab.explore.schedule import Step
+from driftlab.harness.lab.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from harness.architectures.registry import REPLAY_DRIVERS, SIMULATED_SETUPS
-from harness.cli import app
-from harness.explore.schedule import Schedule, Step
+from driftlab.harness.cli import app
+from driftlab.harness.lab.explore.schedule import Schedule, Step
+from driftlab.scenarios.catalogue.architectures import REPLAY_DRIVERS, SIMULATED_SETUPS
 
 
 def test_replay_refuses_a_file_that_is_not_a_schedule(tmp_path: Path) -> None:

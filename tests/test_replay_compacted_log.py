@@ -10,10 +10,10 @@ import pytest
 from reference_counts import run_events
 from replay_support import judged, simulated
 
-from harness.app.replay import replay
-from harness.explore.schedule import Step
-from harness.replay.turnstile import ReplayError
-from harness.services.stack import Stack
+from driftlab.harness.app.replay import replay
+from driftlab.harness.lab.explore.schedule import Step
+from driftlab.harness.lab.replay.turnstile import ReplayError
+from driftlab.harness.lab.services.stack import Stack
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

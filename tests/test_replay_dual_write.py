@@ -12,14 +12,14 @@ from reference_counts import run_events
 from replay_support import explored, judged
 from rich.console import Console
 
-from checkers.verdict import REPRODUCED
-from harness import exitcodes
-from harness.app.replay import judge_replay, replay
-from harness.explore.schedule import Schedule, Step
-from harness.replay.replay import compare
-from harness.replay.turnstile import ReplayError
-from harness.rundir import RunDir
-from harness.services.stack import Stack
+from driftlab.checkers.verdict import REPRODUCED
+from driftlab.harness.app.replay import judge_replay, replay
+from driftlab.harness.history import exitcodes
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.explore.schedule import Schedule, Step
+from driftlab.harness.lab.replay.replay import compare
+from driftlab.harness.lab.replay.turnstile import ReplayError
+from driftlab.harness.lab.services.stack import Stack
 
 pytestmark = pytest.mark.services
 
@@ -49,7 +49,7 @@ def test_dual_write_race_replays_on_postgres_and_redis(stack: Stack, tmp_path: P
 
 
 def test_a_replay_is_judged_as_a_run_is(stack: Stack, spark: object, tmp_path: Path) -> None:
-    # `driftlab replay`'s path: the Spark analysis and its verdict (harness.app.judge),
+    # `driftlab replay`'s path: the Spark analysis and its verdict (driftlab.harness.app.judge),
     # the report, then the comparison with the simulation in replay.json.
     stack.up("postgres", "redis")
     schedule = explored("dual-write-converges", seed=11)

@@ -11,8 +11,8 @@ import pytest
 from reference_counts import run_events
 from replay_support import explored, judged, simulated
 
-from harness.app.replay import replay
-from harness.services.stack import Stack
+from driftlab.harness.app.replay import replay
+from driftlab.harness.lab.services.stack import Stack
 
 pytestmark = pytest.mark.services
 

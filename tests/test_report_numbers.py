@@ -23,17 +23,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from checkers.anomaly import KINDS
-from harness.app.matrix import Cell, MatrixResult, with_schedule
-from harness.app.outcome import outcome_of
-from harness.app.pipeline import scenario_for
-from harness.app.run import run_scenario
-from harness.app.suite_index import write_index, write_matrix_outputs
-from harness.history.schema import LOG_AUDIT
-from harness.pipeline.spec import load
-from harness.runner.runner import RunResult
-from reports.run_report import MAX_KEY_EVENTS
-from scenarios.registry import get_scenario
+from driftlab.checkers.anomaly import KINDS
+from driftlab.harness.app.matrix import Cell, MatrixResult, with_schedule
+from driftlab.harness.app.outcome import outcome_of
+from driftlab.harness.app.pipeline import scenario_for
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.app.suite_index import write_index, write_matrix_outputs
+from driftlab.harness.history.schema import LOG_AUDIT
+from driftlab.harness.lab.runner.runner import RunResult
+from driftlab.reports.run_report import MAX_KEY_EVENTS
+from driftlab.scenarios.catalogue.registry import get_scenario
+from driftlab.scenarios.pipeline.spec import load
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.browser, pytest.mark.slow]
 
@@ -432,7 +432,7 @@ def test_analyze_names_the_historys_span_not_its_own_time(runs: Runs) -> None:
     then the analysis's own time, each named."""
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from driftlab.harness.cli import app
 
     run = _run_dir(runs, "dual-write-race")
     history = pq.read_table(run / "history.parquet", columns=["time"])

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers.anomaly import ALL_KINDS
-from harness.testing.synthetic import expected_counts, generate_history
+from driftlab.checkers.anomaly import ALL_KINDS
+from driftlab.harness.lab.testing.synthetic import expected_counts, generate_history
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark, pytest.mark.slow]
 
@@ -35,9 +35,9 @@ MAX_REPORT_BYTES = 10 * 1024 * 1024
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, spark: object) -> Path:
     """runs/synthetic/<run>/ analysed and rendered, and the suite page of runs/."""
-    from checkers.analyze import analyze
-    from reports.run_report import render_run_report
-    from reports.suite_page import render_suite
+    from driftlab.checkers.analyze import analyze
+    from driftlab.reports.run_report import render_run_report
+    from driftlab.reports.suite_page import render_suite
 
     root = tmp_path_factory.mktemp("runs")
     run = root / "synthetic" / "20260101T000000Z-5"
@@ -155,7 +155,7 @@ def test_suite_page_links_each_claim_to_its_report(runs: Path, browser: object) 
 def test_report_command_rerenders_a_run(runs: Path) -> None:
     from typer.testing import CliRunner
 
-    from harness.cli import app
+    from driftlab.harness.cli import app
 
     report = next(runs.glob("synthetic/*/report.html"))
     report.unlink()
@@ -169,7 +169,7 @@ def test_report_renders_without_series_or_examples(
     runs: Path, browser: object, tmp_path: Path
 ) -> None:
     """An analysis whose optional outputs are gone still gives a readable report."""
-    from reports.run_report import render_run_report
+    from driftlab.reports.run_report import render_run_report
 
     src = next(runs.glob("synthetic/*"))
     bare = tmp_path / src.name

@@ -11,15 +11,21 @@ import pytest
 from analysis_outputs import analysis_json, examples_json
 from typer.testing import CliRunner
 
-from checkers.analysis_files import Examples
-from harness.cli import app
-from harness.rundir import SUMMARY_JSON
-from harness.testing.synthetic import generate_history
-from reports.plots import Chart, Line, Window, render_chart
-from reports.render import ReportError
-from reports.run_report import MAX_KEY_EVENTS, fault_rows, key_events, render_run_report
-from reports.sequence import build_diagram, pick_targets, read_key_events, render_diagram
-from reports.suite_page import RunInfo, build_suite_context, evidence_line, render_suite, scan_runs
+from driftlab.checkers.analysis_files import Examples
+from driftlab.harness.cli import app
+from driftlab.harness.history.rundir import SUMMARY_JSON
+from driftlab.harness.lab.testing.synthetic import generate_history
+from driftlab.reports.plots import Chart, Line, Window, render_chart
+from driftlab.reports.render import ReportError
+from driftlab.reports.run_report import MAX_KEY_EVENTS, fault_rows, key_events, render_run_report
+from driftlab.reports.sequence import build_diagram, pick_targets, read_key_events, render_diagram
+from driftlab.reports.suite_page import (
+    RunInfo,
+    build_suite_context,
+    evidence_line,
+    render_suite,
+    scan_runs,
+)
 
 T0 = 1_767_225_600_000_000_000
 MS = 1_000_000
@@ -510,7 +516,7 @@ def test_a_verdict_that_stands_lists_its_untested_kinds_and_slipped_faults(
 
 
 def test_the_workload_line_shows_the_settings_that_apply() -> None:
-    from reports.run_report import workload_settings
+    from driftlab.reports.run_report import workload_settings
 
     writes_only = {
         "clients": 4,

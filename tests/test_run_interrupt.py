@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from cli_support import DRIFTLAB
 
-from harness import exitcodes
-from harness.services.stack_home import ENV as STACK_DIR_ENV
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.services.stack_home import ENV as STACK_DIR_ENV
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import rundir
-from harness.rundir import RunDir, RunsDir
+from driftlab.harness.history import rundir
+from driftlab.harness.history.rundir import RunDir, RunsDir
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,7 +73,7 @@ def test_no_module_spells_a_run_folder_file_name() -> None:
         f"{path.relative_to(ROOT)}: {m.group(0)}"
         for folder in ("harness", "checkers", "reports", "scenarios", "benchmarks")
         for path in (ROOT / folder).rglob("*.py")
-        if path != ROOT / "harness" / "rundir.py"
+        if path != ROOT / "harness" / "history" / "rundir.py"
         for m in literal.finditer(path.read_text())
     ]
     assert offenders == []

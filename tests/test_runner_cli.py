@@ -10,10 +10,10 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.cli.common import parse_duration
-from harness.cli.printing import print_result
-from harness.runner.runner import RunResult
+from driftlab.harness.cli import app
+from driftlab.harness.cli.common import parse_duration
+from driftlab.harness.cli.printing import print_result
+from driftlab.harness.lab.runner.runner import RunResult
 
 runner = CliRunner()
 
@@ -150,9 +150,9 @@ def test_what_does_not_change_the_verdict_is_said_beside_it(tmp_path: Path) -> N
 
     from analysis_outputs import analysis_json
 
-    from harness.app.outcome import outcome_of
-    from harness.rundir import RunDir
-    from scenarios.registry import get_scenario
+    from driftlab.harness.app.outcome import outcome_of
+    from driftlab.harness.history.rundir import RunDir
+    from driftlab.scenarios.catalogue.registry import get_scenario
 
     never = "scheduled fault crash consumer at 7 s never started (the run ended before it)"
     console = Console(record=True, width=200, highlight=False)
@@ -170,8 +170,8 @@ def test_what_does_not_change_the_verdict_is_said_beside_it(tmp_path: Path) -> N
 
 
 def test_the_suites_table_is_followed_by_each_runs_caveats() -> None:
-    from harness.cli.suite import _table
-    from scenarios.registry import get_scenario
+    from driftlab.harness.cli.suite import _table
+    from driftlab.scenarios.catalogue.registry import get_scenario
 
     slipped = "fault crash consumer slipped: planned for 0.5 s, it lasted 4.0 s (3.5 s more)"
     console = Console(record=True, width=200, highlight=False)

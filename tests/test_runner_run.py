@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import exitcodes
-from harness.app.run import run_scenario
-from harness.history.schema import SCHEMA_VERSION
-from harness.services.stack import Stack
-from harness.workload.spec import WorkloadSpec
-from scenarios.model import Scenario, faults
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.history import exitcodes
+from driftlab.harness.history.schema import SCHEMA_VERSION
+from driftlab.harness.lab.scenario import Scenario, faults
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.workload.spec import WorkloadSpec
 
 pytestmark = pytest.mark.services
 
@@ -81,9 +81,9 @@ def test_a_run_leaves_a_complete_folder(stack: Stack, tmp_path: Path) -> None:
 _INTERRUPTED_RUN = """
 import sys
 from pathlib import Path
-from harness.app.run import run_scenario
-from harness.workload.spec import WorkloadSpec
-from scenarios.model import Scenario, faults
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.lab.workload.spec import WorkloadSpec
+from driftlab.harness.lab.scenario import Scenario, faults
 sc = Scenario(
     name="runner-sigterm", setup="dual-write", summary="interrupted",
     workload=WorkloadSpec(clients=2, keys=3, rate=50, duration=120),

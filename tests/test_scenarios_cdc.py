@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 from reference_counts import predicted, reference_counts, run_events
 
-from checkers.reference import lost as lost_checker
-from checkers.verdict import HELD, REPRODUCED, judge
-from harness.app.run import run_scenario
-from harness.history.schema import LOG_AUDIT
-from harness.rundir import RunDir
-from harness.runner.runner import RunResult
-from harness.services.stack import Stack
-from scenarios.model import CONVERGES, expect, faults
-from scenarios.registry import get_scenario
+from driftlab.checkers.reference import lost as lost_checker
+from driftlab.checkers.verdict import HELD, REPRODUCED, judge
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.history.schema import LOG_AUDIT
+from driftlab.harness.lab.runner.runner import RunResult
+from driftlab.harness.lab.scenario import CONVERGES, expect, faults
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.catalogue.registry import get_scenario
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from reference_counts import predicted
 
-from harness import exitcodes
-from harness.app.run import run_scenario
-from harness.services.stack import Stack
-from scenarios.registry import get_scenario
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.catalogue.registry import get_scenario
 
 pytestmark = [pytest.mark.services, pytest.mark.spark, pytest.mark.slow]
 

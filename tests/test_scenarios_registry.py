@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios.registry import all_scenarios, claims_scenarios, get_scenario
+from driftlab.scenarios.catalogue.registry import all_scenarios, claims_scenarios, get_scenario
 
 
 def test_every_registered_scenario_is_valid() -> None:

@@ -22,12 +22,12 @@ import psycopg
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from harness.services.base import Endpoint, ServiceError
-from harness.services.connect import ConnectService, RestError, is_secret
-from harness.services.debezium import DebeziumPostgres, wait_slot_streaming
-from harness.services.kafka import kafka_client_config
-from harness.services.kafka_admin import list_topic_names
-from harness.services.postgres import PostgresService
+from driftlab.harness.lab.services.base import Endpoint, ServiceError
+from driftlab.harness.lab.services.connect import ConnectService, RestError, is_secret
+from driftlab.harness.lab.services.debezium import DebeziumPostgres, wait_slot_streaming
+from driftlab.harness.lab.services.kafka import kafka_client_config
+from driftlab.harness.lab.services.kafka_admin import list_topic_names
+from driftlab.harness.lab.services.postgres import PostgresService
 
 TABLE = "public.cdc_items"
 
@@ -69,7 +69,7 @@ public class ReadBack {
 def test_a_users_connector_config_reads_back_as_written(tmp_path: Any) -> None:
     # A pipeline file's connector configs hold regexes, Connect's ${...} and any text:
     # the .properties file a restarted worker reads must give back the same strings.
-    from harness.services.jvm import write_properties
+    from driftlab.harness.lab.services.jvm import write_properties
 
     config = {
         "transforms.route.regex": "([^.]+)\\.([^.]+)",

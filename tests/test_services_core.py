@@ -20,8 +20,8 @@ import pytest
 import redis
 from service_checks import check_committed_rows_survive_a_kill, pg_connect
 
-from harness.services.base import Endpoint
-from harness.services.stack import Stack
+from driftlab.harness.lab.services.base import Endpoint
+from driftlab.harness.lab.services.stack import Stack
 
 pytestmark = pytest.mark.services
 

@@ -11,21 +11,21 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from harness.services.base import ServiceError
-from harness.services.kafka import (
+from driftlab.harness.lab.services.base import ServiceError
+from driftlab.harness.lab.services.kafka import (
     KafkaCluster,
     KafkaSettings,
     kafka_client_config,
     new_cluster_id,
 )
-from harness.services.kafka_admin import (
+from driftlab.harness.lab.services.kafka_admin import (
     KafkaConfig,
     TopicSpec,
     admin_client,
     create_topics,
     topic_configs,
 )
-from harness.services.supervised import ServiceSpec
+from driftlab.harness.lab.services.supervised import ServiceSpec
 
 
 def test_topic_spec_names_kafka_configs() -> None:

@@ -15,9 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.services.base import ServiceError
-from harness.services.ports import free_port, port_is_free, wait_port_free
-from harness.services.process import ProcessRecord, SupervisedProcess, group_alive, read_start_time
+from driftlab.harness.lab.services.base import ServiceError
+from driftlab.harness.lab.services.ports import free_port, port_is_free, wait_port_free
+from driftlab.harness.lab.services.process import (
+    ProcessRecord,
+    SupervisedProcess,
+    group_alive,
+    read_start_time,
+)
 
 # A leader that forks a helper into its own group, like a server with workers.
 LEADER_WITH_HELPER = ["sh", "-c", "sleep 300 & echo helper=$!; echo leader' 'up; wait"]
@@ -119,7 +124,7 @@ def test_child_dies_with_its_sigkilled_parent(tmp_path: Path) -> None:
         f"""
         import time
         from pathlib import Path
-        from harness.services.process import SupervisedProcess
+        from driftlab.harness.lab.services.process import SupervisedProcess
         p = SupervisedProcess("c", ["sleep", "300"], Path({str(tmp_path / "c.log")!r}),
                               die_with_parent=True)
         print(p.start().pid, flush=True)

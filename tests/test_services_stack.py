@@ -20,13 +20,13 @@ import pytest
 import redis
 from typer.testing import CliRunner
 
-from harness.cli import app
-from harness.services import binaries
-from harness.services.base import ServiceError
-from harness.services.binaries import Binary, find_binary
-from harness.services.ports import port_is_free
-from harness.services.process import read_start_time
-from harness.services.stack import Stack
+from driftlab.harness.cli import app
+from driftlab.harness.lab.services import binaries
+from driftlab.harness.lab.services.base import ServiceError
+from driftlab.harness.lab.services.binaries import Binary, find_binary
+from driftlab.harness.lab.services.ports import port_is_free
+from driftlab.harness.lab.services.process import read_start_time
+from driftlab.harness.lab.services.stack import Stack
 
 pytestmark = pytest.mark.services
 
@@ -34,7 +34,7 @@ OWNER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from harness.services.stack import Stack
+    from driftlab.harness.lab.services.stack import Stack
     stack = Stack(Path(sys.argv[1]), owned=sys.argv[2] != "free", temporary=sys.argv[2] == "temp")
     stack.up(*sys.argv[3].split(","))
     stack.link("app", "postgres" if "postgres" in sys.argv[3] else "redis")

@@ -16,24 +16,24 @@ from confluent_kafka import Message
 from reference_counts import reference_anomalies, run_events
 from setup_fixtures import make_context
 
-from checkers.reference.lost import IN_LOG, NOT_IN_LOG
-from checkers.verdict import PRESENT, judge
-from harness.app.run import run_scenario
-from harness.architectures.bounded_log.setup import (
+from driftlab.checkers.reference.lost import IN_LOG, NOT_IN_LOG
+from driftlab.checkers.verdict import PRESENT, judge
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.history.schema import LOG_AUDIT
+from driftlab.harness.lab.scenario import Scenario
+from driftlab.harness.lab.services.kafka import kafka_client_config
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.setups.base import SetupContext
+from driftlab.harness.lab.workload.spec import WorkloadSpec
+from driftlab.scenarios.architectures.bounded_log.setup import (
     CONSUMER_LINK,
     FAST,
     SLOW,
     BoundedLog,
     LogConsumer,
 )
-from harness.architectures.registry import register_setup
-from harness.history.schema import LOG_AUDIT
-from harness.services.kafka import kafka_client_config
-from harness.services.stack import Stack
-from harness.setups.base import SetupContext
-from harness.workload.spec import WorkloadSpec
-from scenarios.model import Scenario
-from scenarios.registry import get_scenario
+from driftlab.scenarios.catalogue.architectures import register_setup
+from driftlab.scenarios.catalogue.registry import get_scenario
 
 
 def test_segments_must_be_shorter_than_retention(tmp_path: Path) -> None:

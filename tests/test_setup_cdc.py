@@ -10,10 +10,10 @@ import psycopg
 import pytest
 from setup_fixtures import events, make_context, running, write_then_delete
 
-from harness.architectures.cdc.setup import Cdc
-from harness.history.schema import LOG_AUDIT, SOURCE_STORE
-from harness.services.stack import Stack
-from harness.setups.base import SetupContext
+from driftlab.harness.history.schema import LOG_AUDIT, SOURCE_STORE
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.setups.base import SetupContext
+from driftlab.scenarios.architectures.cdc.setup import Cdc
 
 
 def test_bad_parameters_are_named(stack: Stack, tmp_path: Path) -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from reference_counts import predicted, reference_anomalies, run_events
 
-from checkers.reference.lost import NOT_IN_LOG, where_lost
-from checkers.verdict import judge
-from harness.app.run import run_scenario
-from harness.architectures.compacted_log.setup import REBUILT
-from harness.history.schema import SOURCE_STORE
-from harness.services.stack import Stack
-from scenarios.registry import get_scenario
+from driftlab.checkers.reference.lost import NOT_IN_LOG, where_lost
+from driftlab.checkers.verdict import judge
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.history.schema import SOURCE_STORE
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.architectures.compacted_log.setup import REBUILT
+from driftlab.scenarios.catalogue.registry import get_scenario
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from reference_counts import predicted, reference_anomalies, run_events
 
-from checkers.verdict import judge
-from harness.app.run import run_scenario
-from harness.services.stack import Stack
-from scenarios.registry import get_scenario
+from driftlab.checkers.verdict import judge
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.catalogue.registry import get_scenario
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from setup_fixtures import children, cmdline, events, make_context, running, write_then_delete
 
-from harness.architectures.dual_write.client import DualWriteClient
-from harness.architectures.dual_write.setup import APP_MODULE, DualWrite
-from harness.history.schema import SOURCE_STORE
-from harness.nemesis import Nemesis
-from harness.nemesis.schedule import FaultSpec, Schedule
-from harness.services.stack import Stack
-from harness.services.toxiproxy import link_name
-from harness.setups.app_process import AFTER_SOURCE_WRITE
-from harness.setups.base import AppCrash, SetupContext
-from harness.setups.connect import APP
+from driftlab.harness.history.schema import SOURCE_STORE
+from driftlab.harness.lab.nemesis import Nemesis
+from driftlab.harness.lab.nemesis.schedule import FaultSpec, Schedule
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.services.toxiproxy import link_name
+from driftlab.harness.lab.setups.app_process import AFTER_SOURCE_WRITE
+from driftlab.harness.lab.setups.base import AppCrash, SetupContext
+from driftlab.harness.lab.setups.connect import APP
+from driftlab.scenarios.architectures.dual_write.client import DualWriteClient
+from driftlab.scenarios.architectures.dual_write.setup import APP_MODULE, DualWrite
 
 pytestmark = pytest.mark.services
 

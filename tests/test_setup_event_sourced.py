@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from reference_counts import predicted, reference_anomalies, reference_counts, run_events
 
-from checkers.verdict import judge
-from harness.app.run import run_scenario
-from harness.architectures.event_sourced.setup import LIVE, REBUILT, EventSourced
-from harness.services.stack import Stack
-from harness.setups.base import SetupContext
-from scenarios.registry import get_scenario
+from driftlab.checkers.verdict import judge
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.setups.base import SetupContext
+from driftlab.scenarios.architectures.event_sourced.setup import LIVE, REBUILT, EventSourced
+from driftlab.scenarios.catalogue.registry import get_scenario
 
 
 def _run(stack: Stack, tmp_path: Path, name: str) -> tuple[Path, dict[str, int]]:

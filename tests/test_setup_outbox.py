@@ -14,13 +14,13 @@ import pytest
 from psycopg import sql
 from setup_fixtures import children, cmdline, events, running
 
-from harness.architectures.outbox.setup import OUTBOX_APP_MODULE, Outbox
-from harness.history.schema import SOURCE_STORE
-from harness.nemesis import Nemesis
-from harness.nemesis.schedule import FaultSpec, Schedule
-from harness.services.stack import Stack
-from harness.setups.app_process import AFTER_SOURCE_WRITE
-from harness.setups.base import AppCrash
+from driftlab.harness.history.schema import SOURCE_STORE
+from driftlab.harness.lab.nemesis import Nemesis
+from driftlab.harness.lab.nemesis.schedule import FaultSpec, Schedule
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.setups.app_process import AFTER_SOURCE_WRITE
+from driftlab.harness.lab.setups.base import AppCrash
+from driftlab.scenarios.architectures.outbox.setup import OUTBOX_APP_MODULE, Outbox
 
 pytestmark = pytest.mark.services
 

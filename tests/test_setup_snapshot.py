@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from reference_counts import predicted, reference_counts, run_events
 
-from checkers.verdict import judge
-from harness.app.run import run_scenario
-from harness.architectures.snapshot.setup import VIEW
-from harness.history.schema import LOG_AUDIT, SOURCE_STORE
-from harness.services.stack import Stack
-from scenarios.registry import get_scenario
+from driftlab.checkers.verdict import judge
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.history.schema import LOG_AUDIT, SOURCE_STORE
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.architectures.snapshot.setup import VIEW
+from driftlab.scenarios.catalogue.registry import get_scenario
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 

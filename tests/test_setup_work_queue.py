@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from reference_counts import predicted, reference_counts, run_events
 
-from checkers.verdict import judge
-from harness.app.run import run_scenario
-from harness.architectures.work_queue.setup import WorkQueue
-from harness.services.stack import Stack
-from harness.setups.base import SetupContext
-from scenarios.registry import get_scenario
+from driftlab.checkers.verdict import judge
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.setups.base import SetupContext
+from driftlab.scenarios.architectures.work_queue.setup import WorkQueue
+from driftlab.scenarios.catalogue.registry import get_scenario
 
 
 @pytest.mark.services

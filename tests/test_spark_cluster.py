@@ -1,5 +1,5 @@
 """analyze on a real Spark standalone cluster (master + worker from the pip-installed
-pyspark, harness.testing.spark_cluster) gives the same results as local[*]."""
+pyspark, driftlab.harness.lab.testing.spark_cluster) gives the same results as local[*]."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from checkers.analyze import analyze
-from harness.testing.spark_cluster import Cluster, standalone_cluster
-from harness.testing.synthetic import generate_history
+from driftlab.checkers.analyze import analyze
+from driftlab.harness.lab.testing.spark_cluster import Cluster, standalone_cluster
+from driftlab.harness.lab.testing.synthetic import generate_history
 
 IDENTITY = ["checker", "kind", "store", "key", "consumer", "time"]
 

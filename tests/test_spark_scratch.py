@@ -1,5 +1,5 @@
 """Spark's scratch files live in a folder per process, swept once the process is gone
-(checkers.session.scratch_dir)."""
+(driftlab.checkers.session.scratch_dir)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.session import scratch_dir
+from driftlab.checkers.session import scratch_dir
 
 
 def _dead_pid() -> int:
@@ -44,7 +44,7 @@ def test_a_killed_sessions_shuffle_blocks_are_removed_by_the_next(tmp_path: Path
     code = textwrap.dedent(
         """
         import time
-        from checkers.session import get_spark
+        from driftlab.checkers.session import get_spark
         sc = get_spark().sparkContext
         sc.parallelize(range(1000), 2).map(lambda x: (x % 7, x)).groupByKey().count()
         print("shuffled", flush=True)

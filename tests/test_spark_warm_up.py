@@ -1,4 +1,4 @@
-"""The suite starts Spark ahead of its first analysis (checkers.spark_start.warm_up)."""
+"""The suite starts Spark ahead of its first analysis (driftlab.checkers.spark_start.warm_up)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ def test_warm_up_leaves_a_session_with_python_workers_for_the_analysis(tmp_path:
         f"""
         from pathlib import Path
         from pyspark.sql import SparkSession
-        from checkers.analyze import analyze
-        from checkers.spark_start import warm_up
-        from harness.testing.synthetic import generate_history
+        from driftlab.checkers.analyze import analyze
+        from driftlab.checkers.spark_start import warm_up
+        from driftlab.harness.lab.testing.synthetic import generate_history
 
         log = Path({str(tmp_path / "logs" / "spark.log")!r})
         warm_up(None, log).join(300)
@@ -54,7 +54,7 @@ def test_the_jvm_log_takes_spark_lines_and_no_line_of_the_process(tmp_path: Path
         f"""
         import sys, time
         from pathlib import Path
-        from checkers.spark_start import warm_up
+        from driftlab.checkers.spark_start import warm_up
 
         starting = warm_up(None, Path({str(log)!r}))
         i = 0

@@ -1,4 +1,5 @@
-"""One default stack per user, whatever the current folder (harness.services.stack_home),
+"""One default stack per user, whatever the current folder
+(driftlab.harness.lab.services.stack_home),
 and the commands that name the stack they would use."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from cli_support import DRIFTLAB
 
-from harness.services.stack_home import ENV, ROOT_STACK_DIR, default_stack_dir
+from driftlab.harness.lab.services.stack_home import ENV, ROOT_STACK_DIR, default_stack_dir
 
 
 def test_the_setting_names_the_stack_wherever_the_command_runs(

@@ -11,9 +11,9 @@ import pyarrow.compute as pc
 import pytest
 from reference_counts import reference_anomalies
 
-from checkers.anomaly import ALL_KINDS
-from harness.history.reader import SORT_KEYS, read_history
-from harness.testing.synthetic import IMPLIED, expected_counts, generate_history
+from driftlab.checkers.anomaly import ALL_KINDS
+from driftlab.harness.history.reader import SORT_KEYS, read_history
+from driftlab.harness.lab.testing.synthetic import IMPLIED, expected_counts, generate_history
 
 PLANT = {kind: 3 for kind in ALL_KINDS}
 

@@ -11,13 +11,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from checkers.anomaly import ALL_KINDS
-from harness.history.reader import arrow_schema
-from harness.testing.synthetic import blocks as blocks_module
-from harness.testing.synthetic import generate
-from harness.testing.synthetic.arrays import cumcount
-from harness.testing.synthetic.blocks import Blocks
-from harness.testing.synthetic.run import SPILL_DIR
+from driftlab.checkers.anomaly import ALL_KINDS
+from driftlab.harness.history.reader import arrow_schema
+from driftlab.harness.lab.testing.synthetic import blocks as blocks_module
+from driftlab.harness.lab.testing.synthetic import generate
+from driftlab.harness.lab.testing.synthetic.arrays import cumcount
+from driftlab.harness.lab.testing.synthetic.blocks import Blocks
+from driftlab.harness.lab.testing.synthetic.run import SPILL_DIR
 
 PLANT = {kind: 2 for kind in ALL_KINDS}
 

@@ -1,4 +1,4 @@
-"""The verdict from coverage (checkers.verdict.decide): each class of history the issue
+"""The verdict from coverage (driftlab.checkers.verdict.decide): each class of history the issue
 names, built small, judged right; what makes a run inconclusive or the lab failed."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checkers.coverage import chances
-from checkers.kinds import BY_NAME
-from checkers.reference import CHECKERS
-from checkers.run_facts import busy_spans, fault_lines, slip_lines
-from checkers.verdict import (
+from driftlab.checkers.coverage import chances
+from driftlab.checkers.kinds import BY_NAME
+from driftlab.checkers.reference import CHECKERS
+from driftlab.checkers.run_facts import busy_spans, fault_lines, slip_lines
+from driftlab.checkers.verdict import (
     HELD,
     INCONCLUSIVE,
     LAB_FAILED,
@@ -27,8 +27,8 @@ from checkers.verdict import (
     Verdict,
     decide,
 )
-from harness.history import events as ev
-from harness.history.schema import COLUMNS, Event
+from driftlab.harness.history import events as ev
+from driftlab.harness.history.schema import COLUMNS, Event
 
 CHANNEL = "dbz.items"
 
@@ -324,8 +324,8 @@ def test_a_finding_of_absence_rests_on_its_faults() -> None:
 
 
 def test_the_lab_failures_of_run_json_are_read(tmp_path: Path) -> None:
-    from checkers.run_facts import summary_facts
-    from harness.rundir import RunDir
+    from driftlab.checkers.run_facts import summary_facts
+    from driftlab.harness.history.rundir import RunDir
 
     run = RunDir(tmp_path)
     none = summary_facts(run)
@@ -357,8 +357,8 @@ def test_a_store_that_did_not_converge_fails_the_run_whatever_the_counts() -> No
 
 
 def test_the_setups_findings_in_run_json_are_facts_of_the_verdict(tmp_path: Path) -> None:
-    from checkers.run_facts import summary_facts
-    from harness.rundir import NotConverged, RunDir, RunSummary
+    from driftlab.checkers.run_facts import summary_facts
+    from driftlab.harness.history.rundir import NotConverged, RunDir, RunSummary
 
     run = RunDir(tmp_path)
     run.logs.mkdir()
@@ -433,9 +433,9 @@ def pass_windows(timed: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]
     ns, fields), by fault id."""
     from keyed_support import history_table
 
-    from checkers.keyed.columns import SERIES_ROW
-    from checkers.keyed.routing import route, with_positions
-    from checkers.keyed.timeline import series_rows
+    from driftlab.checkers.keyed.columns import SERIES_ROW
+    from driftlab.checkers.keyed.routing import route, with_positions
+    from driftlab.checkers.keyed.timeline import series_rows
 
     events = [Event(**({c: f.get(c) for c in COLUMNS} | {"time": t})) for t, f in timed]
     routed = route(with_positions(history_table(events), 0), 1)
@@ -447,7 +447,7 @@ def pass_windows(timed: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]
 
 
 def test_the_pass_gives_each_window_its_planned_length_and_anchor() -> None:
-    """The keyed pass's fault series (checkers.keyed.timeline) carries the planned
+    """The keyed pass's fault series (driftlab.checkers.keyed.timeline) carries the planned
     duration and the anchor of each window's start event, so a window that lasted
     28 s where 2 were planned is found slipped, one that lasted its plan is not."""
     s = 1_000_000_000

@@ -1,4 +1,4 @@
-"""Histories with transactions and view stores (harness/testing/views.py): the planted
+"""Histories with transactions and view stores (harness/lab/testing/views.py): the planted
 counts are what the reference finds, the keyed pass's step (the sieve included) gives
 the reference's rows and chances, and `driftlab analyze` (the Spark pass) finds them
 too, counting a transaction as one operation and its view states as none."""
@@ -15,13 +15,13 @@ from reference_counts import reference_anomalies, run_events
 from test_keyed_sieve import judged, stepped, stepped_chances
 from typer.testing import CliRunner
 
-from checkers.anomaly import ALL_KINDS
-from checkers.coverage import chances
-from harness.cli import app
-from harness.rundir import RunDir
-from harness.testing.views import PLANTABLE, TEMPLATES, generate_views
-from reports.run_report import _evidence_line, render_run_report
-from reports.transactions import transactions
+from driftlab.checkers.anomaly import ALL_KINDS
+from driftlab.checkers.coverage import chances
+from driftlab.harness.cli import app
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.testing.views import PLANTABLE, TEMPLATES, generate_views
+from driftlab.reports.run_report import _evidence_line, render_run_report
+from driftlab.reports.transactions import transactions
 
 PLANT = {kind: 3 for kind in PLANTABLE}
 

@@ -1,4 +1,4 @@
-"""harness.waiting.wait_until: the lab's one polling loop."""
+"""driftlab.harness.history.waiting.wait_until: the lab's one polling loop."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from harness.waiting import because, wait_until
+from driftlab.harness.history.waiting import because, wait_until
 
 
 def answers(*replies: object) -> tuple[list[int], object]:

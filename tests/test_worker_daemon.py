@@ -1,5 +1,5 @@
 """The analysis's Spark workers import pyspark from the environment, with Spark's zips
-and jar off their import path (checkers.worker_daemon): a zip importer there re-read
+and jar off their import path (driftlab.checkers.worker_daemon): a zip importer there re-read
 its archive before every task; and they allocate Arrow buffers with the C library."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from checkers.worker_daemon import drop_spark_archives
+from driftlab.checkers.worker_daemon import drop_spark_archives
 
 
 @pytest.mark.spark

@@ -9,9 +9,9 @@ from typing import ClassVar
 
 import pytest
 
-from harness.setups.base import Client, Setup, SetupContext
-from harness.workload.clients import Workload
-from harness.workload.spec import KeyChooser, OpChooser, WorkloadSpec
+from driftlab.harness.lab.setups.base import Client, Setup, SetupContext
+from driftlab.harness.lab.workload.clients import Workload
+from driftlab.harness.lab.workload.spec import KeyChooser, OpChooser, WorkloadSpec
 
 
 def test_zipf_makes_the_first_key_hottest() -> None:

@@ -1,8 +1,8 @@
-"""Each kind's chances in a partition of the keyed pass, in DuckDB: checkers.coverage's
+"""Each kind's chances in a partition of the keyed pass, in DuckDB: driftlab.checkers.coverage's
 definitions over every group of the partition (the clean ones too), in the sieve's own
-connection and over its tables (checkers.keyed.sieve), so the pass reads nothing again.
+connection and over its tables (driftlab.checkers.keyed.sieve), so the pass reads nothing again.
 
-tests/test_keyed_sieve.py holds these counts to checkers.coverage on random histories.
+tests/test_keyed_sieve.py holds these counts to driftlab.checkers.coverage on random histories.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from collections import Counter
 
 from duckdb import DuckDBPyConnection
 
-from checkers.keyed import scope
-from checkers.keyed.columns import MESSAGE, PARTITION
-from checkers.keyed.facts import Facts
-from checkers.kinds import (
+from driftlab.checkers.keyed import scope
+from driftlab.checkers.keyed.columns import MESSAGE, PARTITION
+from driftlab.checkers.keyed.facts import Facts
+from driftlab.checkers.kinds import (
     CONTRADICTORY_ORDER,
     DUPLICATE_APPLY,
     DUPLICATE_DELIVERY,
@@ -35,9 +35,9 @@ from checkers.kinds import (
     STALE,
     STALE_OVERWRITE,
 )
-from checkers.reference.common import WRITE_FS
-from checkers.reference.eventsourcing import PROJECTION_PREFIX
-from harness.history.schema import LOG_AUDIT, SOURCE_STORE
+from driftlab.checkers.reference.common import WRITE_FS
+from driftlab.checkers.reference.eventsourcing import PROJECTION_PREFIX
+from driftlab.harness.history.schema import LOG_AUDIT, SOURCE_STORE
 
 _WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))
 _CONSUMER = f"consumer IS NOT NULL AND consumer <> '{LOG_AUDIT}'"

@@ -6,7 +6,7 @@ consumes which channel and is done with it, which derived stores received effect
 hold final states, whether the run quiesced, the invariant and the view stores of its
 header, and the span of its clock. `facts_of` computes them from events in plain Python
 (the specification); the Spark pass gathers the same rows in one aggregation job
-(checkers.keyed.spark).
+(driftlab.checkers.keyed.spark).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from checkers.reference.common import is_effect, views_of
-from checkers.reference.eventsourcing import Bounds, bounds
-from checkers.reference.lost import Consumers, WriteFacts
-from harness.history.schema import COLUMNS, Event, EventType, Mark, MsgAction
+from driftlab.checkers.reference.common import is_effect, views_of
+from driftlab.checkers.reference.eventsourcing import Bounds, bounds
+from driftlab.checkers.reference.lost import Consumers, WriteFacts
+from driftlab.harness.history.schema import COLUMNS, Event, EventType, Mark, MsgAction
 
 DELIVER, DONE, EFFECT, QUIESCED, STATE, HEADER, OTHER = "d", "m", "e", "q", "s", "h", "x"
 """Tags of the fact rows: (tag, a, b, c) with a = consumer, b = channel or store,

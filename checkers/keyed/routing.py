@@ -1,7 +1,7 @@
 """The map side of the keyed pass: a slice of the history's rows routed to their groups
 and cut into buckets, and the slice's share of the Facts.
 
-What checkers.keyed.step.routes and checkers.keyed.facts.tag_of say of one event,
+What driftlab.checkers.keyed.step.routes and driftlab.checkers.keyed.facts.tag_of say of one event,
 said here of an Arrow table at once, in DuckDB: every row once per group that judges
 it, with its route, group and position in the history, and the distinct fact rows
 (tag, a, b) with the slice's clock span and header events. tests/test_keyed_routing.py
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.keyed.duck import cursor
-from checkers.keyed.facts import (
+from driftlab.checkers.keyed.duck import cursor
+from driftlab.checkers.keyed.facts import (
     DELIVER,
     DONE,
     EFFECT,
@@ -27,7 +27,7 @@ from checkers.keyed.facts import (
     Facts,
     facts_from_rows,
 )
-from checkers.keyed.step import (
+from driftlab.checkers.keyed.step import (
     GROUP_COLUMN,
     KEY,
     MESSAGE,
@@ -36,9 +36,9 @@ from checkers.keyed.step import (
     ROUTE_COLUMN,
     table_events,
 )
-from checkers.keyed.timeline import SERIES_ROWS
-from checkers.reference.common import WRITE_FS
-from harness.history.schema import SOURCE_STORE, Event, EventType, Mark, MsgAction, OpPhase
+from driftlab.checkers.keyed.timeline import SERIES_ROWS
+from driftlab.checkers.reference.common import WRITE_FS
+from driftlab.harness.history.schema import SOURCE_STORE, Event, EventType, Mark, MsgAction, OpPhase
 
 DICTIONARY_COLUMNS = (
     "type",
@@ -83,7 +83,7 @@ SELECT _i, _r, _g, (hash(_r, _g) % $buckets)::INTEGER AS _b FROM (
     AND msg_id IS NOT NULL)
 ORDER BY _b
 """
-"""checkers.keyed.step.routes for every row of `t` at once: which row (`_i`) goes to
+"""driftlab.checkers.keyed.step.routes for every row of `t` at once: which row (`_i`) goes to
 which route and group, and the group's bucket; sorted by bucket."""
 
 _HEADERS = f"SELECT {POSITION_COLUMN} - $first AS _i FROM t WHERE type = '{EventType.HEADER}'"
@@ -102,7 +102,7 @@ CASE
     OR (type = '{EventType.OP}' AND phase = 'ok' AND f IN ({_WRITE_FS}))) THEN '{EFFECT}'
   ELSE '{OTHER}'
 END"""
-"""checkers.keyed.facts.tag_of, as SQL."""
+"""driftlab.checkers.keyed.facts.tag_of, as SQL."""
 
 _FACT_ROWS = f"""
 SELECT DISTINCT tag,
@@ -141,7 +141,7 @@ class FactShare:
 @dataclass
 class Routed:
     """A slice routed: its rows per bucket (history columns, position, route, group),
-    its rows for the series per bucket (checkers.keyed.timeline.SERIES_ROWS) and its
+    its rows for the series per bucket (driftlab.checkers.keyed.timeline.SERIES_ROWS) and its
     share of the Facts."""
 
     buckets: dict[int, pa.Table]

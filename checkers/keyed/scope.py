@@ -15,15 +15,15 @@ from __future__ import annotations
 import pyarrow as pa
 from duckdb import DuckDBPyConnection
 
-from checkers.keyed.columns import KEY
-from checkers.keyed.facts import Facts
-from checkers.reference.common import WRITE_FS
-from harness.history.schema import OBSERVER, SOURCE_STORE
+from driftlab.checkers.keyed.columns import KEY
+from driftlab.checkers.keyed.facts import Facts
+from driftlab.checkers.reference.common import WRITE_FS
+from driftlab.harness.history.schema import OBSERVER, SOURCE_STORE
 
 _WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))
 _VIEWS = "(SELECT store FROM views)"
 IN_SCOPE = f"CASE WHEN {{v}} IS NULL THEN {{s}} NOT IN {_VIEWS} ELSE {{s}} = {{v}} END"
-"""checkers.reference.common.in_scope of a derived store `{s}` on a key of view `{v}`."""
+"""driftlab.checkers.reference.common.in_scope of a derived store `{s}` on a key of view `{v}`."""
 
 PREPARE = f"""
 CREATE TEMP VIEW r AS SELECT * FROM t;
@@ -58,7 +58,7 @@ CREATE TEMP TABLE reached AS SELECT DISTINCT _g, store, value FROM k
     (type = 'msg' AND action IN ('apply', 'skip'))
     OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})));
 """
-"""checkers.keyed.sieve._PREPARE with the key route scoped and each arrival of a view
+"""driftlab.checkers.keyed.sieve._PREPARE with the key route scoped and each arrival of a view
 key given the version of its value."""
 
 FINAL = """
@@ -68,25 +68,25 @@ SELECT _g, store, value, _view FROM (
     row_number() OVER (PARTITION BY _g, store ORDER BY $DESC) AS n
   FROM k WHERE type = 'state' AND store IS NOT NULL)
 WHERE n = 1"""
-"""checkers.keyed.sieve._FINAL, with each key's view store."""
+"""driftlab.checkers.keyed.sieve._FINAL, with each key's view store."""
 
 LOST_WRITE = f"""
 SELECT DISTINCT w._g FROM okw w CROSS JOIN effect_stores s
 ANTI JOIN reached ON reached._g = w._g AND reached.store = s.store AND reached.value = w.value
 WHERE {IN_SCOPE.format(v="w._view", s="s.store")}"""
-"""checkers.keyed.sieve._LOST_WRITE, each write against the effect stores of its scope."""
+"""driftlab.checkers.keyed.sieve._LOST_WRITE, each write against the effect stores of its scope."""
 
 LOST_WRITE_CHANCES = f"""
 SELECT count(*) FROM okw w CROSS JOIN effect_stores s
 WHERE {IN_SCOPE.format(v="w._view", s="s.store")}"""
-"""checkers.keyed.coverage's lost-write chances, each write against its scope's stores."""
+"""driftlab.checkers.keyed.coverage's lost-write chances, each write against its scope's stores."""
 
 DIVERGENCE_CHANCES = f"""
 SELECT coalesce(sum(CASE WHEN src THEN $derived ELSE n END), 0) FROM (
   SELECT _g, any_value(_view) AS _view, bool_or(store = '{SOURCE_STORE}') AS src,
     count(*) FILTER (store <> '{SOURCE_STORE}') AS n
   FROM (SELECT DISTINCT _g, store, _view FROM fin WHERE value IS NOT NULL) GROUP BY _g)"""
-"""checkers.keyed.coverage's divergence chances, `$derived` per key (derived_stores)."""
+"""driftlab.checkers.keyed.coverage's divergence chances, `$derived` per key (derived_stores)."""
 
 TORN = f"""
 SELECT DISTINCT a._g FROM k a
@@ -103,7 +103,7 @@ DIVERGENCE_GROUPS = (
     "groups AS (SELECT DISTINCT _g FROM fin)",
     "groups AS (SELECT DISTINCT _g, _view FROM fin)",
 )
-"""checkers.keyed.sieve._DIVERGENCE's groups, and with their view store."""
+"""driftlab.checkers.keyed.sieve._DIVERGENCE's groups, and with their view store."""
 
 
 def _quoted(names: list[str]) -> str:

@@ -26,23 +26,23 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.anomaly import ALL_KINDS
-from checkers.keyed import scope
-from checkers.keyed.columns import GROUP_COLUMN, KEY, MESSAGE, PARTITION, ROUTE_COLUMN
-from checkers.keyed.coverage import chances
-from checkers.keyed.duck import cursor
-from checkers.keyed.facts import Facts
-from checkers.reference.common import WRITE_FS
-from checkers.reference.eventsourcing import PROJECTION_PREFIX
-from checkers.reference.reorder import RealtimeLag
-from harness.history.schema import LOG_AUDIT, OBSERVER, SOURCE_STORE
+from driftlab.checkers.anomaly import ALL_KINDS
+from driftlab.checkers.keyed import scope
+from driftlab.checkers.keyed.columns import GROUP_COLUMN, KEY, MESSAGE, PARTITION, ROUTE_COLUMN
+from driftlab.checkers.keyed.coverage import chances
+from driftlab.checkers.keyed.duck import cursor
+from driftlab.checkers.keyed.facts import Facts
+from driftlab.checkers.reference.common import WRITE_FS
+from driftlab.checkers.reference.eventsourcing import PROJECTION_PREFIX
+from driftlab.checkers.reference.reorder import RealtimeLag
+from driftlab.harness.history.schema import LOG_AUDIT, OBSERVER, SOURCE_STORE
 
 _WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))
 _ORDER = (
     "{p}time {d}, {p}writer IS NOT NULL {d}, coalesce({p}writer, '') {d}, "
     "{p}seq IS NOT NULL {d}, coalesce({p}seq, 0) {d}, {p}_pos {d}"
 )
-"""checkers.reference.common.order_key, ties in the history's order (the position)."""
+"""driftlab.checkers.reference.common.order_key, ties in the history's order (the position)."""
 _ORDERS = {
     "$ORDER": _ORDER.format(p="", d=""),
     "$E_ORDER": _ORDER.format(p="e.", d=""),
@@ -78,7 +78,7 @@ CREATE TEMP TABLE reached AS SELECT DISTINCT _g, store, value FROM k
 """The rows of each route, and of the key route: the `ok` source writes, the effects
 (both narrowed and materialized: five queries join or scan them), the effects with
 driftlab's observations of the stores it samples from outside (`arrivals`: the lag and
-stale-overwrite judge both, checkers.reference.common.is_arrival), and (lost.writes's
+stale-overwrite judge both, driftlab.checkers.reference.common.is_arrival), and (lost.writes's
 `reached`) the values that reached a derived store or were skipped there. Each of these that
 two queries or more read is a table: as a view, each query computed it again."""
 
@@ -131,7 +131,7 @@ _KEY_SUSPECTS = {
 _AS_INT = """CASE WHEN regexp_full_match({v}, '[+-]?[0-9]+')
   AND TRY_CAST({v} AS HUGEINT) BETWEEN -9223372036854775808 AND 9223372036854775807
   THEN TRY_CAST({v} AS HUGEINT) END"""
-"""checkers.reference.eventsourcing.as_int: None for what is not a 64-bit integer."""
+"""driftlab.checkers.reference.eventsourcing.as_int: None for what is not a 64-bit integer."""
 
 _LOG = f"""
 CREATE TEMP TABLE log AS
@@ -139,7 +139,7 @@ SELECT _g, version, time, writer, seq, _pos,
   coalesce({_AS_INT.format(v="value")}, 0) AS delta FROM k
 WHERE type = 'msg' AND action = 'produce' AND channel IS NOT NULL
   AND (channel = 'events' OR starts_with(channel, 'events:'))"""
-"""checkers.reference.eventsourcing.is_log_event, with each event's delta."""
+"""driftlab.checkers.reference.eventsourcing.is_log_event, with each event's delta."""
 
 _FINAL = """
 CREATE TEMP TABLE fin AS
@@ -304,7 +304,7 @@ SIEVE_QUERIES: dict[str, str] = {
     "offsets": _OFFSET_ROWS,
 }
 """Every query that keeps a group (or a pair, or an offset) for the reference to judge,
-by the name checkers.kinds.TABLE gives each kind's (`Kind.sieve`)."""
+by the name driftlab.checkers.kinds.TABLE gives each kind's (`Kind.sieve`)."""
 
 
 @dataclass
@@ -346,7 +346,7 @@ class Sieved:
     realtime: list[RealtimeLag]
     """the worst realtime lag of each channel partition with a poll"""
     chances: Counter[str] = field(default_factory=Counter)
-    """each kind's chances in every group of the partition (checkers.keyed.coverage)"""
+    """each kind's chances in every group of the partition (driftlab.checkers.keyed.coverage)"""
 
 
 def _consumers(facts: Facts) -> pa.Table:

@@ -2,15 +2,15 @@
 
 1. Map: each task reads a slice of the history's Parquet (a few row groups) with
    pyarrow, routes its rows to the groups that judge them and cuts them into buckets
-   by group (checkers.keyed.routing). It writes each bucket's rows to a file of the
+   by group (driftlab.checkers.keyed.routing). It writes each bucket's rows to a file of the
    pass's exchange folder (lz4 Arrow IPC) and emits the file's name, together with its
    share of the Facts, the latter to every bucket.
 2. Reduce: Spark shuffles the names and shares by bucket; each partition merges the
    Facts shares (every map task's, so the whole history's), reads its files, then runs
-   every check of its groups in one step (checkers.keyed.step.partition_step) and cuts
-   its rows (OUTPUT_DDL) for the summary (checkers.figures.summary_parts).
+   every check of its groups in one step (driftlab.checkers.keyed.step.partition_step) and cuts
+   its rows (OUTPUT_DDL) for the summary (driftlab.checkers.figures.summary_parts).
 3. Summary: each partition adds up its rows into a small part of the figures
-   (checkers.figures.summarize); partition 0 writes the sorted anomalies. Only those
+   (driftlab.checkers.figures.summarize); partition 0 writes the sorted anomalies. Only those
    parts come back to the driver.
 
 A small history (WHOLE_ROWS) takes the three steps in a row in one task: one slice, one
@@ -42,12 +42,12 @@ import pyarrow.parquet as pq
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
-from checkers.figures import PassFigures, merged, summarize, summary_parts, with_buckets
-from checkers.keyed.routing import DICTIONARY_COLUMNS, FactShare, route, with_positions
-from checkers.keyed.step import output_schema, partition_step
-from checkers.keyed.timeline import series_rows
-from checkers.series import bucket_seconds
-from harness.history.errors import HistoryError
+from driftlab.checkers.figures import PassFigures, merged, summarize, summary_parts, with_buckets
+from driftlab.checkers.keyed.routing import DICTIONARY_COLUMNS, FactShare, route, with_positions
+from driftlab.checkers.keyed.step import output_schema, partition_step
+from driftlab.checkers.keyed.timeline import series_rows
+from driftlab.checkers.series import bucket_seconds
+from driftlab.harness.history.errors import HistoryError
 
 ROWS_PER_PARTITION = 1_600_000
 """Twice the routed rows of a partition of the pass, about: enough that a small history

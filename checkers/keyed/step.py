@@ -32,8 +32,8 @@ from functools import partial
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.anomaly import ANOMALY_COLUMNS, Anomaly, sample_rank
-from checkers.keyed.columns import (
+from driftlab.checkers.anomaly import ANOMALY_COLUMNS, Anomaly, sample_rank
+from driftlab.checkers.keyed.columns import (
     GROUP_COLUMN,
     KEY,
     MESSAGE,
@@ -43,9 +43,9 @@ from checkers.keyed.columns import (
     ROUTE_COLUMN,
     SERIES_ROW,
 )
-from checkers.keyed.facts import Facts
-from checkers.keyed.sieve import Narrowed, sieve
-from checkers.reference import (
+from driftlab.checkers.keyed.facts import Facts
+from driftlab.checkers.keyed.sieve import Narrowed, sieve
+from driftlab.checkers.reference import (
     divergence,
     duplicates,
     eventsourcing,
@@ -54,10 +54,10 @@ from checkers.reference import (
     reorder,
     staleness,
 )
-from checkers.reference.common import WRITE_FS, order_key
-from checkers.reference.eventsourcing import is_log_event
-from checkers.reference.reorder import RealtimeLag
-from harness.history.schema import COLUMNS, Event, EventType, MsgAction, OpPhase
+from driftlab.checkers.reference.common import WRITE_FS, order_key
+from driftlab.checkers.reference.eventsourcing import is_log_event
+from driftlab.checkers.reference.reorder import RealtimeLag
+from driftlab.harness.history.schema import COLUMNS, Event, EventType, MsgAction, OpPhase
 
 ANOMALY, NOTE, LAG, ERROR, EXAMPLE, WHERE, CHANCE = "a", "n", "l", "e", "x", "w", "v"
 UNKNOWN_PLACE = "unknown"
@@ -70,7 +70,7 @@ OUTPUT_DDL = (
 checker and the error in `detail`), or an anomaly again as a candidate example
 (EXAMPLE: a partition's first `per_kind` of each kind by sample_rank), or how many
 lost rows of a kind (`kind`) say where the message was (WHERE: `checker` holds
-checkers.reference.lost.where_lost's answer or UNKNOWN_PLACE, `n` the count), or a
+driftlab.checkers.reference.lost.where_lost's answer or UNKNOWN_PLACE, `n` the count), or a
 channel partition's worst realtime lag as a row of the REALTIME_SERIES series
 (SERIES_ROW, the lag's JSON in `detail`), or a kind's chances (CHANCE: `kind`, the
 count in `n`)."""
@@ -122,7 +122,7 @@ class Judged:
     """each channel partition's worst realtime lag"""
     errors: dict[str, str] = field(default_factory=dict)
     chances: Counter[str] = field(default_factory=Counter)
-    """each kind's chances (checkers.coverage)"""
+    """each kind's chances (driftlab.checkers.coverage)"""
 
 
 Check = Callable[[Sequence[Event], Facts, Judged], None]
@@ -369,7 +369,7 @@ def partition_step(
     facts: Facts, per_kind: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function mapInArrow runs on each partition of the routed history; it offers
-    `per_kind` examples of each kind it found. The sieve (checkers.keyed.sieve) clears
+    `per_kind` examples of each kind it found. The sieve (driftlab.checkers.keyed.sieve) clears
     the clean groups; the reference judges the rest, and of the channel partitions only
     their suspect pairs and offsets."""
 

@@ -5,14 +5,14 @@ The map side picks the few columns the series read from the rows that feed them
 (`SERIES_ROWS`) and buckets them so that an operation's invocation and completion, a
 fault's start and stop, and a consumer's partition land in one bucket. Each reduce
 partition, which knows the history's clock span from the merged Facts, turns its share
-into pass rows (checkers.keyed.step.OUTPUT_DDL):
+into pass rows (driftlab.checkers.keyed.step.OUTPUT_DDL):
 
 - OP_COUNT: completions of one `f` and phase (in `checker`) in one time bucket, `n`
   of them (a partition's part: the summary adds them up);
 - OP_LATENCY: one operation's latency in ns (`n`), `f` in `kind`, at its completion;
 
 both of operations only: an op whose invocation names a `step` in its `extra`
-(harness.history.schema.STEP, a dual write's write to a derived store) is part of a
+(driftlab.harness.history.schema.STEP, a dual write's write to a derived store) is part of a
 client's operation, as the runner counts them, not one of its own;
 - SERIES_ROW: one finished row of the faults, offsets or marks series (`kind` names
   it), as JSON in `detail`. A fault's `planned_at` is the `at` of the schedule's window
@@ -26,18 +26,18 @@ client's operation, as the runner counts them, not one of its own;
   cannot say so after a crash, when the new instance does not know what its
   predecessor received).
 
-The pass's summary stage adds them up (checkers.figures).
+The pass's summary stage adds them up (driftlab.checkers.figures).
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from checkers.keyed.columns import OP_COUNT, OP_LATENCY, SERIES_ROW
-from checkers.keyed.duck import cursor
-from checkers.keyed.step import output_schema
-from checkers.series import COMPLETIONS, NS
-from harness.history.schema import (
+from driftlab.checkers.keyed.columns import OP_COUNT, OP_LATENCY, SERIES_ROW
+from driftlab.checkers.keyed.duck import cursor
+from driftlab.checkers.keyed.step import output_schema
+from driftlab.checkers.series import COMPLETIONS, NS
+from driftlab.harness.history.schema import (
     LOG_AUDIT,
     OBSERVER,
     STEP,

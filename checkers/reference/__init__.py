@@ -1,7 +1,7 @@
 """Plain-Python checkers over small histories: the specification that runs.
 
-Each module `checkers.reference.<checker>` has `check(events) -> list[Anomaly]`;
-`CHECKERS` holds them by name, in the order of checkers.anomaly.KINDS.
+Each module `driftlab.checkers.reference.<checker>` has `check(events) -> list[Anomaly]`;
+`CHECKERS` holds them by name, in the order of driftlab.checkers.anomaly.KINDS.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from checkers.anomaly import KINDS
+from driftlab.checkers.anomaly import KINDS
 
 CHECKERS: dict[str, ModuleType] = {
-    name: importlib.import_module(f"checkers.reference.{name}") for name in KINDS
+    name: importlib.import_module(f"driftlab.checkers.reference.{name}") for name in KINDS
 }

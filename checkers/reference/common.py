@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from checkers.anomaly import Anomaly, evidence_json
-from harness.history.schema import (
+from driftlab.checkers.anomaly import Anomaly, evidence_json
+from driftlab.harness.history.schema import (
     LOG_AUDIT,
     OBSERVER,
     SOURCE_STORE,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from checkers.anomaly import MAX_EVIDENCE, Anomaly, evidence_json
-from checkers.kinds import EXTRA, MISSING, PHANTOM, STALE
-from checkers.reference.common import (
+from driftlab.checkers.anomaly import MAX_EVIDENCE, Anomaly, evidence_json
+from driftlab.checkers.kinds import EXTRA, MISSING, PHANTOM, STALE
+from driftlab.checkers.reference.common import (
     committed_values,
     final_states,
     in_scope,
@@ -25,7 +25,7 @@ from checkers.reference.common import (
     view_of,
     views_of,
 )
-from harness.history.schema import SOURCE_STORE, Event, OpPhase
+from driftlab.harness.history.schema import SOURCE_STORE, Event, OpPhase
 
 CHECKER = "divergence"
 

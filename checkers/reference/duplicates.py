@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
-from checkers.anomaly import Anomaly
-from checkers.kinds import DUPLICATE_APPLY, DUPLICATE_DELIVERY, DUPLICATE_OFFSET
-from checkers.reference.common import found_at, is_consumer_delivery, order_key
-from harness.history.schema import Event, EventType, MsgAction
+from driftlab.checkers.anomaly import Anomaly
+from driftlab.checkers.kinds import DUPLICATE_APPLY, DUPLICATE_DELIVERY, DUPLICATE_OFFSET
+from driftlab.checkers.reference.common import found_at, is_consumer_delivery, order_key
+from driftlab.harness.history.schema import Event, EventType, MsgAction
 
 CHECKER = "duplicates"
 

@@ -11,10 +11,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from checkers.anomaly import MAX_EVIDENCE, Anomaly, evidence_json
-from checkers.kinds import INVARIANT_VIOLATION, PROJECTION_MISMATCH
-from checkers.reference.common import final_states, header_params, order_key
-from harness.history.schema import Event, EventType, MsgAction
+from driftlab.checkers.anomaly import MAX_EVIDENCE, Anomaly, evidence_json
+from driftlab.checkers.kinds import INVARIANT_VIOLATION, PROJECTION_MISMATCH
+from driftlab.checkers.reference.common import final_states, header_params, order_key
+from driftlab.harness.history.schema import Event, EventType, MsgAction
 
 CHECKER = "eventsourcing"
 PROJECTION_PREFIX = "projection:"

@@ -27,9 +27,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from itertools import pairwise
 
-from checkers.anomaly import Anomaly, evidence_json
-from checkers.kinds import CONTRADICTORY_ORDER
-from checkers.reference.common import (
+from driftlab.checkers.anomaly import Anomaly, evidence_json
+from driftlab.checkers.kinds import CONTRADICTORY_ORDER
+from driftlab.checkers.reference.common import (
     SourceWrites,
     ViewStates,
     is_effect,
@@ -38,7 +38,7 @@ from checkers.reference.common import (
     view_of,
     views_of,
 )
-from harness.history.schema import Event
+from driftlab.harness.history.schema import Event
 
 CHECKER = "graph"
 CYCLE_SEARCH_SECONDS = 10.0

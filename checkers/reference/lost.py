@@ -20,9 +20,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from checkers.anomaly import Anomaly
-from checkers.kinds import LOST_MESSAGE, LOST_WRITE
-from checkers.reference.common import (
+from driftlab.checkers.anomaly import Anomaly
+from driftlab.checkers.kinds import LOST_MESSAGE, LOST_WRITE
+from driftlab.checkers.reference.common import (
     found_at,
     in_scope,
     is_effect,
@@ -31,7 +31,7 @@ from checkers.reference.common import (
     scoped,
     views_of,
 )
-from harness.history.schema import (
+from driftlab.harness.history.schema import (
     LOG_AUDIT,
     SOURCE_STORE,
     Event,

@@ -17,8 +17,8 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checkers.anomaly import Anomaly, evidence_json
-from checkers.kinds import (
+from driftlab.checkers.anomaly import Anomaly, evidence_json
+from driftlab.checkers.kinds import (
     INCONSISTENT_OFFSET,
     NONMONOTONIC_POLL,
     NONMONOTONIC_SEND,
@@ -26,7 +26,7 @@ from checkers.kinds import (
     REORDER_DELIVERY,
     STALE_OVERWRITE,
 )
-from checkers.reference.common import (
+from driftlab.checkers.reference.common import (
     ViewStates,
     found_at,
     in_scope,
@@ -37,7 +37,7 @@ from checkers.reference.common import (
     view_of,
     views_of,
 )
-from harness.history.schema import Event, EventType, MsgAction
+from driftlab.harness.history.schema import Event, EventType, MsgAction
 
 CHECKER = "reorder"
 

@@ -10,9 +10,9 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 
-from checkers.anomaly import Anomaly, evidence_json
-from checkers.kinds import RYW_VIOLATION
-from checkers.reference.common import (
+from driftlab.checkers.anomaly import Anomaly, evidence_json
+from driftlab.checkers.kinds import RYW_VIOLATION
+from driftlab.checkers.reference.common import (
     SourceWrites,
     ViewStates,
     is_arrival,
@@ -22,7 +22,7 @@ from checkers.reference.common import (
     view_of,
     views_of,
 )
-from harness.history.schema import Event, EventType, OpPhase
+from driftlab.harness.history.schema import Event, EventType, OpPhase
 
 CHECKER = "staleness"
 PERCENTILES = {"p50_ms": 0.5, "p95_ms": 0.95, "p99_ms": 0.99}

@@ -18,10 +18,10 @@ import time
 import psycopg
 from psycopg import sql
 
-from harness.architectures.registry import register_setup
-from harness.history.schema import SOURCE_STORE
-from harness.setups.base import Client, Setup, SetupContext
-from harness.setups.connect import endpoint, pg_conninfo, redis_client
+from driftlab.harness.history.schema import SOURCE_STORE
+from driftlab.harness.lab.setups.base import Client, Setup, SetupContext
+from driftlab.harness.lab.setups.connect import endpoint, pg_conninfo, redis_client
+from driftlab.scenarios.catalogue.architectures import register_setup
 
 CACHE = "cache"
 

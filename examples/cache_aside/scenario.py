@@ -17,9 +17,9 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 from cache_aside import CacheAside  # noqa: E402 (registers the setup)
 
-from harness.app.run import run_scenario  # noqa: E402
-from harness.workload.spec import WorkloadSpec  # noqa: E402
-from scenarios.model import ABSENT, PRESENT, Scenario  # noqa: E402
+from driftlab.harness.app.run import run_scenario  # noqa: E402
+from driftlab.harness.lab.scenario import ABSENT, PRESENT, Scenario  # noqa: E402
+from driftlab.harness.lab.workload.spec import WorkloadSpec  # noqa: E402
 
 SCENARIO = Scenario(
     name="cache-aside-race",

@@ -14,8 +14,8 @@ import pytest
 from cache_aside import CacheAside
 from scenario import SCENARIO
 
-from harness.app.outcome import Outcome
-from scenarios.model import Scenario
+from driftlab.harness.app.outcome import Outcome
+from driftlab.harness.lab.scenario import Scenario
 
 
 @pytest.fixture(scope="module")

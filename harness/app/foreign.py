@@ -7,9 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.exitcodes import BadInput
-from harness.importers.jepsen import SCENARIO, ImportSummary, JepsenImportError, import_history
-from harness.rundir import RunDir
+from driftlab.harness.history.exitcodes import BadInput
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.importers.jepsen import (
+    SCENARIO,
+    ImportSummary,
+    JepsenImportError,
+    import_history,
+)
 
 FOREIGN = ("jepsen",)
 """The tools whose histories driftlab imports."""

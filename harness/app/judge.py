@@ -1,8 +1,8 @@
 """The one analyse-judge-report sequence of a recorded run: the Spark analysis and its
-verdict (checkers.verdict.decide, called once inside it), the exit code, then
+verdict (driftlab.checkers.verdict.decide, called once inside it), the exit code, then
 report.html; for a run just recorded (`judge_run`; `judge_facts` without the
 analysis), one analysed on request (`analyze_recorded`, `driftlab analyze`) or a
-replay (harness.app.replay)."""
+replay (driftlab.harness.app.replay)."""
 
 from __future__ import annotations
 
@@ -17,21 +17,21 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from checkers.analysis_files import Analysis
-from checkers.outputs import EXAMPLES_PER_KIND
-from checkers.run_facts import summary_facts
-from checkers.verdict import EXIT_CODES, INCONCLUSIVE, NO_EXPECTATIONS, UNEXPECTED, decide
-from harness import exitcodes
-from harness.rundir import RunDir
-from harness.runner.runner import RunResult, failure
-from harness.runner.workload_driver import Tick
+from driftlab.checkers.analysis_files import Analysis
+from driftlab.checkers.outputs import EXAMPLES_PER_KIND
+from driftlab.checkers.run_facts import summary_facts
+from driftlab.checkers.verdict import EXIT_CODES, INCONCLUSIVE, NO_EXPECTATIONS, UNEXPECTED, decide
+from driftlab.harness.history import exitcodes
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.runner.runner import RunResult, failure
+from driftlab.harness.lab.runner.workload_driver import Tick
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from checkers.analyze import AnalysisResult
-    from harness.services.base import Endpoint
-    from harness.services.stack_protocol import ServiceStack
+    from driftlab.checkers.analyze import AnalysisResult
+    from driftlab.harness.lab.services.base import Endpoint
+    from driftlab.harness.lab.services.stack_protocol import ServiceStack
 
 log = logging.getLogger("driftlab.runner")
 
@@ -95,7 +95,7 @@ def judge_run(
 
 def judge_facts(run_dir: RunDir, result: RunResult) -> None:
     """Judge a run not analysed (`driftlab run --no-analyze`) on its facts alone
-    (logs/run.json: what its setup found, checkers.run_facts), through the same
+    (logs/run.json: what its setup found, driftlab.checkers.run_facts), through the same
     `decide`: a store that did not converge still fails it, a store that could not be
     read still makes it inconclusive. A run whose facts say nothing stays not judged."""
     found = decide({}, {}, {}, summary_facts(run_dir))
@@ -129,7 +129,7 @@ def _analysis(
     """analysis.json of the run: on the warm server while it serves, else in process;
     None when this installation cannot analyse."""
     if server is not None and server.gone is None:
-        from harness.services.analysis import ServerUnavailable, analysis_on_server
+        from driftlab.harness.lab.services.analysis import ServerUnavailable, analysis_on_server
 
         if tick:
             tick(ON_SERVER, 0.0, result.stats)
@@ -148,11 +148,11 @@ def _analysis(
     if tick:
         tick("analyze", 0.0, result.stats)
     try:
-        from checkers.analyze import analyze
+        from driftlab.checkers.analyze import analyze
     except ImportError:
-        log.warning("checkers.analyze is not available: the run is recorded, not judged")
+        log.warning("driftlab.checkers.analyze is not available: the run is recorded, not judged")
         return None
-    from checkers.session import interruptible
+    from driftlab.checkers.session import interruptible
 
     with interruptible():
         analysis = analyze(run_dir, master=master).analysis
@@ -164,7 +164,7 @@ def write_report(run_dir: RunDir) -> None:
     """RUN_DIR/report.html from the analysis outputs; a report that fails to render
     is logged, never a failed run (`driftlab report RUN_DIR` renders it again)."""
     try:
-        from reports.run_report import render_run_report
+        from driftlab.reports.run_report import render_run_report
 
         render_run_report(run_dir)
     except Exception:
@@ -195,9 +195,9 @@ def analyze_recorded(
     this process; the checkers' progress lines go to
     `console`. With `report`, RUN_DIR/report.html follows. Raises what the analysis
     raised (`analysis_failure` tells it in one line); Ctrl-C stops it at once."""
-    from checkers.analyze import analyze
-    from checkers.session import interruptible
-    from harness.services.analysis import ServerUnavailable, analyze_remotely
+    from driftlab.checkers.analyze import analyze
+    from driftlab.checkers.session import interruptible
+    from driftlab.harness.lab.services.analysis import ServerUnavailable, analyze_remotely
 
     with interruptible():
         result = None
@@ -210,8 +210,8 @@ def analyze_recorded(
             result = analyze(run_dir, spark_master, console=console)
     out = Analysed(result, analysis_exit_code(result.verdict))
     if report:
-        from reports.render import ReportError
-        from reports.run_report import render_run_report
+        from driftlab.reports.render import ReportError
+        from driftlab.reports.run_report import render_run_report
 
         try:
             out.report = Path(render_run_report(run_dir))
@@ -234,7 +234,7 @@ def analysis_failure(exc: Exception, run_dir: RunDir) -> tuple[int, str]:
     """The exit code and one line for an analysis that failed: 2 for a history or
     config.json that cannot be read; else the traceback goes to RUN_DIR/logs/analyze.log
     (when it can be written) for the detail."""
-    from checkers.analyze import AnalysisInputError
+    from driftlab.checkers.analyze import AnalysisInputError
 
     if isinstance(exc, AnalysisInputError):
         return exitcodes.BAD_INPUT, str(exc)
@@ -259,10 +259,10 @@ def warm_analysis_server(stack: ServiceStack | None = None) -> Endpoint | None:
     (DRIFTLAB_SPARK_MASTER)."""
     if os.environ.get("DRIFTLAB_SPARK_MASTER"):
         return None
-    from harness.services.analysis import ANALYSIS
+    from driftlab.harness.lab.services.analysis import ANALYSIS
 
     if stack is None:
-        from harness.runner.stack_use import running_stack
+        from driftlab.harness.lab.runner.stack_use import running_stack
 
         try:
             stack = running_stack()

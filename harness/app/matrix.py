@@ -31,15 +31,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from checkers.verdict import UNEXPECTED
-from harness import exitcodes
-from harness.app.judge import WarmSpark
-from harness.app.outcome import Outcome, outcome_of
-from harness.app.run import check_scenario, run_scenario
-from harness.architectures.registry import setup_services
-from harness.nemesis.schedule import FaultSpec, Schedule
-from harness.services.stack_protocol import ServiceStack
-from scenarios.model import Scenario
+from driftlab.checkers.verdict import UNEXPECTED
+from driftlab.harness.app.judge import WarmSpark
+from driftlab.harness.app.outcome import Outcome, outcome_of
+from driftlab.harness.app.run import check_scenario, run_scenario
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.nemesis.schedule import FaultSpec, Schedule
+from driftlab.harness.lab.scenario import Scenario
+from driftlab.harness.lab.services.stack_protocol import ServiceStack
+from driftlab.scenarios.catalogue.architectures import setup_services
 
 SCHEDULES = ("own", "none", "latency")
 FIRST_RUN_ALLOWANCE_S = 90.0  # services to start and a Spark session to warm, once
@@ -192,7 +192,7 @@ def run_matrix(
     running at the deadline; never raises for a failed run (it is an outcome with an
     error). `stop`, set from another thread, cuts the current run short (interrupted).
     `server`: the stack's warm analysis server, which judges the runs while it answers
-    (harness.app.judge.warm_spark)."""
+    (driftlab.harness.app.judge.warm_spark)."""
     result = MatrixResult()
     started = time.monotonic()
     deadline = started + budget_s
@@ -259,7 +259,7 @@ def _cut(run_stop: threading.Event, hit: threading.Event, phase: list[str]) -> N
     hit.set()
     run_stop.set()
     if phase[0] == "analyze":
-        from checkers.session import stop_spark
+        from driftlab.checkers.session import stop_spark
 
         stop_spark()
 

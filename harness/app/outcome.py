@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from checkers.analysis_files import (
+from driftlab.checkers.analysis_files import (
     Analysis,
     KindExamples,
     Output,
@@ -19,10 +19,10 @@ from checkers.analysis_files import (
     read_analysis,
     read_examples,
 )
-from harness import exitcodes
-from harness.runner.runner import RunResult
-from scenarios.model import Scenario
-from scenarios.registry import all_scenarios
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.runner.runner import RunResult
+from driftlab.harness.lab.scenario import Scenario
+from driftlab.scenarios.catalogue.registry import all_scenarios
 
 
 @dataclass(frozen=True)

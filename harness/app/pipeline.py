@@ -3,7 +3,7 @@
 The scenario carries the pipeline's setup as a value (its factory; the setup is
 named `pipeline:<name>` but never entered in the registry), the workload, the fault
 schedule and the expectations. A pipeline whose stores did not converge after the heal
-fails with that reason (exit 1, checkers.verdict.decide), whatever the anomaly counts
+fails with that reason (exit 1, driftlab.checkers.verdict.decide), whatever the anomaly counts
 say: the report names the store, the keys and since when.
 """
 
@@ -13,13 +13,13 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Unpack
 
-from harness.app.run import RunOptions, run_scenario
-from harness.pipeline.checks import check_commands, check_duration
-from harness.pipeline.observer import Divergence
-from harness.pipeline.setup import SETUP_PREFIX, PipelineSetup
-from harness.pipeline.spec import Pipeline
-from harness.runner.runner import RunResult
-from scenarios.model import Scenario
+from driftlab.harness.app.run import RunOptions, run_scenario
+from driftlab.harness.lab.runner.runner import RunResult
+from driftlab.harness.lab.scenario import Scenario
+from driftlab.scenarios.pipeline.checks import check_commands, check_duration
+from driftlab.scenarios.pipeline.observer import Divergence
+from driftlab.scenarios.pipeline.setup import SETUP_PREFIX, PipelineSetup
+from driftlab.scenarios.pipeline.spec import Pipeline
 
 
 @dataclass
@@ -81,7 +81,7 @@ def run_pipeline(
     pipeline: Pipeline, *, duration: float | None = None, **options: Unpack[RunOptions]
 ) -> PipelineResult:
     """Run `pipeline` once (for `duration`, default its file's) and judge it, with the
-    options of harness.app.run.run_scenario; never raises for a failed run."""
+    options of driftlab.harness.app.run.run_scenario; never raises for a failed run."""
     sc = scenario_for(pipeline, duration)
     result = run_scenario(sc, **options)
     assert isinstance(result.setup, PipelineSetup)  # the one sc's factory built

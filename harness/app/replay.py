@@ -1,6 +1,6 @@
 """Replay a schedule `driftlab explore` saved: look its simulated setup and its replay
-driver up and hand both to the replay engine (harness.replay.replay), then judge the
-run as any other (harness.app.judge) and compare its kinds with the simulation's."""
+driver up and hand both to the replay engine (driftlab.harness.lab.replay.replay), then judge the
+run as any other (driftlab.harness.app.judge) and compare its kinds with the simulation's."""
 
 from __future__ import annotations
 
@@ -8,26 +8,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
-from harness import exitcodes
-from harness.app.judge import Analysed, analyze_recorded, warm_analysis_server
-from harness.architectures.registry import REPLAY_DRIVERS, SIMULATED_SETUPS
-from harness.explore.schedule import Schedule
-from harness.explore.spec import SetupSpec
-from harness.replay.driver import ReplayDriver
-from harness.replay.replay import (
+from driftlab.harness.app.judge import Analysed, analyze_recorded, warm_analysis_server
+from driftlab.harness.history import exitcodes
+from driftlab.harness.history.rundir import RunDir, write_json_atomically
+from driftlab.harness.lab.explore.schedule import Schedule
+from driftlab.harness.lab.explore.spec import SetupSpec
+from driftlab.harness.lab.replay.driver import ReplayDriver
+from driftlab.harness.lab.replay.replay import (
     Comparison,
     ReplayOptions,
     check_replayable,
     compare,
     replay_schedule,
 )
-from harness.replay.turnstile import ReplayError
-from harness.rundir import RunDir, write_json_atomically
+from driftlab.harness.lab.replay.turnstile import ReplayError
+from driftlab.scenarios.catalogue.architectures import REPLAY_DRIVERS, SIMULATED_SETUPS
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from harness.services.stack_protocol import ServiceStack
+    from driftlab.harness.lab.services.stack_protocol import ServiceStack
 
 
 def replayable(schedule: Schedule) -> tuple[SetupSpec, type[ReplayDriver]]:
@@ -47,14 +47,15 @@ def replayable(schedule: Schedule) -> tuple[SetupSpec, type[ReplayDriver]]:
 
 def replay(schedule: Schedule, **options: Unpack[ReplayOptions]) -> Path:
     """Run `schedule` on the real services and return its run directory (not analysed:
-    `judge_replay` judges it); the options are harness.replay.replay.replay_schedule's."""
+    `judge_replay` judges it); the options are
+    driftlab.harness.lab.replay.replay.replay_schedule's."""
     spec, driver_class = replayable(schedule)
     return replay_schedule(schedule, spec, driver_class, **options)
 
 
 @dataclass
 class Replayed:
-    """A replay judged: its analysis and report (harness.app.judge) and how its anomaly
+    """A replay judged: its analysis and report (driftlab.harness.app.judge) and how its anomaly
     kinds compare with the simulation's (None when the run proves nothing)."""
 
     analysed: Analysed
@@ -80,7 +81,7 @@ def judge_replay(
     """Judge the replay of `schedule` in `run_dir` as `driftlab analyze` judges a run,
     its report included (on the warm Spark of `stack`, or of a running `driftlab up`,
     when it answers), then write RUN_DIR/replay.json with both lists of kinds. Raises
-    what the analysis raised (harness.app.judge.analysis_failure tells it in one line)."""
+    what the analysis raised (driftlab.harness.app.judge.analysis_failure tells it in one line)."""
     folder = RunDir(run_dir)
     server = None if spark_master else warm_analysis_server(stack)
     analysed = analyze_recorded(

@@ -10,14 +10,14 @@ from functools import partial
 from pathlib import Path
 from typing import Required, TypedDict
 
-from harness.app.judge import WarmSpark, judge_facts, judge_run, write_report
-from harness.architectures.registry import setup_factory
-from harness.runner.runner import RunResult, note_interrupted, record_run
-from harness.runner.signals import interrupting
-from harness.runner.workload_driver import Tick
-from harness.services.stack_protocol import ServiceStack
-from harness.setups.base import Setup
-from scenarios.model import Scenario
+from driftlab.harness.app.judge import WarmSpark, judge_facts, judge_run, write_report
+from driftlab.harness.lab.runner.runner import RunResult, note_interrupted, record_run
+from driftlab.harness.lab.runner.signals import interrupting
+from driftlab.harness.lab.runner.workload_driver import Tick
+from driftlab.harness.lab.scenario import Scenario
+from driftlab.harness.lab.services.stack_protocol import ServiceStack
+from driftlab.harness.lab.setups.base import Setup
+from driftlab.scenarios.catalogue.architectures import setup_factory
 
 
 def check_scenario(scenario: Scenario) -> Callable[[], Setup]:
@@ -57,7 +57,7 @@ def run_scenario(
     `stack` is a running stack to use (the suite shares one); None reuses a stack
     started by `driftlab up` or starts one for this run and stops it afterwards.
     `stop` lets a caller outside the main thread cut the run short. `server` is the
-    warm analysis server of the stack in use (harness.app.judge.warm_spark): the run is
+    warm analysis server of the stack in use (driftlab.harness.app.judge.warm_spark): the run is
     analysed there while it answers, else in this process.
     """
     setup = check_scenario(scenario)()

@@ -12,18 +12,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import exitcodes
-from harness.app.judge import warm_spark
-from harness.app.run import run_scenario
-from harness.app.suite_index import write_index
-from harness.architectures.registry import setup_services
-from harness.rundir import RunsDir
-from harness.runner.runner import RunResult
-from harness.runner.stack_use import acquire_stack
-from harness.runner.workload_driver import Tick
-from harness.services.base import ServiceError
-from harness.services.stack_protocol import ServiceStack
-from scenarios.model import Scenario
+from driftlab.harness.app.judge import warm_spark
+from driftlab.harness.app.run import run_scenario
+from driftlab.harness.app.suite_index import write_index
+from driftlab.harness.history import exitcodes
+from driftlab.harness.history.rundir import RunsDir
+from driftlab.harness.lab.runner.runner import RunResult
+from driftlab.harness.lab.runner.stack_use import acquire_stack
+from driftlab.harness.lab.runner.workload_driver import Tick
+from driftlab.harness.lab.scenario import Scenario
+from driftlab.harness.lab.services.base import ServiceError
+from driftlab.harness.lab.services.stack_protocol import ServiceStack
+from driftlab.scenarios.catalogue.architectures import setup_services
 
 TickFor = Callable[[str, Scenario], Tick]
 """The runner tick of one scenario, given its label (`[i/n] claim name`)."""
@@ -101,7 +101,7 @@ def _run_all(
     process's, started now beside the first run."""
     server = warm_spark(given, spark_master) if backend == "local" or given else None
     if server is None:
-        from checkers.spark_start import warm_up
+        from driftlab.checkers.spark_start import warm_up
 
         warm_up(spark_master, RunsDir(runs_dir).spark_log)
     with acquire_stack(services_of(chosen), given, backend=backend) as stack:

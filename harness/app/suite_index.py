@@ -9,15 +9,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from checkers.verdict import UNEXPECTED
-from harness import exitcodes
-from harness.rundir import RunsDir, write_json_atomically
-from harness.runner.runner import RunResult
-from reports.suite_page import render_index
-from scenarios.model import Scenario
+from driftlab.checkers.verdict import UNEXPECTED
+from driftlab.harness.history import exitcodes
+from driftlab.harness.history.rundir import RunsDir, write_json_atomically
+from driftlab.harness.lab.runner.runner import RunResult
+from driftlab.harness.lab.scenario import Scenario
+from driftlab.reports.suite_page import render_index
 
 if TYPE_CHECKING:
-    from harness.app.matrix import Cell, MatrixResult
+    from driftlab.harness.app.matrix import Cell, MatrixResult
 
 
 def write_index(

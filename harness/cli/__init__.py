@@ -1,5 +1,5 @@
 """The `driftlab` command. Each subcommand lives in a module of this package and
-registers itself on `harness.cli.app.app`; `main` is the console script."""
+registers itself on `driftlab.harness.cli.app.app`; `main` is the console script."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import traceback
 
 import typer
 
-from harness import exitcodes
-from harness.cli.app import app
+from driftlab.harness.cli.app import app
+from driftlab.harness.history import exitcodes
 
 
 def main() -> None:
@@ -60,7 +60,7 @@ def main() -> None:
 # freezes them out of its sight).
 gc.disable()
 try:
-    from harness.cli import (  # noqa: F401
+    from driftlab.harness.cli import (  # noqa: F401
         analyze,
         explore,
         matrix,

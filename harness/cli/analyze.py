@@ -14,17 +14,17 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from harness import exitcodes
-from harness.cli.app import app
-from harness.cli.common import STACK_DIR_OPTION, attach_stack, check_spark_master, fail
-from harness.cli.printing import lost_where_lines, print_caveats, progress
-from harness.rundir import RunDir
-from harness.services.stack_home import default_stack_dir
+from driftlab.harness.cli.app import app
+from driftlab.harness.cli.common import STACK_DIR_OPTION, attach_stack, check_spark_master, fail
+from driftlab.harness.cli.printing import lost_where_lines, print_caveats, progress
+from driftlab.harness.history import exitcodes
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.services.stack_home import default_stack_dir
 
 if TYPE_CHECKING:
-    from checkers.analyze import AnalysisResult
-    from harness.services.base import Endpoint
-    from harness.services.stack_protocol import ServiceStack
+    from driftlab.checkers.analyze import AnalysisResult
+    from driftlab.harness.lab.services.base import Endpoint
+    from driftlab.harness.lab.services.stack_protocol import ServiceStack
 
 
 @app.command()
@@ -120,7 +120,7 @@ def analyze(
         )
     check_spark_master(spark_master, err)
     stack, server = _judge_where(spark_master, stack_dir, RunDir(run_dir).analyze_log, err)
-    from harness.app.judge import analysis_failure, analyze_recorded
+    from driftlab.harness.app.judge import analysis_failure, analyze_recorded
 
     where = " [dim](in this process)[/]"
     if server is not None:
@@ -161,12 +161,12 @@ def _judge_where(
     and this process's Spark starts now, its JVM's log in `spark_log`: the JVM and its
     Python workers start while the rest of the analysis loads and reads the history,
     which a cold small run waited for in turn."""
-    from harness.app.judge import warm_analysis_server
+    from driftlab.harness.app.judge import warm_analysis_server
 
     stack = attach_stack(stack_dir, err) if stack_dir is not None else None
     server = None if spark_master else warm_analysis_server(stack)
     if server is None:
-        from checkers.spark_start import warm_up
+        from driftlab.checkers.spark_start import warm_up
 
         warm_up(spark_master, spark_log)
     return stack, server
@@ -175,7 +175,7 @@ def _judge_where(
 def _reasons(console: Console, result: AnalysisResult) -> None:
     """Why the run is inconclusive, the lab failed or the system under test failed
     outside the counts, one line each."""
-    from checkers.verdict import INCONCLUSIVE, LAB_FAILED
+    from driftlab.checkers.verdict import INCONCLUSIVE, LAB_FAILED
 
     reasons = result.reasons
     if reasons:
@@ -194,7 +194,7 @@ def _shown(console: Console, *, remote: bool) -> Iterator[None]:
     """A transient line while the analysis works: the time so far and, when Spark runs
     in this process, the tasks of its running job done (a large history's pass takes
     minutes; a run's, a second)."""
-    from checkers.session import task_progress
+    from driftlab.checkers.session import task_progress
 
     with progress(console) as prog:
         task = prog.add_task("analysing", total=None)
@@ -217,7 +217,7 @@ def _shown(console: Console, *, remote: bool) -> Iterator[None]:
 
 def _import(tool: str, source: Path, runs: Path, console: Console, err: Console) -> Path:
     """Import `source` into a new run folder under `runs` and return that folder."""
-    from harness.app.foreign import check_foreign, import_foreign
+    from driftlab.harness.app.foreign import check_foreign, import_foreign
 
     try:
         check_foreign(tool, source)
@@ -285,7 +285,7 @@ def _summary(console: Console, result: AnalysisResult) -> None:
             + ", ".join(result.incomplete_checkers)
             + " did not run (their kinds count zero); see analysis.json"
         )
-    from checkers.verdict import shown_verdict
+    from driftlab.checkers.verdict import shown_verdict
 
     word = shown_verdict(result.verdict, expectations)
     colour = {

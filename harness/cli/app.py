@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from harness import exitcodes
+from driftlab.harness.history import exitcodes
 
 app = typer.Typer(
     name="driftlab",

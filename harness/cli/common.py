@@ -1,5 +1,5 @@
 """What the commands share: their common options and the checks that turn a bad one
-into one line and an exit code (harness.exitcodes)."""
+into one line and an exit code (driftlab.harness.history.exitcodes)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from harness import exitcodes
+from driftlab.harness.history import exitcodes
 
 if TYPE_CHECKING:
-    from harness.services.stack_protocol import ServiceStack
+    from driftlab.harness.lab.services.stack_protocol import ServiceStack
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$")
 
@@ -59,7 +59,7 @@ RUNS_DIR_OPTION = typer.Option(
 
 def fail(err: Console, code: int, message: str) -> typer.Exit:
     """Print `error: message` (one line: the problem and its fix) and return the Exit
-    to raise with `code` (harness.exitcodes)."""
+    to raise with `code` (driftlab.harness.history.exitcodes)."""
     err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
     return typer.Exit(code)
 
@@ -84,7 +84,7 @@ def check_spark_master(master: str | None, err: Console) -> None:
     master does not answer (a run used to do all its work before finding out)."""
     if master is None and not os.environ.get("DRIFTLAB_SPARK_MASTER"):
         return  # local[*]: nothing to check, and no PySpark to import for it
-    from checkers.session import MasterUnreachable, check_master
+    from driftlab.checkers.session import MasterUnreachable, check_master
 
     try:
         check_master(master)
@@ -97,8 +97,8 @@ def check_spark_master(master: str | None, err: Console) -> None:
 def enter_backend(scope: contextlib.ExitStack, backend: str, err: Console) -> ServiceStack:
     """An owned stack of `backend` for the command's runs, stopped when `scope` ends;
     exit 2 for an unknown backend, 3 when it cannot be had (no Docker engine)."""
-    from harness.runner.stack_use import open_stack
-    from harness.services.base import ServiceError
+    from driftlab.harness.lab.runner.stack_use import open_stack
+    from driftlab.harness.lab.services.base import ServiceError
 
     try:
         return scope.enter_context(open_stack(backend))
@@ -111,7 +111,7 @@ def enter_backend(scope: contextlib.ExitStack, backend: str, err: Console) -> Se
 def attach_stack(stack_dir: Path, err: Console) -> Any:
     """The running stack of `driftlab up --dir stack_dir`; exit 2 when there is none,
     3 when it is not running."""
-    from harness.runner.stack_use import stack_at
+    from driftlab.harness.lab.runner.stack_use import stack_at
 
     try:
         return stack_at(stack_dir)
@@ -142,8 +142,8 @@ def use_stack(
         return attach_stack(stack_dir, err)
     if backend != "local":
         return enter_backend(scope, backend, err)
-    from harness.runner.stack_use import running_stack
-    from harness.services.base import ServiceError
+    from driftlab.harness.lab.runner.stack_use import running_stack
+    from driftlab.harness.lab.services.base import ServiceError
 
     try:
         return running_stack()

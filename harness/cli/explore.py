@@ -10,19 +10,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness import exitcodes
-from harness.architectures.registry import SIMULATED_SETUPS
-from harness.cli.app import app
-from harness.cli.common import (
+from driftlab.harness.cli.app import app
+from driftlab.harness.cli.common import (
     BACKEND_OPTION,
     SPARK_MASTER_OPTION,
     STACK_DIR_OPTION,
     seed_in_range,
 )
-from harness.cli.pipeline import is_pipeline_file
+from driftlab.harness.cli.pipeline import is_pipeline_file
+from driftlab.harness.history import exitcodes
+from driftlab.scenarios.catalogue.architectures import SIMULATED_SETUPS
 
 if TYPE_CHECKING:
-    from harness.explore.search import SearchResult
+    from driftlab.harness.lab.explore.search import SearchResult
 
 _SETUP_LIST = "\n\n".join(
     f"{name}: {spec.summary} ({', '.join(spec.claims)})" for name, spec in SIMULATED_SETUPS.items()
@@ -126,7 +126,7 @@ def explore(
     """Search the driftlab simulator for a minimal schedule breaking SETUP's claims, or
     a pipeline file's fault schedules on the real stack (docs/explore-pipelines.md)."""
     if is_pipeline_file(setup):
-        from harness.cli.explore_pipeline import ExploreOptions, explore_pipeline
+        from driftlab.harness.cli.explore_pipeline import ExploreOptions, explore_pipeline
 
         options = ExploreOptions(
             budget=budget,
@@ -155,8 +155,8 @@ def explore(
         f"[bold]driftlab simulator[/]: {setup} ({SIMULATED_SETUPS[setup].summary}), seed {seed}"
     )
     # Here, not at the top: Hypothesis is no cost of the commands that do not search.
-    from harness.explore.properties import properties_of
-    from harness.explore.search import search
+    from driftlab.harness.lab.explore.properties import properties_of
+    from driftlab.harness.lab.explore.search import search
 
     results = []
     for prop in properties_of(setup):
@@ -194,7 +194,7 @@ def _show(console: Console, r: SearchResult) -> None:
         f"  broken after {r.examples} schedules, shrunk in {r.shrink_runs} more runs "
         f"({r.seconds:.1f} s): {verdict}"
     )
-    from harness.explore.schedule import describe
+    from driftlab.harness.lab.explore.schedule import describe
 
     for i, step in enumerate(r.run.executed, 1):
         console.print(f"  {i:>3}. {describe(step)}")
@@ -230,7 +230,7 @@ def _show(console: Console, r: SearchResult) -> None:
 
 
 def _save(console: Console, found: list[SearchResult], out: Path, history: Path | None) -> None:
-    from harness.explore.sim.recorder import to_jsonl
+    from driftlab.harness.lab.explore.sim.recorder import to_jsonl
 
     for i, r in enumerate(found):
         suffix = "" if i == 0 else f".{r.prop.name}"

@@ -13,8 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from harness import exitcodes
-from harness.cli.common import (
+from driftlab.harness.cli.common import (
     check_runs_dir,
     check_spark_master,
     enter_backend,
@@ -22,10 +21,11 @@ from harness.cli.common import (
     parse_duration,
     use_stack,
 )
-from harness.cli.printing import progress
+from driftlab.harness.cli.printing import progress
+from driftlab.harness.history import exitcodes
 
 if TYPE_CHECKING:
-    from harness.app.pipeline_search.search import Exploration, Step
+    from driftlab.harness.app.pipeline_search.search import Exploration, Step
 
 
 DEFAULT_BUDGET_S = 600.0
@@ -49,12 +49,12 @@ class ExploreOptions:
 
 
 def explore_pipeline(path: Path, o: ExploreOptions) -> int:
-    """Explore the pipeline file at `path`; the exit status (harness.exitcodes)."""
-    from harness.app.pipeline_search.explore_file import explore_file, found_path
-    from harness.app.pipeline_search.search import Plan
-    from harness.app.pipeline_search.space import Space
-    from harness.pipeline.setup import refuse_images
-    from harness.pipeline.spec import PipelineError, load
+    """Explore the pipeline file at `path`; the exit status (driftlab.harness.history.exitcodes)."""
+    from driftlab.harness.app.pipeline_search.explore_file import explore_file, found_path
+    from driftlab.harness.app.pipeline_search.search import Plan
+    from driftlab.harness.app.pipeline_search.space import Space
+    from driftlab.scenarios.pipeline.setup import refuse_images
+    from driftlab.scenarios.pipeline.spec import PipelineError, load
 
     console = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
@@ -113,15 +113,15 @@ def explore_pipeline(path: Path, o: ExploreOptions) -> int:
 def _run_options(scope: contextlib.ExitStack, o: ExploreOptions, err: Console) -> dict[str, Any]:
     """The candidates' run options: the stack in use and its warm Spark (else this
     process's, warmed now)."""
-    from harness.app.judge import warm_spark
-    from harness.rundir import RunsDir
+    from driftlab.harness.app.judge import warm_spark
+    from driftlab.harness.history.rundir import RunsDir
 
     stack = use_stack(scope, o.stack_dir, o.backend, err)
     if stack is None:  # no `driftlab up`: one stack for every candidate, stopped at the end
         stack = enter_backend(scope, o.backend, err)
     server = warm_spark(stack, o.spark_master)
     if server is None:
-        from checkers.spark_start import warm_up
+        from driftlab.checkers.spark_start import warm_up
 
         warm_up(o.spark_master, RunsDir(o.runs_dir).spark_log)
     return {
@@ -192,8 +192,8 @@ def _command(path: Path, o: ExploreOptions) -> str:
 def _report(
     console: Console, ex: Exploration, path: Path, out: Path, o: ExploreOptions, command: str
 ) -> int:
-    from harness.app.pipeline_search.explore_file import write_outputs
-    from harness.app.pipeline_search.record import summary
+    from driftlab.harness.app.pipeline_search.explore_file import write_outputs
+    from driftlab.harness.app.pipeline_search.record import summary
 
     try:
         written = write_outputs(ex, path, out, o.runs_dir, command)

@@ -10,9 +10,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from harness import exitcodes
-from harness.cli.app import app
-from harness.cli.common import (
+from driftlab.harness.cli.app import app
+from driftlab.harness.cli.common import (
     BACKEND_OPTION,
     SPARK_MASTER_OPTION,
     STACK_DIR_OPTION,
@@ -22,7 +21,8 @@ from harness.cli.common import (
     parse_duration,
     use_stack,
 )
-from harness.cli.printing import verdict_word
+from driftlab.harness.cli.printing import verdict_word
+from driftlab.harness.history import exitcodes
 
 
 @app.command()
@@ -88,10 +88,10 @@ def matrix(
 
     Example: driftlab matrix --budget 20m --scenarios C1,C3 --seeds 2 --junit matrix.xml
     """
-    from harness.app.matrix import parse_seeds, plan
-    from harness.cli.pipeline import pipeline_scenario
-    from harness.runner.stack_use import check_backend
-    from scenarios.registry import claims_scenarios, get_scenario
+    from driftlab.harness.app.matrix import parse_seeds, plan
+    from driftlab.harness.cli.pipeline import pipeline_scenario
+    from driftlab.harness.lab.runner.stack_use import check_backend
+    from driftlab.scenarios.catalogue.registry import claims_scenarios, get_scenario
 
     console = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
@@ -138,10 +138,10 @@ def _run(
     backend: str,
     stack_dir: Path | None,
 ) -> int:
-    from harness.app.judge import warm_spark
-    from harness.app.matrix import run_matrix
-    from harness.app.suite_index import write_matrix_outputs
-    from harness.runner.stack_use import stack_line, stack_used
+    from driftlab.harness.app.judge import warm_spark
+    from driftlab.harness.app.matrix import run_matrix
+    from driftlab.harness.app.suite_index import write_matrix_outputs
+    from driftlab.harness.lab.runner.stack_use import stack_line, stack_used
 
     def show(cell: Any, outcome: Any) -> None:
         r = outcome.result

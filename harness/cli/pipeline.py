@@ -9,13 +9,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from harness import exitcodes
-from harness.cli.app import app
-from harness.cli.common import fail
-from harness.pipeline.shapes import SHAPES, starting_file
+from driftlab.harness.cli.app import app
+from driftlab.harness.cli.common import fail
+from driftlab.harness.history import exitcodes
+from driftlab.scenarios.pipeline.shapes import SHAPES, starting_file
 
 if TYPE_CHECKING:
-    from scenarios.model import Scenario
+    from driftlab.harness.lab.scenario import Scenario
 
 
 def is_pipeline_file(argument: str) -> bool:
@@ -39,9 +39,9 @@ def pipeline_scenario(path: Path, duration: float | None, backend: str | None = 
     """The scenario of the pipeline file at `path`, carrying its setup; PipelineError
     names what is wrong, an `image` process on a `backend` other than docker included
     (None: a stack given by its folder, whose setup checks)."""
-    from harness.app.pipeline import scenario_for
-    from harness.pipeline.setup import refuse_images
-    from harness.pipeline.spec import load
+    from driftlab.harness.app.pipeline import scenario_for
+    from driftlab.scenarios.pipeline.setup import refuse_images
+    from driftlab.scenarios.pipeline.spec import load
 
     pipeline = load(path)
     if backend is not None:

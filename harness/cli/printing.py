@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from checkers.verdict import LAB_FAILED
+from driftlab.checkers.verdict import LAB_FAILED
 
 if TYPE_CHECKING:
-    from harness.runner.runner import RunResult
+    from driftlab.harness.lab.runner.runner import RunResult
 
 
 def progress(console: Console | None = None) -> Progress:
@@ -41,7 +41,7 @@ def make_tick(
                 "stack": f"{label}: starting services",
                 "quiesce": f"{label}: healed; waiting for the pipelines to drain",
                 "analyze": f"{label}: analysing the history (Spark in this process)",
-                # harness.app.judge.ON_SERVER
+                # driftlab.harness.app.judge.ON_SERVER
                 "analyze-warm": f"{label}: analysing the history (on the warm Spark "
                 "of `driftlab up`)",
             }.get(phase, f"{label}: {phase}")
@@ -94,8 +94,8 @@ def print_caveats(console: Console, caveats: list[str], indent: str = "") -> Non
 def verdict_word(r: RunResult) -> str | None:
     """The run's verdict as a reader is told it, as its report says it: analysis.json's
     word, and `held` for a run analysed before `held` was a verdict of its own
-    (checkers.verdict.shown_verdict)."""
-    from checkers.verdict import shown_verdict
+    (driftlab.checkers.verdict.shown_verdict)."""
+    from driftlab.checkers.verdict import shown_verdict
 
     if r.verdict is None:
         return None
@@ -112,7 +112,7 @@ def print_result(console: Console, r: RunResult) -> None:
     )
     console.print(f"  run folder: {r.run_dir}")
     if r.stack is not None:
-        from harness.runner.stack_use import stack_line
+        from driftlab.harness.lab.runner.stack_use import stack_line
 
         console.print(f"  {escape(stack_line(r.stack))}", soft_wrap=True)
     if r.analysis_note:

@@ -10,20 +10,20 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from harness import exitcodes
-from harness.app.judge import analysis_failure
-from harness.app.replay import judge_replay, replay, replayable
-from harness.cli.app import app
-from harness.cli.common import (
+from driftlab.harness.app.judge import analysis_failure
+from driftlab.harness.app.replay import judge_replay, replay, replayable
+from driftlab.harness.cli.app import app
+from driftlab.harness.cli.common import (
     RUNS_DIR_OPTION,
     SPARK_MASTER_OPTION,
     check_spark_master,
     seed_in_range,
 )
-from harness.explore.schedule import Schedule, ScheduleError, describe
-from harness.replay.turnstile import ReplayError
-from harness.rundir import RunDir
-from harness.services.base import ServiceError
+from driftlab.harness.history import exitcodes
+from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.lab.explore.schedule import Schedule, ScheduleError, describe
+from driftlab.harness.lab.replay.turnstile import ReplayError
+from driftlab.harness.lab.services.base import ServiceError
 
 _HELP = (
     "Replay a schedule saved by `driftlab explore` on the real services.\n\n"

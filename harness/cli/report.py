@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness import exitcodes
-from harness.cli.app import app
+from driftlab.harness.cli.app import app
+from driftlab.harness.history import exitcodes
 
 
 @app.command()
@@ -39,9 +39,9 @@ def report(
 
     Examples: driftlab report runs/latest · driftlab report --suite runs/
     """
-    from reports.render import ReportError
-    from reports.run_report import render_run_report
-    from reports.suite_page import render_suite
+    from driftlab.reports.render import ReportError
+    from driftlab.reports.run_report import render_run_report
+    from driftlab.reports.suite_page import render_suite
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:

@@ -9,9 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from harness import exitcodes
-from harness.cli.app import app
-from harness.cli.common import (
+from driftlab.harness.cli.app import app
+from driftlab.harness.cli.common import (
     BACKEND_OPTION,
     RUNS_DIR_OPTION,
     SPARK_MASTER_OPTION,
@@ -23,7 +22,8 @@ from harness.cli.common import (
     seed_in_range,
     use_stack,
 )
-from harness.cli.printing import interrupted_line, make_tick, print_result, progress
+from driftlab.harness.cli.printing import interrupted_line, make_tick, print_result, progress
+from driftlab.harness.history import exitcodes
 
 
 @app.command()
@@ -86,13 +86,17 @@ def run(
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
-    from harness.app.judge import warm_spark
-    from harness.app.run import check_scenario, run_scenario
-    from harness.cli.pipeline import is_pipeline_file, pipeline_scenario, refuse_scenario_options
-    from harness.rundir import RunsDir
-    from harness.runner.runner import note_interrupted
-    from harness.runner.signals import interrupting
-    from scenarios.registry import get_scenario
+    from driftlab.harness.app.judge import warm_spark
+    from driftlab.harness.app.run import check_scenario, run_scenario
+    from driftlab.harness.cli.pipeline import (
+        is_pipeline_file,
+        pipeline_scenario,
+        refuse_scenario_options,
+    )
+    from driftlab.harness.history.rundir import RunsDir
+    from driftlab.harness.lab.runner.runner import note_interrupted
+    from driftlab.harness.lab.runner.signals import interrupting
+    from driftlab.scenarios.catalogue.registry import get_scenario
 
     err = Console(stderr=True, highlight=False)
     console = Console(highlight=False)
@@ -123,7 +127,7 @@ def run(
             # process's starts now, beside the run.
             server = warm_spark(stack, spark_master) if analyze else None
             if analyze and server is None:
-                from checkers.spark_start import warm_up
+                from driftlab.checkers.spark_start import warm_up
 
                 warm_up(spark_master, RunsDir(runs_dir).spark_log)
             result = run_scenario(

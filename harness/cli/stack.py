@@ -11,19 +11,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from harness import exitcodes
-from harness.cli.app import app
-from harness.cli.common import BACKEND_OPTION
-from harness.runner.clean_stack import find_leftovers, live_namespaces
-from harness.runner.stack_use import up_command
-from harness.services.analysis import ANALYSIS
-from harness.services.backends import attach_stack
-from harness.services.base import ServiceError
-from harness.services.kinds import REGISTRY, default_services
-from harness.services.stack import Stack
-from harness.services.stack_home import default_stack_dir
-from harness.services.stack_lock import stack_lock
-from harness.services.stack_state import STATE_FILE
+from driftlab.harness.cli.app import app
+from driftlab.harness.cli.common import BACKEND_OPTION
+from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.runner.clean_stack import find_leftovers, live_namespaces
+from driftlab.harness.lab.runner.stack_use import up_command
+from driftlab.harness.lab.services.analysis import ANALYSIS
+from driftlab.harness.lab.services.backends import attach_stack
+from driftlab.harness.lab.services.base import ServiceError
+from driftlab.harness.lab.services.kinds import REGISTRY, default_services
+from driftlab.harness.lab.services.stack import Stack
+from driftlab.harness.lab.services.stack_home import default_stack_dir
+from driftlab.harness.lab.services.stack_lock import stack_lock
+from driftlab.harness.lab.services.stack_state import STATE_FILE
 
 StackDir = Annotated[
     Path | None,
@@ -42,7 +42,7 @@ def _stack_class(backend: str) -> type[Stack]:
     if backend == "local":
         return Stack
     if backend == "docker":
-        from harness.services.docker_backend import DockerStack
+        from driftlab.harness.lab.services.docker_backend import DockerStack
 
         return DockerStack
     raise _fail(
@@ -249,7 +249,7 @@ def down(root: StackDir = None, backend: Annotated[str, BACKEND_OPTION] = "local
 def _down_docker(root: Path) -> None:
     """`driftlab down --backend docker`: the stack in `root`, if any, and every container
     left by dead stacks; nothing to stop is not an error here."""
-    from harness.services.docker_backend import down_all
+    from driftlab.harness.lab.services.docker_backend import down_all
 
     try:
         with console.status("removing driftlab containers"):

@@ -12,9 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness import exitcodes
-from harness.cli.app import app
-from harness.cli.common import (
+from driftlab.harness.cli.app import app
+from driftlab.harness.cli.common import (
     BACKEND_OPTION,
     SPARK_MASTER_OPTION,
     STACK_DIR_OPTION,
@@ -24,18 +23,19 @@ from harness.cli.common import (
     seed_in_range,
     use_stack,
 )
-from harness.cli.printing import (
+from driftlab.harness.cli.printing import (
     make_tick,
     print_caveats,
     print_result,
     progress,
     verdict_word,
 )
+from driftlab.harness.history import exitcodes
 
 if TYPE_CHECKING:
-    from harness.runner.runner import RunResult
-    from harness.runner.workload_driver import Tick
-    from harness.services.stack_protocol import ServiceStack
+    from driftlab.harness.lab.runner.runner import RunResult
+    from driftlab.harness.lab.runner.workload_driver import Tick
+    from driftlab.harness.lab.services.stack_protocol import ServiceStack
 
 
 @app.command()
@@ -79,10 +79,10 @@ def suite(
 
     Your pipelines, nightly: driftlab suite --only mirror.toml,app.toml
     """
-    from harness.app.run import check_scenario
-    from harness.cli.pipeline import pipeline_scenario
-    from harness.runner.stack_use import check_backend
-    from scenarios.registry import all_scenarios, claims_scenarios
+    from driftlab.harness.app.run import check_scenario
+    from driftlab.harness.cli.pipeline import pipeline_scenario
+    from driftlab.harness.lab.runner.stack_use import check_backend
+    from driftlab.scenarios.catalogue.registry import all_scenarios, claims_scenarios
 
     console = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
@@ -124,8 +124,8 @@ def _run(
     stack: ServiceStack | None,
 ) -> int:
     """Run the suite with its progress line and per-run lines; print its table."""
-    from harness.app.suite import run_suite, services_of
-    from harness.runner.stack_use import stack_line, stack_used
+    from driftlab.harness.app.suite import run_suite, services_of
+    from driftlab.harness.lab.runner.stack_use import stack_line, stack_used
 
     if stack is not None:
         console.print(stack_line(stack_used(stack)), soft_wrap=True)
@@ -171,7 +171,7 @@ def _list(console: Console, registry: dict[str, Any]) -> None:
     expectations wrapped below it: names are what a user types next, so nothing is ever
     shortened, and the listing reads the same piped, in a file or in an 80-column
     terminal."""
-    from reports.claims import CLAIMS
+    from driftlab.reports.claims import CLAIMS
 
     said: set[str] = set()
     name_w = max((len(name) for name in registry), default=8)

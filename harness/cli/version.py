@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from harness import __version__
-from harness.cli.app import app
-from harness.history.schema import SCHEMA_VERSION
+from driftlab.harness import __version__
+from driftlab.harness.cli.app import app
+from driftlab.harness.history.schema import SCHEMA_VERSION
 
 
 @app.command()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.exitcodes import BadInput
+from driftlab.harness.history.exitcodes import BadInput
 
 
 class HistoryError(BadInput):

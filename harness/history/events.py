@@ -1,7 +1,7 @@
 """Typed constructors of history events: the one place that spells each type's fields.
 
-The real recorder (harness.history.recorder), the simulator's recorder
-(harness.explore.sim.recorder) and so the Jepsen importer build every event through
+The real recorder (driftlab.harness.history.recorder), the simulator's recorder
+(driftlab.harness.lab.explore.sim.recorder) and so the Jepsen importer build every event through
 these functions, so a real run's history, a simulated one and an imported one cannot
 drift apart. Each returns the event's fields
 (`type` set, absent fields left out) after checking what only one value may be: an op's
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict, Unpack
 
-from harness.history.schema import EventType, FaultPhase, MsgAction, OpPhase
+from driftlab.harness.history.schema import EventType, FaultPhase, MsgAction, OpPhase
 
 OP_PHASES = frozenset(p.value for p in OpPhase)
 COMPLETIONS = OP_PHASES - {OpPhase.INVOKE.value}
@@ -130,5 +130,5 @@ class MarkFields(TypedDict, total=False):
 
 
 def mark(kind: str, **fields: Unpack[MarkFields]) -> Fields:
-    """A MARK event: a named point of the run (a harness.history.schema.Mark or other)."""
+    """A MARK event: a named point of the run (a driftlab.harness.history.schema.Mark or other)."""
     return _present(EventType.MARK, kind=kind, **_in_order(MarkFields, fields))

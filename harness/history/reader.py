@@ -23,11 +23,24 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from harness.exitcodes import LabFailure
-from harness.history.errors import HistoryError
-from harness.history.layout import HISTORY_DIR, PARQUET_NAME, SEGMENT_SUFFIX
-from harness.history.schema import COLUMNS, INT_COLUMNS, SCHEMA_VERSION, EventType, Mark, RunHeader
-from harness.history.segment import RERUN, check_header, drop_partial_tail, scan, valid_table
+from driftlab.harness.history.errors import HistoryError
+from driftlab.harness.history.exitcodes import LabFailure
+from driftlab.harness.history.layout import HISTORY_DIR, PARQUET_NAME, SEGMENT_SUFFIX
+from driftlab.harness.history.schema import (
+    COLUMNS,
+    INT_COLUMNS,
+    SCHEMA_VERSION,
+    EventType,
+    Mark,
+    RunHeader,
+)
+from driftlab.harness.history.segment import (
+    RERUN,
+    check_header,
+    drop_partial_tail,
+    scan,
+    valid_table,
+)
 
 log = logging.getLogger("driftlab.history")
 

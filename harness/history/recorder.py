@@ -7,10 +7,10 @@ import itertools
 from types import TracebackType
 from typing import Any, Unpack
 
-from harness.history import events
-from harness.history.schema import COLUMNS, Event, FaultPhase, Mark, OpPhase
-from harness.history.segment import EVENT_TYPES
-from harness.history.segment_writer import SegmentWriter, json_text
+from driftlab.harness.history import events
+from driftlab.harness.history.schema import COLUMNS, Event, FaultPhase, Mark, OpPhase
+from driftlab.harness.history.segment import EVENT_TYPES
+from driftlab.harness.history.segment_writer import SegmentWriter, json_text
 
 
 class Recorder(SegmentWriter):
@@ -51,7 +51,9 @@ class Recorder(SegmentWriter):
     def record(self, event: Event) -> None:
         """Append an event; `writer` and `seq` are assigned, `time` if it is 0."""
         if event.type not in EVENT_TYPES:
-            raise ValueError(f"unknown event type {event.type!r}; use harness.history.EventType")
+            raise ValueError(
+                f"unknown event type {event.type!r}; use driftlab.harness.history.EventType"
+            )
         fields = {c: v for c in COLUMNS if (v := getattr(event, c)) is not None}
         if not fields.get("time"):
             fields.pop("time", None)
@@ -169,7 +171,7 @@ class Recorder(SegmentWriter):
         self._emit_fields(events.state(store, key, value, version=version, extra=extra))
 
     def mark(self, kind: str, **fields: Unpack[events.MarkFields]) -> None:
-        """Record a named point of the run (a `harness.history.Mark` value, or another)."""
+        """Record a named point of the run (a `driftlab.harness.history.Mark` value, or another)."""
         self._emit_fields(events.mark(kind, **fields))
 
     def _emit_fields(self, event: events.Fields) -> None:

@@ -79,7 +79,7 @@ channel that the whole channel was read. It stands for the log, not for a subscr
 the checkers never judge its deliveries as a consumer's (docs/checkers.md)."""
 OBSERVER = "observer"
 """The `process` of driftlab's own reads of a pipeline's derived stores, sampled from
-outside (harness.pipeline.observer): each `ok` read is the first sighting of a value
+outside (driftlab.scenarios.pipeline.observer): each `ok` read is the first sighting of a value
 (or of its absence) in a store. No client of the workload: the checkers take the lag
 and stale-overwrite from them, the report leaves them out of the client operations."""
 

@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from harness.history.errors import HistoryError
-from harness.history.schema import (
+from driftlab.harness.history.errors import HistoryError
+from driftlab.harness.history.schema import (
     COLUMNS,
     INT_COLUMNS,
     REQUIRED_COLUMNS,
@@ -57,7 +57,7 @@ def check_header(seg: Path, data: bytes) -> RunHeader:
         raise HistoryError(
             f"{where}: a segment must start with a 'header' event, found "
             f"{first.get('type') if isinstance(first, dict) else first!r}; segments are "
-            "written by harness.history.recorder.Recorder"
+            "written by driftlab.harness.history.recorder.Recorder"
         )
     try:
         raw = json.loads(first["extra"])

@@ -27,10 +27,10 @@ from typing import Any
 
 import orjson
 
-from harness.history.errors import HistoryError
-from harness.history.layout import HISTORY_DIR, SEGMENT_SUFFIX
-from harness.history.schema import COLUMNS, INT_COLUMNS, EventType, RunHeader
-from harness.history.segment import INT64_MAX, INT64_MIN
+from driftlab.harness.history.errors import HistoryError
+from driftlab.harness.history.layout import HISTORY_DIR, SEGMENT_SUFFIX
+from driftlab.harness.history.schema import COLUMNS, INT_COLUMNS, EventType, RunHeader
+from driftlab.harness.history.segment import INT64_MAX, INT64_MIN
 
 _ROLE = re.compile(r"[A-Za-z0-9_.]+")
 _INT_COLUMNS = frozenset(INT_COLUMNS)

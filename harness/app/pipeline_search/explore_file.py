@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.app.pipeline_search.on_stack import PipelineRuns
-from harness.app.pipeline_search.record import write_found, write_log
-from harness.app.pipeline_search.search import Exploration, Explorer, Plan, Step
-from harness.app.pipeline_search.space import Candidate, Space
-from harness.pipeline.spec import Pipeline
+from driftlab.harness.app.pipeline_search.on_stack import PipelineRuns
+from driftlab.harness.app.pipeline_search.record import write_found, write_log
+from driftlab.harness.app.pipeline_search.search import Exploration, Explorer, Plan, Step
+from driftlab.harness.app.pipeline_search.space import Candidate, Space
+from driftlab.scenarios.pipeline.spec import Pipeline
 
 
 def the_files_own(pipeline: Pipeline, space: Space) -> Candidate:

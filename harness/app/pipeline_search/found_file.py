@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from harness.app.pipeline_search.space import Candidate, fault_mapping
+from driftlab.harness.app.pipeline_search.space import Candidate, fault_mapping
 
 _HEADER = re.compile(r"^\s*\[")
 _DURATION = re.compile(r"^\s*duration\s*=")

@@ -13,18 +13,18 @@ from typing import Any, Unpack
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from checkers.verdict import LAB_FAILED
-from harness import exitcodes
-from harness.app.outcome import outcome_of
-from harness.app.pipeline import PipelineResult, run_pipeline
-from harness.app.pipeline_search.space import Candidate
-from harness.app.pipeline_search.trial import Trial
-from harness.app.run import RunOptions
-from harness.history.errors import HistoryError
-from harness.history.reader import load_history
-from harness.history.schema import Mark
-from harness.nemesis.schedule import FaultSpec
-from harness.pipeline.spec import Pipeline
+from driftlab.checkers.verdict import LAB_FAILED
+from driftlab.harness.app.outcome import outcome_of
+from driftlab.harness.app.pipeline import PipelineResult, run_pipeline
+from driftlab.harness.app.pipeline_search.space import Candidate
+from driftlab.harness.app.pipeline_search.trial import Trial
+from driftlab.harness.app.run import RunOptions
+from driftlab.harness.history import exitcodes
+from driftlab.harness.history.errors import HistoryError
+from driftlab.harness.history.reader import load_history
+from driftlab.harness.history.schema import Mark
+from driftlab.harness.lab.nemesis.schedule import FaultSpec
+from driftlab.scenarios.pipeline.spec import Pipeline
 
 
 def with_candidate(pipeline: Pipeline, cand: Candidate) -> Pipeline:

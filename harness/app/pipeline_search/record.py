@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.app.pipeline_search.found_file import found_text
-from harness.app.pipeline_search.search import Exploration, Step
-from harness.app.pipeline_search.space import fault_mapping
+from driftlab.harness.app.pipeline_search.found_file import found_text
+from driftlab.harness.app.pipeline_search.search import Exploration, Step
+from driftlab.harness.app.pipeline_search.space import fault_mapping
 
 
 def step_record(step: Step) -> dict[str, Any]:

@@ -9,7 +9,7 @@ Hypothesis's hundreds of examples.
 
 A real run is not deterministic: a schedule counts as failing when it fails in `k`
 of at most `n` runs (deciding as soon as either way is sure). The first failure is
-confirmed so; the shrinking then tries smaller schedules (harness.app.pipeline_search.
+confirmed so; the shrinking then tries smaller schedules (driftlab.harness.app.pipeline_search.
 shrink), each decided k of n (a clock time in place of a moment: n of n), keeps the
 first that fails and starts over from it, never tries a schedule twice and stops at its
 cap of runs. The minimal schedule is finally run until it has `n` runs, so that its
@@ -23,10 +23,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from harness import exitcodes
-from harness.app.pipeline_search.shrink import smaller
-from harness.app.pipeline_search.space import Candidate, Space, draw, mutate
-from harness.app.pipeline_search.trial import RunCandidate, Trial, features
+from driftlab.harness.app.pipeline_search.shrink import smaller
+from driftlab.harness.app.pipeline_search.space import Candidate, Space, draw, mutate
+from driftlab.harness.app.pipeline_search.trial import RunCandidate, Trial, features
+from driftlab.harness.history import exitcodes
 
 LAB_STREAK = 3  # lab failures in a row that end the exploration
 

@@ -2,7 +2,7 @@
 
 Each is one step simpler than the schedule it comes from: a fault fewer, a shorter
 workload, a shorter window, a shorter delay after its moment, or a fault at the clock
-time its moment came at in the failing run. The shrinking (harness.app.pipeline_search.
+time its moment came at in the failing run. The shrinking (driftlab.harness.app.pipeline_search.
 search) keeps the first that still fails k of n times and starts over from it.
 """
 
@@ -12,9 +12,9 @@ import math
 from collections.abc import Iterator
 from dataclasses import replace
 
-from harness.app.pipeline_search.space import DELAYS, START_S, Candidate, drop_fault
-from harness.app.pipeline_search.trial import Trial
-from harness.nemesis.schedule import FaultSpec
+from driftlab.harness.app.pipeline_search.space import DELAYS, START_S, Candidate, drop_fault
+from driftlab.harness.app.pipeline_search.trial import Trial
+from driftlab.harness.lab.nemesis.schedule import FaultSpec
 
 MIN_WINDOW_S = 0.2
 MIN_DURATION_S = 4.0  # a shorter workload leaves the pipeline no time to start and settle

@@ -15,9 +15,9 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.nemesis.schedule import Anchor, FaultSpec, Schedule
-from harness.pipeline.spec import Pipeline
-from harness.pipeline.spec_model import EXTERNAL_UNLINKED
+from driftlab.harness.lab.nemesis.schedule import Anchor, FaultSpec, Schedule
+from driftlab.scenarios.pipeline.spec import Pipeline
+from driftlab.scenarios.pipeline.spec_model import EXTERNAL_UNLINKED
 
 MAX_FAULTS = 3
 DELAYS = (0.0, 0.05, 0.2, 0.5, 1.0)

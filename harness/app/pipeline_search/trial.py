@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.app.pipeline_search.space import Candidate
+from driftlab.harness.app.pipeline_search.space import Candidate
 
 
 @dataclass(frozen=True)

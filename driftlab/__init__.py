@@ -1,0 +1,2 @@
+"""driftlab: a consistency test harness and fault-injection lab for
+data-integration architectures."""

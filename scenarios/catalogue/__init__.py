@@ -1,0 +1,2 @@
+"""The catalogue: the registry of architectures (their setups, simulators and
+replay drivers) and of every scenario, looked up by name."""

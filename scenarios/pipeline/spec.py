@@ -1,0 +1,185 @@
+"""The pipeline file: a user's pipeline described in TOML, with no Python.
+
+TOML, read by the standard library's `tomllib`: no dependency to install, comments
+for the starting files `driftlab init` writes, and typed values (numbers, lists,
+tables) without YAML's surprises (`no` read as false, `1.10` as a float).
+
+    name = "pg-to-redis"                # the run folder's name
+    services = ["postgres", "redis"]    # from driftlab's stack
+    [external]                          # or services already running, by URL
+    [source]                            # the system of record the workload writes:
+                                        # a key-value table, or tables, a seed and
+                                        # [[source.transactions]]
+                                        # (driftlab.scenarios.pipeline.spec_txn)
+    [processes.<name>]                  # the user's programs: command, env, ready
+    [stores.<name>]                     # derived stores, and how driftlab reads them
+    [workload]                          # keys, clients, rate, duration, mix
+    [[connectors]]                      # Kafka Connect connectors, as their JSON configs
+    [[faults]]                          # the fault schedule (docs/scenarios.md)
+    [expect]                            # anomaly kinds present / absent
+    [converge]                          # how long to wait for the stores to settle
+
+`load` returns a `Pipeline` or raises `PipelineError`, one line naming the field and
+the fix. Templates (`{postgres.dsn}`, `{namespace}`, ...) are checked here against the
+declared services; they are filled in at run time (driftlab.scenarios.pipeline.links).
+
+Each section's reader is a module of its own (driftlab.scenarios.pipeline.spec_*); the loaded
+objects are in spec_model and are importable from here too. The sections are pydantic
+models (spec_fields says how its errors become that one line): pydantic rather than
+msgspec because the checks need the file's context (its services and processes, for
+templates) and cross-field rules, which pydantic's validators take and msgspec's
+type-only decoding does not; and its errors carry the place and the bound broken.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from driftlab.scenarios.pipeline.spec_connectors import connect_template, parse_connectors
+from driftlab.scenarios.pipeline.spec_expect import parse_expectations, parse_faults, parse_workload
+from driftlab.scenarios.pipeline.spec_external import parse_external, parse_services, with_external
+from driftlab.scenarios.pipeline.spec_fields import (
+    NAME_PATTERN,
+    Fix,
+    Name,
+    Number,
+    Section,
+    Text,
+    spec_error,
+    validated,
+)
+from driftlab.scenarios.pipeline.spec_model import (
+    KAFKA_CREDENTIALS,
+    ConnectorSpec,
+    Converge,
+    FieldPaths,
+    Pipeline,
+    PipelineError,
+    ProcessSpec,
+    Seed,
+    SqlSource,
+    StoreSpec,
+    TxnTemplate,
+)
+from driftlab.scenarios.pipeline.spec_sections import parse_process, parse_source, parse_store
+from driftlab.scenarios.pipeline.spec_txn import check_views
+
+# What importers of the pipeline file's model use: they need not know its modules.
+__all__ = [
+    "ConnectorSpec",
+    "Converge",
+    "FieldPaths",
+    "Pipeline",
+    "PipelineError",
+    "ProcessSpec",
+    "Seed",
+    "SqlSource",
+    "StoreSpec",
+    "TxnTemplate",
+    "connect_template",
+    "load",
+    "parse",
+    "with_external",
+]
+
+
+class FileSection(Section):
+    """The pipeline file's top level; each section is read by its own module."""
+
+    name: Name | None = None
+    summary: Text = ""
+    services: Annotated[tuple[Text, ...], Fix('write services = ["postgres", ...]')] = ()
+    external: dict[str, Any] = Field(default_factory=dict)
+    recovery: Number = 2.0
+    source: dict[str, Any] = Field(default_factory=dict)
+    processes: dict[str, Any] = Field(default_factory=dict)
+    stores: dict[str, Any] = Field(default_factory=dict)
+    workload: dict[str, Any] = Field(default_factory=dict)
+    faults: Annotated[tuple[Any, ...], Fix("write [[faults]] tables")] = ()
+    expect: dict[str, Any] = Field(default_factory=dict)
+    converge: dict[str, Any] = Field(default_factory=dict)
+    connectors: Annotated[tuple[Any, ...], Fix("write [[connectors]] tables")] = ()
+
+
+def parse(data: dict[str, Any], path: Path) -> Pipeline:
+    """A Pipeline from the TOML's table (`path` names the file, for relative paths)."""
+    top = validated(FileSection, data, "")
+    name = top.name or path.stem
+    if not NAME_PATTERN.match(name):
+        raise spec_error(
+            "name", f"{name!r} is not usable as a folder name", "use letters, digits, - and _"
+        )
+    external = parse_external(top.external)
+    own = parse_services(top.services, external)
+    services = (*own, *external)  # what templates, stores and link faults may name
+    procs_raw = top.processes
+    kafka = external.get("kafka")
+    credentials = tuple(f"kafka.{k}" for k in KAFKA_CREDENTIALS if kafka and k in kafka.extra)
+    # {<process>.port}, {<process>.url}, and an external Kafka's {kafka.user}, ...
+    ports = (*(f"{n}.{f}" for n in procs_raw for f in ("port", "url")), *credentials)
+    processes = tuple(parse_process(n, d, services, ports) for n, d in procs_raw.items())
+    stores_raw = top.stores
+    if not stores_raw:
+        raise spec_error("stores", "is empty", "declare at least one [stores.<name>] to read")
+    stores = tuple(parse_store(n, d, services, ports) for n, d in stores_raw.items())
+    converge = validated(Converge, top.converge, "converge")
+    workload = parse_workload(top.workload)
+    store_names = {s.name for s in stores}
+    bad_reads = set(workload.read_stores or ()) - store_names - {"source"}
+    if bad_reads:
+        raise spec_error(
+            "workload.read_stores",
+            f"names {sorted(bad_reads)}",
+            f"use source or: {', '.join(sorted(store_names))}",
+        )
+    source = parse_source(top.source, services, ports, path.parent)
+    check_views(stores, source.transactional)
+    if source.transactional and set(workload.mix) != {"write"}:
+        raise spec_error(
+            "workload.mix",
+            f"is {workload.mix!r}, and the source runs transactions",
+            "remove it: the transactions' weights are the mix (a delete is a transaction)",
+        )
+    return Pipeline(
+        name=name,
+        path=path,
+        services=own,
+        external=external,
+        source=source,
+        processes=processes,
+        stores=stores,
+        workload=workload,
+        faults=parse_faults(
+            top.faults,
+            top.recovery,
+            tuple(p.name for p in processes),
+            services,
+            own,
+            tuple(s.name for s in stores if s.kind != "log"),
+        ),
+        expectations=parse_expectations(top.expect, stores),
+        converge=converge,
+        summary=top.summary,
+        connectors=parse_connectors(top.connectors, path.parent, own, services, ports),
+    )
+
+
+def load(path: Path, external: Mapping[str, str] | None = None) -> Pipeline:
+    """Read and check the pipeline file at `path`, with `external` services by URL
+    instead of the file's (`with_external`); PipelineError says what to fix."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise PipelineError(
+            f"{path}: cannot be read ({exc.strerror}); give a pipeline file's path"
+        ) from None
+    try:
+        data = tomllib.loads(raw.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PipelineError(f"{path}: not valid TOML ({exc}); fix the syntax there") from None
+    return parse(with_external(data, external or {}), path.resolve())
