@@ -18,8 +18,8 @@ import time
 import psycopg
 from psycopg import sql
 
+from driftlab import Client, Setup, SetupContext
 from driftlab.harness.history.schema import SOURCE_STORE
-from driftlab.harness.lab.setups.base import Client, Setup, SetupContext
 from driftlab.harness.lab.setups.connect import endpoint, pg_conninfo, redis_client
 from driftlab.scenarios.catalogue.architectures import register_setup
 

@@ -17,9 +17,8 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 from cache_aside import CacheAside  # noqa: E402 (registers the setup)
 
+from driftlab import ABSENT, PRESENT, Scenario, WorkloadSpec  # noqa: E402
 from driftlab.harness.app.run import run_scenario  # noqa: E402
-from driftlab.harness.lab.scenario import ABSENT, PRESENT, Scenario  # noqa: E402
-from driftlab.harness.lab.workload.spec import WorkloadSpec  # noqa: E402
 
 SCENARIO = Scenario(
     name="cache-aside-race",

@@ -14,8 +14,7 @@ import pytest
 from cache_aside import CacheAside
 from scenario import SCENARIO
 
-from driftlab.harness.app.outcome import Outcome
-from driftlab.harness.lab.scenario import Scenario
+from driftlab import Outcome, Scenario
 
 
 @pytest.fixture(scope="module")
