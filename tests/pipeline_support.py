@@ -14,6 +14,7 @@ from driftlab.harness.app.pipeline import PipelineResult, run_pipeline
 from driftlab.harness.history import exitcodes
 from driftlab.harness.history.rundir import RunDir
 from driftlab.harness.lab.services.stack import Stack
+from driftlab.scenarios.pipeline.observer import Divergence
 from driftlab.scenarios.pipeline.spec import load
 
 
@@ -102,3 +103,14 @@ def caught(out: PipelineResult, *kinds: str) -> list[dict[str, Any]]:
     assert r.exit_code == exitcodes.VERDICT and r.verdict == "unexpected anomaly", r.counts
     rows = pq.read_table(r.run_dir.anomalies).to_pylist()
     return [row for row in rows if not kinds or row["kind"] in kinds]
+
+
+def lost_by_name(out: PipelineResult, store: str) -> tuple[list[dict[str, Any]], Divergence]:
+    """The lost-write rows of a run whose planted bug lost writes on their way to
+    `store`, and `store`'s divergence: every row names `store` and its key, and the
+    divergence holds exactly the lost keys."""
+    lost = caught(out, "lost-write")
+    assert lost and all(row["store"] == store and row["key"] for row in lost), lost[:3]
+    diverged = [d for d in out.not_converged if d.store == store]
+    assert diverged and set(diverged[0].keys) == {row["key"] for row in lost}, diverged
+    return lost, diverged[0]

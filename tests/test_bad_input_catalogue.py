@@ -182,6 +182,17 @@ def _refused(w: World) -> str:
     return str(w.tmp / "refused")
 
 
+def _refused_pipeline(name: str, command: str, message: str, *options: str) -> Case:
+    """`driftlab run` of a pipeline file whose process runs `command` (TOML), with
+    `options`: refused up front (exit 2), saying `message`."""
+    return Case(
+        lambda w: ["run", _pipeline(w, name, command), *options, "--runs-dir", _refused(w)],
+        2,
+        message,
+        refused_up_front=True,
+    )
+
+
 CATALOGUE: dict[str, Case] = {
     "unknown scenario": Case(lambda w: ["run", "no-such-scenario"], 2, "driftlab suite --list"),
     "bad duration": Case(lambda w: ["run", "C1", "--duration", "soon"], 2, "not a duration"),
@@ -280,35 +291,20 @@ CATALOGUE: dict[str, Case] = {
         "leaves no room for any of scenario cdc-consumer-crash's 2 fault(s)",
         refused_up_front=True,
     ),
-    "pipeline command not on PATH": Case(
-        lambda w: ["run", _pipeline(w, "nocmd", '["my-consumr"]'), "--runs-dir", _refused(w)],
-        2,
+    "pipeline command not on PATH": _refused_pipeline(
+        "nocmd",
+        '["my-consumr"]',
         "processes.mirror.command: my-consumr is not on PATH; install it, or give its path",
-        refused_up_front=True,
     ),
-    "pipeline command not executable": Case(
-        lambda w: [
-            "run",
-            _pipeline(w, "noexec", '["./not-executable.sh"]'),
-            "--runs-dir",
-            _refused(w),
-        ],
-        2,
-        "./not-executable.sh is not executable; chmod +x",
-        refused_up_front=True,
+    "pipeline command not executable": _refused_pipeline(
+        "noexec", '["./not-executable.sh"]', "./not-executable.sh is not executable; chmod +x"
     ),
-    "pipeline duration of 1 ms": Case(
-        lambda w: [
-            "run",
-            _pipeline(w, "short", '["bash", "-c", "sleep 60"]'),
-            "--duration",
-            "1ms",
-            "--runs-dir",
-            _refused(w),
-        ],
-        2,
+    "pipeline duration of 1 ms": _refused_pipeline(
+        "short",
+        '["bash", "-c", "sleep 60"]',
         "--duration: 0.001 s is too short for a run; give at least 1 s",
-        refused_up_front=True,
+        "--duration",
+        "1ms",
     ),
     "disk full (analyze)": Case(
         lambda w: ["analyze", str(w.full / "run")],  # type: ignore[operator]

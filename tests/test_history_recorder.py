@@ -11,9 +11,9 @@ import struct
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -137,11 +137,9 @@ def test_many_threads_lose_nothing_and_keep_seq_order(tmp_path: Path) -> None:
         for i in range(per_thread):
             rec.msg("produce", channel="t", msg_id=f"{t}:{i}", partition=t, offset=i)
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(threads_n)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    # All threads at once; a worker's exception is raised here, not lost with its thread.
+    with ThreadPoolExecutor(max_workers=threads_n) as pool:
+        list(pool.map(work, range(threads_n)))
     rec.end()
     table = read_history(tmp_path).table
     msgs = [r for r in table.to_pylist() if r["type"] == "msg"]

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from cli_support import driftlab
 from docker_support import docker_engine, docker_stack_in, short_folder
-from reference_counts import predicted
+from pipeline_support import assert_passed
 
 from driftlab.harness.app.pipeline import run_pipeline
 from driftlab.harness.history import exitcodes
@@ -58,17 +58,11 @@ def test_the_mirror_passes_with_its_services_in_containers(
     out = run_pipeline(
         load(EXAMPLE / "pipeline.toml"), seed=2, runs_dir=tmp_path, stack=docker_stack
     )
-    r = out.run
-    assert r.error is None and out.not_converged == [], r.error
-    assert r.exit_code == exitcodes.OK and r.verdict == predicted(r.expectations), (
-        r.verdict,
-        r.counts,
-    )
-    assert r.fault_windows == 3 and not r.fault_errors
+    assert_passed(out, fault_windows=3)
     # The services ran in the stack's containers; the consumer, a command, did not.
     names = {c.name.rsplit("-", 1)[-1] for c in stack_containers(engine, docker_stack.stack_id)}
     assert {"postgres", "redis", "toxiproxy"} <= names and "mirror" not in names
-    assert r.run_dir.log("mirror.log").read_text().count("mirror ready") == 3
+    assert out.run.run_dir.log("mirror.log").read_text().count("mirror ready") == 3
     upstreams = {link.name: link.upstream for link in docker_stack.links.list()}
     assert upstreams["mirror->redis"] == docker_stack.endpoint("redis").address
 
@@ -133,16 +127,10 @@ def test_a_consumer_image_runs_as_a_container_crashed_paused_and_restarted(
     path = tmp_path / "pipeline.toml"
     path.write_text(text)
     out = run_pipeline(load(path), seed=3, runs_dir=tmp_path / "runs", stack=docker_stack)
-    r = out.run
-    assert r.error is None and out.not_converged == [], r.error
-    assert r.exit_code == exitcodes.OK and r.verdict == predicted(r.expectations), (
-        r.verdict,
-        r.counts,
-    )
-    assert r.fault_windows == 3 and not r.fault_errors
+    assert_passed(out, fault_windows=3)
     # Three containers (the first start, a new one after each crash), their output in
     # the run folder's log, as a command's would be.
-    log = r.run_dir.log("mirror.log").read_text()
+    log = out.run.run_dir.log("mirror.log").read_text()
     assert log.count("--- driftlab: starting in a container") == 3, log[-2000:]
     assert log.count("mirror ready") == 3, log[-2000:]
     # Teardown removed the consumer's container; the stack's own keep running.

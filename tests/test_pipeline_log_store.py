@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pipeline_support import assert_passed, caught, looping, run_text, settings
+from pipeline_support import assert_passed, looping, lost_by_name, run_text, settings
 
 from driftlab.harness.app.pipeline import PipelineResult
 from driftlab.harness.lab.services.stack import Stack
@@ -75,12 +75,7 @@ def test_a_mover_that_drops_rows_loses_writes_by_name(
 ) -> None:
     # Planted: the mover deletes every pending row but copies only values not ending in 7.
     out = run(tmp_path, stack, "dropper", "value NOT LIKE '%7'")
-    r = out.run
-    lost = caught(out, "lost-write")
-    assert lost and all(row["store"] == "audit" for row in lost)
+    lost, div = lost_by_name(out, "audit")
     assert all("never reached audit" in row["detail"] for row in lost)
-    assert all(row["key"] for row in lost)
-    (div,) = out.not_converged
-    assert div.log and div.settled
-    assert set(div.keys) == {row["key"] for row in lost}
-    assert "key(s) with writes that never arrived" in r.error
+    assert out.not_converged == [div] and div.log and div.settled
+    assert "key(s) with writes that never arrived" in out.run.error

@@ -11,6 +11,7 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_support import DRIFTLAB
@@ -86,6 +87,20 @@ def run(stack: Path, tmp_path: Path, text: str) -> tuple[int, list[str], Path]:
     return done.returncode, lines, runs
 
 
+def said_by(stack: Path, tmp_path: Path, text: str, code: int) -> tuple[str, Path]:
+    """`driftlab run` of `text` on `stack`, which must exit `code`: what it printed, on
+    one line, and its runs folder."""
+    status, lines, runs = run(stack, tmp_path, text)
+    assert status == code, lines
+    return " ".join(" ".join(lines).split()), runs
+
+
+def run_facts(runs: Path) -> dict[str, Any]:
+    """The logs/run.json of the one run in `runs`."""
+    (summary,) = runs.glob("mistake/*/logs/run.json")
+    return json.loads(summary.read_text())
+
+
 def found_before_the_workload(stack: Path, tmp_path: Path, text: str) -> str:
     """The one line of a mistake found before the workload (exit 2, no run folder)."""
     code, lines, runs = run(stack, tmp_path, text)
@@ -134,9 +149,8 @@ def test_a_process_that_fails_its_first_start_is_the_pipeline_not_starting(
     stack: Path, tmp_path: Path
 ) -> None:
     script = "echo starting; echo 'cannot read /etc/mirror.conf' >&2; exit 1"
-    code, lines, runs = run(stack, tmp_path, pipeline(script=script))
-    assert code == exitcodes.VERDICT, lines  # the pipeline's outcome, not the lab's
-    said = " ".join(" ".join(lines).split())
+    # The pipeline's outcome, not the lab's.
+    said, runs = said_by(stack, tmp_path, pipeline(script=script), exitcodes.VERDICT)
     assert (
         "your process `mirror` exited with status 1 before it was ready: starting | "
         "cannot read /etc/mirror.conf" in said
@@ -163,13 +177,12 @@ def test_a_store_unreadable_at_the_final_reading_makes_the_run_inconclusive(
         ]
     )
     query = "SELECT key, value, version FROM {namespace}.derived"
-    code, lines, runs = run(stack, tmp_path, pipeline(script=script, query=query))
-    assert code == exitcodes.LAB_FAILED, lines  # inconclusive: the run proves nothing
-    said = " ".join(" ".join(lines).split())
+    # Inconclusive: the run proves nothing.
+    text = pipeline(script=script, query=query)
+    said, runs = said_by(stack, tmp_path, text, exitcodes.LAB_FAILED)
     assert "store copy could not be read at the final reading" in said, said
     assert 'column "value" does not exist' in said, said
-    (summary,) = runs.glob("mistake/*/logs/run.json")
-    facts = json.loads(summary.read_text())
+    facts = run_facts(runs)
     assert facts["verdict"] == "inconclusive" and facts["exit_code"] == exitcodes.LAB_FAILED
     assert facts["inconclusive"] and "store copy" in facts["inconclusive"][0]
 
@@ -190,14 +203,12 @@ def test_a_process_that_does_not_come_back_after_its_crash_is_a_finding(
         "duration = 2", "duration = 3"
     )
     text += '\n[[faults]]\nkind = "crash"\ntarget = "mirror"\nat = 0.5\nduration = 0.5\n'
-    code, lines, runs = run(stack, tmp_path, text)
-    assert code == exitcodes.VERDICT, lines  # the pipeline's finding, not a lab failure
-    said = " ".join(" ".join(lines).split())
+    # The pipeline's finding, not a lab failure.
+    said, runs = said_by(stack, tmp_path, text, exitcodes.VERDICT)
     assert (
         "your process `mirror` did not come back after a fault: its start 2 exited with "
         "status 1 before it was ready: ready | my lock file is still there" in said
     ), said
-    (summary,) = runs.glob("mistake/*/logs/run.json")
-    facts = json.loads(summary.read_text())
+    facts = run_facts(runs)
     assert facts["exit_code"] == exitcodes.VERDICT and not facts["lab_failures"]
     assert facts["not_back"] and "`mirror` did not come back" in facts["not_back"][0]
