@@ -40,29 +40,25 @@ __all__ = [
     "load_pipeline",
 ]
 
-# Each public name: the module that defines it and its name there.
-_SOURCES = {
-    "ABSENT": ("driftlab.harness.lab.scenario", "ABSENT"),
-    "PRESENT": ("driftlab.harness.lab.scenario", "PRESENT"),
-    "Client": ("driftlab.harness.lab.setups.base", "Client"),
-    "Outcome": ("driftlab.harness.app.outcome", "Outcome"),
-    "Pipeline": ("driftlab.scenarios.pipeline.spec", "Pipeline"),
-    "PipelineError": ("driftlab.scenarios.pipeline.spec", "PipelineError"),
-    "Scenario": ("driftlab.harness.lab.scenario", "Scenario"),
-    "Setup": ("driftlab.harness.lab.setups.base", "Setup"),
-    "SetupContext": ("driftlab.harness.lab.setups.base", "SetupContext"),
-    "WorkloadSpec": ("driftlab.harness.lab.workload.spec", "WorkloadSpec"),
-    "__version__": ("driftlab.harness", "__version__"),
-    "load_pipeline": ("driftlab.scenarios.pipeline.spec", "load"),
+# Where each public name is defined: its module, then its name there when that differs.
+_MODULES = {
+    "driftlab.harness": ("__version__",),
+    "driftlab.harness.app.outcome": ("Outcome",),
+    "driftlab.harness.lab.scenario": ("ABSENT", "PRESENT", "Scenario"),
+    "driftlab.harness.lab.setups.base": ("Client", "Setup", "SetupContext"),
+    "driftlab.harness.lab.workload.spec": ("WorkloadSpec",),
+    "driftlab.scenarios.pipeline.spec": ("Pipeline", "PipelineError", "load_pipeline"),
 }
+_RENAMED = {"load_pipeline": "load"}
+_SOURCES = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
     """Load a public name on first use (PEP 562)."""
     if name not in _SOURCES:
         raise AttributeError(f"module 'driftlab' has no attribute {name!r}")
-    module, attribute = _SOURCES[name]
-    value = getattr(importlib.import_module(module), attribute)
+    module = importlib.import_module(_SOURCES[name])
+    value = getattr(module, _RENAMED.get(name, name))
     globals()[name] = value
     return value
 

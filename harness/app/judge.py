@@ -22,7 +22,7 @@ from driftlab.checkers.outputs import EXAMPLES_PER_KIND
 from driftlab.checkers.run_facts import summary_facts
 from driftlab.checkers.verdict import EXIT_CODES, INCONCLUSIVE, NO_EXPECTATIONS, UNEXPECTED, decide
 from driftlab.harness.history import exitcodes
-from driftlab.harness.history.rundir import RunDir
+from driftlab.harness.history.rundir import RunDir, RunsDir
 from driftlab.harness.lab.runner.runner import RunResult, failure
 from driftlab.harness.lab.runner.workload_driver import Tick
 
@@ -281,3 +281,17 @@ def warm_spark(stack: ServiceStack | None, master: str | None) -> WarmSpark | No
         return None
     endpoint = warm_analysis_server(stack)
     return WarmSpark(endpoint) if endpoint is not None else None
+
+
+def judging_spark(
+    stack: ServiceStack | None, master: str | None, runs_dir: Path, *, reuse: bool = True
+) -> WarmSpark | None:
+    """The warm server of `warm_spark` (asked only when `reuse`) that the runs are
+    judged on; without one, this process's Spark starts now in the background (its log
+    in `runs_dir`), so that it is warm by the time the first run is analysed."""
+    server = warm_spark(stack, master) if reuse else None
+    if server is None:
+        from driftlab.checkers.spark_start import warm_up
+
+        warm_up(master, RunsDir(runs_dir).spark_log)
+    return server

@@ -12,11 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from driftlab.harness.app.judge import warm_spark
+from driftlab.harness.app.judge import judging_spark
 from driftlab.harness.app.run import run_scenario
 from driftlab.harness.app.suite_index import write_index
 from driftlab.harness.history import exitcodes
-from driftlab.harness.history.rundir import RunsDir
 from driftlab.harness.lab.runner.runner import RunResult
 from driftlab.harness.lab.runner.stack_use import acquire_stack
 from driftlab.harness.lab.runner.workload_driver import Tick
@@ -99,11 +98,8 @@ def _run_all(
     """Run the scenarios in order on one stack, appending to `results`: judged on the
     warm Spark of the `driftlab up` stack they reuse when it has one, else by this
     process's, started now beside the first run."""
-    server = warm_spark(given, spark_master) if backend == "local" or given else None
-    if server is None:
-        from driftlab.checkers.spark_start import warm_up
-
-        warm_up(spark_master, RunsDir(runs_dir).spark_log)
+    # Without a stack given, only a local run reuses the `driftlab up` stack's server.
+    server = judging_spark(given, spark_master, runs_dir, reuse=backend == "local" or bool(given))
     with acquire_stack(services_of(chosen), given, backend=backend) as stack:
         for i, sc in enumerate(chosen, 1):
             label = f"[{i}/{len(chosen)}] {sc.claim or ''} {sc.name}"

@@ -15,7 +15,13 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 
 from driftlab.harness.cli.app import app
-from driftlab.harness.cli.common import STACK_DIR_OPTION, attach_stack, check_spark_master, fail
+from driftlab.harness.cli.common import (
+    STACK_DIR_OPTION,
+    attach_stack,
+    check_spark_master,
+    fail,
+    runs_dir_option,
+)
 from driftlab.harness.cli.printing import lost_where_lines, print_caveats, progress
 from driftlab.harness.history import exitcodes
 from driftlab.harness.history.rundir import RunDir
@@ -52,10 +58,7 @@ def analyze(
         ),
     ] = None,
     runs_dir: Annotated[
-        Path,
-        typer.Option(
-            "--runs-dir", resolve_path=True, help="With --from: where the new run folder goes."
-        ),
+        Path, runs_dir_option("With --from: where the new run folder goes.")
     ] = Path("runs"),
     spark_master: Annotated[
         str | None,

@@ -52,9 +52,14 @@ SPARK_MASTER_OPTION = typer.Option(
     metavar="URL",
     help="Spark master URL for the analysis (default: $DRIFTLAB_SPARK_MASTER or local[*]).",
 )
-RUNS_DIR_OPTION = typer.Option(
-    "--runs-dir", resolve_path=True, help="Where run folders are written."
-)
+
+
+def runs_dir_option(help: str) -> Any:
+    """The --runs-dir option (an absolute path), with what the command writes there."""
+    return typer.Option("--runs-dir", resolve_path=True, help=help)
+
+
+RUNS_DIR_OPTION = runs_dir_option("Where run folders are written.")
 
 
 def fail(err: Console, code: int, message: str) -> typer.Exit:

@@ -15,6 +15,7 @@ from driftlab.harness.cli.common import (
     BACKEND_OPTION,
     SPARK_MASTER_OPTION,
     STACK_DIR_OPTION,
+    runs_dir_option,
     seed_in_range,
 )
 from driftlab.harness.cli.pipeline import is_pipeline_file
@@ -81,11 +82,7 @@ def explore(
     ] = None,
     runs_dir: Annotated[
         Path,
-        typer.Option(
-            "--runs-dir",
-            resolve_path=True,
-            help="The runs folder, where schedules (and a pipeline's runs) are saved.",
-        ),
+        runs_dir_option("The runs folder, where schedules (and a pipeline's runs) are saved."),
     ] = Path("runs"),
     history: Annotated[
         Path | None,

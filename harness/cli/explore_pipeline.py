@@ -113,17 +113,12 @@ def explore_pipeline(path: Path, o: ExploreOptions) -> int:
 def _run_options(scope: contextlib.ExitStack, o: ExploreOptions, err: Console) -> dict[str, Any]:
     """The candidates' run options: the stack in use and its warm Spark (else this
     process's, warmed now)."""
-    from driftlab.harness.app.judge import warm_spark
-    from driftlab.harness.history.rundir import RunsDir
+    from driftlab.harness.app.judge import judging_spark
 
     stack = use_stack(scope, o.stack_dir, o.backend, err)
     if stack is None:  # no `driftlab up`: one stack for every candidate, stopped at the end
         stack = enter_backend(scope, o.backend, err)
-    server = warm_spark(stack, o.spark_master)
-    if server is None:
-        from driftlab.checkers.spark_start import warm_up
-
-        warm_up(o.spark_master, RunsDir(o.runs_dir).spark_log)
+    server = judging_spark(stack, o.spark_master, o.runs_dir)
     return {
         "runs_dir": o.runs_dir,
         "stack": stack,

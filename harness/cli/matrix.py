@@ -19,6 +19,7 @@ from driftlab.harness.cli.common import (
     check_spark_master,
     enter_backend,
     parse_duration,
+    runs_dir_option,
     use_stack,
 )
 from driftlab.harness.cli.printing import verdict_word
@@ -56,12 +57,7 @@ def matrix(
         typer.Option(help="Workload duration of every run, e.g. 10s (default: each one's)."),
     ] = None,
     runs_dir: Annotated[
-        Path,
-        typer.Option(
-            "--runs-dir",
-            resolve_path=True,
-            help="Where run folders, index.html and matrix.json go.",
-        ),
+        Path, runs_dir_option("Where run folders, index.html and matrix.json go.")
     ] = Path("runs"),
     junit: Annotated[
         Path | None,

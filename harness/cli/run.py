@@ -86,14 +86,13 @@ def run(
 
     Example: driftlab run C1 --seed 7 --duration 20s
     """
-    from driftlab.harness.app.judge import warm_spark
+    from driftlab.harness.app.judge import judging_spark
     from driftlab.harness.app.run import check_scenario, run_scenario
     from driftlab.harness.cli.pipeline import (
         is_pipeline_file,
         pipeline_scenario,
         refuse_scenario_options,
     )
-    from driftlab.harness.history.rundir import RunsDir
     from driftlab.harness.lab.runner.runner import note_interrupted
     from driftlab.harness.lab.runner.signals import interrupting
     from driftlab.scenarios.catalogue.registry import get_scenario
@@ -125,11 +124,7 @@ def run(
             task = prog.add_task(sc.name, total=None)
             # The warm Spark of the stack in use judges the run when it has one; else this
             # process's starts now, beside the run.
-            server = warm_spark(stack, spark_master) if analyze else None
-            if analyze and server is None:
-                from driftlab.checkers.spark_start import warm_up
-
-                warm_up(spark_master, RunsDir(runs_dir).spark_log)
+            server = judging_spark(stack, spark_master, runs_dir) if analyze else None
             result = run_scenario(
                 sc,
                 seed=seed,

@@ -20,6 +20,7 @@ from driftlab.harness.cli.common import (
     check_runs_dir,
     check_spark_master,
     parse_duration,
+    runs_dir_option,
     seed_in_range,
     use_stack,
 )
@@ -57,7 +58,7 @@ def suite(
     seed: Annotated[int, typer.Option(help="Seed of every run.", callback=seed_in_range)] = 0,
     runs_dir: Annotated[
         Path,
-        typer.Option("--runs-dir", resolve_path=True, help="Where run folders and the index go."),
+        runs_dir_option("Where run folders and the index go."),
     ] = Path("runs"),
     spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
     backend: Annotated[str, BACKEND_OPTION] = "local",

@@ -186,17 +186,37 @@ class ContainerRuntime:
         uid, gid = _account(user)
         environment = dict(env or {})
         environment.update(DRIFTLAB_LOG=str(log_path), DRIFTLAB_UID=str(uid), DRIFTLAB_GID=str(gid))
-        return self.client.containers.run(
+        return self.run_container(
+            process,
             image_name(self.image),
-            command=list(argv),
+            list(argv),
+            environment,
+            working_dir=str(cwd or self.root),
+            volumes={str(self.root): {"bind": str(self.root), "mode": "rw"}},
+        )
+
+    def run_container(
+        self,
+        process: str,
+        image: str,
+        command: list[str] | None,
+        environment: dict[str, str],
+        *,
+        labels: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> Any:
+        """Start `process`'s container of `image`, detached, on the host's network and
+        labelled with its stack (so the reaper finds it), `options` docker's own."""
+        return self.client.containers.run(
+            image,
+            command=command,
             name=self.container_name(process),
             detach=True,
             init=INIT,
             network_mode="host",
             environment=environment,
-            working_dir=str(cwd or self.root),
-            volumes={str(self.root): {"bind": str(self.root), "mode": "rw"}},
-            labels={LABEL_STACK: self.sid, LABEL_ROOT: str(self.root)},
+            labels={LABEL_STACK: self.sid, LABEL_ROOT: str(self.root), **(labels or {})},
+            **options,
         )
 
     def remove(self, process: str) -> None:

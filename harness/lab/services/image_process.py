@@ -28,13 +28,7 @@ from typing import Any
 
 from driftlab.harness.lab.services.base import ServiceError
 from driftlab.harness.lab.services.command import CommandProcess
-from driftlab.harness.lab.services.containers import (
-    INIT,
-    LABEL_ROOT,
-    LABEL_STACK,
-    ContainerProcess,
-    ContainerRuntime,
-)
+from driftlab.harness.lab.services.containers import ContainerProcess, ContainerRuntime
 from driftlab.harness.lab.services.process import SupervisedProcess
 
 LABEL_PROCESS = "driftlab.process"  # the pipeline process a container runs
@@ -89,16 +83,9 @@ class ImageRuntime(ContainerRuntime):
         """Start a container of the image with `argv` as its arguments (none: its own
         command); its output is followed into `log_path`. `cwd` and `user` are the
         image's own."""
-        container = self.client.containers.run(
-            self.image,
-            command=list(argv) or None,
-            name=self.container_name(process),
-            detach=True,
-            init=INIT,
-            network_mode="host",
-            environment=dict(env or {}),
-            labels={LABEL_STACK: self.sid, LABEL_ROOT: str(self.root), LABEL_PROCESS: process},
-        )
+        command = list(argv) or None
+        labels = {LABEL_PROCESS: process}
+        container = self.run_container(process, self.image, command, dict(env or {}), labels=labels)
         threading.Thread(
             target=_follow, args=(container, log_path), name=f"log-{process}", daemon=True
         ).start()

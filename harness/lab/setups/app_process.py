@@ -157,7 +157,8 @@ class AppInstances:
 
 def serve(handle: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
     """Answer requests from stdin, one JSON line each, with `handle` until stdin closes:
-    the loop of an application instance (`AppProcess`)."""
+    the loop of an application instance (`AppProcess`). A failed store call is an
+    answer too: the Outcome `handle` raises is answered as its `phase` and `error`."""
     # Ctrl-C reaches the whole process group; the harness ends the instance itself
     # (stdin closed) once it has stopped its workload, healed and closed the history.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -166,6 +167,10 @@ def serve(handle: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
     out.write(READY_LINE)
     out.flush()
     for line in sys.stdin.buffer:
-        out.write(json.dumps(handle(json.loads(line))).encode() + b"\n")
+        try:
+            answer = handle(json.loads(line))
+        except Outcome as o:
+            answer = {"phase": o.phase, "error": str(o)}
+        out.write(json.dumps(answer).encode() + b"\n")
         out.flush()
     return 0

@@ -47,17 +47,14 @@ class App:
         self.redis = None if r is None else redis_client(Endpoint(r["host"], r["port"], r["extra"]))
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Answer one request; a failed store call is an answer too."""
-        try:
-            if request["do"] == "source-write":
-                return {"version": self.source_write(request["key"], request["value"])}
-            if request["do"] == "cache-write":
-                self.cache_write(request["key"], request["value"], request["version"])
-                return {}
-            value, version = self.read(request["store"], request["key"])
-            return {"value": value, "version": version}
-        except Outcome as o:
-            return {"phase": o.phase, "error": str(o)}
+        """Answer one request; a failed store call raises its Outcome (`serve` answers it)."""
+        if request["do"] == "source-write":
+            return {"version": self.source_write(request["key"], request["value"])}
+        if request["do"] == "cache-write":
+            self.cache_write(request["key"], request["value"], request["version"])
+            return {}
+        value, version = self.read(request["store"], request["key"])
+        return {"value": value, "version": version}
 
     def source_write(self, key: str, value: str | None) -> int:
         """Upsert (or tombstone) `key`, returning the source's new version."""
