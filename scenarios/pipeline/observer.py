@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from driftlab.harness.history.schema import OBSERVER, SOURCE_STORE
+from driftlab.harness.lab.runner.periodic import Periodic
 from driftlab.harness.lab.setups.base import Recorder
 from driftlab.harness.lab.setups.moments import Moments
 from driftlab.harness.lab.setups.stores import State
@@ -152,27 +153,22 @@ class Observer:
         self._arrived: dict[str, Counter[tuple[str, str]]] = {n: Counter() for n in self.logs}
         self._source_seen = _Seen()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = Periodic("observer", interval_s, self._sample_all)
         self.errors = 0
 
     def start(self) -> None:
         """Start sampling."""
-        self._thread = threading.Thread(target=self._run, name="observer", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
         """Stop sampling (the convergence wait samples on its own)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._loop.stop()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            for name in self.readers:
-                self.sample(name)
-            for name in self.logs:
-                self.sample_log(name)
+    def _sample_all(self) -> None:
+        for name in self.readers:
+            self.sample(name)
+        for name in self.logs:
+            self.sample_log(name)
 
     def sample_log(self, name: str) -> Counter[tuple[str, str]] | None:
         """Read log store `name` once and record each write that arrived since the last

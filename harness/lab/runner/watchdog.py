@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from driftlab.harness.lab.runner.periodic import Periodic
 from driftlab.harness.lab.services.stack_protocol import ServiceStack
 
 log = logging.getLogger("driftlab.runner")
@@ -93,14 +94,12 @@ class Watchdog:
         self.services = [s for s in dict.fromkeys([*services, TOXIPROXY]) if s in stack.services]
         self.disturbed = disturbed
         self.on_failure = on_failure
-        self.interval = interval
         self.answer_every = answer_every
         self.answer_grace = answer_grace
         self.breakdowns: list[LabBreakdown] = []
         self._t0 = time.monotonic()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = Periodic("lab-watchdog", interval, self._check_logged)
         self._failed: set[str] = set()
         self._silent_since: dict[str, float] = {}
         self._probes: dict[str, Future[bool]] = {}
@@ -127,22 +126,18 @@ class Watchdog:
     def start(self) -> None:
         """Start watching (the clock starts too, until `workload_started` resets it)."""
         self._t0 = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name="lab-watchdog", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
         """Stop watching; probes still in flight are left to finish on their own."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._loop.stop()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.check()
-            except Exception:  # the watch itself must never end a run
-                log.exception("the lab watchdog's check failed")
+    def _check_logged(self) -> None:
+        try:
+            self.check()
+        except Exception:  # the watch itself must never end a run
+            log.exception("the lab watchdog's check failed")
 
     # --- what it records ---------------------------------------------------------------
 
