@@ -12,13 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
-# The example lives outside the package: make both importable when run as a script.
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[2])]
+# Run as a script, this folder is first on sys.path; driftlab comes from the install,
+# never from the checkout (whose driftlab/ folder holds only the facade).
+from cache_aside import CacheAside  # registers the setup
 
-from cache_aside import CacheAside  # noqa: E402 (registers the setup)
-
-from driftlab import ABSENT, PRESENT, Scenario, WorkloadSpec  # noqa: E402
-from driftlab.harness.app.run import run_scenario  # noqa: E402
+from driftlab import ABSENT, PRESENT, Scenario, WorkloadSpec
+from driftlab.harness.app.run import run_scenario
 
 SCENARIO = Scenario(
     name="cache-aside-race",
