@@ -84,10 +84,24 @@ class Kind:
     store_versions: bool = False
     """judged from the versions a store shows (a key seen at version 5, later at 3): a
     pipeline may name it only when one of its stores is read with a version"""
+    chances: str = ""
+    """the name its chances are counted under (driftlab.checkers.coverage.CHANCES, the
+    keyed pass's driftlab.checkers.keyed.coverage.QUERIES), where kinds judged on the same
+    units share one, as the divergence kinds do; "": its own name"""
+    planted: str | None = None
+    """for a kind judged from final states: the value that, held at the end by a derived
+    store for a key the source holds with another value, one never committed there, shows
+    this kind; the synthetic history generator (driftlab.harness.lab.testing.synthetic)
+    plants the kind so. None: no such value (the generator plants the kind its own way)"""
     implies: tuple[str, ...] = ()
     """kinds an anomaly of this kind always comes with, by definition; none does today
     (each kind is judged on its own; tests/test_kinds.py checks that any named is a
     kind)"""
+
+    @property
+    def counted_as(self) -> str:
+        """The name its chances are counted under: `chances`, or its own."""
+        return self.chances or self.name
 
     @property
     def chance(self) -> str:
@@ -200,6 +214,7 @@ TABLE: tuple[Kind, ...] = (
         jepsen_fails=True,
         rebalance_allowed=True,
         from_broker=True,
+        chances="polls",
     ),
     Kind(
         POLL_SKIP,
@@ -213,6 +228,7 @@ TABLE: tuple[Kind, ...] = (
         jepsen_fails=True,
         rebalance_allowed=True,
         from_broker=True,
+        chances="polls",
     ),
     Kind(
         NONMONOTONIC_SEND,
@@ -248,6 +264,7 @@ TABLE: tuple[Kind, ...] = (
         "derived store lacks a key the source holds",
         report_class="divergence",
         per="(store, key)",
+        chances="divergence",
         breaks_convergence=True,
         final_state=True,
         diagram=2,
@@ -261,6 +278,7 @@ TABLE: tuple[Kind, ...] = (
         "derived store holds a key the source does not",
         report_class="divergence",
         per="(store, key)",
+        chances="divergence",
         breaks_convergence=True,
         final_state=True,
         diagram=3,
@@ -274,6 +292,7 @@ TABLE: tuple[Kind, ...] = (
         "derived store holds an older committed value",
         report_class="divergence",
         per="(store, key)",
+        chances="divergence",
         breaks_convergence=True,
         final_state=True,
         diagram=0,
@@ -287,6 +306,8 @@ TABLE: tuple[Kind, ...] = (
         "derived store holds a value never committed",
         report_class="divergence",
         per="(store, key)",
+        chances="divergence",
+        planted="never-committed",
         breaks_convergence=True,
         final_state=True,
         diagram=1,
