@@ -1,16 +1,19 @@
 """Every anomaly kind once, one row each: its checker, its group in the keyed pass, the
-sieve query that keeps its suspect groups, what counts as a chance of it, its label and
-class in a report, its Jepsen name, and the properties other layers select kinds by
+sieve query that keeps its suspect groups, what counts as a chance of it and the name
+it is counted under, its label and class in a report, its Jepsen name, how the synthetic
+history plants it where a final value shows it, and the properties other layers select kinds by
 (what a converging store never shows, what a sequence diagram explains, what a pipeline
 run can see). A kind's name is a constant here, spelled once.
 
 Everything else that spells a kind reads it from here: driftlab.checkers.anomaly.KINDS (the
 checkers and their kinds), the reference checkers' modules (driftlab.checkers.reference), the
 Jepsen names of imported runs (driftlab.harness.lab.importers.jepsen.kinds), the report's labels and
-classes, the scenarios' expectations, the simulator's tally and the explorer's
-properties. tests/test_kinds.py fails when a kind lacks a part: a checker module, a
-check of its route in the keyed pass, a sieve query, a chance definition in plain
-Python (driftlab.checkers.coverage) and in the keyed pass (driftlab.checkers.keyed.coverage).
+classes, the scenarios' expectations, the simulator's tally, the explorer's
+properties, the chance definitions (driftlab.checkers.coverage and the keyed pass's) and
+the synthetic history's plants. tests/test_kinds.py fails when a kind lacks a part: a
+checker module, a check of its route in the keyed pass, a sieve query, a chance definition
+in plain Python (driftlab.checkers.coverage) and in the keyed pass
+(driftlab.checkers.keyed.coverage).
 """
 
 from __future__ import annotations
