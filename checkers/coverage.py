@@ -263,20 +263,17 @@ CHANCES: dict[str, Chances] = {
     kinds.DUPLICATE_OFFSET: duplicate_offset,
     kinds.REORDER_DELIVERY: reorder_delivery,
     kinds.STALE_OVERWRITE: stale_overwrite,
-    kinds.NONMONOTONIC_POLL: polls,
-    kinds.POLL_SKIP: polls,
+    "polls": polls,
     kinds.NONMONOTONIC_SEND: nonmonotonic_send,
     kinds.INCONSISTENT_OFFSET: inconsistent_offset,
-    kinds.MISSING: divergence,
-    kinds.EXTRA: divergence,
-    kinds.STALE: divergence,
-    kinds.PHANTOM: divergence,
+    "divergence": divergence,
     kinds.RYW_VIOLATION: ryw_violation,
     kinds.PROJECTION_MISMATCH: projection_mismatch,
     kinds.INVARIANT_VIOLATION: invariant_violation,
     kinds.CONTRADICTORY_ORDER: contradictory_order,
 }
-"""Each kind's chances in a history, given its Facts."""
+"""The chances in a history, given its Facts, of each kind or of the kinds counted
+under one name (kinds.Kind.counted_as: "polls", "divergence")."""
 
 
 def chances(events: Sequence[Event], facts: Facts | None = None) -> dict[str, int]:
@@ -284,4 +281,5 @@ def chances(events: Sequence[Event], facts: Facts | None = None) -> dict[str, in
     the whole history's `facts`)."""
     if facts is None:
         facts = facts_of(list(events))
-    return {kind: count(events, facts) for kind, count in CHANCES.items()}
+    counted = {name: count(events, facts) for name, count in CHANCES.items()}
+    return {kind.name: counted[kind.counted_as] for kind in kinds.TABLE}

@@ -1,16 +1,19 @@
 """Every anomaly kind once, one row each: its checker, its group in the keyed pass, the
-sieve query that keeps its suspect groups, what counts as a chance of it, its label and
-class in a report, its Jepsen name, and the properties other layers select kinds by
+sieve query that keeps its suspect groups, what counts as a chance of it and the name
+it is counted under, its label and class in a report, its Jepsen name, how the synthetic
+history plants it where a final value shows it, and the properties other layers select kinds by
 (what a converging store never shows, what a sequence diagram explains, what a pipeline
 run can see). A kind's name is a constant here, spelled once.
 
 Everything else that spells a kind reads it from here: driftlab.checkers.anomaly.KINDS (the
 checkers and their kinds), the reference checkers' modules (driftlab.checkers.reference), the
 Jepsen names of imported runs (driftlab.harness.lab.importers.jepsen.kinds), the report's labels and
-classes, the scenarios' expectations, the simulator's tally and the explorer's
-properties. tests/test_kinds.py fails when a kind lacks a part: a checker module, a
-check of its route in the keyed pass, a sieve query, a chance definition in plain
-Python (driftlab.checkers.coverage) and in the keyed pass (driftlab.checkers.keyed.coverage).
+classes, the scenarios' expectations, the simulator's tally, the explorer's
+properties, the chance definitions (driftlab.checkers.coverage and the keyed pass's) and
+the synthetic history's plants. tests/test_kinds.py fails when a kind lacks a part: a
+checker module, a check of its route in the keyed pass, a sieve query, a chance definition
+in plain Python (driftlab.checkers.coverage) and in the keyed pass
+(driftlab.checkers.keyed.coverage).
 """
 
 from __future__ import annotations
@@ -84,10 +87,24 @@ class Kind:
     store_versions: bool = False
     """judged from the versions a store shows (a key seen at version 5, later at 3): a
     pipeline may name it only when one of its stores is read with a version"""
+    chances: str = ""
+    """the name its chances are counted under (driftlab.checkers.coverage.CHANCES, the
+    keyed pass's driftlab.checkers.keyed.coverage.QUERIES), where kinds judged on the same
+    units share one, as the divergence kinds do; "": its own name"""
+    planted: str | None = None
+    """for a kind judged from final states: the value that, held at the end by a derived
+    store for a key the source holds with another value, one never committed there, shows
+    this kind; the synthetic history generator (driftlab.harness.lab.testing.synthetic)
+    plants the kind so. None: no such value (the generator plants the kind its own way)"""
     implies: tuple[str, ...] = ()
     """kinds an anomaly of this kind always comes with, by definition; none does today
     (each kind is judged on its own; tests/test_kinds.py checks that any named is a
     kind)"""
+
+    @property
+    def counted_as(self) -> str:
+        """The name its chances are counted under: `chances`, or its own."""
+        return self.chances or self.name
 
     @property
     def chance(self) -> str:
@@ -200,6 +217,7 @@ TABLE: tuple[Kind, ...] = (
         jepsen_fails=True,
         rebalance_allowed=True,
         from_broker=True,
+        chances="polls",
     ),
     Kind(
         POLL_SKIP,
@@ -213,6 +231,7 @@ TABLE: tuple[Kind, ...] = (
         jepsen_fails=True,
         rebalance_allowed=True,
         from_broker=True,
+        chances="polls",
     ),
     Kind(
         NONMONOTONIC_SEND,
@@ -248,6 +267,7 @@ TABLE: tuple[Kind, ...] = (
         "derived store lacks a key the source holds",
         report_class="divergence",
         per="(store, key)",
+        chances="divergence",
         breaks_convergence=True,
         final_state=True,
         diagram=2,
@@ -261,6 +281,7 @@ TABLE: tuple[Kind, ...] = (
         "derived store holds a key the source does not",
         report_class="divergence",
         per="(store, key)",
+        chances="divergence",
         breaks_convergence=True,
         final_state=True,
         diagram=3,
@@ -274,6 +295,7 @@ TABLE: tuple[Kind, ...] = (
         "derived store holds an older committed value",
         report_class="divergence",
         per="(store, key)",
+        chances="divergence",
         breaks_convergence=True,
         final_state=True,
         diagram=0,
@@ -287,6 +309,8 @@ TABLE: tuple[Kind, ...] = (
         "derived store holds a value never committed",
         report_class="divergence",
         per="(store, key)",
+        chances="divergence",
+        planted="never-committed",
         breaks_convergence=True,
         final_state=True,
         diagram=1,

@@ -14,6 +14,7 @@ from driftlab.checkers.kinds import (
     KEY,
     LOST_WRITE,
     MESSAGE,
+    MISSING,
     PARTITION,
     STALE_OVERWRITE,
     TABLE,
@@ -52,9 +53,24 @@ def test_each_kind_has_a_sieve_query() -> None:
 def test_each_kind_has_its_chances_defined_in_words_python_and_the_keyed_pass() -> None:
     for kind in TABLE:
         assert kind.chance.strip(), kind.name
-        assert kind.name in CHANCES, f"{kind.name}: no chance in driftlab.checkers.coverage"
-        query = keyed_coverage.OF_KIND.get(kind.name, kind.name)
-        assert query in keyed_coverage.QUERIES, f"{kind.name}: no chance query in the pass"
+        name = kind.counted_as
+        assert name in CHANCES, f"{kind.name}: no chance {name!r} in driftlab.checkers.coverage"
+        assert name in keyed_coverage.QUERIES, f"{kind.name}: no chance query {name!r} in the pass"
+
+
+def test_each_chance_definition_counts_some_kind_and_those_sharing_one_share_its_words() -> None:
+    counted = {k.counted_as for k in TABLE}
+    assert set(CHANCES) == counted == set(keyed_coverage.QUERIES)
+    for name in counted:
+        sharing = [k for k in TABLE if k.counted_as == name]
+        assert len({(k.chance, k.group) for k in sharing}) == 1, name
+    assert BY_NAME[MISSING].counted_as == "divergence"
+    assert BY_NAME[LOST_WRITE].counted_as == LOST_WRITE
+
+
+def test_a_planted_value_is_only_for_a_kind_judged_from_final_states() -> None:
+    for kind in TABLE:
+        assert kind.planted is None or kind.final_state, kind.name
 
 
 def test_each_kind_has_a_label_and_its_implied_kinds_are_kinds() -> None:

@@ -15,24 +15,19 @@ from driftlab.checkers.keyed import scope
 from driftlab.checkers.keyed.columns import MESSAGE, PARTITION
 from driftlab.checkers.keyed.facts import Facts
 from driftlab.checkers.kinds import (
+    BY_NAME,
     CONTRADICTORY_ORDER,
     DUPLICATE_APPLY,
     DUPLICATE_DELIVERY,
     DUPLICATE_OFFSET,
-    EXTRA,
     INCONSISTENT_OFFSET,
     INVARIANT_VIOLATION,
     LOST_MESSAGE,
     LOST_WRITE,
-    MISSING,
-    NONMONOTONIC_POLL,
     NONMONOTONIC_SEND,
-    PHANTOM,
-    POLL_SKIP,
     PROJECTION_MISMATCH,
     REORDER_DELIVERY,
     RYW_VIOLATION,
-    STALE,
     STALE_OVERWRITE,
 )
 from driftlab.checkers.reference.common import WRITE_FS
@@ -124,18 +119,13 @@ QUERIES: dict[str, str] = {
         OR (e.value IS NULL AND e.version IS NOT NULL AND w.value IS NULL
             AND w.f = 'delete' AND w.version = e.version)))""",
 }
-"""The chances of each kind, or of the kinds that share them (`OF_KIND`), over the
-sieve's tables: r (the routed rows), k (the key route's), okw, eff, arrivals, fin, log and the
-facts' consumers and effect_stores."""
+"""The chances of each kind, or of the kinds counted under one name
+(driftlab.checkers.kinds.Kind.counted_as), over the sieve's tables: r (the routed rows),
+k (the key route's), okw, eff, arrivals, fin, log and the facts' consumers and
+effect_stores."""
 
 _SCOPED = {LOST_WRITE: scope.LOST_WRITE_CHANCES, "divergence": scope.DIVERGENCE_CHANCES}
 """The queries of QUERIES that count stores per key, for a history with view stores."""
-
-OF_KIND: dict[str, str] = {
-    **{kind: "polls" for kind in (NONMONOTONIC_POLL, POLL_SKIP)},
-    **{kind: "divergence" for kind in (MISSING, EXTRA, STALE, PHANTOM)},
-}
-"""Kinds whose chances a query of another name counts."""
 
 
 def chances(con: DuckDBPyConnection, facts: Facts, kinds: tuple[str, ...]) -> Counter[str]:
@@ -150,7 +140,7 @@ def chances(con: DuckDBPyConnection, facts: Facts, kinds: tuple[str, ...]) -> Co
     counted: dict[str, int] = {}
     out: Counter[str] = Counter()
     for kind in kinds:
-        name = OF_KIND.get(kind, kind)
+        name = BY_NAME[kind].counted_as
         if name not in counted:
             if not judged.get(name, True):
                 counted[name] = 0

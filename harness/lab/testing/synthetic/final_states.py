@@ -1,16 +1,23 @@
-"""Every store's final state, with the divergence plants (missing, extra, stale,
-phantom) and projection-mismatch."""
+"""Every store's final state, with the divergence plants and projection-mismatch.
+
+Missing, extra and stale are planted here by hand; a kind whose row gives a value a
+store's final state shows it by (driftlab.checkers.kinds.Kind.planted: phantom, and any
+kind added so) is planted from its row, on keys of its own.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
-from driftlab.checkers.kinds import EXTRA, MISSING, PHANTOM, PROJECTION_MISMATCH, STALE
+from driftlab.checkers.kinds import EXTRA, MISSING, PROJECTION_MISMATCH, STALE, TABLE
 from driftlab.harness.history.schema import SOURCE_STORE
 from driftlab.harness.lab.testing.synthetic.arrays import prev_same_key
 from driftlab.harness.lab.testing.synthetic.blocks import Blocks, key_str
 from driftlab.harness.lab.testing.synthetic.writes import MS, STORES, Writes, pick_rows
+
+# Balances are decimal integers, so a planted value that is not one is never committed.
+_PLANTED = tuple((k.name, k.planted) for k in TABLE if k.planted is not None)
 
 
 def final_states(
@@ -43,8 +50,9 @@ def final_states(
                 keep[pos[int(w.key[r])]] = False
             for r in pick_rows(rng, w, plant[STALE], taken, lambda r: prev[r] >= 0, lasts):
                 v[pos[int(w.key[r])]] = str(w.total[prev[r]])
-            for n, r in enumerate(pick_rows(rng, w, plant[PHANTOM], taken, lambda r: True, lasts)):
-                v[pos[int(w.key[r])]] = str(-7_000_000 - n)
+            for kind, value in _PLANTED:
+                for r in pick_rows(rng, w, plant[kind], taken, lambda r: True, lasts):
+                    v[pos[int(w.key[r])]] = value
             extra = [(f"ghost-{n}", str(n)) for n in range(plant[EXTRA])]
         if store == "projection:balance":
             for r in pick_rows(rng, w, plant[PROJECTION_MISMATCH], taken, lambda r: True, lasts):
