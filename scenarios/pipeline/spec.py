@@ -24,7 +24,7 @@ the fix. Templates (`{postgres.dsn}`, `{namespace}`, ...) are checked here again
 declared services; they are filled in at run time (driftlab.scenarios.pipeline.links).
 
 Each section's reader is a module of its own (driftlab.scenarios.pipeline.spec_*); the loaded
-objects are in spec_model and are importable from here too. The sections are pydantic
+objects are importable from here. The sections are pydantic
 models (spec_fields says how its errors become that one line): pydantic rather than
 msgspec because the checks need the file's context (its services and processes, for
 templates) and cross-field rules, which pydantic's validators take and msgspec's
@@ -35,11 +35,15 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
 
+from driftlab.harness.lab.nemesis.schedule import Schedule
+from driftlab.harness.lab.services.base import Endpoint
+from driftlab.harness.lab.workload.spec import WorkloadSpec
 from driftlab.scenarios.pipeline.spec_connectors import connect_template, parse_connectors
 from driftlab.scenarios.pipeline.spec_expect import parse_expectations, parse_faults, parse_workload
 from driftlab.scenarios.pipeline.spec_external import parse_external, parse_services, with_external
@@ -57,35 +61,60 @@ from driftlab.scenarios.pipeline.spec_model import (
     KAFKA_CREDENTIALS,
     ConnectorSpec,
     Converge,
-    FieldPaths,
-    Pipeline,
     PipelineError,
-    ProcessSpec,
-    Seed,
     SqlSource,
-    StoreSpec,
-    TxnTemplate,
 )
-from driftlab.scenarios.pipeline.spec_sections import parse_process, parse_source, parse_store
-from driftlab.scenarios.pipeline.spec_txn import check_views
+from driftlab.scenarios.pipeline.spec_sections import (
+    FieldPaths,
+    ProcessSpec,
+    StoreSpec,
+    check_views,
+    parse_process,
+    parse_store,
+)
 
 # What importers of the pipeline file's model use: they need not know its modules.
 __all__ = [
     "ConnectorSpec",
-    "Converge",
     "FieldPaths",
     "Pipeline",
     "PipelineError",
     "ProcessSpec",
-    "Seed",
     "SqlSource",
     "StoreSpec",
-    "TxnTemplate",
     "connect_template",
     "load",
     "parse",
-    "with_external",
 ]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A loaded pipeline file."""
+
+    name: str
+    path: Path
+    services: tuple[str, ...]  # started on driftlab's stack
+    source: SqlSource
+    processes: tuple[ProcessSpec, ...]
+    stores: tuple[StoreSpec, ...]
+    workload: WorkloadSpec
+    faults: Schedule
+    expectations: dict[str, str]
+    converge: Converge
+    summary: str = ""
+    external: dict[str, Endpoint] = field(default_factory=dict)  # already running
+    connectors: tuple[ConnectorSpec, ...] = ()
+
+    @property
+    def reached(self) -> tuple[str, ...]:
+        """Every service the pipeline uses: driftlab's and the external ones."""
+        return (*self.services, *self.external)
+
+    @property
+    def folder(self) -> Path:
+        """The pipeline file's folder: relative paths are relative to it."""
+        return self.path.parent
 
 
 class FileSection(Section):
@@ -137,7 +166,9 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
             f"names {sorted(bad_reads)}",
             f"use source or: {', '.join(sorted(store_names))}",
         )
-    source = parse_source(top.source, services, ports, path.parent)
+    source = validated(
+        SqlSource, top.source, "source", services=services, ports=ports, folder=path.parent
+    )
     check_views(stores, source.transactional)
     if source.transactional and set(workload.mix) != {"write"}:
         raise spec_error(

@@ -20,6 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     Strict,
     ValidationError,
     ValidationInfo,
@@ -80,6 +81,21 @@ class Section(BaseModel):
     otherwise); the models are frozen, like the objects built from them."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Named(Section):
+    """A table the file names by its key (`[stores.<name>]`): the name is the key given
+    to `validated` as `name`, not a field the table could hold."""
+
+    _name: str = PrivateAttr("")
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._name = context["name"]
+
+    @property
+    def name(self) -> str:
+        """The table's key in the file."""
+        return self._name
 
 
 S = TypeVar("S", bound=BaseModel)

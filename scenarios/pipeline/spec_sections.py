@@ -1,8 +1,9 @@
-"""The [source], [processes.<name>] and [stores.<name>] sections of a pipeline file."""
+"""The [processes.<name>] and [stores.<name>] sections of a pipeline file: the models
+are the objects the run uses."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
@@ -11,6 +12,7 @@ from driftlab.scenarios.pipeline.spec_fields import (
     NAME_PATTERN,
     PORTS,
     Fix,
+    Named,
     Number,
     Section,
     Text,
@@ -21,25 +23,8 @@ from driftlab.scenarios.pipeline.spec_fields import (
     templated,
     validated,
 )
-from driftlab.scenarios.pipeline.spec_model import (
-    SECRET_FIELDS,
-    SERVICES,
-    FieldPaths,
-    ProcessSpec,
-    SqlSource,
-    StoreKind,
-    StoreSpec,
-    http_url,
-)
+from driftlab.scenarios.pipeline.spec_model import SECRET_FIELDS, SERVICES, StoreKind, http_url
 from driftlab.scenarios.pipeline.spec_txn import Compare, DottedPath, ViewQuery, check_view
-
-
-def parse_source(
-    data: dict[str, Any], services: tuple[str, ...], ports: tuple[str, ...], folder: Path
-) -> SqlSource:
-    """`[source]`: the table driftlab's workload writes, and how (SQL or HTTP) it
-    writes and reads it; or its tables, transactions and seed."""
-    return validated(SqlSource, data, "source", services=services, ports=ports, folder=folder)
 
 
 class Ready(Section):
@@ -52,12 +37,15 @@ class Ready(Section):
     log: Text | None = None
 
 
-class ProcessSection(Section):
-    """`[processes.<name>]`: one of the user's programs, its command, env and readiness."""
+class ProcessSpec(Named):
+    """`[processes.<name>]`: one of the user's programs, `command` (argv), `env`
+    (templated), `cwd` (relative to the pipeline file), and readiness (`ready`, within
+    `timeout` s). `image`: run as a container of that image on the docker backend
+    (`command`, if any, its arguments)."""
 
-    command: (
-        Annotated[tuple[Text, ...], Fix('write a list: command = ["program", "arg", ...]')] | None
-    ) = None
+    command: Annotated[
+        tuple[Text, ...], Fix('write a list: command = ["program", "arg", ...]')
+    ] = ()
     env: Annotated[
         dict[str, Annotated[Text, templated(PORTS)]], Fix('write env = { NAME = "value" }')
     ] = Field(default_factory=dict)
@@ -81,12 +69,17 @@ class ProcessSection(Section):
         return command
 
     @model_validator(mode="after")
-    def _runnable(self) -> ProcessSection:
+    def _runnable(self) -> ProcessSpec:
         if not (self.command or self.image):
             raise refuse("is missing", 'write command = ["program", "arg", ...]', at="command")
         if len(self.ready.model_fields_set) > 1:
             raise refuse("names several checks", "keep one of tcp, http, log", at="ready")
         return self
+
+    @property
+    def ready_log(self) -> str | None:
+        """The line of its log that says it is ready (None: another check, or none)."""
+        return self.ready.log
 
 
 def parse_process(
@@ -99,17 +92,8 @@ def parse_process(
             "is not a usable name",
             "use letters, digits, - and _, not a service's",
         )
-    p = validated(ProcessSection, data, f"processes.{name}", services=services, ports=ports)
-    return ProcessSpec(
-        name=name,
-        command=p.command or (),
-        env=dict(p.env),
-        cwd=p.cwd,
-        ready_tcp=p.ready.tcp,
-        ready_http=p.ready.http,
-        ready_log=p.ready.log,
-        ready_timeout=p.timeout,
-        image=p.image,
+    return validated(
+        ProcessSpec, data, f"processes.{name}", services=services, ports=ports, name=name
     )
 
 
@@ -134,16 +118,24 @@ class RedisReader(Section):
     version_field: Text | None = None
 
 
+@dataclass(frozen=True)
+class FieldPaths:
+    """Where a Kafka record's or an HTTP item's key, value and version are: dotted paths
+    into its JSON (`after.value`: the `value` of the object `after`). For Kafka, `key`
+    is a path into the record's key and `value` and `version` into its value; None: the
+    record's key or value itself, as text (and no version)."""
+
+    key: str | None = None
+    value: str | None = None
+    version: str | None = None
+
+
 class Paths(Section):
     """Where a record's or an item's key, value and version are in its JSON."""
 
     key_field: DottedPath | None = None
     value_field: DottedPath | None = None
     version_field: DottedPath | None = None
-
-    def paths(self) -> FieldPaths:
-        """The paths as the readers take them."""
-        return FieldPaths(self.key_field, self.value_field, self.version_field)
 
 
 class KafkaReader(Paths):
@@ -187,8 +179,19 @@ STORE_READERS = ("redis", "sql", "kafka", "http")
 per arrival)."""
 
 
-class StoreSection(Section):
-    """`[stores.<name>]`: a derived store, its kind and how driftlab reads it."""
+class StoreSpec(Named):
+    """`[stores.<name>]`: a derived store and how driftlab reads it.
+
+    `redis`: keys matching `pattern` (its one `*` is the key), string values, or the
+    hash field `field` (and `version_field`). `sql`: a query on PostgreSQL returning
+    key, value and optionally version of every row; of a `log` store, one row per
+    write that arrived. `kafka`: a topic read to its end, each record a (key, value):
+    the latest per key (a mirror; a null value deletes the key) or every record (a
+    log). `http`: a GET answering JSON, an object key -> value or a list of objects.
+    `fields` says where key, value and version are in a record's JSON (FieldPaths).
+    A `view` store holds, per key, the one value `view` (a query with `{key}`) returns
+    at the source, or nothing when it returns no row; `compare` names the dotted
+    fields of that JSON compared (None: all of it)."""
 
     kind: Annotated[
         StoreKind,
@@ -202,7 +205,7 @@ class StoreSection(Section):
     compare: Compare | None = None
 
     @model_validator(mode="after")
-    def _one_reader(self, info: ValidationInfo) -> StoreSection:
+    def _one_reader(self, info: ValidationInfo) -> StoreSpec:
         check_view(self.kind, self.view, self.model_fields_set)
         readers = [k for k in STORE_READERS if getattr(self, k) is not None]
         if len(readers) != 1:
@@ -223,6 +226,47 @@ class StoreSection(Section):
             )
         return self
 
+    # The reader's settings, by the names the readers use.
+    @property
+    def redis_pattern(self) -> str | None:
+        return self.redis.pattern if self.redis else None
+
+    @property
+    def redis_field(self) -> str | None:
+        return self.redis.field if self.redis else None
+
+    @property
+    def redis_version_field(self) -> str | None:
+        return self.redis.version_field if self.redis else None
+
+    @property
+    def sql_query(self) -> str | None:
+        return self.sql.query if self.sql else None
+
+    @property
+    def kafka_topic(self) -> str | None:
+        return self.kafka.topic if self.kafka else None
+
+    @property
+    def http_url(self) -> str | None:
+        return self.http.url if self.http else None
+
+    @property
+    def fields(self) -> FieldPaths:
+        """Where a Kafka record's or an HTTP item's key, value and version are."""
+        p = self.kafka or self.http
+        return FieldPaths(p.key_field, p.value_field, p.version_field) if p else FieldPaths()
+
+    @property
+    def versioned(self) -> bool | None:
+        """Whether the store's reads carry a version: None where only a run can tell
+        (a SQL query may or may not return a version column)."""
+        if self.sql is not None:
+            return None
+        if self.redis is not None:
+            return self.redis.version_field is not None
+        return self.fields.version is not None
+
 
 def parse_store(
     name: str, data: Any, services: tuple[str, ...], ports: tuple[str, ...]
@@ -230,20 +274,22 @@ def parse_store(
     """`[stores.<name>]`: a derived store, its kind and how driftlab reads it."""
     if not NAME_PATTERN.match(name) or name == "source":
         raise spec_error(f"stores.{name}", "is not a usable name", "use letters, digits, - and _")
-    s = validated(StoreSection, data, f"stores.{name}", services=services, ports=ports)
-    views = {"view": s.view, "compare": s.compare}
-    if s.redis:
-        return StoreSpec(
-            name,
-            s.kind,
-            redis_pattern=s.redis.pattern,
-            redis_field=s.redis.field,
-            redis_version_field=s.redis.version_field,
-            **views,
-        )
-    if s.kafka:
-        return StoreSpec(name, s.kind, kafka_topic=s.kafka.topic, fields=s.kafka.paths(), **views)
-    if s.http:
-        return StoreSpec(name, s.kind, http_url=s.http.url, fields=s.http.paths(), **views)
-    assert s.sql is not None
-    return StoreSpec(name, s.kind, sql_query=s.sql.query, **views)
+    return validated(StoreSpec, data, f"stores.{name}", services=services, ports=ports, name=name)
+
+
+def check_views(stores: tuple[StoreSpec, ...], transactional: bool) -> None:
+    """With transactions every store is a view; without, none is."""
+    for s in stores:
+        if transactional and s.kind != "view":
+            raise spec_error(
+                f"stores.{s.name}.kind",
+                f"is {s.kind!r}, and the source runs transactions",
+                'write kind = "view" and its view (a mirror of a row: '
+                '"SELECT row_to_json(t) FROM {source.schema}.orders t WHERE id = {key}")',
+            )
+        if not transactional and s.kind == "view":
+            raise spec_error(
+                f"stores.{s.name}.kind",
+                "is view, and the source has no [[source.transactions]]",
+                "add the transactions that write the source, or use mirror or log",
+            )

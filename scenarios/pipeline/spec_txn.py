@@ -1,6 +1,7 @@
 """The transactional parts of a pipeline file a store holds: a view store's `view` and
-`compare`, and the rule that with `[[source.transactions]]` every store is a view (the
-source's `tables`, `seed` and transactions are checked by their models in spec_model)."""
+`compare` (the source's `tables`, `seed` and transactions are checked by their models in
+spec_model; the rule that with `[[source.transactions]]` every store is a view, in
+spec_sections)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,9 @@ from driftlab.scenarios.pipeline.spec_fields import (
     Fix,
     Text,
     refuse,
-    spec_error,
     template_names,
     templated,
 )
-from driftlab.scenarios.pipeline.spec_model import StoreSpec
 
 DOTTED = r"^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$"
 DottedPath = Annotated[
@@ -57,21 +56,3 @@ def check_view(kind: str, view: str | None, given: set[str]) -> None:
         raise refuse(
             "does not use {key}", "select the one row of the store's key: ... = {key}", at="view"
         )
-
-
-def check_views(stores: tuple[StoreSpec, ...], transactional: bool) -> None:
-    """With transactions every store is a view; without, none is."""
-    for s in stores:
-        if transactional and s.kind != "view":
-            raise spec_error(
-                f"stores.{s.name}.kind",
-                f"is {s.kind!r}, and the source runs transactions",
-                'write kind = "view" and its view (a mirror of a row: '
-                '"SELECT row_to_json(t) FROM {source.schema}.orders t WHERE id = {key}")',
-            )
-        if not transactional and s.kind == "view":
-            raise spec_error(
-                f"stores.{s.name}.kind",
-                "is view, and the source has no [[source.transactions]]",
-                "add the transactions that write the source, or use mirror or log",
-            )
