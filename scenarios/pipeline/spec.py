@@ -10,7 +10,7 @@ tables) without YAML's surprises (`no` read as false, `1.10` as a float).
     [source]                            # the system of record the workload writes:
                                         # a key-value table, or tables, a seed and
                                         # [[source.transactions]]
-                                        # (driftlab.scenarios.pipeline.spec_txn)
+                                        # (driftlab.scenarios.pipeline.spec_model)
     [processes.<name>]                  # the user's programs: command, env, ready
     [stores.<name>]                     # derived stores, and how driftlab reads them
     [workload]                          # keys, clients, rate, duration, mix

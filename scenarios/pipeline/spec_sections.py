@@ -1,5 +1,7 @@
-"""The [processes.<name>] and [stores.<name>] sections of a pipeline file: the models
-are the objects the run uses."""
+"""The [processes.<name>] and [stores.<name>] sections of a pipeline file, a view
+store's `view` and `compare` among them, and the rule that with
+`[[source.transactions]]` every store is a view: the models are the objects the run
+uses."""
 
 from __future__ import annotations
 
@@ -24,7 +26,6 @@ from driftlab.scenarios.pipeline.spec_fields import (
     validated,
 )
 from driftlab.scenarios.pipeline.spec_model import SECRET_FIELDS, SERVICES, StoreKind, http_url
-from driftlab.scenarios.pipeline.spec_txn import Compare, DottedPath, ViewQuery, check_view
 
 
 class Ready(Section):
@@ -118,6 +119,27 @@ class RedisReader(Section):
     version_field: Text | None = None
 
 
+ROW_VIEW = '"SELECT row_to_json(t) FROM {source.schema}.orders t WHERE id = {key}"'
+"""A view store's view: the JSON of a row."""
+
+DOTTED = r"^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$"
+DottedPath = Annotated[
+    Text, Field(pattern=DOTTED), Fix('write a dotted path of field names: "after.value"')
+]
+"""`after.value`: the `value` of the object `after`, each part a name."""
+
+
+ViewQuery = Annotated[Text, templated("key")]
+"""A view store's `view`: a query of the source with `{key}`."""
+
+Compare = Annotated[
+    tuple[DottedPath, ...],
+    Field(min_length=1),
+    Fix('write a list of dotted field paths: compare = ["status", "lines"]'),
+]
+"""A view store's `compare`: the dotted fields of its view's JSON compared."""
+
+
 @dataclass(frozen=True)
 class FieldPaths:
     """Where a Kafka record's or an HTTP item's key, value and version are: dotted paths
@@ -206,7 +228,26 @@ class StoreSpec(Named):
 
     @model_validator(mode="after")
     def _one_reader(self, info: ValidationInfo) -> StoreSpec:
-        check_view(self.kind, self.view, self.model_fields_set)
+        if self.kind != "view":
+            for key in ("view", "compare"):
+                if key in self.model_fields_set:
+                    raise refuse(
+                        f"belongs to a view store, this one is a {self.kind}",
+                        'write kind = "view", or remove it',
+                        at=key,
+                    )
+        elif self.view is None:
+            raise refuse(
+                "is missing",
+                f"write view = {ROW_VIEW}",
+                at="view",
+            )
+        elif "key" not in template_names(self.view):
+            raise refuse(
+                "does not use {key}",
+                "select the one row of the store's key: ... = {key}",
+                at="view",
+            )
         readers = [k for k in STORE_READERS if getattr(self, k) is not None]
         if len(readers) != 1:
             raise refuse(
@@ -234,14 +275,6 @@ class StoreSpec(Named):
     @property
     def redis_field(self) -> str | None:
         return self.redis.field if self.redis else None
-
-    @property
-    def redis_version_field(self) -> str | None:
-        return self.redis.version_field if self.redis else None
-
-    @property
-    def sql_query(self) -> str | None:
-        return self.sql.query if self.sql else None
 
     @property
     def kafka_topic(self) -> str | None:
@@ -284,8 +317,7 @@ def check_views(stores: tuple[StoreSpec, ...], transactional: bool) -> None:
             raise spec_error(
                 f"stores.{s.name}.kind",
                 f"is {s.kind!r}, and the source runs transactions",
-                'write kind = "view" and its view (a mirror of a row: '
-                '"SELECT row_to_json(t) FROM {source.schema}.orders t WHERE id = {key}")',
+                f'write kind = "view" and its view (a mirror of a row: {ROW_VIEW})',
             )
         if not transactional and s.kind == "view":
             raise spec_error(
