@@ -118,7 +118,7 @@ def validated(model: type[S], data: Any, where: str, **context: Any) -> S:
     (an unknown key first: a misspelt one leaves its field missing too); `context` is
     what the validators check templates and names against."""
     try:
-        return model.model_validate(data, context=context)
+        return model.model_validate(data, context=context, by_name=False)
     except ValidationError as exc:
         errors = exc.errors()
         first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])

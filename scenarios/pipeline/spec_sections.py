@@ -5,10 +5,16 @@ uses."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from driftlab.scenarios.pipeline.spec_fields import (
     NAME_PATTERN,
@@ -140,27 +146,21 @@ Compare = Annotated[
 """A view store's `compare`: the dotted fields of its view's JSON compared."""
 
 
-@dataclass(frozen=True)
-class FieldPaths:
+class FieldPaths(Section):
     """Where a Kafka record's or an HTTP item's key, value and version are: dotted paths
     into its JSON (`after.value`: the `value` of the object `after`). For Kafka, `key`
     is a path into the record's key and `value` and `version` into its value; None: the
-    record's key or value itself, as text (and no version)."""
+    record's key or value itself, as text (and no version). The file names them
+    `key_field`, ... (`validated` takes no other name); code may use either."""
 
-    key: str | None = None
-    value: str | None = None
-    version: str | None = None
+    model_config = ConfigDict(validate_by_name=True)
 
-
-class Paths(Section):
-    """Where a record's or an item's key, value and version are in its JSON."""
-
-    key_field: DottedPath | None = None
-    value_field: DottedPath | None = None
-    version_field: DottedPath | None = None
+    key: DottedPath | None = Field(None, alias="key_field")
+    value: DottedPath | None = Field(None, alias="value_field")
+    version: DottedPath | None = Field(None, alias="version_field")
 
 
-class KafkaReader(Paths):
+class KafkaReader(FieldPaths):
     """A topic read to its end."""
 
     topic: Annotated[
@@ -174,7 +174,7 @@ def _http_store(url: str, info: ValidationInfo) -> str:
     return url
 
 
-class HttpReader(Paths):
+class HttpReader(FieldPaths):
     """A GET answering JSON."""
 
     url: Annotated[
@@ -287,8 +287,7 @@ class StoreSpec(Named):
     @property
     def fields(self) -> FieldPaths:
         """Where a Kafka record's or an HTTP item's key, value and version are."""
-        p = self.kafka or self.http
-        return FieldPaths(p.key_field, p.value_field, p.version_field) if p else FieldPaths()
+        return self.kafka or self.http or FieldPaths()
 
     @property
     def versioned(self) -> bool | None:
