@@ -113,7 +113,8 @@ def _one_star(pattern: str) -> str:
 
 
 class RedisReader(Section):
-    """Keys matching `pattern`, string values or a hash's `field` (and `version_field`)."""
+    """Keys matching `pattern` (its one `*` is the key), string values or a hash's
+    `field` (and `version_field`)."""
 
     pattern: Annotated[
         Text,
@@ -161,7 +162,7 @@ class FieldPaths(Section):
 
 
 class KafkaReader(FieldPaths):
-    """A topic read to its end."""
+    """A topic read to its end, each record a (key, value)."""
 
     topic: Annotated[
         Text, Field(min_length=1), templated(), Fix('write topic = "{namespace}.items"')
@@ -175,7 +176,7 @@ def _http_store(url: str, info: ValidationInfo) -> str:
 
 
 class HttpReader(FieldPaths):
-    """A GET answering JSON."""
+    """A GET answering JSON, an object key -> value or a list of objects."""
 
     url: Annotated[
         Text,
@@ -186,7 +187,7 @@ class HttpReader(FieldPaths):
 
 
 class SqlReader(Section):
-    """A query on PostgreSQL returning key, value and optionally version."""
+    """A query on PostgreSQL returning key, value and optionally version of every row."""
 
     query: Annotated[
         Text,
@@ -202,18 +203,12 @@ per arrival)."""
 
 
 class StoreSpec(Named):
-    """`[stores.<name>]`: a derived store and how driftlab reads it.
-
-    `redis`: keys matching `pattern` (its one `*` is the key), string values, or the
-    hash field `field` (and `version_field`). `sql`: a query on PostgreSQL returning
-    key, value and optionally version of every row; of a `log` store, one row per
-    write that arrived. `kafka`: a topic read to its end, each record a (key, value):
-    the latest per key (a mirror; a null value deletes the key) or every record (a
-    log). `http`: a GET answering JSON, an object key -> value or a list of objects.
-    `fields` says where key, value and version are in a record's JSON (FieldPaths).
-    A `view` store holds, per key, the one value `view` (a query with `{key}`) returns
-    at the source, or nothing when it returns no row; `compare` names the dotted
-    fields of that JSON compared (None: all of it)."""
+    """`[stores.<name>]`: a derived store and how driftlab reads it: one reader (redis,
+    sql, kafka or http, each its section above); of a `log` store, one row, record or
+    item per write that arrived (a kafka mirror: the latest record per key, a null value
+    deleting it). A `view` store holds, per key, the one value `view` (a query with
+    `{key}`) returns at the source, or nothing when it returns no row; `compare` names
+    the dotted fields of that JSON compared (None: all of it)."""
 
     kind: Annotated[
         StoreKind,
