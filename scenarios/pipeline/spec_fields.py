@@ -244,14 +244,3 @@ def templated(*extra: str) -> AfterValidator:
         return placeholders_known(text, info, extra)
 
     return AfterValidator(check)
-
-
-def template_checked(
-    text: str, where: str, services: tuple[str, ...], extra: tuple[str, ...]
-) -> None:
-    """check_template outside validation: PipelineError naming `where`."""
-    try:
-        check_template(text, services, extra)
-    except PydanticCustomError as exc:
-        ctx = exc.context or {}
-        raise spec_error(where, ctx["problem"], ctx["fix"]) from None
