@@ -23,12 +23,13 @@ tables) without YAML's surprises (`no` read as false, `1.10` as a float).
 the fix. Templates (`{postgres.dsn}`, `{namespace}`, ...) are checked here against the
 declared services; they are filled in at run time (driftlab.scenarios.pipeline.links).
 
-Each section's reader is a module of its own (driftlab.scenarios.pipeline.spec_*); the loaded
-objects are importable from here. The sections are pydantic
-models (spec_fields says how its errors become that one line): pydantic rather than
-msgspec because the checks need the file's context (its services and processes, for
-templates) and cross-field rules, which pydantic's validators take and msgspec's
-type-only decoding does not; and its errors carry the place and the bound broken.
+Each section's reader is a module of its own (driftlab.scenarios.pipeline.spec_*); the
+sections are pydantic models, and the objects a run uses are mostly those models
+themselves, importable from here (spec_fields says how pydantic's errors become that
+one line): pydantic rather than msgspec because the checks need the file's context
+(its services and processes, for templates) and cross-field rules, which pydantic's
+validators take and msgspec's type-only decoding does not; and its errors carry the
+place and the bound broken.
 """
 
 from __future__ import annotations
@@ -146,16 +147,14 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     external = parse_external(top.external)
     own = parse_services(top.services, external)
     services = (*own, *external)  # what templates, stores and link faults may name
-    procs_raw = top.processes
     kafka = external.get("kafka")
     credentials = tuple(f"kafka.{k}" for k in KAFKA_CREDENTIALS if kafka and k in kafka.extra)
     # {<process>.port}, {<process>.url}, and an external Kafka's {kafka.user}, ...
-    ports = (*(f"{n}.{f}" for n in procs_raw for f in ("port", "url")), *credentials)
-    processes = tuple(parse_process(n, d, services, ports) for n, d in procs_raw.items())
-    stores_raw = top.stores
-    if not stores_raw:
+    ports = (*(f"{n}.{f}" for n in top.processes for f in ("port", "url")), *credentials)
+    processes = tuple(parse_process(n, d, services, ports) for n, d in top.processes.items())
+    if not top.stores:
         raise spec_error("stores", "is empty", "declare at least one [stores.<name>] to read")
-    stores = tuple(parse_store(n, d, services, ports) for n, d in stores_raw.items())
+    stores = tuple(parse_store(n, d, services, ports) for n, d in top.stores.items())
     converge = validated(Converge, top.converge, "converge")
     workload = parse_workload(top.workload)
     store_names = {s.name for s in stores}
