@@ -127,11 +127,11 @@ class RedisReader:
     hash's `field` (and `version_field`)."""
 
     def __init__(self, ep: Endpoint, spec: StoreSpec, values: dict[str, object]) -> None:
-        assert spec.redis_pattern is not None
-        self.pattern = fill(spec.redis_pattern, values)
+        assert spec.redis is not None
+        self.pattern = fill(spec.redis.pattern, values)
         self.prefix, _, self.suffix = self.pattern.partition("*")
-        self.field = spec.redis_field
-        self.version_field = spec.redis_version_field
+        self.field = spec.redis.field
+        self.version_field = spec.redis.version_field
         self._r: redis.Redis = redis_client(ep, timeout=5.0)
 
     def _key(self, full: str) -> str:
@@ -189,8 +189,8 @@ def store_reader(
     stream = _stream_reader(spec, reach, values)
     if stream is not None:
         return stream
-    assert spec.sql_query is not None
-    return SqlReader(pg_conninfo, fill(spec.sql_query, values), str(values["namespace"]))
+    assert spec.sql is not None
+    return SqlReader(pg_conninfo, fill(spec.sql.query, values), str(values["namespace"]))
 
 
 def log_reader(
@@ -203,5 +203,5 @@ def log_reader(
     stream = _stream_reader(spec, reach, values)
     if stream is not None:
         return stream
-    assert spec.sql_query is not None
-    return LogReader(pg_conninfo, fill(spec.sql_query, values), str(values["namespace"]))
+    assert spec.sql is not None
+    return LogReader(pg_conninfo, fill(spec.sql.query, values), str(values["namespace"]))

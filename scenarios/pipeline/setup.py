@@ -351,12 +351,12 @@ class PipelineSetup(Setup):
         """The process of `spec`, its templates filled with `values`: a command on this
         machine, or a container of its image (the docker backend only)."""
         env = {k: links.fill(v, values) for k, v in spec.env.items()}
-        strings = [*spec.command, *spec.env.values(), spec.ready_http or ""]
+        strings = [*spec.command, *spec.env.values(), spec.ready.http or ""]
         env = {**links.login_env(strings, values), **env}  # the file's own env wins
         ready = Readiness(
-            spec.ready_tcp,
-            links.fill(spec.ready_http, values) if spec.ready_http else None,
-            spec.ready_log,
+            spec.ready.tcp,
+            links.fill(spec.ready.http, values) if spec.ready.http else None,
+            spec.ready.log,
         )
         argv = [links.fill(a, values) for a in spec.command]
         log_path = self.context.logs / f"{spec.name}.log"
@@ -368,7 +368,7 @@ class PipelineSetup(Setup):
                 env={**os.environ, **env},  # a command inherits driftlab's PATH, ...
                 cwd=(self.pipeline.folder / spec.cwd).resolve(),
                 ready=ready,
-                ready_timeout=spec.ready_timeout,
+                ready_timeout=spec.timeout,
                 on_ready=self._ready_moment(spec.name),
             )
         stack = self.context.stack
@@ -382,7 +382,7 @@ class PipelineSetup(Setup):
             log_path,
             env=env,  # the container's whole environment: nothing of this machine's
             ready=ready,
-            ready_timeout=spec.ready_timeout,
+            ready_timeout=spec.timeout,
             on_ready=self._ready_moment(spec.name),
             runtime=runtime,
         )

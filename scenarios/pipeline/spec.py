@@ -10,7 +10,7 @@ tables) without YAML's surprises (`no` read as false, `1.10` as a float).
     [source]                            # the system of record the workload writes:
                                         # a key-value table, or tables, a seed and
                                         # [[source.transactions]]
-                                        # (driftlab.scenarios.pipeline.spec_txn)
+                                        # (driftlab.scenarios.pipeline.spec_model)
     [processes.<name>]                  # the user's programs: command, env, ready
     [stores.<name>]                     # derived stores, and how driftlab reads them
     [workload]                          # keys, clients, rate, duration, mix
@@ -23,23 +23,28 @@ tables) without YAML's surprises (`no` read as false, `1.10` as a float).
 the fix. Templates (`{postgres.dsn}`, `{namespace}`, ...) are checked here against the
 declared services; they are filled in at run time (driftlab.scenarios.pipeline.links).
 
-Each section's reader is a module of its own (driftlab.scenarios.pipeline.spec_*); the loaded
-objects are in spec_model and are importable from here too. The sections are pydantic
-models (spec_fields says how its errors become that one line): pydantic rather than
-msgspec because the checks need the file's context (its services and processes, for
-templates) and cross-field rules, which pydantic's validators take and msgspec's
-type-only decoding does not; and its errors carry the place and the bound broken.
+Each section's reader is a module of its own (driftlab.scenarios.pipeline.spec_*); the
+sections are pydantic models, and the objects a run uses are mostly those models
+themselves, importable from here (spec_fields says how pydantic's errors become that
+one line): pydantic rather than msgspec because the checks need the file's context
+(its services and processes, for templates) and cross-field rules, which pydantic's
+validators take and msgspec's type-only decoding does not; and its errors carry the
+place and the bound broken.
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
 
+from driftlab.harness.lab.nemesis.schedule import Schedule
+from driftlab.harness.lab.services.base import Endpoint
+from driftlab.harness.lab.workload.spec import WorkloadSpec
 from driftlab.scenarios.pipeline.spec_connectors import connect_template, parse_connectors
 from driftlab.scenarios.pipeline.spec_expect import parse_expectations, parse_faults, parse_workload
 from driftlab.scenarios.pipeline.spec_external import parse_external, parse_services, with_external
@@ -57,35 +62,60 @@ from driftlab.scenarios.pipeline.spec_model import (
     KAFKA_CREDENTIALS,
     ConnectorSpec,
     Converge,
-    FieldPaths,
-    Pipeline,
     PipelineError,
-    ProcessSpec,
-    Seed,
     SqlSource,
-    StoreSpec,
-    TxnTemplate,
 )
-from driftlab.scenarios.pipeline.spec_sections import parse_process, parse_source, parse_store
-from driftlab.scenarios.pipeline.spec_txn import check_views
+from driftlab.scenarios.pipeline.spec_sections import (
+    FieldPaths,
+    ProcessSpec,
+    StoreSpec,
+    check_views,
+    parse_process,
+    parse_store,
+)
 
 # What importers of the pipeline file's model use: they need not know its modules.
 __all__ = [
     "ConnectorSpec",
-    "Converge",
     "FieldPaths",
     "Pipeline",
     "PipelineError",
     "ProcessSpec",
-    "Seed",
     "SqlSource",
     "StoreSpec",
-    "TxnTemplate",
     "connect_template",
     "load",
     "parse",
-    "with_external",
 ]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A loaded pipeline file."""
+
+    name: str
+    path: Path
+    services: tuple[str, ...]  # started on driftlab's stack
+    source: SqlSource
+    processes: tuple[ProcessSpec, ...]
+    stores: tuple[StoreSpec, ...]
+    workload: WorkloadSpec
+    faults: Schedule
+    expectations: dict[str, str]
+    converge: Converge
+    summary: str = ""
+    external: dict[str, Endpoint] = field(default_factory=dict)  # already running
+    connectors: tuple[ConnectorSpec, ...] = ()
+
+    @property
+    def reached(self) -> tuple[str, ...]:
+        """Every service the pipeline uses: driftlab's and the external ones."""
+        return (*self.services, *self.external)
+
+    @property
+    def folder(self) -> Path:
+        """The pipeline file's folder: relative paths are relative to it."""
+        return self.path.parent
 
 
 class FileSection(Section):
@@ -117,16 +147,14 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     external = parse_external(top.external)
     own = parse_services(top.services, external)
     services = (*own, *external)  # what templates, stores and link faults may name
-    procs_raw = top.processes
     kafka = external.get("kafka")
     credentials = tuple(f"kafka.{k}" for k in KAFKA_CREDENTIALS if kafka and k in kafka.extra)
     # {<process>.port}, {<process>.url}, and an external Kafka's {kafka.user}, ...
-    ports = (*(f"{n}.{f}" for n in procs_raw for f in ("port", "url")), *credentials)
-    processes = tuple(parse_process(n, d, services, ports) for n, d in procs_raw.items())
-    stores_raw = top.stores
-    if not stores_raw:
+    ports = (*(f"{n}.{f}" for n in top.processes for f in ("port", "url")), *credentials)
+    processes = tuple(parse_process(n, d, services, ports) for n, d in top.processes.items())
+    if not top.stores:
         raise spec_error("stores", "is empty", "declare at least one [stores.<name>] to read")
-    stores = tuple(parse_store(n, d, services, ports) for n, d in stores_raw.items())
+    stores = tuple(parse_store(n, d, services, ports) for n, d in top.stores.items())
     converge = validated(Converge, top.converge, "converge")
     workload = parse_workload(top.workload)
     store_names = {s.name for s in stores}
@@ -137,7 +165,9 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
             f"names {sorted(bad_reads)}",
             f"use source or: {', '.join(sorted(store_names))}",
         )
-    source = parse_source(top.source, services, ports, path.parent)
+    source = validated(
+        SqlSource, top.source, "source", services=services, ports=ports, folder=path.parent
+    )
     check_views(stores, source.transactional)
     if source.transactional and set(workload.mix) != {"write"}:
         raise spec_error(

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, RootModel, ValidationInfo
 
 from driftlab.scenarios.pipeline.spec_fields import (
+    PORTS,
     Section,
     Text,
+    placeholders_known,
+    refuse,
     spec_error,
-    template_checked,
     validated,
 )
 from driftlab.scenarios.pipeline.spec_model import ConnectorSpec
@@ -26,12 +30,18 @@ def connect_template(text: str) -> str:
     return CONNECT_REFERENCE.sub(lambda m: "${{" + m.group(1) + "}}", text)
 
 
-def _config_value(value: Any, where: str) -> str:
+def _config_value(value: Any, info: ValidationInfo) -> str:
     if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float | str):
-        return str(value)
-    raise spec_error(where, f"is {value!r}", "write a string, a number or true/false")
+        value = "true" if value else "false"
+    if not isinstance(value, int | float | str):
+        raise refuse(f"is {value!r}", "write a string, a number or true/false")
+    text = str(value)
+    placeholders_known(connect_template(text), info, (PORTS,))  # Connect's ${...} kept
+    return text
+
+
+class ConnectorConfig(RootModel[dict[str, Annotated[Any, AfterValidator(_config_value)]]]):
+    """A connector's settings as Connect takes them, each value a template."""
 
 
 class ConnectorSection(Section):
@@ -78,13 +88,8 @@ def _connector(
         raise spec_error(
             f"{where}.name", f"is {name!r}", "name the connector: letters, digits, _, . and -"
         )
-    config: dict[str, str] = {}
-    for key, value in raw.items():
-        if key == "name":
-            continue  # the worker's name is driftlab's: <namespace>_<name>
-        text = _config_value(value, f"{where}.config.{key}")
-        template_checked(connect_template(text), f"{where}.config.{key}", services, ports)
-        config[key] = text
+    raw = {k: v for k, v in raw.items() if k != "name"}  # the worker's: <namespace>_<name>
+    config = validated(ConnectorConfig, raw, f"{where}.config", services=services, ports=ports).root
     if "connector.class" not in config:
         raise spec_error(
             f"{where}.config",

@@ -8,7 +8,8 @@ from driftlab.checkers import kinds as kind_table
 from driftlab.harness.lab.nemesis.schedule import Anchor, FaultSpec, Schedule
 from driftlab.harness.lab.workload.spec import WorkloadSpec
 from driftlab.scenarios.pipeline.spec_fields import Fix, Section, Text, spec_error, validated
-from driftlab.scenarios.pipeline.spec_model import EXTERNAL_UNLINKED, PipelineError, StoreSpec
+from driftlab.scenarios.pipeline.spec_model import EXTERNAL_UNLINKED, PipelineError
+from driftlab.scenarios.pipeline.spec_sections import StoreSpec
 
 
 def parse_faults(

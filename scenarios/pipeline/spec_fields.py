@@ -20,6 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     Strict,
     ValidationError,
     ValidationInfo,
@@ -82,6 +83,21 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Named(Section):
+    """A table the file names by its key (`[stores.<name>]`): the name is the key given
+    to `validated` as `name`, not a field the table could hold."""
+
+    _name: str = PrivateAttr("")
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._name = context["name"]
+
+    @property
+    def name(self) -> str:
+        """The table's key in the file."""
+        return self._name
+
+
 S = TypeVar("S", bound=BaseModel)
 
 
@@ -102,7 +118,7 @@ def validated(model: type[S], data: Any, where: str, **context: Any) -> S:
     (an unknown key first: a misspelt one leaves its field missing too); `context` is
     what the validators check templates and names against."""
     try:
-        return model.model_validate(data, context=context)
+        return model.model_validate(data, context=context, by_name=False)
     except ValidationError as exc:
         errors = exc.errors()
         first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
@@ -228,14 +244,3 @@ def templated(*extra: str) -> AfterValidator:
         return placeholders_known(text, info, extra)
 
     return AfterValidator(check)
-
-
-def template_checked(
-    text: str, where: str, services: tuple[str, ...], extra: tuple[str, ...]
-) -> None:
-    """check_template outside validation: PipelineError naming `where`."""
-    try:
-        check_template(text, services, extra)
-    except PydanticCustomError as exc:
-        ctx = exc.context or {}
-        raise spec_error(where, ctx["problem"], ctx["fix"]) from None

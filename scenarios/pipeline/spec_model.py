@@ -1,19 +1,15 @@
 """What a pipeline file may name (services, template fields, store kinds) and the
-objects `driftlab.scenarios.pipeline.spec.parse` builds from it: the sections whose shape is the
-file's are pydantic models (with their rules), the others dataclasses built from one."""
+sections `driftlab.scenarios.pipeline.spec.parse` reads into the objects a run uses: pydantic
+models with their rules (processes and stores are in spec_sections)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from driftlab.harness.lab.nemesis.schedule import Schedule
-from driftlab.harness.lab.services.base import Endpoint
-from driftlab.harness.lab.workload.spec import WorkloadSpec
 from driftlab.scenarios.pipeline.spec_fields import (
     NAME,
     PORTS,
@@ -231,74 +227,6 @@ class SqlSource(Section):
 
 
 @dataclass(frozen=True)
-class ProcessSpec:
-    """One of the user's programs: `command` (argv), `env` (templated), `cwd` (relative
-    to the pipeline file), and readiness: `ready_tcp`, `ready_http` or `ready_log`.
-    `image`: run as a container of that image on the docker backend (`command`, if any,
-    its arguments)."""
-
-    name: str
-    command: tuple[str, ...]
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str = "."
-    ready_tcp: int | None = None
-    ready_http: str | None = None
-    ready_log: str | None = None
-    ready_timeout: float = 30.0
-    image: str | None = None
-
-
-@dataclass(frozen=True)
-class FieldPaths:
-    """Where a Kafka record's or an HTTP item's key, value and version are: dotted paths
-    into its JSON (`after.value`: the `value` of the object `after`). For Kafka, `key`
-    is a path into the record's key and `value` and `version` into its value; None: the
-    record's key or value itself, as text (and no version)."""
-
-    key: str | None = None
-    value: str | None = None
-    version: str | None = None
-
-
-@dataclass(frozen=True)
-class StoreSpec:
-    """A derived store and how driftlab reads it.
-
-    `redis`: keys matching `pattern` (its one `*` is the key), string values, or the
-    hash field `field` (and `version_field`). `sql`: a query on PostgreSQL returning
-    key, value and optionally version of every row; of a `log` store, one row per
-    write that arrived. `kafka`: a topic read to its end, each record a (key, value):
-    the latest per key (a mirror; a null value deletes the key) or every record (a
-    log). `http`: a GET answering JSON, an object key -> value or a list of objects.
-    `fields` says where key, value and version are in a record's JSON (FieldPaths).
-    A `view` store holds, per key, the one value `view` (a query with `{key}`) returns
-    at the source, or nothing when it returns no row; `compare` names the dotted
-    fields of that JSON compared (None: all of it)."""
-
-    name: str
-    kind: str = "mirror"
-    redis_pattern: str | None = None
-    redis_field: str | None = None
-    redis_version_field: str | None = None
-    sql_query: str | None = None
-    kafka_topic: str | None = None
-    http_url: str | None = None
-    fields: FieldPaths = field(default_factory=lambda: FieldPaths())
-    view: str | None = None
-    compare: tuple[str, ...] | None = None
-
-    @property
-    def versioned(self) -> bool | None:
-        """Whether the store's reads carry a version: None where only a run can tell
-        (a SQL query may or may not return a version column)."""
-        if self.sql_query is not None:
-            return None
-        if self.redis_pattern is not None:
-            return self.redis_version_field is not None
-        return self.fields.version is not None
-
-
-@dataclass(frozen=True)
 class ConnectorSpec:
     """A Kafka Connect connector of the pipeline: its config as Connect takes it, each
     value a template. `name` is the pipeline's; on the worker it is registered as
@@ -316,32 +244,3 @@ class Converge(Section):
     timeout: Number = 30.0
     window: Number = 3.0
     sample_ms: Annotated[float, Field(ge=20, strict=True), Fix("sample every 20 ms or more")] = 200
-
-
-@dataclass(frozen=True)
-class Pipeline:
-    """A loaded pipeline file."""
-
-    name: str
-    path: Path
-    services: tuple[str, ...]  # started on driftlab's stack
-    source: SqlSource
-    processes: tuple[ProcessSpec, ...]
-    stores: tuple[StoreSpec, ...]
-    workload: WorkloadSpec
-    faults: Schedule
-    expectations: dict[str, str]
-    converge: Converge
-    summary: str = ""
-    external: dict[str, Endpoint] = field(default_factory=dict)  # already running
-    connectors: tuple[ConnectorSpec, ...] = ()
-
-    @property
-    def reached(self) -> tuple[str, ...]:
-        """Every service the pipeline uses: driftlab's and the external ones."""
-        return (*self.services, *self.external)
-
-    @property
-    def folder(self) -> Path:
-        """The pipeline file's folder: relative paths are relative to it."""
-        return self.path.parent

@@ -1,16 +1,26 @@
-"""The [source], [processes.<name>] and [stores.<name>] sections of a pipeline file."""
+"""The [processes.<name>] and [stores.<name>] sections of a pipeline file, a view
+store's `view` and `compare` among them, and the rule that with
+`[[source.transactions]]` every store is a view: the models are the objects the run
+uses."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from driftlab.scenarios.pipeline.spec_fields import (
     NAME_PATTERN,
     PORTS,
     Fix,
+    Named,
     Number,
     Section,
     Text,
@@ -21,25 +31,7 @@ from driftlab.scenarios.pipeline.spec_fields import (
     templated,
     validated,
 )
-from driftlab.scenarios.pipeline.spec_model import (
-    SECRET_FIELDS,
-    SERVICES,
-    FieldPaths,
-    ProcessSpec,
-    SqlSource,
-    StoreKind,
-    StoreSpec,
-    http_url,
-)
-from driftlab.scenarios.pipeline.spec_txn import Compare, DottedPath, ViewQuery, check_view
-
-
-def parse_source(
-    data: dict[str, Any], services: tuple[str, ...], ports: tuple[str, ...], folder: Path
-) -> SqlSource:
-    """`[source]`: the table driftlab's workload writes, and how (SQL or HTTP) it
-    writes and reads it; or its tables, transactions and seed."""
-    return validated(SqlSource, data, "source", services=services, ports=ports, folder=folder)
+from driftlab.scenarios.pipeline.spec_model import SECRET_FIELDS, SERVICES, StoreKind, http_url
 
 
 class Ready(Section):
@@ -52,12 +44,15 @@ class Ready(Section):
     log: Text | None = None
 
 
-class ProcessSection(Section):
-    """`[processes.<name>]`: one of the user's programs, its command, env and readiness."""
+class ProcessSpec(Named):
+    """`[processes.<name>]`: one of the user's programs, `command` (argv), `env`
+    (templated), `cwd` (relative to the pipeline file), and readiness (`ready`, within
+    `timeout` s). `image`: run as a container of that image on the docker backend
+    (`command`, if any, its arguments)."""
 
-    command: (
-        Annotated[tuple[Text, ...], Fix('write a list: command = ["program", "arg", ...]')] | None
-    ) = None
+    command: Annotated[
+        tuple[Text, ...], Fix('write a list: command = ["program", "arg", ...]')
+    ] = ()
     env: Annotated[
         dict[str, Annotated[Text, templated(PORTS)]], Fix('write env = { NAME = "value" }')
     ] = Field(default_factory=dict)
@@ -81,12 +76,17 @@ class ProcessSection(Section):
         return command
 
     @model_validator(mode="after")
-    def _runnable(self) -> ProcessSection:
+    def _runnable(self) -> ProcessSpec:
         if not (self.command or self.image):
             raise refuse("is missing", 'write command = ["program", "arg", ...]', at="command")
         if len(self.ready.model_fields_set) > 1:
             raise refuse("names several checks", "keep one of tcp, http, log", at="ready")
         return self
+
+    @property
+    def ready_log(self) -> str | None:
+        """The line of its log that says it is ready (None: another check, or none)."""
+        return self.ready.log
 
 
 def parse_process(
@@ -99,17 +99,8 @@ def parse_process(
             "is not a usable name",
             "use letters, digits, - and _, not a service's",
         )
-    p = validated(ProcessSection, data, f"processes.{name}", services=services, ports=ports)
-    return ProcessSpec(
-        name=name,
-        command=p.command or (),
-        env=dict(p.env),
-        cwd=p.cwd,
-        ready_tcp=p.ready.tcp,
-        ready_http=p.ready.http,
-        ready_log=p.ready.log,
-        ready_timeout=p.timeout,
-        image=p.image,
+    return validated(
+        ProcessSpec, data, f"processes.{name}", services=services, ports=ports, name=name
     )
 
 
@@ -122,7 +113,8 @@ def _one_star(pattern: str) -> str:
 
 
 class RedisReader(Section):
-    """Keys matching `pattern`, string values or a hash's `field` (and `version_field`)."""
+    """Keys matching `pattern` (its one `*` is the key), string values or a hash's
+    `field` (and `version_field`)."""
 
     pattern: Annotated[
         Text,
@@ -134,20 +126,43 @@ class RedisReader(Section):
     version_field: Text | None = None
 
 
-class Paths(Section):
-    """Where a record's or an item's key, value and version are in its JSON."""
+ROW_VIEW = '"SELECT row_to_json(t) FROM {source.schema}.orders t WHERE id = {key}"'
+"""A view store's view: the JSON of a row."""
 
-    key_field: DottedPath | None = None
-    value_field: DottedPath | None = None
-    version_field: DottedPath | None = None
-
-    def paths(self) -> FieldPaths:
-        """The paths as the readers take them."""
-        return FieldPaths(self.key_field, self.value_field, self.version_field)
+DOTTED = r"^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$"
+DottedPath = Annotated[
+    Text, Field(pattern=DOTTED), Fix('write a dotted path of field names: "after.value"')
+]
+"""`after.value`: the `value` of the object `after`, each part a name."""
 
 
-class KafkaReader(Paths):
-    """A topic read to its end."""
+ViewQuery = Annotated[Text, templated("key")]
+"""A view store's `view`: a query of the source with `{key}`."""
+
+Compare = Annotated[
+    tuple[DottedPath, ...],
+    Field(min_length=1),
+    Fix('write a list of dotted field paths: compare = ["status", "lines"]'),
+]
+"""A view store's `compare`: the dotted fields of its view's JSON compared."""
+
+
+class FieldPaths(Section):
+    """Where a Kafka record's or an HTTP item's key, value and version are: dotted paths
+    into its JSON (`after.value`: the `value` of the object `after`). For Kafka, `key`
+    is a path into the record's key and `value` and `version` into its value; None: the
+    record's key or value itself, as text (and no version). The file names them
+    `key_field`, ... (`validated` takes no other name); code may use either."""
+
+    model_config = ConfigDict(validate_by_name=True)
+
+    key: DottedPath | None = Field(None, alias="key_field")
+    value: DottedPath | None = Field(None, alias="value_field")
+    version: DottedPath | None = Field(None, alias="version_field")
+
+
+class KafkaReader(FieldPaths):
+    """A topic read to its end, each record a (key, value)."""
 
     topic: Annotated[
         Text, Field(min_length=1), templated(), Fix('write topic = "{namespace}.items"')
@@ -160,8 +175,8 @@ def _http_store(url: str, info: ValidationInfo) -> str:
     return url
 
 
-class HttpReader(Paths):
-    """A GET answering JSON."""
+class HttpReader(FieldPaths):
+    """A GET answering JSON, an object key -> value or a list of objects."""
 
     url: Annotated[
         Text,
@@ -172,7 +187,7 @@ class HttpReader(Paths):
 
 
 class SqlReader(Section):
-    """A query on PostgreSQL returning key, value and optionally version."""
+    """A query on PostgreSQL returning key, value and optionally version of every row."""
 
     query: Annotated[
         Text,
@@ -187,8 +202,13 @@ STORE_READERS = ("redis", "sql", "kafka", "http")
 per arrival)."""
 
 
-class StoreSection(Section):
-    """`[stores.<name>]`: a derived store, its kind and how driftlab reads it."""
+class StoreSpec(Named):
+    """`[stores.<name>]`: a derived store and how driftlab reads it: one reader (redis,
+    sql, kafka or http, each its section above); of a `log` store, one row, record or
+    item per write that arrived (a kafka mirror: the latest record per key, a null value
+    deleting it). A `view` store holds, per key, the one value `view` (a query with
+    `{key}`) returns at the source, or nothing when it returns no row; `compare` names
+    the dotted fields of that JSON compared (None: all of it)."""
 
     kind: Annotated[
         StoreKind,
@@ -202,8 +222,27 @@ class StoreSection(Section):
     compare: Compare | None = None
 
     @model_validator(mode="after")
-    def _one_reader(self, info: ValidationInfo) -> StoreSection:
-        check_view(self.kind, self.view, self.model_fields_set)
+    def _one_reader(self, info: ValidationInfo) -> StoreSpec:
+        if self.kind != "view":
+            for key in ("view", "compare"):
+                if key in self.model_fields_set:
+                    raise refuse(
+                        f"belongs to a view store, this one is a {self.kind}",
+                        'write kind = "view", or remove it',
+                        at=key,
+                    )
+        elif self.view is None:
+            raise refuse(
+                "is missing",
+                f"write view = {ROW_VIEW}",
+                at="view",
+            )
+        elif "key" not in template_names(self.view):
+            raise refuse(
+                "does not use {key}",
+                "select the one row of the store's key: ... = {key}",
+                at="view",
+            )
         readers = [k for k in STORE_READERS if getattr(self, k) is not None]
         if len(readers) != 1:
             raise refuse(
@@ -223,6 +262,38 @@ class StoreSection(Section):
             )
         return self
 
+    # The reader's settings, by the names the readers use.
+    @property
+    def redis_pattern(self) -> str | None:
+        return self.redis.pattern if self.redis else None
+
+    @property
+    def redis_field(self) -> str | None:
+        return self.redis.field if self.redis else None
+
+    @property
+    def kafka_topic(self) -> str | None:
+        return self.kafka.topic if self.kafka else None
+
+    @property
+    def http_url(self) -> str | None:
+        return self.http.url if self.http else None
+
+    @property
+    def fields(self) -> FieldPaths:
+        """Where a Kafka record's or an HTTP item's key, value and version are."""
+        return self.kafka or self.http or FieldPaths()
+
+    @property
+    def versioned(self) -> bool | None:
+        """Whether the store's reads carry a version: None where only a run can tell
+        (a SQL query may or may not return a version column)."""
+        if self.sql is not None:
+            return None
+        if self.redis is not None:
+            return self.redis.version_field is not None
+        return self.fields.version is not None
+
 
 def parse_store(
     name: str, data: Any, services: tuple[str, ...], ports: tuple[str, ...]
@@ -230,20 +301,21 @@ def parse_store(
     """`[stores.<name>]`: a derived store, its kind and how driftlab reads it."""
     if not NAME_PATTERN.match(name) or name == "source":
         raise spec_error(f"stores.{name}", "is not a usable name", "use letters, digits, - and _")
-    s = validated(StoreSection, data, f"stores.{name}", services=services, ports=ports)
-    views = {"view": s.view, "compare": s.compare}
-    if s.redis:
-        return StoreSpec(
-            name,
-            s.kind,
-            redis_pattern=s.redis.pattern,
-            redis_field=s.redis.field,
-            redis_version_field=s.redis.version_field,
-            **views,
-        )
-    if s.kafka:
-        return StoreSpec(name, s.kind, kafka_topic=s.kafka.topic, fields=s.kafka.paths(), **views)
-    if s.http:
-        return StoreSpec(name, s.kind, http_url=s.http.url, fields=s.http.paths(), **views)
-    assert s.sql is not None
-    return StoreSpec(name, s.kind, sql_query=s.sql.query, **views)
+    return validated(StoreSpec, data, f"stores.{name}", services=services, ports=ports, name=name)
+
+
+def check_views(stores: tuple[StoreSpec, ...], transactional: bool) -> None:
+    """With transactions every store is a view; without, none is."""
+    for s in stores:
+        if transactional and s.kind != "view":
+            raise spec_error(
+                f"stores.{s.name}.kind",
+                f"is {s.kind!r}, and the source runs transactions",
+                f'write kind = "view" and its view (a mirror of a row: {ROW_VIEW})',
+            )
+        if not transactional and s.kind == "view":
+            raise spec_error(
+                f"stores.{s.name}.kind",
+                "is view, and the source has no [[source.transactions]]",
+                "add the transactions that write the source, or use mirror or log",
+            )

@@ -30,11 +30,11 @@ from driftlab.harness.lab.setups.connect import direct_pg_connect
 from driftlab.harness.lab.setups.stores import AppConnection, Outcome, State, TimedConnection
 from driftlab.scenarios.pipeline import links
 from driftlab.scenarios.pipeline.checks import one_line
+from driftlab.scenarios.pipeline.spec import StoreSpec
 from driftlab.scenarios.pipeline.spec_model import (
     TXN_FIELDS,
     PipelineError,
     SqlSource,
-    StoreSpec,
     TxnTemplate,
 )
 
