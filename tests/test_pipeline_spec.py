@@ -49,7 +49,7 @@ def test_minimal_file_gets_defaults(tmp_path: Path) -> None:
     (proc,) = p.processes
     assert proc.command == ("bash", "mirror.sh") and proc.ready_log == "ready"
     (store,) = p.stores
-    assert (store.kind, store.redis_pattern, store.redis_field) == (
+    assert (store.kind, store.redis.pattern, store.redis.field) == (
         "mirror",
         "{namespace}:*",
         "value",
@@ -266,13 +266,13 @@ http = { url = "{shop.url}/items", version_field = "version" }
 def test_kafka_and_http_stores(tmp_path: Path) -> None:
     p = load(write(tmp_path, KAFKA_AND_HTTP))
     _, topic, api = p.stores
-    assert (topic.kind, topic.kafka_topic) == ("log", "{namespace}.items")
+    assert (topic.kind, topic.kafka.topic) == ("log", "{namespace}.items")
     assert (topic.fields.key, topic.fields.value, topic.fields.version) == (
         "key",
         "after.value",
         None,
     )
-    assert api.http_url == "{shop.url}/items" and api.versioned
+    assert api.http.url == "{shop.url}/items" and api.versioned
     assert not topic.versioned and p.stores[0].versioned is False
     no_kafka = KAFKA_AND_HTTP.replace('"redis", "kafka"]', '"redis"]')
     assert refused(tmp_path, no_kafka).startswith("stores.topic.kafka: reads kafka, not in")

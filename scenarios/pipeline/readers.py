@@ -169,10 +169,10 @@ def _stream_reader(
     spec: StoreSpec, reach: Reach, values: dict[str, object]
 ) -> KafkaReader | HttpReader | None:
     """The Kafka or HTTP reader of `spec`, or None when it is read another way."""
-    if spec.kafka_topic is not None:
-        return KafkaReader(reach.kafka_config(), fill(spec.kafka_topic, values), spec.fields)
-    if spec.http_url is not None:
-        return HttpReader(fill(spec.http_url, values), spec.fields)
+    if spec.kafka is not None:
+        return KafkaReader(reach.kafka_config(), fill(spec.kafka.topic, values), spec.fields)
+    if spec.http is not None:
+        return HttpReader(fill(spec.http.url, values), spec.fields)
     return None
 
 
@@ -184,7 +184,7 @@ def store_reader(
 ) -> Reader:
     """The reader of mirror store `spec` (`reach` gives a service's own address,
     `values` fill its templates)."""
-    if spec.redis_pattern is not None:
+    if spec.redis is not None:
         return RedisReader(reach.endpoint("redis"), spec, values)
     stream = _stream_reader(spec, reach, values)
     if stream is not None:

@@ -262,23 +262,6 @@ class StoreSpec(Named):
             )
         return self
 
-    # The reader's settings, by the names the readers use.
-    @property
-    def redis_pattern(self) -> str | None:
-        return self.redis.pattern if self.redis else None
-
-    @property
-    def redis_field(self) -> str | None:
-        return self.redis.field if self.redis else None
-
-    @property
-    def kafka_topic(self) -> str | None:
-        return self.kafka.topic if self.kafka else None
-
-    @property
-    def http_url(self) -> str | None:
-        return self.http.url if self.http else None
-
     @property
     def fields(self) -> FieldPaths:
         """Where a Kafka record's or an HTTP item's key, value and version are."""
