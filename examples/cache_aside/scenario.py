@@ -12,8 +12,11 @@ import argparse
 import sys
 from pathlib import Path
 
-# Run as a script, this folder is first on sys.path; driftlab comes from the install,
-# never from the checkout (whose driftlab/ folder holds only the facade).
+# The example lives outside the package: its own folder on sys.path, also when this
+# file is loaded by path. driftlab comes from the install, never from the checkout
+# (whose driftlab/ folder holds only the facade).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 from cache_aside import CacheAside  # registers the setup
 
 from driftlab import ABSENT, PRESENT, Scenario, WorkloadSpec
