@@ -37,7 +37,7 @@ def test_standalone_cluster_matches_local(spark: object, cluster: Cluster, tmp_p
     generate_history(local_run, events=8_000, seed=21, plant=plant)
     shutil.copytree(local_run, cluster_run)
 
-    local = analyze(local_run).analysis
+    analyze(local_run)
     # One SparkSession per process: the cluster run needs a process of its own.
     driftlab = Path(sys.executable).parent / "driftlab"
     done = subprocess.run(
@@ -48,7 +48,9 @@ def test_standalone_cluster_matches_local(spark: object, cluster: Cluster, tmp_p
         timeout=1800,  # a loaded 2-core machine; a few minutes otherwise
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    remote = json.loads((cluster_run / "analysis.json").read_text())
+    local, remote = (
+        json.loads((r / "analysis.json").read_text()) for r in (local_run, cluster_run)
+    )
 
     assert remote["spark"]["master"] == url
     assert local["spark"]["master"].startswith("local")
