@@ -16,6 +16,7 @@ from rich.table import Table
 
 from driftlab.harness.cli.app import app
 from driftlab.harness.cli.common import (
+    SPARK_MASTER_OPTION,
     STACK_DIR_OPTION,
     attach_stack,
     check_spark_master,
@@ -60,17 +61,7 @@ def analyze(
     runs_dir: Annotated[
         Path, runs_dir_option("With --from: where the new run folder goes.")
     ] = Path("runs"),
-    spark_master: Annotated[
-        str | None,
-        typer.Option(
-            "--spark-master",
-            help=(
-                "Spark master URL, e.g. spark://127.0.0.1:7077 for a standalone cluster. "
-                "Default: $DRIFTLAB_SPARK_MASTER or local[*] (every core of this machine)."
-            ),
-            metavar="URL",
-        ),
-    ] = None,
+    spark_master: Annotated[str | None, SPARK_MASTER_OPTION] = None,
     stack_dir: Annotated[Path | None, STACK_DIR_OPTION] = None,
 ) -> None:
     """Run every checker on a run's history and give the verdict.

@@ -50,7 +50,8 @@ BACKEND_OPTION = typer.Option(
 SPARK_MASTER_OPTION = typer.Option(
     "--spark-master",
     metavar="URL",
-    help="Spark master URL for the analysis (default: $DRIFTLAB_SPARK_MASTER or local[*]).",
+    help="Spark master URL for the analysis, e.g. spark://127.0.0.1:7077 for a standalone "
+    "cluster (default: $DRIFTLAB_SPARK_MASTER or local[*], every core of this machine).",
 )
 
 
