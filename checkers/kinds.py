@@ -18,7 +18,7 @@ in plain Python (driftlab.checkers.coverage) and in the keyed pass
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, replace
 
 KEY, PARTITION, MESSAGE = "key", "partition", "message"
 """The groups of the keyed pass (driftlab.checkers.keyed.step: KEY, PARTITION, MESSAGE)."""
@@ -112,13 +112,39 @@ class Kind:
         return f"{self.chance_item}: one per {self.per}" if self.per else self.chance_item
 
 
-_DIVERGENCE_CHANCE = (
+# The four divergence kinds are judged on the same chances (the keys of the final
+# states) and differ only in what a store holds against the source; the two poll kinds
+# (a consumer's polls of one partition) only in what the consumer read: each sibling is
+# the first with what differs replaced.
+_MISSING = Kind(
+    MISSING,
+    "divergence",
+    KEY,
+    "divergence",
     "key held at the end by the source or by a derived store whose final state was read, "
-    "both read at the end"
+    "both read at the end",
+    "derived store lacks a key the source holds",
+    report_class="divergence",
+    per="(store, key)",
+    chances="divergence",
+    breaks_convergence=True,
+    final_state=True,
+    diagram=2,
 )
-_POLL_CHANCE = (
+_NONMONOTONIC_POLL = Kind(
+    NONMONOTONIC_POLL,
+    "reorder",
+    PARTITION,
+    "polls",
     "delivery with an offset after an earlier one to the same consumer instance from that "
-    "channel partition"
+    "channel partition",
+    "consumer read an offset not above its previous one",
+    report_class="reorder",
+    jepsen=":nonmonotonic-poll, :int-nonmonotonic-poll",
+    jepsen_fails=True,
+    rebalance_allowed=True,
+    from_broker=True,
+    chances="polls",
 )
 
 TABLE: tuple[Kind, ...] = (
@@ -205,33 +231,12 @@ TABLE: tuple[Kind, ...] = (
         diagram=5,
         store_versions=True,
     ),
-    Kind(
-        NONMONOTONIC_POLL,
-        "reorder",
-        PARTITION,
-        "polls",
-        _POLL_CHANCE,
-        "consumer read an offset not above its previous one",
-        report_class="reorder",
-        jepsen=":nonmonotonic-poll, :int-nonmonotonic-poll",
-        jepsen_fails=True,
-        rebalance_allowed=True,
-        from_broker=True,
-        chances="polls",
-    ),
-    Kind(
-        POLL_SKIP,
-        "reorder",
-        PARTITION,
-        "polls",
-        _POLL_CHANCE,
-        "consumer skipped offsets the log held",
-        report_class="reorder",
+    _NONMONOTONIC_POLL,
+    replace(
+        _NONMONOTONIC_POLL,
+        name=POLL_SKIP,
+        label="consumer skipped offsets the log held",
         jepsen=":poll-skip, :int-poll-skip",
-        jepsen_fails=True,
-        rebalance_allowed=True,
-        from_broker=True,
-        chances="polls",
     ),
     Kind(
         NONMONOTONIC_SEND,
@@ -258,61 +263,14 @@ TABLE: tuple[Kind, ...] = (
         jepsen_fails=True,
         from_broker=True,
     ),
-    Kind(
-        MISSING,
-        "divergence",
-        KEY,
-        "divergence",
-        _DIVERGENCE_CHANCE,
-        "derived store lacks a key the source holds",
-        report_class="divergence",
-        per="(store, key)",
-        chances="divergence",
-        breaks_convergence=True,
-        final_state=True,
-        diagram=2,
-    ),
-    Kind(
-        EXTRA,
-        "divergence",
-        KEY,
-        "divergence",
-        _DIVERGENCE_CHANCE,
-        "derived store holds a key the source does not",
-        report_class="divergence",
-        per="(store, key)",
-        chances="divergence",
-        breaks_convergence=True,
-        final_state=True,
-        diagram=3,
-    ),
-    Kind(
-        STALE,
-        "divergence",
-        KEY,
-        "divergence",
-        _DIVERGENCE_CHANCE,
-        "derived store holds an older committed value",
-        report_class="divergence",
-        per="(store, key)",
-        chances="divergence",
-        breaks_convergence=True,
-        final_state=True,
-        diagram=0,
-    ),
-    Kind(
-        PHANTOM,
-        "divergence",
-        KEY,
-        "divergence",
-        _DIVERGENCE_CHANCE,
-        "derived store holds a value never committed",
-        report_class="divergence",
-        per="(store, key)",
-        chances="divergence",
+    _MISSING,
+    replace(_MISSING, name=EXTRA, label="derived store holds a key the source does not", diagram=3),
+    replace(_MISSING, name=STALE, label="derived store holds an older committed value", diagram=0),
+    replace(
+        _MISSING,
+        name=PHANTOM,
+        label="derived store holds a value never committed",
         planted="never-committed",
-        breaks_convergence=True,
-        final_state=True,
         diagram=1,
     ),
     Kind(
