@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from driftlab.harness.app.judge import judging_spark
-from driftlab.harness.app.run import run_scenario
+from driftlab.harness.app.run import RunOptions, run_scenario
 from driftlab.harness.app.suite_index import write_index
 from driftlab.harness.history import exitcodes
 from driftlab.harness.lab.runner.runner import RunResult
@@ -101,17 +101,16 @@ def _run_all(
     # Without a stack given, only a local run reuses the `driftlab up` stack's server.
     server = judging_spark(given, spark_master, runs_dir, reuse=backend == "local" or bool(given))
     with acquire_stack(services_of(chosen), given, backend=backend) as stack:
+        shared: RunOptions = {
+            "seed": seed,
+            "runs_dir": runs_dir,
+            "spark_master": spark_master,
+            "server": server,
+            "stack": stack,
+        }
         for i, sc in enumerate(chosen, 1):
             label = f"[{i}/{len(chosen)}] {sc.claim or ''} {sc.name}"
-            result = run_scenario(
-                sc,
-                seed=seed,
-                runs_dir=runs_dir,
-                spark_master=spark_master,
-                server=server,
-                stack=stack,
-                tick=tick_for(label, sc) if tick_for else None,
-            )
+            result = run_scenario(sc, **shared, tick=tick_for(label, sc) if tick_for else None)
             results.append(result)
             if done:
                 done(label, result)
