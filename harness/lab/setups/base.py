@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 from driftlab.harness.history.recorder import Recorder
 from driftlab.harness.history.rundir import Findings, RunDir
+from driftlab.harness.history.schema import SOURCE_STORE
 from driftlab.harness.lab.setups.moments import Moments
 
 StepHook = Callable[[str, str, str], None]
@@ -159,6 +160,26 @@ class Client(ABC):
         """Release connections (a crashed client is closed without ceremony)."""
 
 
+class SourceChangeClient(Client):
+    """A client whose write and delete are each one change of the key's source row,
+    recorded as one op of the source: `change` makes the change and completes the op."""
+
+    def write(self, key: str, value: str) -> None:
+        """Set the key's source row to `value`."""
+        op = self.rec.invoke(self.process, "write", key=key, value=value, store=SOURCE_STORE)
+        self.change(op, key, value)
+
+    def delete(self, key: str) -> None:
+        """Delete the key's source row."""
+        op = self.rec.invoke(self.process, "delete", key=key, store=SOURCE_STORE)
+        self.change(op, key, None)
+
+    @abstractmethod
+    def change(self, op: str, key: str, value: str | None) -> None:
+        """Make the change the invoked `op` asks for (`value` None: a delete) and
+        complete `op` with its outcome."""
+
+
 class Setup(ABC):
     """An architecture under test. Subclasses set `name` and `stores`.
 
@@ -210,8 +231,6 @@ class Setup(ABC):
 
     def read_stores(self) -> tuple[str, ...]:
         """The stores a workload may read (the source and every derived store)."""
-        from driftlab.harness.history.schema import SOURCE_STORE
-
         return (SOURCE_STORE, *self.stores)
 
     def quiesce(self, timeout: float) -> bool:

@@ -7,8 +7,7 @@ import psycopg
 from psycopg import sql
 
 from driftlab.harness.history.recorder import Recorder
-from driftlab.harness.history.schema import SOURCE_STORE
-from driftlab.harness.lab.setups.base import Client
+from driftlab.harness.lab.setups.base import SourceChangeClient
 from driftlab.harness.lab.setups.stores import AppConnection, Outcome
 
 _BUMP = """
@@ -21,7 +20,7 @@ ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.versi
 """
 
 
-class CompactedClient(Client):
+class CompactedClient(SourceChangeClient):
     """One application instance writing and deleting rows of the source table."""
 
     def __init__(
@@ -37,16 +36,6 @@ class CompactedClient(Client):
         self.versions = versions
         self.pg = AppConnection(pg_app)
 
-    def write(self, key: str, value: str) -> None:
-        """Upsert the row with the key's next version."""
-        op = self.rec.invoke(self.process, "write", key=key, value=value, store=SOURCE_STORE)
-        self._change(op, key, value)
-
-    def delete(self, key: str) -> None:
-        """Delete the row (a delete event and a tombstone); absent: nothing to do."""
-        op = self.rec.invoke(self.process, "delete", key=key, store=SOURCE_STORE)
-        self._change(op, key, None)
-
     def read(self, key: str, store: str) -> None:
         """Not offered: the rebuilt store exists only after the workload."""
         raise ValueError("compacted-log has no reads; use a write and delete mix")
@@ -55,7 +44,9 @@ class CompactedClient(Client):
         """Close the connection, ignoring errors."""
         self.pg.close()
 
-    def _change(self, op: str, key: str, value: str | None) -> None:
+    def change(self, op: str, key: str, value: str | None) -> None:
+        """Upsert the row with the key's next version; for None delete it (a delete
+        event and a tombstone; absent: nothing to do)."""
         s = self
         version: int | None = None
         try:

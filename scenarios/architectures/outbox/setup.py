@@ -29,14 +29,13 @@ import contextlib
 
 from psycopg import sql
 
-from driftlab.harness.history.schema import SOURCE_STORE
 from driftlab.harness.lab.setups.app_process import (
     AFTER_SOURCE_WRITE,
     AppDied,
     AppInstances,
     AppProcess,
 )
-from driftlab.harness.lab.setups.base import AppCrash, Client, SetupContext
+from driftlab.harness.lab.setups.base import AppCrash, SetupContext, SourceChangeClient
 from driftlab.harness.lab.setups.connect import direct_pg_connect
 from driftlab.harness.lab.setups.stores import CACHE, Outcome
 from driftlab.scenarios.architectures.cdc.client import CdcClient
@@ -104,7 +103,7 @@ class Outbox(PipelineSetup):
         super().teardown()
 
 
-class OutboxClient(Client):
+class OutboxClient(SourceChangeClient):
     """One application instance of the outbox setup; its reads are a `CdcClient`'s."""
 
     def __init__(self, setup: Outbox, process: str) -> None:
@@ -122,16 +121,6 @@ class OutboxClient(Client):
         with contextlib.suppress(AppDied):
             self._app.wait_ready()
 
-    def write(self, key: str, value: str) -> None:
-        """Upsert the business row and append its outbox event, in one transaction."""
-        op = self.rec.invoke(self.process, "write", key=key, value=value, store=SOURCE_STORE)
-        self._transaction(op, key, value)
-
-    def delete(self, key: str) -> None:
-        """A tombstone business row and its outbox event (value null), in one transaction."""
-        op = self.rec.invoke(self.process, "delete", key=key, store=SOURCE_STORE)
-        self._transaction(op, key, None)
-
     def read(self, key: str, store: str) -> None:
         """Read `key` from the business table or the cache."""
         self.reads.read(key, store)
@@ -142,7 +131,9 @@ class OutboxClient(Client):
         self.setup.apps.close(self.process)
         self.reads.close()
 
-    def _transaction(self, op: str, key: str, value: str | None) -> None:
+    def change(self, op: str, key: str, value: str | None) -> None:
+        """Upsert the business row (for None a tombstone row) and append its outbox event
+        (value null), in one transaction."""
         setup = self.setup
         if self._app is None:
             self._app = setup.spawn_app(self.process)
