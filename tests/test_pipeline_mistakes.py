@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from cli_support import DRIFTLAB
 from lab_support import stack_folder, up
+from pipeline_support import settings
 
 from driftlab.harness.history import exitcodes
 
@@ -45,17 +46,7 @@ env = {{ DSN = "{{postgres.dsn}}" }}
 
 [stores.copy]
 sql = {{ query = "{query}" }}
-
-[workload]
-clients = 1
-keys = 2
-rate = 10
-duration = 2
-
-[converge]
-timeout = 4
-window = 1
-"""
+""" + settings(clients=1, keys=2, rate=10, duration=2, timeout=4, window=1)
 
 OWN_TABLE = 'table = "items"'
 FINE = "echo ready; exec sleep 600"
