@@ -84,8 +84,19 @@ outside (driftlab.scenarios.pipeline.observer): each `ok` read is the first sigh
 and stale-overwrite from them, the report leaves them out of the client operations."""
 
 
+class Compact:
+    """A dataclass whose dict leaves out its unset (None) fields: compact JSON (a
+    history's events, an explored schedule's steps)."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a dict without its unset fields."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
 @dataclass(slots=True)
-class Event:
+class Event(Compact):
     """One history event. Which fields are set depends on `type` (see docs/history.md).
 
     `time` is wall-clock nanoseconds since the epoch (one machine, one clock);
@@ -123,10 +134,6 @@ class Event:
     # free text and structured extras (JSON-encoded object)
     error: str | None = None
     extra: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The event as a dict without its unset fields (compact JSON lines)."""
-        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Event))

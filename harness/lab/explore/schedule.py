@@ -10,12 +10,12 @@ docs/explore.md documents the format for `driftlab replay`.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from driftlab.harness.history.schema import SCHEMA_VERSION
+from driftlab.harness.history.schema import SCHEMA_VERSION, Compact
 
 SCHEDULE_FORMAT = "driftlab-schedule"
 SCHEDULE_VERSION = 1
@@ -42,7 +42,7 @@ class Action(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class Step(Compact):
     """One step of a schedule; unset fields do not apply to the action."""
 
     action: str
@@ -52,10 +52,6 @@ class Step:
     partition: int | None = None
     offset: int | None = None
     target: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The step without its unset fields."""
-        return {k: v for k, v in asdict(self).items() if v is not None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Step:
