@@ -204,6 +204,10 @@ def run_matrix(
         or c.scenario.name.split("+", 1)[0]
         for c in cells
     }
+    # What every cell runs with; each adds its seed, its stop and its phase tick.
+    run_cell = functools.partial(
+        run_scenario, runs_dir=runs_dir, spark_master=spark_master, server=server, stack=stack
+    )
     for i, cell in enumerate(cells):
         if result.interrupted:
             break
@@ -217,13 +221,9 @@ def run_matrix(
         timer.daemon = True
         timer.start()
         try:
-            run = run_scenario(
+            run = run_cell(
                 cell.scenario,
                 seed=cell.seed,
-                runs_dir=runs_dir,
-                spark_master=spark_master,
-                server=server,
-                stack=stack,
                 stop=run_stop,
                 tick=functools.partial(_note_phase, phase),
             )
