@@ -143,7 +143,9 @@ def cli(argv: list[str] | None = None) -> None:
     if not args.no_latency:
         console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
         args.dir.mkdir(parents=True, exist_ok=True)
-        figures = latency_bench.measure(args.dir, args.spark_master, hogs=tuple(args.hogs))
+        figures = latency_bench.measure(
+            args.dir, args.spark_master, hogs=tuple(args.hogs), console=console
+        )
         latency_bench.report(figures, console)
     main(args.sizes, args.dir, args.spark_master, args.repeats)
 

@@ -82,9 +82,12 @@ def measure(
     rounds: int = 3,
     warm_runs: int = 5,
     hogs: tuple[int, ...] = HOGS,
+    console: Console | None = None,
 ) -> Latency:
     """Generate a 10k-event run and a small one under `root`, time the first's analysis
-    warm and the second's cold beside each number of CPU hogs of `hogs`."""
+    warm and the second's cold beside each number of CPU hogs of `hogs`; each figure is
+    printed on `console` as it comes (a set of cold pairs takes minutes under load)."""
+    say = console.print if console is not None else (lambda _: None)
     run = root / "latency-10k"
     syn = generate(run, EVENTS, seed=7, plant={k: 2 for k in ALL_KINDS})
     analyze(run, master)  # the session's first job, and the Parquet conversion, off the clock
@@ -93,6 +96,7 @@ def measure(
         t = time.perf_counter()
         analyze(run, master)
         warm.append(time.perf_counter() - t)
+        say(f"  warm analyze, 10k events: {warm[-1]:.2f}s")
     small = root / "latency-small"
     cold_events = generate(small, COLD_EVENTS, seed=7, plant={k: 1 for k in ALL_KINDS}).events
     driftlab = Path(sys.executable).parent / "driftlab"
@@ -109,6 +113,10 @@ def measure(
                 cold.loads.append(os.getloadavg()[0])
                 cold.analyze.append(_timed(cli, root))
                 cold.trivial.append(_timed(trivial, root))
+                say(
+                    f"  {n} CPU hogs, load {cold.loads[-1]:.1f}: cold analyze "
+                    f"{cold.analyze[-1]:.2f}s, cold trivial job {cold.trivial[-1]:.2f}s"
+                )
             cold.loads.append(os.getloadavg()[0])
         sets.append(cold)
     return Latency(syn.events, cold_events, warm, sets)
