@@ -45,14 +45,20 @@ from pydantic import Field
 from driftlab.harness.lab.nemesis.schedule import Schedule
 from driftlab.harness.lab.services.base import Endpoint
 from driftlab.harness.lab.workload.spec import WorkloadSpec
-from driftlab.scenarios.pipeline.spec_connectors import connect_template, parse_connectors
-from driftlab.scenarios.pipeline.spec_expect import parse_expectations, parse_faults, parse_workload
+from driftlab.scenarios.pipeline.spec_connectors import parse_connectors
+from driftlab.scenarios.pipeline.spec_expect import (
+    Expect,
+    parse_expectations,
+    parse_faults,
+    parse_workload,
+)
 from driftlab.scenarios.pipeline.spec_external import parse_external, parse_services, with_external
 from driftlab.scenarios.pipeline.spec_fields import (
     NAME_PATTERN,
     Fix,
     Name,
     Number,
+    PipelineError,
     Section,
     Text,
     spec_error,
@@ -62,31 +68,15 @@ from driftlab.scenarios.pipeline.spec_model import (
     KAFKA_CREDENTIALS,
     ConnectorSpec,
     Converge,
-    PipelineError,
     SqlSource,
 )
 from driftlab.scenarios.pipeline.spec_sections import (
-    FieldPaths,
     ProcessSpec,
     StoreSpec,
     check_views,
     parse_process,
     parse_store,
 )
-
-# What importers of the pipeline file's model use: they need not know its modules.
-__all__ = [
-    "ConnectorSpec",
-    "FieldPaths",
-    "Pipeline",
-    "PipelineError",
-    "ProcessSpec",
-    "SqlSource",
-    "StoreSpec",
-    "connect_template",
-    "load",
-    "parse",
-]
 
 
 @dataclass(frozen=True)
@@ -131,8 +121,8 @@ class FileSection(Section):
     stores: dict[str, Any] = Field(default_factory=dict)
     workload: dict[str, Any] = Field(default_factory=dict)
     faults: Annotated[tuple[Any, ...], Fix("write [[faults]] tables")] = ()
-    expect: dict[str, Any] = Field(default_factory=dict)
-    converge: dict[str, Any] = Field(default_factory=dict)
+    expect: Expect = Expect()
+    converge: Converge = Converge()
     connectors: Annotated[tuple[Any, ...], Fix("write [[connectors]] tables")] = ()
 
 
@@ -155,7 +145,6 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     if not top.stores:
         raise spec_error("stores", "is empty", "declare at least one [stores.<name>] to read")
     stores = tuple(parse_store(n, d, services, ports) for n, d in top.stores.items())
-    converge = validated(Converge, top.converge, "converge")
     workload = parse_workload(top.workload)
     store_names = {s.name for s in stores}
     bad_reads = set(workload.read_stores or ()) - store_names - {"source"}
@@ -193,7 +182,7 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
             tuple(s.name for s in stores if s.kind != "log"),
         ),
         expectations=parse_expectations(top.expect, stores),
-        converge=converge,
+        converge=top.converge,
         summary=top.summary,
         connectors=parse_connectors(top.connectors, path.parent, own, services, ports),
     )

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from driftlab.checkers import kinds as kind_table
 from driftlab.harness.lab.nemesis.schedule import Anchor, FaultSpec, Schedule
 from driftlab.harness.lab.workload.spec import WorkloadSpec
-from driftlab.scenarios.pipeline.spec_fields import Fix, Section, Text, spec_error, validated
-from driftlab.scenarios.pipeline.spec_model import EXTERNAL_UNLINKED, PipelineError
+from driftlab.scenarios.pipeline.spec_fields import Fix, PipelineError, Section, Text, spec_error
+from driftlab.scenarios.pipeline.spec_model import EXTERNAL_UNLINKED
 from driftlab.scenarios.pipeline.spec_sections import StoreSpec
 
 
@@ -109,12 +109,11 @@ class Expect(Section):
     absent: Annotated[tuple[Text, ...], Fix('write absent = ["missing", ...]')] = ()
 
 
-def parse_expectations(data: dict[str, Any], stores: tuple[StoreSpec, ...]) -> dict[str, str]:
+def parse_expectations(exp: Expect, stores: tuple[StoreSpec, ...]) -> dict[str, str]:
     """`[expect]`: the anomaly kinds that must be present or absent, each one a
     pipeline run can find."""
     from driftlab.checkers.anomaly import ALL_KINDS
 
-    exp = validated(Expect, data, "expect")
     out: dict[str, str] = {}
     for want in ("present", "absent"):
         for kind in getattr(exp, want):

@@ -101,10 +101,7 @@ def _external_kafka(value: Any) -> Endpoint:
             raise spec_error(where, f"has {server.strip()!r}, not host:port", fix)
         hosts.append((host, int(port)))
     extra = {"bootstrap": ",".join(f"{h}:{p}" for h, p in hosts)}
-    for key in KAFKA_CREDENTIALS:
-        given = getattr(table, key)
-        if given is not None:
-            extra[key] = given
+    extra |= table.model_dump(include=set(KAFKA_CREDENTIALS), exclude_none=True)
     return Endpoint(hosts[0][0], hosts[0][1], extra)
 
 

@@ -20,7 +20,6 @@ from driftlab.scenarios.pipeline.spec_fields import (
     refuse,
     templated,
 )
-from driftlab.scenarios.pipeline.spec_fields import PipelineError as PipelineError
 
 SERVICES = ("postgres", "kafka", "connect", "redis", "rabbitmq", "nats")
 """The services of driftlab's stack a pipeline may use."""

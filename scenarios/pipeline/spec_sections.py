@@ -104,21 +104,13 @@ def parse_process(
     )
 
 
-def _one_star(pattern: str) -> str:
-    if pattern.count("*") != 1:
-        raise refuse(
-            f"is {pattern!r}", 'write a pattern with one * standing for the key: "{namespace}:*"'
-        )
-    return pattern
-
-
 class RedisReader(Section):
     """Keys matching `pattern` (its one `*` is the key), string values or a hash's
     `field` (and `version_field`)."""
 
     pattern: Annotated[
         Text,
-        AfterValidator(_one_star),
+        Field(pattern=r"^[^*]*\*[^*]*$"),
         templated(),
         Fix('write a pattern with one * standing for the key: "{namespace}:*"'),
     ]
@@ -232,11 +224,7 @@ class StoreSpec(Named):
                         at=key,
                     )
         elif self.view is None:
-            raise refuse(
-                "is missing",
-                f"write view = {ROW_VIEW}",
-                at="view",
-            )
+            raise refuse("is missing", f"write view = {ROW_VIEW}", at="view")
         elif "key" not in template_names(self.view):
             raise refuse(
                 "does not use {key}",
