@@ -45,13 +45,8 @@ from pydantic import Field
 from driftlab.harness.lab.nemesis.schedule import Schedule
 from driftlab.harness.lab.services.base import Endpoint
 from driftlab.harness.lab.workload.spec import WorkloadSpec
-from driftlab.scenarios.pipeline.spec_connectors import parse_connectors
-from driftlab.scenarios.pipeline.spec_expect import (
-    Expect,
-    parse_expectations,
-    parse_faults,
-    parse_workload,
-)
+from driftlab.scenarios.pipeline.spec_connectors import ConnectorSpec, parse_connectors
+from driftlab.scenarios.pipeline.spec_expect import parse_expectations, parse_faults, parse_workload
 from driftlab.scenarios.pipeline.spec_external import parse_external, parse_services, with_external
 from driftlab.scenarios.pipeline.spec_fields import (
     NAME_PATTERN,
@@ -64,12 +59,7 @@ from driftlab.scenarios.pipeline.spec_fields import (
     spec_error,
     validated,
 )
-from driftlab.scenarios.pipeline.spec_model import (
-    KAFKA_CREDENTIALS,
-    ConnectorSpec,
-    Converge,
-    SqlSource,
-)
+from driftlab.scenarios.pipeline.spec_model import KAFKA_CREDENTIALS, Converge, Expect, SqlSource
 from driftlab.scenarios.pipeline.spec_sections import (
     ProcessSpec,
     StoreSpec,

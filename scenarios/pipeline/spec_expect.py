@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from driftlab.checkers import kinds as kind_table
 from driftlab.harness.lab.nemesis.schedule import Anchor, FaultSpec, Schedule
 from driftlab.harness.lab.workload.spec import WorkloadSpec
-from driftlab.scenarios.pipeline.spec_fields import Fix, PipelineError, Section, Text, spec_error
-from driftlab.scenarios.pipeline.spec_model import EXTERNAL_UNLINKED
+from driftlab.scenarios.pipeline.spec_fields import PipelineError, spec_error
+from driftlab.scenarios.pipeline.spec_model import EXTERNAL_UNLINKED, Expect
 from driftlab.scenarios.pipeline.spec_sections import StoreSpec
 
 
@@ -100,13 +100,6 @@ would only end every run inconclusive."""
 VERSIONED_KINDS = kind_table.names(store_versions=True)
 """Kinds judged from the versions a store shows (a key seen at version 5, later at 3):
 a pipeline may name them only when one of its stores is read with a version."""
-
-
-class Expect(Section):
-    """`[expect]`: the anomaly kinds that must be present or absent."""
-
-    present: Annotated[tuple[Text, ...], Fix('write present = ["stale", ...]')] = ()
-    absent: Annotated[tuple[Text, ...], Fix('write absent = ["missing", ...]')] = ()
 
 
 def parse_expectations(exp: Expect, stores: tuple[StoreSpec, ...]) -> dict[str, str]:

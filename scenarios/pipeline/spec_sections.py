@@ -7,14 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import (
-    AfterValidator,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from driftlab.scenarios.pipeline.spec_fields import (
     NAME_PATTERN,
@@ -139,14 +132,12 @@ Compare = Annotated[
 """A view store's `compare`: the dotted fields of its view's JSON compared."""
 
 
-class FieldPaths(Section):
+class FieldPaths(Section, validate_by_name=True):
     """Where a Kafka record's or an HTTP item's key, value and version are: dotted paths
     into its JSON (`after.value`: the `value` of the object `after`). For Kafka, `key`
     is a path into the record's key and `value` and `version` into its value; None: the
     record's key or value itself, as text (and no version). The file names them
     `key_field`, ... (`validated` takes no other name); code may use either."""
-
-    model_config = ConfigDict(validate_by_name=True)
 
     key: DottedPath | None = Field(None, alias="key_field")
     value: DottedPath | None = Field(None, alias="value_field")
