@@ -48,20 +48,15 @@ def parse_external(ext: dict[str, Any]) -> dict[str, Endpoint]:
                 f"use one of: kafka, {', '.join(EXTERNAL_SCHEMES)} (or driftlab's own in services)",
             )
         scheme = EXTERNAL_SCHEMES[svc]
-        if not isinstance(url, str):
-            raise spec_error(
-                where, f"is {url!r}", f'write "{scheme}://user:password@host:port/..."'
-            )
-        u = urlsplit(url)
+        u = urlsplit(url if isinstance(url, str) else "")  # no string: no scheme, refused
         try:
             port = u.port
-        except ValueError:
+        except ValueError:  # not a number, or out of range
             port = None
         schemes = {"postgres": (scheme, "postgres"), "connect": ("http", "https")}
         if u.scheme not in schemes.get(svc, (scheme,)) or not (u.hostname and port):
-            raise spec_error(
-                where, f"is {url!r}", f'write "{scheme}://user:password@host:port/..."'
-            )
+            fix = f'write "{scheme}://user:password@host:port/..."'
+            raise spec_error(where, f"is {url!r}", fix)
         extra: dict[str, str] = {}
         if u.password:
             extra["password"] = unquote(u.password)

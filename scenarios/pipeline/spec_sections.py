@@ -26,13 +26,13 @@ from driftlab.scenarios.pipeline.spec_fields import (
 )
 from driftlab.scenarios.pipeline.spec_model import SECRET_FIELDS, SERVICES, StoreKind, http_url
 
+Port = Annotated[int, Field(gt=0, lt=65536, strict=True), Fix("write a port number")]
+
 
 class Ready(Section):
     """A process's readiness: one of a port, an HTTP GET or a line of its log."""
 
-    tcp: Annotated[int, Field(gt=0, lt=65536, strict=True), Fix("write a port number")] | None = (
-        None
-    )
+    tcp: Port | None = None
     http: Annotated[Text, templated(PORTS)] | None = None
     log: Text | None = None
 
