@@ -17,7 +17,6 @@ from driftlab.scenarios.pipeline.spec_fields import (
     Number,
     Section,
     Text,
-    placeholders_known,
     refuse,
     spec_error,
     template_names,
@@ -44,7 +43,8 @@ class ProcessSpec(Named):
     (`command`, if any, its arguments)."""
 
     command: Annotated[
-        tuple[Text, ...], Fix('write a list: command = ["program", "arg", ...]')
+        tuple[Annotated[Text, templated(PORTS)], ...],
+        Fix('write a list: command = ["program", "arg", ...]'),
     ] = ()
     env: Annotated[
         dict[str, Annotated[Text, templated(PORTS)]], Fix('write env = { NAME = "value" }')
@@ -56,9 +56,8 @@ class ProcessSpec(Named):
 
     @field_validator("command")
     @classmethod
-    def _no_secret(cls, command: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+    def _no_secret(cls, command: tuple[str, ...]) -> tuple[str, ...]:
         for arg in command:
-            placeholders_known(arg, info, (PORTS,))
             for name in template_names(arg):
                 if name in SECRET_FIELDS:
                     raise refuse(
