@@ -60,13 +60,7 @@ from driftlab.scenarios.pipeline.spec_fields import (
     validated,
 )
 from driftlab.scenarios.pipeline.spec_model import KAFKA_CREDENTIALS, Converge, Expect, SqlSource
-from driftlab.scenarios.pipeline.spec_sections import (
-    ProcessSpec,
-    StoreSpec,
-    check_views,
-    parse_process,
-    parse_store,
-)
+from driftlab.scenarios.pipeline.spec_sections import ProcessSpec, StoreSpec
 
 
 @dataclass(frozen=True)
@@ -131,10 +125,18 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     credentials = tuple(f"kafka.{k}" for k in KAFKA_CREDENTIALS if kafka and k in kafka.extra)
     # {<process>.port}, {<process>.url}, and an external Kafka's {kafka.user}, ...
     ports = (*(f"{n}.{f}" for n in top.processes for f in ("port", "url")), *credentials)
-    processes = tuple(parse_process(n, d, services, ports) for n, d in top.processes.items())
+    known = {"services": services, "ports": ports}  # what templates and readers may name
+    processes = tuple(
+        validated(ProcessSpec, d, f"processes.{n}", name=n, **known)
+        for n, d in top.processes.items()
+    )
+    source = validated(SqlSource, top.source, "source", folder=path.parent, **known)
     if not top.stores:
         raise spec_error("stores", "is empty", "declare at least one [stores.<name>] to read")
-    stores = tuple(parse_store(n, d, services, ports) for n, d in top.stores.items())
+    stores = tuple(
+        validated(StoreSpec, d, f"stores.{n}", name=n, transactional=source.transactional, **known)
+        for n, d in top.stores.items()
+    )
     workload = parse_workload(top.workload)
     store_names = {s.name for s in stores}
     bad_reads = set(workload.read_stores or ()) - store_names - {"source"}
@@ -144,10 +146,6 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
             f"names {sorted(bad_reads)}",
             f"use source or: {', '.join(sorted(store_names))}",
         )
-    source = validated(
-        SqlSource, top.source, "source", services=services, ports=ports, folder=path.parent
-    )
-    check_views(stores, source.transactional)
     if source.transactional and set(workload.mix) != {"write"}:
         raise spec_error(
             "workload.mix",

@@ -18,10 +18,8 @@ from driftlab.scenarios.pipeline.spec_fields import (
     Section,
     Text,
     refuse,
-    spec_error,
     template_names,
     templated,
-    validated,
 )
 from driftlab.scenarios.pipeline.spec_model import SECRET_FIELDS, SERVICES, StoreKind, http_url
 
@@ -54,6 +52,14 @@ class ProcessSpec(Named):
     timeout: Number = 30.0
     image: Text | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _usable_name(cls, data: Any, info: ValidationInfo) -> Any:
+        name = info.context["name"]
+        if not NAME_PATTERN.match(name) or name in SERVICES or name == "app":
+            raise refuse("is not a usable name", "use letters, digits, - and _, not a service's")
+        return data
+
     @field_validator("command")
     @classmethod
     def _no_secret(cls, command: tuple[str, ...]) -> tuple[str, ...]:
@@ -79,21 +85,6 @@ class ProcessSpec(Named):
     def ready_log(self) -> str | None:
         """The line of its log that says it is ready (None: another check, or none)."""
         return self.ready.log
-
-
-def parse_process(
-    name: str, data: Any, services: tuple[str, ...], ports: tuple[str, ...]
-) -> ProcessSpec:
-    """`[processes.<name>]`: one of the user's programs, its command, env and readiness."""
-    if not NAME_PATTERN.match(name) or name in SERVICES or name == "app":
-        raise spec_error(
-            f"processes.{name}",
-            "is not a usable name",
-            "use letters, digits, - and _, not a service's",
-        )
-    return validated(
-        ProcessSpec, data, f"processes.{name}", services=services, ports=ports, name=name
-    )
 
 
 class RedisReader(Section):
@@ -203,6 +194,13 @@ class StoreSpec(Named):
     view: ViewQuery | None = None
     compare: Compare | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _usable_name(cls, data: Any, info: ValidationInfo) -> Any:
+        if not NAME_PATTERN.match(info.context["name"]) or info.context["name"] == "source":
+            raise refuse("is not a usable name", "use letters, digits, - and _")
+        return data
+
     @model_validator(mode="after")
     def _one_reader(self, info: ValidationInfo) -> StoreSpec:
         if self.kind != "view":
@@ -240,6 +238,23 @@ class StoreSpec(Named):
             )
         return self
 
+    @model_validator(mode="after")
+    def _view_with_transactions(self, info: ValidationInfo) -> StoreSpec:
+        """With transactions every store is a view; without, none is."""
+        if info.context["transactional"] and self.kind != "view":
+            raise refuse(
+                f"is {self.kind!r}, and the source runs transactions",
+                f'write kind = "view" and its view (a mirror of a row: {ROW_VIEW})',
+                at="kind",
+            )
+        if not info.context["transactional"] and self.kind == "view":
+            raise refuse(
+                "is view, and the source has no [[source.transactions]]",
+                "add the transactions that write the source, or use mirror or log",
+                at="kind",
+            )
+        return self
+
     @property
     def fields(self) -> FieldPaths:
         """Where a Kafka record's or an HTTP item's key, value and version are."""
@@ -254,29 +269,3 @@ class StoreSpec(Named):
         if self.redis is not None:
             return self.redis.version_field is not None
         return self.fields.version is not None
-
-
-def parse_store(
-    name: str, data: Any, services: tuple[str, ...], ports: tuple[str, ...]
-) -> StoreSpec:
-    """`[stores.<name>]`: a derived store, its kind and how driftlab reads it."""
-    if not NAME_PATTERN.match(name) or name == "source":
-        raise spec_error(f"stores.{name}", "is not a usable name", "use letters, digits, - and _")
-    return validated(StoreSpec, data, f"stores.{name}", services=services, ports=ports, name=name)
-
-
-def check_views(stores: tuple[StoreSpec, ...], transactional: bool) -> None:
-    """With transactions every store is a view; without, none is."""
-    for s in stores:
-        if transactional and s.kind != "view":
-            raise spec_error(
-                f"stores.{s.name}.kind",
-                f"is {s.kind!r}, and the source runs transactions",
-                f'write kind = "view" and its view (a mirror of a row: {ROW_VIEW})',
-            )
-        if not transactional and s.kind == "view":
-            raise spec_error(
-                f"stores.{s.name}.kind",
-                "is view, and the source has no [[source.transactions]]",
-                "add the transactions that write the source, or use mirror or log",
-            )
