@@ -55,6 +55,7 @@ class ProcessSpec(Named):
     @model_validator(mode="before")
     @classmethod
     def _usable_name(cls, data: Any, info: ValidationInfo) -> Any:
+        """Its key names its links (`<process>->redis`): no service's, nor the workload's."""
         name = info.context["name"]
         if not NAME_PATTERN.match(name) or name in SERVICES or name == "app":
             raise refuse("is not a usable name", "use letters, digits, - and _, not a service's")
@@ -197,6 +198,7 @@ class StoreSpec(Named):
     @model_validator(mode="before")
     @classmethod
     def _usable_name(cls, data: Any, info: ValidationInfo) -> Any:
+        """A name; `source` is the source of truth's in a run's history and read_stores."""
         if not NAME_PATTERN.match(info.context["name"]) or info.context["name"] == "source":
             raise refuse("is not a usable name", "use letters, digits, - and _")
         return data
