@@ -67,18 +67,19 @@ SOURCE_FIELDS = ("table", "schema")
 
 @dataclass(frozen=True)
 class Fix:
-    """What a refusal of the value it annotates, or of its items, tells the user to
-    write (a bounded value's fix names its bound). A string is refused as one, and a
-    validator's refusal and a section's fields keep their own fixes."""
+    """What a refusal of the value it annotates tells the user to write (a bounded
+    value's fix names its bound). pydantic runs it around the value's validation: the
+    first error there, the value's or one below it, takes this fix, unless a validator
+    or a Fix below has refused it already or it is a string's (told to use quotes)."""
 
     text: str
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> CoreSchema:
-        return core_schema.no_info_wrap_validator_function(self._refuse, handler(source))
+        return core_schema.no_info_wrap_validator_function(self._validate, handler(source))
 
-    def _refuse(self, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    def _validate(self, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         try:
             return handler(value)
         except ValidationError as exc:
