@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 from driftlab.harness.lab.services.kafka_admin import TopicSpec, create_topics, delete_topics
 from driftlab.scenarios.pipeline.http_reader import HttpReader
 from driftlab.scenarios.pipeline.kafka_reader import KafkaReader
-from driftlab.scenarios.pipeline.spec import FieldPaths
+from driftlab.scenarios.pipeline.spec_sections import FieldPaths
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from driftlab.harness.lab.services.connect import (
 )
 from driftlab.harness.lab.services.connect_rest import ConnectRest
 from driftlab.scenarios.pipeline import links
-from driftlab.scenarios.pipeline.spec import ConnectorSpec, connect_template
+from driftlab.scenarios.pipeline.spec_connectors import ConnectorSpec, connect_template
 
 log = logging.getLogger("driftlab.pipeline")
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from driftlab.harness.lab.services.http_client import http_client
 from driftlab.harness.lab.setups.stores import State
 from driftlab.scenarios.pipeline.record_fields import as_text, as_version, pick
-from driftlab.scenarios.pipeline.spec import FieldPaths
+from driftlab.scenarios.pipeline.spec_sections import FieldPaths
 
 HTTP_TIMEOUT_S = 5.0
 

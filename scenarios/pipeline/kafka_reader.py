@@ -34,7 +34,7 @@ from confluent_kafka import (
 
 from driftlab.harness.lab.setups.stores import State
 from driftlab.scenarios.pipeline.record_fields import as_text, as_version, pick
-from driftlab.scenarios.pipeline.spec import FieldPaths
+from driftlab.scenarios.pipeline.spec_sections import FieldPaths
 
 log = logging.getLogger("driftlab.pipeline")
 

@@ -25,7 +25,7 @@ from driftlab.scenarios.pipeline.http_reader import HttpReader
 from driftlab.scenarios.pipeline.kafka_reader import KafkaReader
 from driftlab.scenarios.pipeline.links import Reach, fill
 from driftlab.scenarios.pipeline.record_fields import as_text
-from driftlab.scenarios.pipeline.spec import StoreSpec
+from driftlab.scenarios.pipeline.spec_sections import StoreSpec
 
 REDIS_BATCH = 500
 

@@ -59,7 +59,9 @@ from driftlab.scenarios.pipeline.readers import (
     log_reader,
     store_reader,
 )
-from driftlab.scenarios.pipeline.spec import Pipeline, PipelineError, ProcessSpec, SqlSource
+from driftlab.scenarios.pipeline.spec import Pipeline, PipelineError
+from driftlab.scenarios.pipeline.spec_model import SqlSource
+from driftlab.scenarios.pipeline.spec_sections import ProcessSpec
 from driftlab.scenarios.pipeline.transactions import (
     Committed,
     Transactions,

@@ -45,7 +45,7 @@ from pydantic import Field
 from driftlab.harness.lab.nemesis.schedule import Schedule
 from driftlab.harness.lab.services.base import Endpoint
 from driftlab.harness.lab.workload.spec import WorkloadSpec
-from driftlab.scenarios.pipeline.spec_connectors import connect_template, parse_connectors
+from driftlab.scenarios.pipeline.spec_connectors import ConnectorSpec, parse_connectors
 from driftlab.scenarios.pipeline.spec_expect import parse_expectations, parse_faults, parse_workload
 from driftlab.scenarios.pipeline.spec_external import parse_external, parse_services, with_external
 from driftlab.scenarios.pipeline.spec_fields import (
@@ -53,40 +53,14 @@ from driftlab.scenarios.pipeline.spec_fields import (
     Fix,
     Name,
     Number,
+    PipelineError,
     Section,
     Text,
     spec_error,
     validated,
 )
-from driftlab.scenarios.pipeline.spec_model import (
-    KAFKA_CREDENTIALS,
-    ConnectorSpec,
-    Converge,
-    PipelineError,
-    SqlSource,
-)
-from driftlab.scenarios.pipeline.spec_sections import (
-    FieldPaths,
-    ProcessSpec,
-    StoreSpec,
-    check_views,
-    parse_process,
-    parse_store,
-)
-
-# What importers of the pipeline file's model use: they need not know its modules.
-__all__ = [
-    "ConnectorSpec",
-    "FieldPaths",
-    "Pipeline",
-    "PipelineError",
-    "ProcessSpec",
-    "SqlSource",
-    "StoreSpec",
-    "connect_template",
-    "load",
-    "parse",
-]
+from driftlab.scenarios.pipeline.spec_model import KAFKA_CREDENTIALS, Converge, Expect, SqlSource
+from driftlab.scenarios.pipeline.spec_sections import ProcessSpec, StoreSpec
 
 
 @dataclass(frozen=True)
@@ -131,8 +105,8 @@ class FileSection(Section):
     stores: dict[str, Any] = Field(default_factory=dict)
     workload: dict[str, Any] = Field(default_factory=dict)
     faults: Annotated[tuple[Any, ...], Fix("write [[faults]] tables")] = ()
-    expect: dict[str, Any] = Field(default_factory=dict)
-    converge: dict[str, Any] = Field(default_factory=dict)
+    expect: Expect = Expect()
+    converge: Converge = Converge()
     connectors: Annotated[tuple[Any, ...], Fix("write [[connectors]] tables")] = ()
 
 
@@ -151,11 +125,18 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
     credentials = tuple(f"kafka.{k}" for k in KAFKA_CREDENTIALS if kafka and k in kafka.extra)
     # {<process>.port}, {<process>.url}, and an external Kafka's {kafka.user}, ...
     ports = (*(f"{n}.{f}" for n in top.processes for f in ("port", "url")), *credentials)
-    processes = tuple(parse_process(n, d, services, ports) for n, d in top.processes.items())
+    known = {"services": services, "ports": ports}  # what templates and readers may name
+    processes = tuple(
+        validated(ProcessSpec, d, f"processes.{n}", name=n, **known)
+        for n, d in top.processes.items()
+    )
+    source = validated(SqlSource, top.source, "source", folder=path.parent, **known)
     if not top.stores:
         raise spec_error("stores", "is empty", "declare at least one [stores.<name>] to read")
-    stores = tuple(parse_store(n, d, services, ports) for n, d in top.stores.items())
-    converge = validated(Converge, top.converge, "converge")
+    stores = tuple(
+        validated(StoreSpec, d, f"stores.{n}", name=n, transactional=source.transactional, **known)
+        for n, d in top.stores.items()
+    )
     workload = parse_workload(top.workload)
     store_names = {s.name for s in stores}
     bad_reads = set(workload.read_stores or ()) - store_names - {"source"}
@@ -165,10 +146,6 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
             f"names {sorted(bad_reads)}",
             f"use source or: {', '.join(sorted(store_names))}",
         )
-    source = validated(
-        SqlSource, top.source, "source", services=services, ports=ports, folder=path.parent
-    )
-    check_views(stores, source.transactional)
     if source.transactional and set(workload.mix) != {"write"}:
         raise spec_error(
             "workload.mix",
@@ -193,7 +170,7 @@ def parse(data: dict[str, Any], path: Path) -> Pipeline:
             tuple(s.name for s in stores if s.kind != "log"),
         ),
         expectations=parse_expectations(top.expect, stores),
-        converge=converge,
+        converge=top.converge,
         summary=top.summary,
         connectors=parse_connectors(top.connectors, path.parent, own, services, ports),
     )

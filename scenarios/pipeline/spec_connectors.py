@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,10 +19,19 @@ from driftlab.scenarios.pipeline.spec_fields import (
     spec_error,
     validated,
 )
-from driftlab.scenarios.pipeline.spec_model import ConnectorSpec
 
 CONNECT_REFERENCE = re.compile(r"\$\{([^{}]*)\}")
 """Connect's own `${provider:path:key}` and the JDBC sink's `${topic}`: kept as written."""
+
+
+@dataclass(frozen=True)
+class ConnectorSpec:
+    """A Kafka Connect connector of the pipeline: its config as Connect takes it, each
+    value a template. `name` is the pipeline's; on the worker it is registered as
+    `<namespace>_<name>`, so runs never share a connector's offsets."""
+
+    name: str
+    config: dict[str, str]
 
 
 def connect_template(text: str) -> str:

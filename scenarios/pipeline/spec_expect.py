@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from driftlab.checkers import kinds as kind_table
 from driftlab.harness.lab.nemesis.schedule import Anchor, FaultSpec, Schedule
 from driftlab.harness.lab.workload.spec import WorkloadSpec
-from driftlab.scenarios.pipeline.spec_fields import Fix, Section, Text, spec_error, validated
-from driftlab.scenarios.pipeline.spec_model import EXTERNAL_UNLINKED, PipelineError
+from driftlab.scenarios.pipeline.spec_fields import PipelineError, spec_error
+from driftlab.scenarios.pipeline.spec_model import EXTERNAL_UNLINKED, Expect
 from driftlab.scenarios.pipeline.spec_sections import StoreSpec
 
 
@@ -102,19 +102,11 @@ VERSIONED_KINDS = kind_table.names(store_versions=True)
 a pipeline may name them only when one of its stores is read with a version."""
 
 
-class Expect(Section):
-    """`[expect]`: the anomaly kinds that must be present or absent."""
-
-    present: Annotated[tuple[Text, ...], Fix('write present = ["stale", ...]')] = ()
-    absent: Annotated[tuple[Text, ...], Fix('write absent = ["missing", ...]')] = ()
-
-
-def parse_expectations(data: dict[str, Any], stores: tuple[StoreSpec, ...]) -> dict[str, str]:
+def parse_expectations(exp: Expect, stores: tuple[StoreSpec, ...]) -> dict[str, str]:
     """`[expect]`: the anomaly kinds that must be present or absent, each one a
     pipeline run can find."""
     from driftlab.checkers.anomaly import ALL_KINDS
 
-    exp = validated(Expect, data, "expect")
     out: dict[str, str] = {}
     for want in ("present", "absent"):
         for kind in getattr(exp, want):

@@ -48,20 +48,15 @@ def parse_external(ext: dict[str, Any]) -> dict[str, Endpoint]:
                 f"use one of: kafka, {', '.join(EXTERNAL_SCHEMES)} (or driftlab's own in services)",
             )
         scheme = EXTERNAL_SCHEMES[svc]
-        if not isinstance(url, str):
-            raise spec_error(
-                where, f"is {url!r}", f'write "{scheme}://user:password@host:port/..."'
-            )
-        u = urlsplit(url)
+        u = urlsplit(url if isinstance(url, str) else "")  # no string: no scheme, refused
         try:
             port = u.port
-        except ValueError:
+        except ValueError:  # not a number, or out of range
             port = None
         schemes = {"postgres": (scheme, "postgres"), "connect": ("http", "https")}
         if u.scheme not in schemes.get(svc, (scheme,)) or not (u.hostname and port):
-            raise spec_error(
-                where, f"is {url!r}", f'write "{scheme}://user:password@host:port/..."'
-            )
+            fix = f'write "{scheme}://user:password@host:port/..."'
+            raise spec_error(where, f"is {url!r}", fix)
         extra: dict[str, str] = {}
         if u.password:
             extra["password"] = unquote(u.password)
@@ -101,10 +96,7 @@ def _external_kafka(value: Any) -> Endpoint:
             raise spec_error(where, f"has {server.strip()!r}, not host:port", fix)
         hosts.append((host, int(port)))
     extra = {"bootstrap": ",".join(f"{h}:{p}" for h, p in hosts)}
-    for key in KAFKA_CREDENTIALS:
-        given = getattr(table, key)
-        if given is not None:
-            extra[key] = given
+    extra |= table.model_dump(include=set(KAFKA_CREDENTIALS), exclude_none=True)
     return Endpoint(hosts[0][0], hosts[0][1], extra)
 
 

@@ -4,28 +4,31 @@ line, and the check of `{...}` templates against what the file declares.
 
 pydantic checks the types, refuses unknown keys and fills defaults; what it cannot say
 in a pipeline file's terms, each field's fix, comes from its `Fix` and from validators
-that raise `refuse(problem, fix)`."""
+that raise `refuse(problem, fix)`: each refuses where it stands, so a value's own errors
+take its fix and the errors below it keep theirs."""
 
 from __future__ import annotations
 
 import re
 import string
-import types
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    ModelWrapValidatorHandler,
     PrivateAttr,
     Strict,
     ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    model_validator,
 )
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import CoreSchema, ErrorDetails, PydanticCustomError, core_schema
 
 NAME = r"^[A-Za-z][A-Za-z0-9_-]*$"
 NAME_PATTERN = re.compile(NAME)
@@ -64,9 +67,26 @@ SOURCE_FIELDS = ("table", "schema")
 
 @dataclass(frozen=True)
 class Fix:
-    """What a refusal of the field it annotates tells the user to write."""
+    """What a refusal of the value it annotates tells the user to write (a bounded
+    value's fix names its bound). pydantic runs it around the value's validation: the
+    first error there, the value's or one below it, takes this fix, unless a validator
+    or a Fix below has refused it already or it is a string's (told to use quotes)."""
 
     text: str
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return core_schema.no_info_wrap_validator_function(self._validate, handler(source))
+
+    def _validate(self, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            if error["type"] in ("spec", "string_type"):
+                raise
+            raise refuse(_problem(error), self.text, at=_below("", *error["loc"])) from None
 
 
 # Scalars are taken as written: TOML types its values, and `"30"` for a number or `1`
@@ -81,6 +101,25 @@ class Section(BaseModel):
     otherwise); the models are frozen, like the objects built from them."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _own_refusal(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """An unknown key (first: a misspelt one leaves its field missing too) or a
+        missing field refused with the field's Fix: the table's own errors."""
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            errors = exc.errors()
+            first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+            if first["type"] not in ("extra_forbidden", "missing"):
+                raise
+            key = str(first["loc"][0])
+            if first["type"] == "extra_forbidden":
+                known = ", ".join(f.alias or n for n, f in cls.model_fields.items())
+                raise refuse("is not a known field", f"use one of: {known}", at=key) from None
+            fixes = [m.text for m in cls.model_fields[key].metadata if isinstance(m, Fix)]
+            raise refuse("is missing", (fixes or [f"give {key}"])[-1], at=key) from None
 
 
 class Named(Section):
@@ -114,91 +153,49 @@ def refuse(problem: str, fix: str, at: str = "") -> PydanticCustomError:
 
 
 def validated(model: type[S], data: Any, where: str, **context: Any) -> S:
-    """`data` as `model`, or PipelineError naming the first refused field below `where`
-    (an unknown key first: a misspelt one leaves its field missing too); `context` is
-    what the validators check templates and names against."""
+    """`data` as `model`, or PipelineError naming the first refused field below `where`;
+    `context` is what the validators check templates and names against."""
     try:
         return model.model_validate(data, context=context, by_name=False)
     except ValidationError as exc:
-        errors = exc.errors()
-        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-        raise _refusal(model, first, where) from None
+        raise _refusal(exc.errors()[0], where) from None
 
 
-def _bare(tp: Any) -> Any:
-    """`X | None` -> X."""
-    if get_origin(tp) in (Union, types.UnionType):
-        return next(a for a in get_args(tp) if a is not type(None))
-    return tp
+def _below(where: str, *loc: int | str) -> str:
+    """The path of `loc` below `where`: an index in brackets, a key after a dot."""
+    for p in loc:
+        if isinstance(p, int):
+            where += f"[{p}]"
+        elif p and p != "[key]":  # a dict key's own error is the key's
+            where += p if p.startswith("[") else f".{p}"
+    return where.lstrip(".")
 
 
-def _fixes(tp: Any) -> list[str]:
-    """The Fix texts of an `Annotated[..., Fix(...)]` type (or of `X | None`)."""
-    tp = _bare(tp)
-    return (
-        [m.text for m in get_args(tp)[1:] if isinstance(m, Fix)]
-        if get_origin(tp) is Annotated
-        else []
-    )
+def _problem(error: ErrorDetails) -> str:
+    """What the refused value is."""
+    if error["type"] in ("model_type", "dict_type"):
+        return "is not a table"
+    return f"is {error['input']!r}"
 
 
-def _field(model: type[BaseModel], loc: Sequence[int | str]) -> tuple[type[BaseModel], list[str]]:
-    """The model holding the value at `loc` and the fixes that value's declaration
-    names: its own type's, else its field's (a list's item has its list's)."""
-    owner, fixes, tp = model, [], model
-    for part in loc:
-        tp = _bare(tp)
-        tp = get_args(tp)[0] if get_origin(tp) is Annotated else tp
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            owner = tp
-            info = next((f for n, f in tp.model_fields.items() if part in (n, f.alias)), None)
-            if info is None:
-                return owner, []
-            tp = info.annotation
-            fixes = _fixes(tp) or [m.text for m in info.metadata if isinstance(m, Fix)]
-        else:  # a list's index or a table's key: on to its items
-            args = [a for a in get_args(tp) if a is not Ellipsis]
-            tp = args[-1] if args else tp
-            fixes = _fixes(tp) or fixes
-    return owner, fixes
-
-
-_BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
-"""A number's bounds, as its error's context names them."""
-
-_PLAIN_FIXES = {
-    "float_type": "write a number",
-    "int_type": "write a whole number",
-    "tuple_type": "write a list",
-    "list_type": "write a list",
-}
+_PLAIN_FIXES = {"string_type": "write a string in quotes", "tuple_type": "write a list"}
 """The fix of a type error on a field that declares none (else: give the field)."""
 
 
-def _refusal(model: type[BaseModel], error: ErrorDetails, where: str) -> PipelineError:
+def _refusal(error: ErrorDetails, where: str) -> PipelineError:
     """pydantic's `error` as the one line: the field's path below `where`, what it is
-    and the fix its declaration names (its Fix, the bound it broke, or its type's)."""
-    loc = [p for p in error["loc"] if p != "[key]"]
-    path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
-    ctx, kind = error.get("ctx", {}), error["type"]
-    if kind == "spec":
-        below = "" if ctx["at"][:1] in ("", "[") else "."
-        return spec_error(f"{path}{below}{ctx['at']}".lstrip("."), ctx["problem"], ctx["fix"])
-    path, last = path.lstrip("."), loc[-1] if loc else where
-    owner, fixes = _field(model, loc)
-    if kind == "extra_forbidden":
-        known = ", ".join(f.alias or n for n, f in owner.model_fields.items())
-        return spec_error(path, "is not a known field", f"use one of: {known}")
-    if kind in ("model_type", "dict_type"):
+    and the fix (a refusal's own, else a table's or its type's)."""
+    loc, ctx = error["loc"], error.get("ctx", {})
+    if error["type"] == "spec":
+        return spec_error(_below(where, *loc, ctx["at"]), ctx["problem"], ctx["fix"])
+    path, last = _below(where, *loc), loc[-1] if loc else where
+    if error["type"] in ("model_type", "dict_type"):
         # A section ([source], [processes.x]) is a table of its own, a field's inline.
         section = not loc or (not where and len(loc) == 1)
-        table = f"write a [{path}] table" if section else f"write {last} = {{ ... }}"
-        return spec_error(path, "is not a table", (fixes or [table])[-1])
-    if kind == "string_type":  # whatever the string's form, first it is a string
-        fixes = ["write a string in quotes"]
-    bound = [f"write a number {op} {ctx[k]:g}" for k, op in _BOUNDS.items() if k in ctx]
-    fix = (fixes or bound or [_PLAIN_FIXES.get(kind, f"give {last}")])[-1]
-    return spec_error(path, "is missing" if kind == "missing" else f"is {error['input']!r}", fix)
+        fix = f"write a [{path}] table" if section else f"write {last} = {{ ... }}"
+    else:
+        fix = _PLAIN_FIXES.get(error["type"], f"give {last}")
+    return spec_error(path, _problem(error), fix)
 
 
 def template_names(text: str) -> list[str]:
@@ -209,31 +206,25 @@ def template_names(text: str) -> list[str]:
         raise refuse(f"{text!r} is not a valid template ({exc})", "write {{ for a brace") from None
 
 
-def check_template(text: str, services: tuple[str, ...], extra: tuple[str, ...]) -> None:
-    """Refuse a placeholder of `text` the run cannot fill (raised within validation)."""
-    allowed = set(RUN_FIELDS) | set(extra) | {f"source.{f}" for f in SOURCE_FIELDS}
-    for svc in services:
-        allowed |= {f"{svc}.{f}" for f in SERVICE_FIELDS[svc]}
-    for name in template_names(text):
-        if name not in allowed:
-            svc = name.split(".")[0]
-            if svc in SERVICE_FIELDS and svc not in services:
-                fix = f'add "{svc}" to services'
-            else:
-                fix = f"use one of: {', '.join(sorted(allowed))}"
-            raise refuse(f"{{{name}}} is not known", fix)
-
-
 PORTS = "{ports}"
 """In `templated`'s names: the processes' `{<process>.port}` and `{<process>.url}`."""
 
 
 def placeholders_known(text: str, info: ValidationInfo, extra: tuple[str, ...]) -> str:
-    """`text`, its placeholders checked against the validation context's services and
-    `extra` names (PORTS among them: the context's ports)."""
+    """`text`, each placeholder refused unless the run can fill it: the validation
+    context's services and `extra` names (PORTS among them: the context's ports)."""
     ctx = info.context or {}
-    names = tuple(n for e in extra for n in (ctx["ports"] if e == PORTS else (e,)))
-    check_template(text, ctx["services"], names)
+    allowed = {*RUN_FIELDS, *(f"source.{f}" for f in SOURCE_FIELDS)}
+    allowed |= {n for e in extra for n in (ctx["ports"] if e == PORTS else (e,))}
+    allowed |= {f"{svc}.{f}" for svc in ctx["services"] for f in SERVICE_FIELDS[svc]}
+    for name in template_names(text):
+        if name not in allowed:
+            svc = name.split(".")[0]
+            if svc in SERVICE_FIELDS and svc not in ctx["services"]:
+                fix = f'add "{svc}" to services'
+            else:
+                fix = f"use one of: {', '.join(sorted(allowed))}"
+            raise refuse(f"{{{name}}} is not known", fix)
     return text
 
 

@@ -5,7 +5,6 @@ models with their rules (processes and stores are in spec_sections)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
@@ -20,7 +19,6 @@ from driftlab.scenarios.pipeline.spec_fields import (
     refuse,
     templated,
 )
-from driftlab.scenarios.pipeline.spec_fields import PipelineError as PipelineError
 
 SERVICES = ("postgres", "kafka", "connect", "redis", "rabbitmq", "nats")
 """The services of driftlab's stack a pipeline may use."""
@@ -226,14 +224,11 @@ class SqlSource(Section):
         return self.write is not None or self.http is not None
 
 
-@dataclass(frozen=True)
-class ConnectorSpec:
-    """A Kafka Connect connector of the pipeline: its config as Connect takes it, each
-    value a template. `name` is the pipeline's; on the worker it is registered as
-    `<namespace>_<name>`, so runs never share a connector's offsets."""
+class Expect(Section):
+    """`[expect]`: the anomaly kinds that must be present or absent."""
 
-    name: str
-    config: dict[str, str]
+    present: Annotated[tuple[Text, ...], Fix('write present = ["stale", ...]')] = ()
+    absent: Annotated[tuple[Text, ...], Fix('write absent = ["missing", ...]')] = ()
 
 
 class Converge(Section):

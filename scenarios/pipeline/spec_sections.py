@@ -7,14 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import (
-    AfterValidator,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from driftlab.scenarios.pipeline.spec_fields import (
     NAME_PATTERN,
@@ -24,22 +17,19 @@ from driftlab.scenarios.pipeline.spec_fields import (
     Number,
     Section,
     Text,
-    placeholders_known,
     refuse,
-    spec_error,
     template_names,
     templated,
-    validated,
 )
 from driftlab.scenarios.pipeline.spec_model import SECRET_FIELDS, SERVICES, StoreKind, http_url
+
+Port = Annotated[int, Field(gt=0, lt=65536, strict=True), Fix("write a port number")]
 
 
 class Ready(Section):
     """A process's readiness: one of a port, an HTTP GET or a line of its log."""
 
-    tcp: Annotated[int, Field(gt=0, lt=65536, strict=True), Fix("write a port number")] | None = (
-        None
-    )
+    tcp: Port | None = None
     http: Annotated[Text, templated(PORTS)] | None = None
     log: Text | None = None
 
@@ -51,7 +41,8 @@ class ProcessSpec(Named):
     (`command`, if any, its arguments)."""
 
     command: Annotated[
-        tuple[Text, ...], Fix('write a list: command = ["program", "arg", ...]')
+        tuple[Annotated[Text, templated(PORTS)], ...],
+        Fix('write a list: command = ["program", "arg", ...]'),
     ] = ()
     env: Annotated[
         dict[str, Annotated[Text, templated(PORTS)]], Fix('write env = { NAME = "value" }')
@@ -61,11 +52,19 @@ class ProcessSpec(Named):
     timeout: Number = 30.0
     image: Text | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _usable_name(cls, data: Any, info: ValidationInfo) -> Any:
+        """Its key names its links (`<process>->redis`): no service's, nor the workload's."""
+        name = info.context["name"]
+        if not NAME_PATTERN.match(name) or name in SERVICES or name == "app":
+            raise refuse("is not a usable name", "use letters, digits, - and _, not a service's")
+        return data
+
     @field_validator("command")
     @classmethod
-    def _no_secret(cls, command: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+    def _no_secret(cls, command: tuple[str, ...]) -> tuple[str, ...]:
         for arg in command:
-            placeholders_known(arg, info, (PORTS,))
             for name in template_names(arg):
                 if name in SECRET_FIELDS:
                     raise refuse(
@@ -89,36 +88,13 @@ class ProcessSpec(Named):
         return self.ready.log
 
 
-def parse_process(
-    name: str, data: Any, services: tuple[str, ...], ports: tuple[str, ...]
-) -> ProcessSpec:
-    """`[processes.<name>]`: one of the user's programs, its command, env and readiness."""
-    if not NAME_PATTERN.match(name) or name in SERVICES or name == "app":
-        raise spec_error(
-            f"processes.{name}",
-            "is not a usable name",
-            "use letters, digits, - and _, not a service's",
-        )
-    return validated(
-        ProcessSpec, data, f"processes.{name}", services=services, ports=ports, name=name
-    )
-
-
-def _one_star(pattern: str) -> str:
-    if pattern.count("*") != 1:
-        raise refuse(
-            f"is {pattern!r}", 'write a pattern with one * standing for the key: "{namespace}:*"'
-        )
-    return pattern
-
-
 class RedisReader(Section):
     """Keys matching `pattern` (its one `*` is the key), string values or a hash's
     `field` (and `version_field`)."""
 
     pattern: Annotated[
         Text,
-        AfterValidator(_one_star),
+        Field(pattern=r"^[^*]*\*[^*]*$"),
         templated(),
         Fix('write a pattern with one * standing for the key: "{namespace}:*"'),
     ]
@@ -147,14 +123,12 @@ Compare = Annotated[
 """A view store's `compare`: the dotted fields of its view's JSON compared."""
 
 
-class FieldPaths(Section):
+class FieldPaths(Section, validate_by_name=True):
     """Where a Kafka record's or an HTTP item's key, value and version are: dotted paths
     into its JSON (`after.value`: the `value` of the object `after`). For Kafka, `key`
     is a path into the record's key and `value` and `version` into its value; None: the
     record's key or value itself, as text (and no version). The file names them
     `key_field`, ... (`validated` takes no other name); code may use either."""
-
-    model_config = ConfigDict(validate_by_name=True)
 
     key: DottedPath | None = Field(None, alias="key_field")
     value: DottedPath | None = Field(None, alias="value_field")
@@ -221,6 +195,14 @@ class StoreSpec(Named):
     view: ViewQuery | None = None
     compare: Compare | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _usable_name(cls, data: Any, info: ValidationInfo) -> Any:
+        """A name; `source` is the source of truth's in a run's history and read_stores."""
+        if not NAME_PATTERN.match(info.context["name"]) or info.context["name"] == "source":
+            raise refuse("is not a usable name", "use letters, digits, - and _")
+        return data
+
     @model_validator(mode="after")
     def _one_reader(self, info: ValidationInfo) -> StoreSpec:
         if self.kind != "view":
@@ -232,11 +214,7 @@ class StoreSpec(Named):
                         at=key,
                     )
         elif self.view is None:
-            raise refuse(
-                "is missing",
-                f"write view = {ROW_VIEW}",
-                at="view",
-            )
+            raise refuse("is missing", f"write view = {ROW_VIEW}", at="view")
         elif "key" not in template_names(self.view):
             raise refuse(
                 "does not use {key}",
@@ -262,6 +240,23 @@ class StoreSpec(Named):
             )
         return self
 
+    @model_validator(mode="after")
+    def _view_with_transactions(self, info: ValidationInfo) -> StoreSpec:
+        """With transactions every store is a view; without, none is."""
+        if info.context["transactional"] and self.kind != "view":
+            raise refuse(
+                f"is {self.kind!r}, and the source runs transactions",
+                f'write kind = "view" and its view (a mirror of a row: {ROW_VIEW})',
+                at="kind",
+            )
+        if not info.context["transactional"] and self.kind == "view":
+            raise refuse(
+                "is view, and the source has no [[source.transactions]]",
+                "add the transactions that write the source, or use mirror or log",
+                at="kind",
+            )
+        return self
+
     @property
     def fields(self) -> FieldPaths:
         """Where a Kafka record's or an HTTP item's key, value and version are."""
@@ -276,29 +271,3 @@ class StoreSpec(Named):
         if self.redis is not None:
             return self.redis.version_field is not None
         return self.fields.version is not None
-
-
-def parse_store(
-    name: str, data: Any, services: tuple[str, ...], ports: tuple[str, ...]
-) -> StoreSpec:
-    """`[stores.<name>]`: a derived store, its kind and how driftlab reads it."""
-    if not NAME_PATTERN.match(name) or name == "source":
-        raise spec_error(f"stores.{name}", "is not a usable name", "use letters, digits, - and _")
-    return validated(StoreSpec, data, f"stores.{name}", services=services, ports=ports, name=name)
-
-
-def check_views(stores: tuple[StoreSpec, ...], transactional: bool) -> None:
-    """With transactions every store is a view; without, none is."""
-    for s in stores:
-        if transactional and s.kind != "view":
-            raise spec_error(
-                f"stores.{s.name}.kind",
-                f"is {s.kind!r}, and the source runs transactions",
-                f'write kind = "view" and its view (a mirror of a row: {ROW_VIEW})',
-            )
-        if not transactional and s.kind == "view":
-            raise spec_error(
-                f"stores.{s.name}.kind",
-                "is view, and the source has no [[source.transactions]]",
-                "add the transactions that write the source, or use mirror or log",
-            )

@@ -30,13 +30,9 @@ from driftlab.harness.lab.setups.connect import direct_pg_connect
 from driftlab.harness.lab.setups.stores import AppConnection, Outcome, State, TimedConnection
 from driftlab.scenarios.pipeline import links
 from driftlab.scenarios.pipeline.checks import one_line
-from driftlab.scenarios.pipeline.spec import StoreSpec
-from driftlab.scenarios.pipeline.spec_model import (
-    TXN_FIELDS,
-    PipelineError,
-    SqlSource,
-    TxnTemplate,
-)
+from driftlab.scenarios.pipeline.spec_fields import PipelineError
+from driftlab.scenarios.pipeline.spec_model import TXN_FIELDS, SqlSource, TxnTemplate
+from driftlab.scenarios.pipeline.spec_sections import StoreSpec
 
 CUSTOMERS = 5
 """`{customer}` is one of c0..c4: few enough that customers share orders."""
