@@ -181,6 +181,7 @@ def external(service: str, url: str) -> str:
         (edit('external = { kafka = { bootstrp = "h:1" } }'), "external.kafka.bootstrp", "use"),
         (edit("env = { DSN = 1 }"), "processes.mirror.env.DSN", "write a string in quotes"),
         (edit('command = ["bash", 1]'), "processes.mirror.command[1]", "a string in quotes"),
+        (edit('command = ["bash", "{nope}"]'), "processes.mirror.command[1]", "is not known"),
         (MINIMAL + "[converge]\nsample_ms = 10\n", "converge.sample_ms", "20 ms or more"),
         (MINIMAL + "[converge]\ntimeout = -1\n", "converge.timeout", "a number >= 0"),
         (edit("source = 3"), "source", "write a [source] table"),
