@@ -94,7 +94,10 @@ def test_timeout_names_what_was_awaited(tmp_path: Path) -> None:
     proc.start()
     port = free_port()
     try:
-        with pytest.raises(ServiceError, match=f"not ready after 1s waiting for .*:{port}"):
+        # The probe's last error is named: here the refused connection.
+        awaited = rf"^idle: not ready after 1s waiting for a listener on 127\.0\.0\.1:{port}"
+        refused = r"; last error: \[Errno 111\] Connection refused\n"
+        with pytest.raises(ServiceError, match=awaited + refused):
             proc.wait_for_port(port, timeout=1)
     finally:
         proc.stop()

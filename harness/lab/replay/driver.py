@@ -101,7 +101,7 @@ class Stepped:
 
 def wait_for(done: Callable[[], bool], timeout: float, failure: Callable[[], str]) -> None:
     """Poll `done` until it holds; past `timeout`, raise ReplayError(`failure()`)."""
-    wait_until(done, timeout, interval=0.02, fail=lambda _: ReplayError(failure()))
+    wait_until(done, timeout, interval=0.02, fail=lambda: ReplayError(failure()))
 
 
 def kill(process: Service, what: str, timeout: float = 30.0) -> None:

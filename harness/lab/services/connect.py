@@ -316,24 +316,21 @@ class ConnectService(ProcessService):
     def wait_connector_running(self, name: str, timeout: float = 60.0) -> None:
         """Block until the connector and its task run; a FAILED task raises at once."""
         proc = self._require()
-        wait_until(
-            lambda: self._running(name),
-            timeout,
-            interval=0.25,
-            # Not registered yet, or the worker is still starting; a FAILED task is final.
-            retry_on=lambda exc: (
-                isinstance(exc, ServiceError | OSError | KeyError)
-                and not isinstance(exc, ConnectorFailed)
-            ),
-            abort=lambda _: (
-                None
-                if proc.is_running()
-                else proc.failure(f"exited before connector {name} was running")
-            ),
-            fail=lambda last: proc.failure(
-                f"connector {name} not RUNNING after {timeout:.0f}s{because(last)}"
-            ),
-        )
+        last: list[Exception] = []
+
+        def running() -> bool:
+            if not proc.is_running():
+                raise proc.failure(f"exited before connector {name} was running")
+            try:
+                return self._running(name)
+            except ConnectorFailed:
+                raise
+            except (ServiceError, OSError, KeyError) as exc:
+                last[:] = [exc]  # not registered yet, or the worker is still starting
+                return False
+
+        why = f"connector {name} not RUNNING after {timeout:.0f}s"
+        wait_until(running, timeout, 0.25, fail=lambda: proc.failure(why + because(last)))
 
 
 def rest_call(

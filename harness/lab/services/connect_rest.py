@@ -42,16 +42,17 @@ class ConnectRest:
         that FAILED raises ConnectorFailed with its trace."""
         self.rest("PUT", f"/connectors/{connector.name}/config", connector.config())
         status = f"/connectors/{connector.name}/status"
-        wait_until(
-            lambda: connector_running(self.rest("GET", status), self.name, connector.name),
-            timeout,
-            interval=0.25,
-            retry_on=(RestError, KeyError),  # the worker has not started it yet
-            fail=lambda last: ServiceError(
-                f"connect at {self.url}: connector {connector.name} not RUNNING after "
-                f"{timeout:.0f}s{because(last)}"
-            ),
-        )
+        last: list[Exception] = []
+
+        def running() -> bool:
+            try:
+                return connector_running(self.rest("GET", status), self.name, connector.name)
+            except (RestError, KeyError) as exc:
+                last[:] = [exc]  # the worker has not started it yet
+                return False
+
+        why = f"connect at {self.url}: connector {connector.name} not RUNNING after {timeout:.0f}s"
+        wait_until(running, timeout, 0.25, fail=lambda: ServiceError(why + because(last)))
 
     def delete_connector(self, name: str) -> None:
         """Unregister `name` (gone already is fine)."""

@@ -148,4 +148,4 @@ def wait_slot_streaming(connector: DebeziumPostgres, timeout: float = 60.0) -> i
         f"connector {connector.name}: replication slot {connector.slot} not active "
         f"after {timeout:.0f}s; see the connect log"
     )
-    return wait_until(active_pid, timeout, interval=0.2, fail=lambda _: ServiceError(why))
+    return wait_until(active_pid, timeout, interval=0.2, fail=lambda: ServiceError(why))

@@ -173,8 +173,5 @@ def _wait_leaders(admin: AdminClient, names: list[str], timeout: float) -> None:
         ]
         return not missing
 
-    wait_until(
-        led,
-        timeout,
-        fail=lambda _: ServiceError(f"kafka: topics {missing} have no leader after {timeout:.0f}s"),
-    )
+    if not wait_until(led, timeout):
+        raise ServiceError(f"kafka: topics {missing} have no leader after {timeout:.0f}s")

@@ -352,22 +352,20 @@ class SupervisedProcess:
         Returns that value. Raises ServiceError quoting the log tail if the process exits
         first or the deadline passes; the last probe error is included.
         """
+        last: list[Exception] = []  # the probe's last error, for the messages
 
-        def exited(last: BaseException | None) -> ServiceError | None:
-            if self.is_running():
+        def ready() -> object:
+            if not self.is_running():
+                code = self.returncode()
+                raise self.failure(f"exited (status {code}) before {what}{because(last)}")
+            try:
+                return probe()
+            except Exception as exc:  # any client error means "not ready yet"
+                last[:] = [exc]
                 return None
-            return self.failure(f"exited (status {self.returncode()}) before {what}{because(last)}")
 
-        return wait_until(
-            probe,
-            timeout,
-            interval=interval,
-            retry_on=Exception,  # any client error means "not ready yet"
-            abort=exited,
-            fail=lambda last: self.failure(
-                f"not ready after {timeout:.0f}s waiting for {what}{because(last)}"
-            ),
-        )
+        why = f"not ready after {timeout:.0f}s waiting for {what}"
+        return wait_until(ready, timeout, interval, fail=lambda: self.failure(why + because(last)))
 
     def wait_for_port(self, port: int, timeout: float, host: str = "127.0.0.1") -> None:
         """Block until `host:port` accepts a TCP connection."""

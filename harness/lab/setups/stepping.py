@@ -70,4 +70,4 @@ class Control:
             return None
 
         why = f"{process.name} did not finish {cmd!r} within {self.timeout:.0f} s"
-        return wait_until(done, self.timeout, interval=0.02, fail=lambda _: StepFailed(why))
+        return wait_until(done, self.timeout, interval=0.02, fail=lambda: StepFailed(why))

@@ -108,7 +108,7 @@ def standalone_cluster(
             return False
 
         why = f"the workers did not register in {timeout_s:.0f} s (logs in {base})"
-        wait_until(registered, timeout_s, interval=1, fail=lambda _: ClusterError(why))
+        wait_until(registered, timeout_s, interval=1, fail=lambda: ClusterError(why))
         yield Cluster(url, env, workers, tuple(p.pid for p in procs[1:]))
     finally:
         for proc in reversed(procs):

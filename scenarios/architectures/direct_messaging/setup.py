@@ -81,14 +81,8 @@ class DirectMessaging(Setup):
         assert self.receiver is not None
         self.receiver.start()
         self.receiver.wait_healthy()
-        wait_until(
-            lambda: port_accepts(self.port),
-            10,
-            interval=0.05,
-            fail=lambda _: RuntimeError(
-                f"direct-messaging: the receiver does not listen on {self.port}"
-            ),
-        )
+        if not wait_until(lambda: port_accepts(self.port), 10, 0.05):
+            raise RuntimeError(f"direct-messaging: the receiver does not listen on {self.port}")
 
     def process(self, name: str) -> WorkerProcess | None:
         """`receiver`: the target of crash, pause and restart faults."""

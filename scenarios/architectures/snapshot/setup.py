@@ -207,7 +207,7 @@ class SnapshotStream(Setup):
                 return row is not None and row[0] is not None
 
             why = f"slot {slot} not consistent after {timeout:.0f}s; see the connect log"
-            wait_until(consistent, timeout, fail=lambda _: TimeoutError(f"snapshot-stream: {why}"))
+            wait_until(consistent, timeout, fail=lambda: TimeoutError(f"snapshot-stream: {why}"))
 
     def start(self) -> None:
         """Start the view's timer: it joins `join_s` later."""
