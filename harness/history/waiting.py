@@ -1,11 +1,9 @@
 """Waiting until something holds: the lab's one polling loop, on tenacity.
 
-Most of the lab's waits ask something every so often (a port, a REST status, a process's
-status file, a consumer's position) until it answers yes, or give up at a deadline with
-a message naming what was awaited. A probe that may fail while the thing is not ready
-yet catches those errors itself and keeps the last for that message (`because`).
-Retrying an action until it stops raising is tenacity's `Retrying` itself (the CDC
-consumer's committed offsets, the Kafka reader's watermarks, a direct message's send).
+A probe that may fail before the thing it asks about is ready (a port, a REST status)
+catches those errors itself and keeps the last for its message (`because`). Retrying an
+action until it stops raising is tenacity's `Retrying` itself (the CDC consumer's
+committed offsets, the Kafka reader's watermarks, a direct message's send).
 """
 
 from __future__ import annotations
