@@ -16,26 +16,14 @@ import tenacity
 T = TypeVar("T")
 
 
-def wait_until(
-    probe: Callable[[], T],
-    timeout: float,
-    interval: float = 0.1,
-    *,
-    fail: Callable[[], BaseException] | None = None,
-) -> T | None:
-    """Call `probe` every `interval` seconds until it returns a truthy value; return it.
-    After `timeout` seconds: None, or with `fail`, raises `fail()`. An error of `probe`
-    propagates at once."""
-
-    def gave_up(_: tenacity.RetryCallState) -> None:
-        if fail is not None:
-            raise fail()
-
+def wait_until(probe: Callable[[], T], timeout: float, interval: float = 0.1) -> T | None:
+    """Call `probe` every `interval` seconds until it returns a truthy value; return it,
+    or None once `timeout` seconds have passed. An error of `probe` propagates at once."""
     return tenacity.Retrying(
         stop=tenacity.stop_after_delay(timeout),
         wait=tenacity.wait_fixed(interval),
         retry=tenacity.retry_if_not_result(bool),
-        retry_error_callback=gave_up,
+        retry_error_callback=lambda _: None,
     )(probe)
 
 

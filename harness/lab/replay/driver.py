@@ -101,7 +101,8 @@ class Stepped:
 
 def wait_for(done: Callable[[], bool], timeout: float, failure: Callable[[], str]) -> None:
     """Poll `done` until it holds; past `timeout`, raise ReplayError(`failure()`)."""
-    wait_until(done, timeout, interval=0.02, fail=lambda: ReplayError(failure()))
+    if not wait_until(done, timeout, 0.02):
+        raise ReplayError(failure())
 
 
 def kill(process: Service, what: str, timeout: float = 30.0) -> None:

@@ -329,8 +329,8 @@ class ConnectService(ProcessService):
                 last[:] = [exc]  # not registered yet, or the worker is still starting
                 return False
 
-        why = f"connector {name} not RUNNING after {timeout:.0f}s"
-        wait_until(running, timeout, 0.25, fail=lambda: proc.failure(why + because(last)))
+        if not wait_until(running, timeout, 0.25):
+            raise proc.failure(f"connector {name} not RUNNING after {timeout:.0f}s{because(last)}")
 
 
 def rest_call(

@@ -52,7 +52,8 @@ class ConnectRest:
                 return False
 
         why = f"connect at {self.url}: connector {connector.name} not RUNNING after {timeout:.0f}s"
-        wait_until(running, timeout, 0.25, fail=lambda: ServiceError(why + because(last)))
+        if not wait_until(running, timeout, 0.25):
+            raise ServiceError(why + because(last))
 
     def delete_connector(self, name: str) -> None:
         """Unregister `name` (gone already is fine)."""

@@ -144,8 +144,9 @@ def wait_slot_streaming(connector: DebeziumPostgres, timeout: float = 60.0) -> i
             ).fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
-    why = (
-        f"connector {connector.name}: replication slot {connector.slot} not active "
-        f"after {timeout:.0f}s; see the connect log"
-    )
-    return wait_until(active_pid, timeout, interval=0.2, fail=lambda: ServiceError(why))
+    if (pid := wait_until(active_pid, timeout, 0.2)) is None:
+        raise ServiceError(
+            f"connector {connector.name}: replication slot {connector.slot} not active "
+            f"after {timeout:.0f}s; see the connect log"
+        )
+    return pid

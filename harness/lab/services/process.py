@@ -364,8 +364,9 @@ class SupervisedProcess:
                 last[:] = [exc]
                 return None
 
-        why = f"not ready after {timeout:.0f}s waiting for {what}"
-        return wait_until(ready, timeout, interval, fail=lambda: self.failure(why + because(last)))
+        if not (answer := wait_until(ready, timeout, interval)):
+            raise self.failure(f"not ready after {timeout:.0f}s waiting for {what}{because(last)}")
+        return answer
 
     def wait_for_port(self, port: int, timeout: float, host: str = "127.0.0.1") -> None:
         """Block until `host:port` accepts a TCP connection."""

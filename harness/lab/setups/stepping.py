@@ -69,5 +69,6 @@ class Control:
                 raise StepFailed(f"{process.name} died (see logs/{process.name}.log)")
             return None
 
-        why = f"{process.name} did not finish {cmd!r} within {self.timeout:.0f} s"
-        return wait_until(done, self.timeout, interval=0.02, fail=lambda: StepFailed(why))
+        if (status := wait_until(done, self.timeout, 0.02)) is None:
+            raise StepFailed(f"{process.name} did not finish {cmd!r} within {self.timeout:.0f} s")
+        return status

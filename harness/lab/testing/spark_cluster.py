@@ -108,7 +108,8 @@ def standalone_cluster(
             return False
 
         why = f"the workers did not register in {timeout_s:.0f} s (logs in {base})"
-        wait_until(registered, timeout_s, interval=1, fail=lambda: ClusterError(why))
+        if not wait_until(registered, timeout_s, 1):
+            raise ClusterError(why)
         yield Cluster(url, env, workers, tuple(p.pid for p in procs[1:]))
     finally:
         for proc in reversed(procs):

@@ -207,7 +207,8 @@ class SnapshotStream(Setup):
                 return row is not None and row[0] is not None
 
             why = f"slot {slot} not consistent after {timeout:.0f}s; see the connect log"
-            wait_until(consistent, timeout, fail=lambda: TimeoutError(f"snapshot-stream: {why}"))
+            if not wait_until(consistent, timeout):
+                raise TimeoutError(f"snapshot-stream: {why}")
 
     def start(self) -> None:
         """Start the view's timer: it joins `join_s` later."""
