@@ -1,9 +1,7 @@
 """Waiting until something holds: the lab's one polling loop, on tenacity.
 
-A probe that may fail before the thing it asks about is ready (a port, a REST status)
-catches those errors itself and keeps the last for its message (`because`). Retrying an
-action until it stops raising is tenacity's `Retrying` itself (the CDC consumer's
-committed offsets, the Kafka reader's watermarks, a direct message's send).
+Retrying an action until it stops raising is tenacity's `Retrying` itself, at its call
+site (the CDC consumer's committed offsets, the Kafka reader's watermarks, a send).
 """
 
 from __future__ import annotations
@@ -28,6 +26,6 @@ def wait_until(probe: Callable[[], T], timeout: float, interval: float = 0.1) ->
 
 
 def because(last: list[Exception]) -> str:
-    """`; last error: ...` naming the error `last` holds, for a message about a wait, or
-    nothing when it is empty."""
+    """`; last error: ...` for a wait's message, naming the error a probe kept in `last` (it
+    catches those it expects before the thing is ready), or nothing when there is none."""
     return f"; last error: {last[-1]}" if last else ""

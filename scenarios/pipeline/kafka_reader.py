@@ -190,7 +190,5 @@ class KafkaReader:
 
 def _passing(exc: BaseException) -> bool:
     """Whether `exc` is a Kafka error that passes: retriable, or a leader moving."""
-    if not isinstance(exc, KafkaException):
-        return False
-    err = exc.args[0]
-    return err.retriable() or err.code() in _MOVING
+    err = exc.args[0] if isinstance(exc, KafkaException) else None
+    return err is not None and (err.retriable() or err.code() in _MOVING)
