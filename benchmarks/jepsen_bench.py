@@ -1,7 +1,8 @@
 """Figures for `driftlab analyze --from jepsen`: how long a large Jepsen kafka history
 takes to import and to analyse.
 
-    .venv/bin/python benchmarks/jepsen_bench.py [--ops 1000000] [--dir DIR] [--keep]
+    .venv/bin/python -m benchmarks.jepsen_bench [--ops 1000000] [--dir DIR] [--keep]
+    .venv/bin/python -m benchmarks.jepsen_bench --maelstrom [--rounds 3]
 
 Writes a generated history.edn of `--ops` operations (each an invocation and a
 completion: two lines, as Jepsen counts them in its history twice that), imports it
@@ -9,6 +10,12 @@ completion: two lines, as Jepsen counts them in its history twice that), imports
 folder,
 then prints the sizes, the times and the load average. Prints figures only; nothing
 here passes or fails.
+
+`--maelstrom` times what issue 39 asks of a real Maelstrom history of 32k lines
+(`generate(path, 16000)`: 32,302 lines): Spark started and warmed first, then
+`--rounds` times in that one process the import and the judging, each by the clock and
+by CPU (the import's own; the judging's with its JVM and Python workers), with the load
+average before each round, and their medians.
 
 The history is shaped like the kafka workload's with `:sub-via #{:assign}`: clients
 send to and poll 16 keys (one consumer per key at a time, moved between clients now
@@ -24,14 +31,18 @@ import argparse
 import os
 import random
 import shutil
+import statistics
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 KEYS = 16
 CLIENTS = 10
 LOST_EVERY = 200_000
+MAELSTROM_OPS = 16_000
+"""Ops of the Maelstrom-sized history: 32,302 lines, 52,963 events once imported."""
 
 
 def generate(path: Path, ops: int, seed: int = 1) -> Counter[str]:
@@ -119,15 +130,90 @@ def generate(path: Path, ops: int, seed: int = 1) -> Counter[str]:
     return planted
 
 
+@dataclass
+class Round:
+    """One import and judging of a warm session: seconds by the clock and of CPU."""
+
+    load: float
+    import_s: float
+    import_cpu_s: float
+    judge_s: float
+    judge_cpu_s: float
+
+    @property
+    def total_s(self) -> float:
+        """Import and judging, by the clock."""
+        return self.import_s + self.judge_s
+
+
+def warm_rounds(source: Path, run: Path, rounds: int) -> list[Round]:
+    """Import `source` into `run` and judge it `rounds` times in this process, on a
+    Spark session started and warmed first (as `driftlab suite` and `run` warm it)."""
+    from benchmarks.process_memory import tree_cpu_s
+    from driftlab.checkers.analyze import analyze
+    from driftlab.checkers.spark_start import start_spark, start_workers
+    from driftlab.harness.lab.importers.jepsen import import_history
+
+    start_workers(start_spark(None, source.parent / "spark.log").sparkContext)
+    done = []
+    for _ in range(rounds):
+        shutil.rmtree(run, ignore_errors=True)
+        load = os.getloadavg()[0]
+        wall, cpu = time.perf_counter(), time.process_time()
+        import_history(source, run)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        judged, judged_cpu = time.perf_counter(), tree_cpu_s()
+        analyze(run)
+        judged, judged_cpu = time.perf_counter() - judged, tree_cpu_s() - judged_cpu
+        done.append(Round(load, wall, cpu, judged, judged_cpu))
+        print(
+            f"load {load:4.1f}  import {wall:5.2f} s ({cpu:4.2f} s CPU)  judge {judged:5.2f} s "
+            f"({judged_cpu:4.2f} s CPU with Spark's processes)  total {done[-1].total_s:5.2f} s"
+        )
+    return done
+
+
+def maelstrom(base: Path, rounds: int) -> list[Round]:
+    """Issue 39's figure: the 32k-line history imported and judged, warm, `rounds`
+    times; prints each round and the medians."""
+    source = base / "history.edn"
+    planted = generate(source, MAELSTROM_OPS)
+    print(
+        f"history.edn: {planted['lines']:,} lines ({MAELSTROM_OPS:,} ops); {os.cpu_count()} cores"
+    )
+    done = warm_rounds(source, base / "run", rounds)
+    median = statistics.median
+    print(
+        f"median of {rounds}: import {median(r.import_s for r in done):.2f} s "
+        f"({median(r.import_cpu_s for r in done):.2f} s CPU), judge "
+        f"{median(r.judge_s for r in done):.2f} s ({median(r.judge_cpu_s for r in done):.2f} "
+        f"s CPU), total {median(r.total_s for r in done):.2f} s (target 10 s); load "
+        f"{min(r.load for r in done):.1f}-{max(r.load for r in done):.1f}"
+    )
+    return done
+
+
 def main() -> None:
     """Generate, import, analyse, print."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ops", type=int, default=1_000_000)
     parser.add_argument("--dir", type=Path, default=None, help="keep the files here")
     parser.add_argument("--keep", action="store_true", help="do not delete the files")
+    parser.add_argument(
+        "--maelstrom",
+        action="store_true",
+        help=f"the 32k-line history ({MAELSTROM_OPS:,} ops) imported and judged on a warm "
+        "session, --rounds times",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --maelstrom")
     args = parser.parse_args()
     base = args.dir or Path(tempfile.mkdtemp(prefix="jepsen-bench-"))
     base.mkdir(parents=True, exist_ok=True)
+    if args.maelstrom:
+        maelstrom(base, max(1, args.rounds))
+        if not (args.keep or args.dir):
+            shutil.rmtree(base)
+        return
     source = base / "history.edn"
     run = base / "run"
     shutil.rmtree(run, ignore_errors=True)

@@ -1,5 +1,6 @@
 """Peak resident memory of process trees, sampled from /proc while a benchmark runs:
-a Spark driver and its JVM, an executor and its Python workers."""
+a Spark driver and its JVM, an executor and its Python workers; and the CPU time such a
+tree has spent (`tree_cpu_s`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from types import TracebackType
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _processes() -> tuple[dict[int, list[int]], dict[int, int]]:
@@ -38,6 +40,25 @@ def _tree_rss(root: int, children: dict[int, list[int]], rss: dict[int, int], ow
     while stack:
         pid = stack.pop()
         total += rss.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total
+
+
+def tree_cpu_s(root: int | None = None) -> float:
+    """CPU seconds (user and system) that `root` (this process by default) and its live
+    descendants have spent, with the children they reaped: a driver, its JVM and the
+    JVM's Python workers. Time the work between two calls."""
+    root = os.getpid() if root is None else root
+    children, _ = _processes()
+    total, stack = 0.0, [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended since the listing
+        # utime, stime, cutime, cstime: fields 14-17 of proc(5), 12-15 after the name.
+        total += sum(int(f) for f in fields[11:15]) / TICK
         stack.extend(children.get(pid, ()))
     return total
 

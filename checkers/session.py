@@ -33,6 +33,13 @@ def get_spark(master: str | None = None, jvm_log: Path | None = None) -> SparkSe
     (Spark's own log lines) to `jvm_log` when given, else to the process's stderr.
     """
     with _lock:
+        # The session another thread started (spark_start starts it aside) is active on
+        # that thread only: asked from here, the builder re-applied every setting of
+        # _conf to it, 76 calls into the JVM per analysis, each a wait for the JVM's
+        # thread to run (under load, a wait for a core).
+        made = SparkSession._instantiatedSession
+        if made is not None and SparkContext._active_spark_context is not None:
+            return made
         active = SparkSession.getActiveSession()
         if active is not None:
             return active
