@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from rich.console import Console
 
-from benchmarks import latency_bench
+from benchmarks import jepsen_bench, latency_bench
 from benchmarks.checkers_bench import main
 
 T = TypeVar("T")
@@ -93,7 +93,8 @@ def cli(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--no-latency",
         action="store_true",
-        help="skip the small-run latency figures (10k events, warm and cold)",
+        help="skip the small-run latency figures (10k events, warm and cold; the 32k-line "
+        "Maelstrom history imported and judged)",
     )
     parser.add_argument(
         "--run-cost",
@@ -147,6 +148,7 @@ def cli(argv: list[str] | None = None) -> None:
             args.dir, args.spark_master, hogs=tuple(args.hogs), console=console
         )
         latency_bench.report(figures, console)
+        jepsen_bench.maelstrom(args.dir / "maelstrom", rounds=3)
     main(args.sizes, args.dir, args.spark_master, args.repeats)
 
 

@@ -176,6 +176,7 @@ def warm_rounds(source: Path, run: Path, rounds: int) -> list[Round]:
 def maelstrom(base: Path, rounds: int) -> list[Round]:
     """Issue 39's figure: the 32k-line history imported and judged, warm, `rounds`
     times; prints each round and the medians."""
+    base.mkdir(parents=True, exist_ok=True)
     source = base / "history.edn"
     planted = generate(source, MAELSTROM_OPS)
     print(
