@@ -34,8 +34,10 @@ EVENTS = 10_000
 COLD_EVENTS = 3_400
 """A small run's history, as the claims suite's runs record (the issue's 3.4k events)."""
 HOGS = (0, 8)
-SETTLE_S = 30.0
-"""Seconds the hogs run before the first cold pair, for the load average to feel them."""
+SETTLE_S = 120.0
+"""Seconds the hogs run before the first cold pair, for the load average to feel them:
+the 1-minute average climbs to about 63% of the new load in a minute, so after 30 s
+the first pair beside 8 hogs started at load 4."""
 TRIVIAL_JOB = (
     "from driftlab.checkers.session import get_spark\n"
     "spark = get_spark()\n"
