@@ -45,6 +45,7 @@ import pytest
 if TYPE_CHECKING:
     from driftlab.harness.app.outcome import Outcome
     from driftlab.harness.app.pipeline_search.search import Exploration
+    from driftlab.harness.lab.runner.runner import RunResult
     from driftlab.harness.lab.scenario import Scenario
     from driftlab.harness.lab.services.stack_protocol import ServiceStack
     from driftlab.harness.lab.setups.base import Setup
@@ -190,6 +191,7 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
             stack=driftlab_stack,
             analyze=analyze,
         )
+        _stop_if_interrupted(result)
         return outcome_of(result, sc, duration=secs)
 
     def _run_pipeline_file(
@@ -215,6 +217,7 @@ def run_scenario(pytestconfig: pytest.Config, driftlab_stack: ServiceStack) -> R
             analyze=analyze,
             duration=secs,
         )
+        _stop_if_interrupted(out.run)
         rerun = f"driftlab run {path} --seed {seed}"
         if secs is not None:
             rerun += f" --duration {secs:g}s"
@@ -335,6 +338,19 @@ def scenario_result(request: pytest.FixtureRequest, run_scenario: RunScenario) -
         outcome = dataclasses.replace(outcome, rerun=rerun)
     request.node.stash[_OUTCOME_KEY] = outcome
     return outcome
+
+
+def _stop_if_interrupted(result: RunResult) -> None:
+    """Ctrl-C (or SIGTERM) during a run stops the whole session, as it would any test.
+
+    The run's own handler hears the signal so the run can heal its faults and keep its
+    history; without this the test would merely fail and pytest go on to the next one.
+    """
+    if result.interrupted:
+        raise KeyboardInterrupt(
+            f"the run in {result.run_dir.path} was interrupted during the "
+            f"{result.interrupted_in}; its history is kept there"
+        )
 
 
 def _current_test() -> str:

@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -191,3 +192,60 @@ def _started_by(environ: Path, run: Path) -> bool:
         return f"HALTED_RUN={run}\0" in environ.read_bytes().decode(errors="replace")
     except OSError:
         return False
+
+
+USER_TESTS = """
+def test_the_pipeline(run_scenario):
+    run_scenario("halted.toml")
+
+
+def test_after():
+    open("after-ran", "w").close()
+"""
+
+
+@pytest.mark.timeout(900)
+def test_ctrl_c_during_a_run_stops_the_whole_pytest_session(lab: Path, tmp_path: Path) -> None:
+    # The run's own handler hears the signal (to heal its faults and keep its history);
+    # it once swallowed it, so that only the current test failed and pytest went on.
+    (tmp_path / "halted.toml").write_text(PHASES["workload"][0])
+    (tmp_path / "test_user.py").write_text(USER_TESTS)
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--driftlab-stack-dir",
+            str(lab),
+            "--driftlab-runs-dir",
+            str(runs),
+            "test_user.py",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while not any(
+            _marked(c.parent, "workload-start") for c in runs.glob("halted/*/config.json")
+        ):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run never reached its workload"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "was interrupted during the workload; its history is kept there" in out
+    assert not (tmp_path / "after-ran").exists(), out
+    (run,) = [c.parent for c in runs.glob("halted/*/config.json")]
+    summary = _summary(run)
+    assert summary is not None and summary["interrupted_in"] == "workload", summary
