@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,18 @@ def driftlab(cwd: Path, *args: str, timeout: float) -> subprocess.CompletedProce
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def await_while_running(
+    proc: subprocess.Popen[str], reached: Callable[[], bool], what: str, timeout: float = 600
+) -> None:
+    """Poll until `reached()`; fail with the command's output if it exits first, or
+    saying the run never reached `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not reached():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"the run never reached its {what}"
+        time.sleep(0.05)
 
 
 def assert_reproduced(index: dict[str, Any], claims: list[str], context: object = None) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cli_support import DRIFTLAB
+from cli_support import DRIFTLAB, await_while_running
 
 from driftlab.checkers.analyze import SCRATCH
 from driftlab.harness.lab.testing.synthetic import generate_history
@@ -115,11 +115,7 @@ def test_sigint_during_the_analysis_of_a_run_exits_130(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     try:
-        deadline = time.monotonic() + 600
-        while not list(runs.glob(f"*/*/{SCRATCH}")):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the run never reached its analysis"
-            time.sleep(0.05)
+        await_while_running(proc, lambda: bool(list(runs.glob(f"*/*/{SCRATCH}"))), "analysis")
         run = next(runs.glob(f"*/*/{SCRATCH}")).parent
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
