@@ -90,19 +90,21 @@ only the invocation says so, and an op's events all land in one share. driftlab'
 samples of a pipeline's stores (OBSERVER) are no client's operations: left out, as the
 runner leaves them out of its count. The steps' ops are looked up (a semi-join on the
 few step rows), not spread by a window over op_id: that window sorted every op of the
-share, and made a 5M pass's series three times as costly."""
+share, and made a 5M pass's series three times as costly. Both of _ROWS's op queries
+read them: a table once (MATERIALIZED), not the subquery twice."""
 
 _ROWS = f"""
+WITH ops AS MATERIALIZED {_OPS}
 SELECT '{OP_COUNT}' AS out, phase AS checker, f AS kind, ({_START}) AS "time",
   NULL::VARCHAR AS detail, count(*) AS n
-FROM {_OPS} WHERE phase IN ({_COMPLETIONS}) AND NOT of_step
+FROM ops WHERE phase IN ({_COMPLETIONS}) AND NOT of_step
 GROUP BY phase, f, {_BUCKET}
 UNION ALL
 SELECT '{OP_LATENCY}', NULL, f, "end", NULL, "end" - start FROM (
   SELECT any_value(f) AS f,
     min("time") FILTER (phase = '{OpPhase.INVOKE}') AS start,
     max("time") FILTER (phase IN ({_COMPLETIONS})) AS "end"
-  FROM {_OPS} WHERE op_id IS NOT NULL AND NOT of_step GROUP BY op_id)
+  FROM ops WHERE op_id IS NOT NULL AND NOT of_step GROUP BY op_id)
 WHERE start IS NOT NULL AND "end" IS NOT NULL
 UNION ALL
 SELECT '{SERIES_ROW}', NULL, 'faults', NULL,
