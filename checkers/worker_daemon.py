@@ -48,7 +48,11 @@ if __name__ == "__main__":
     drop_spark_archives()
     # Imported once here, before the daemon forks its workers, instead of once in each
     # worker: the pass's modules (pyarrow, numpy, DuckDB, the checkers) take one to three
-    # CPU seconds to import, which each of a cold analysis's workers paid again.
+    # CPU seconds to import, which each of a cold analysis's workers paid again; and
+    # pandas, which pyarrow imports the first time it converts a Python list (every
+    # task of the pass does): 0.26 s of CPU in each worker.
+    import pandas  # noqa: F401
+
     import driftlab.checkers.keyed.spark  # noqa: F401
 
     runpy.run_module("pyspark.daemon", run_name="__main__", alter_sys=True)
