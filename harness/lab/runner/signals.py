@@ -6,12 +6,17 @@ convergence wait, analysis, report) there is nothing to heal, so the signal rais
 KeyboardInterrupt at once where the main thread is; so does a second signal during the
 workload. Both signals are heard even when the command inherited SIGINT ignored (a
 background job started from a script): an ignored SIGINT once let an analysis run on.
+Python runs a handler wherever the main thread is, a finalizer (`__del__`) included,
+and ignores what a finalizer raises: a signal heard there once let a run finish as if
+never interrupted, so a KeyboardInterrupt a finalizer swallowed is raised again when the
+block it was meant for ends (its `stop` set meanwhile, as for any signal).
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -38,6 +43,8 @@ class RunSignals:
         self.phase = phase
         self.interrupted_in: str | None = None  # the phase the first signal came in
         self._old: dict[int, Any] = {}
+        self._raised = False  # a KeyboardInterrupt raised ...
+        self._lost = False  # ... and swallowed by a finalizer, not raised again yet
 
     def enter(self, phase: str) -> None:
         """The run entered `phase` (a key of PHASES, or already its name)."""
@@ -53,7 +60,14 @@ class RunSignals:
         if uninterrupted.in_progress():
             uninterrupted.postpone()  # raised once the process launched is recorded
             return
+        self._raised, self._lost = True, False
         raise KeyboardInterrupt
+
+    def _unraisable(self, info: Any, hook: Any) -> None:
+        if isinstance(info.exc_value, KeyboardInterrupt) and self._raised:
+            self._lost = True
+            return
+        hook(info)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[RunSignals]:
@@ -65,9 +79,14 @@ class RunSignals:
             return
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._old[sig] = signal.signal(sig, self._handle)
+        hook = sys.unraisablehook
+        sys.unraisablehook = lambda info: self._unraisable(info, hook)
         try:
             yield self
+            if self._lost:
+                raise KeyboardInterrupt
         finally:
+            sys.unraisablehook = hook
             for sig, old in self._old.items():
                 signal.signal(sig, old)
 
