@@ -14,11 +14,12 @@ import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
+
+from driftlab.harness.history.uninterrupted import finalizer_interrupts
 
 _lock = threading.Lock()
 _LOCAL_IP = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
@@ -214,7 +215,6 @@ def interruptible() -> Iterator[None]:
         return
 
     interrupted = False
-    unraisable = sys.unraisablehook
 
     def handle(_signum: int, _frame: object) -> None:
         nonlocal interrupted
@@ -222,18 +222,12 @@ def interruptible() -> Iterator[None]:
         stop_spark()
         raise KeyboardInterrupt
 
-    def swallow_interrupt(hook_args: Any) -> None:
-        # The handler may run inside a finalizer (py4j's weakref callbacks free Java
-        # objects), where Python prints the exception as "ignored" with its traceback
-        # and drops it. The interrupt is not lost: it is raised again on leaving.
-        if interrupted and issubclass(hook_args.exc_type, KeyboardInterrupt):
-            return
-        unraisable(hook_args)
-
     old = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-    sys.unraisablehook = swallow_interrupt
     try:
-        yield
+        # The handler may run inside a finalizer (py4j's weakref callbacks free Java
+        # objects), which drops what it raises: the interrupt is raised on leaving.
+        with finalizer_interrupts(lambda: interrupted):
+            yield
     except Exception as exc:
         # Raised inside a Spark call, the KeyboardInterrupt meets a context already
         # stopped, and PySpark's cleanup raises over it (`_jsc` is None): still the
@@ -242,7 +236,6 @@ def interruptible() -> Iterator[None]:
             raise KeyboardInterrupt from exc
         raise
     finally:
-        sys.unraisablehook = unraisable
         for sig, handler in old.items():
             signal.signal(sig, handler)
     if interrupted:

@@ -6,8 +6,10 @@ the outermost such block ends."""
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 _depth = 0
 _pending = False
@@ -41,3 +43,26 @@ def uninterrupted() -> Iterator[None]:
     if _depth == 0 and _pending:
         _pending = False
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def finalizer_interrupts(ours: Callable[[], bool]) -> Iterator[list[bool]]:
+    """During the block, a KeyboardInterrupt that a finalizer (`__del__`, a weakref
+    callback) ignored is noted, not printed with its traceback, when `ours()` says a
+    handler of the caller's raised it: Python runs a signal handler wherever the main
+    thread is, and drops what a finalizer raises. The list yielded holds one item per
+    interrupt so lost; the caller raises it again."""
+    hook = sys.unraisablehook
+    lost: list[bool] = []
+
+    def note(info: Any) -> None:
+        if issubclass(info.exc_type, KeyboardInterrupt) and ours():
+            lost.append(True)
+            return
+        hook(info)
+
+    sys.unraisablehook = note
+    try:
+        yield lost
+    finally:
+        sys.unraisablehook = hook

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -43,8 +42,8 @@ class RunSignals:
         self.phase = phase
         self.interrupted_in: str | None = None  # the phase the first signal came in
         self._old: dict[int, Any] = {}
-        self._raised = False  # a KeyboardInterrupt raised ...
-        self._lost = False  # ... and swallowed by a finalizer, not raised again yet
+        self._raised = False  # a KeyboardInterrupt raised
+        self._lost: list[bool] = []  # ... and ignored in a finalizer, none raised since
 
     def enter(self, phase: str) -> None:
         """The run entered `phase` (a key of PHASES, or already its name)."""
@@ -60,14 +59,9 @@ class RunSignals:
         if uninterrupted.in_progress():
             uninterrupted.postpone()  # raised once the process launched is recorded
             return
-        self._raised, self._lost = True, False
+        self._raised = True
+        self._lost.clear()
         raise KeyboardInterrupt
-
-    def _unraisable(self, info: Any, hook: Any) -> None:
-        if isinstance(info.exc_value, KeyboardInterrupt) and self._raised:
-            self._lost = True
-            return
-        hook(info)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[RunSignals]:
@@ -79,14 +73,12 @@ class RunSignals:
             return
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._old[sig] = signal.signal(sig, self._handle)
-        hook = sys.unraisablehook
-        sys.unraisablehook = lambda info: self._unraisable(info, hook)
         try:
-            yield self
+            with uninterrupted.finalizer_interrupts(lambda: self._raised) as self._lost:
+                yield self
             if self._lost:
                 raise KeyboardInterrupt
         finally:
-            sys.unraisablehook = hook
             for sig, old in self._old.items():
                 signal.signal(sig, old)
 
