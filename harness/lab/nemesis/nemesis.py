@@ -25,6 +25,7 @@ from typing import Any
 from driftlab.harness.history.schema import Mark
 from driftlab.harness.lab.nemesis import actions
 from driftlab.harness.lab.nemesis.schedule import Anchor, FaultSpec, Schedule
+from driftlab.harness.lab.services.base import Service
 from driftlab.harness.lab.services.connect import ConnectorFailed
 from driftlab.harness.lab.setups.base import AppCrash, Setup, SetupContext
 from driftlab.harness.lab.setups.moments import Moment
@@ -217,6 +218,8 @@ class Nemesis:
         except Exception as exc:
             # A fault that could not be injected is history too: close its window at once.
             log.exception("fault %s on %s could not be injected", spec.kind, spec.target)
+            if extra.get("busy"):
+                self._release(spec)
             self.errors.append(f"{spec.kind} {spec.target}: {exc}")
             self._failed(spec, f"could not take fault {spec.kind} {spec.target}: {_first(exc)}")
             self.rec.fault_stop(fault_id, error=f"not injected: {exc}"[:300])
@@ -234,23 +237,37 @@ class Nemesis:
             with self._lock:
                 self._disturbed[service] -= 1
 
+    def _busy_target(self, spec: FaultSpec) -> Service:
+        """The service a `when: busy` crash waits for: the setup's own process, else
+        the stack's."""
+        svc: Service = self.setup.process(spec.target) or self.ctx.stack[spec.target]
+        return svc
+
     def _await_busy(self, spec: FaultSpec) -> bool:
-        """Wait until the target is mid-batch (False if it never was within `wait` s).
+        """Wait until the target is mid-batch (False if it never was within `wait` s);
+        when it is, it is held frozen for the kill (`hold_if_busy`).
 
         A crash at a fixed time can land while a consumer is idle or still starting, and
         then cuts nothing short; the claims about crashes during processing need the kill
-        inside the work.
+        inside the work, not a batch or a commit after the moment it was seen busy.
         """
-        svc = self.setup.process(spec.target) or self.ctx.stack[spec.target]
+        svc = self._busy_target(spec)
         # Not wait_until: the nemesis's stop cuts each pause short, as its other waits do.
         deadline = time.monotonic() + float(spec.params.get("wait", 5.0))
         while time.monotonic() < deadline:
-            if svc.busy():
+            if svc.hold_if_busy():
                 return True
             if self._stop.wait(0.005):
                 break
         log.warning("crash of %s: not busy within its wait; striking anyway", spec.target)
         return False
+
+    def _release(self, spec: FaultSpec) -> None:
+        """Let a target held frozen for a crash that did not strike run on."""
+        try:
+            self._busy_target(spec).resume()
+        except Exception:
+            log.exception("%s, held for a crash that failed, could not be resumed", spec.target)
 
     def _close(self, o: _Open) -> None:
         error = None

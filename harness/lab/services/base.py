@@ -85,6 +85,13 @@ class Service(ABC):
         """
         return True
 
+    def hold_if_busy(self) -> bool:
+        """`busy()`, for a crash to strike at once: a service that can tell freezes
+        itself to make sure, and stays frozen when it is busy (the crash then kills it
+        in the very state it reported) or runs on when it is not. By default, `busy()`
+        without freezing."""
+        return self.busy()
+
     def restart(self) -> None:
         """Restart with the data intact."""
         if self.is_running():
@@ -148,6 +155,11 @@ class ServiceGroup(Service, Generic[S]):
     def busy(self) -> bool:
         """Whether any member is busy."""
         return any(m.busy() for m in self.members)
+
+    def hold_if_busy(self) -> bool:
+        """Whether any member is busy, each busy one held for the crash (every member
+        asked: the crash kills them all)."""
+        return any([m.hold_if_busy() for m in self.members])
 
     def endpoint(self) -> Endpoint:
         """The first member's address."""

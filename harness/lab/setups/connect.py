@@ -117,6 +117,11 @@ class BoundedCommitter:
             raise attempt.error
         return attempt.committed
 
+    def pending(self) -> bool:
+        """Whether an abandoned commit may have landed (or may still land) without the
+        caller having taken it in through `landed()` yet."""
+        return self._abandoned is not None
+
     def landed(self) -> list[TopicPartition]:
         """The partitions an abandoned commit committed after all, once it has returned
         (then forgotten); [] while it is pending, and when there is none."""

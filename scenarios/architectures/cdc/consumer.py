@@ -34,7 +34,8 @@ records to its own history segment (role `consumer`) one event per step:
 
 The recorder writes every event to the kernel as it is recorded (`batch_size=1`), so a
 SIGKILL loses no recorded step; `status_path` tells the parent, atomically, which
-instance runs and how far it has processed and committed (used by quiesce).
+instance runs and how far it has processed and committed (used by quiesce), and
+whether an offset commit is under way (used by a `when: busy` crash).
 """
 
 from __future__ import annotations
@@ -306,6 +307,10 @@ class CdcConsumer:
         self.last_commit = time.monotonic()
         if not moved:
             return True
+        # Published before the commit leaves: until its answer is taken in, Kafka may
+        # hold offsets the status does not, and a kill would find nothing to deliver
+        # again. The parent's `busy()` reads `committing` as not busy.
+        self.write_status(force=True, committing=True)
         tps = [TopicPartition(self.cfg.topic, p, o) for p, o in moved.items()]
         try:
             done = self.committer.commit(tps)
@@ -351,9 +356,18 @@ class CdcConsumer:
             "process": self.cfg.instance,
         }
 
-    def write_status(self, *, ready: bool = True, force: bool = False, in_flight: int = 0) -> None:
-        """Atomically publish how far this instance has processed and committed, and how
-        many received changes it is applying right now (`in_flight`)."""
+    def write_status(
+        self,
+        *,
+        ready: bool = True,
+        force: bool = False,
+        in_flight: int = 0,
+        committing: bool = False,
+    ) -> None:
+        """Atomically publish how far this instance has processed and committed, how
+        many received changes it is applying right now (`in_flight`), and whether an
+        offset commit may be landing that `committed` does not show yet (`committing`:
+        one being sent, or one given up on that has not been taken in)."""
         now = time.monotonic()
         if not force and now - self.last_status < 0.1:
             return
@@ -365,6 +379,7 @@ class CdcConsumer:
             "committed": {str(p): o for p, o in self.committed.items()},
             "done": self.done,
             "in_flight": in_flight,
+            "committing": committing or self.committer.pending(),
             "received": [[c.partition, c.offset, c.value] for c in self.received],
         }
         publish_status(self.cfg.status_path, status)
