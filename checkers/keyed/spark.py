@@ -139,8 +139,8 @@ def _keyed_pass(
     # Each summary task costs a Python worker round trip: a small history needs one.
     parts = max(1, min(cores, -(-rows // ROWS_PER_PARTITION)))
     path, written, folder = str(history), str(anomalies), str(exchange)
-    local = sc.master.startswith("local")
-    options = _PLAIN if local and rows <= EXCHANGE_PLAIN_ROWS else _IPC
+    # A flag, not the IPC options: those cannot be pickled into the tasks.
+    compressed = not sc.master.startswith("local") or rows > EXCHANGE_PLAIN_ROWS
 
     def map_slice(piece: tuple[list[int], int]) -> Iterator[tuple[int, tuple[str, Any]]]:
         groups, first = piece
@@ -157,7 +157,7 @@ def _keyed_pass(
         for kind, cut in ((_ROWS, routed.buckets), (_SERIES, routed.series)):
             for b, part in cut.items():
                 # Named by slice: a retried map task writes the same file again.
-                yield b, (kind, _write(f"{folder}/{kind}-{b}-{first}.arrow", part, options))
+                yield b, (kind, _write(f"{folder}/{kind}-{b}-{first}.arrow", part, compressed))
 
     def reduce_bucket(items: Iterator[Any]) -> Iterator[tuple[int, tuple[str, Any]]]:
         share = FactShare()
@@ -294,12 +294,14 @@ def _from_ipc(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(blob).read_all()
 
 
-def _write(path: str, table: pa.Table, options: pa.ipc.IpcWriteOptions = _IPC) -> str:
-    """Write `table` to the exchange file `path` with `options`; returns `path`."""
+def _write(path: str, table: pa.Table, compressed: bool = True) -> str:
+    """Write `table` to the exchange file `path`, lz4-compressed if `compressed`;
+    returns `path`."""
     try:
         sink = pa.OSFile(path, "wb")
     except FileNotFoundError:  # the folder is on the driver's machine only
         raise RuntimeError(f"{_UNSEEN} {Path(path).parent}") from None
+    options = _IPC if compressed else _PLAIN
     with sink, pa.ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table, max_chunksize=CHUNK_ROWS)
     return path
