@@ -73,10 +73,11 @@ exchanged uncompressed; a larger history's, or any through a cluster's shared st
 lz4-compressed (a third of the bytes). Uncompressed, a reduce task maps its files and
 reads them in place: the 5M pass's map tasks wrote them in 0.7 CPU seconds instead of
 2.3, and the reduce tasks read them in 0.1 instead of 1.3 (of some 24 s of the pass's
-CPU). They take about 400 bytes an event (2 GB at 5M events), which the page cache holds
-until the pass deletes them; at 10M, 4 GB is already the kernel's default limit of dirty
-pages (vm.dirty_ratio, 20% of a 20 GB machine's memory), past which it makes the map
-tasks wait for the disk, and a 100M history's would be 40 GB."""
+CPU). They take about 330 bytes an event (1.6 GB at 5M events, 3.3 times lz4's), which
+the page cache holds until the pass deletes them; at 10M, 3.2 GB nears the kernel's
+default limit of dirty pages (vm.dirty_ratio, 20% of the available memory: 4 GB on a
+20 GB machine), past which it makes the map tasks wait for the disk, and a 100M
+history's would be 32 GB."""
 _FACTS, _ROWS, _SERIES, _SPAN = "f", "r", "s", "t"
 _CORRUPT = "driftlab: unreadable row group"
 _UNSEEN = "driftlab: no such file"
