@@ -171,3 +171,4 @@ def test_a_missing_exchange_file_or_folder_is_named(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match=f"^{_UNSEEN} {tmp_path / 'r-0-0.arrow'}$"):
         _read(str(tmp_path / "r-0-0.arrow"))
     assert _read(_write(str(tmp_path / "r-0-0.arrow"), table)).equals(table)
+    assert _read(_write(str(tmp_path / "r-0-1.arrow"), table, compressed=False)).equals(table)

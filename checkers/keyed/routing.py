@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -81,10 +82,11 @@ SELECT _i, _r, _g, (hash(_r, _g) % $buckets)::INTEGER AS _b FROM (
   FROM t WHERE type = '{EventType.MSG}'
     AND action IN ('{MsgAction.PRODUCE}', '{MsgAction.DELIVER}', '{MsgAction.APPLY}')
     AND msg_id IS NOT NULL)
-ORDER BY _b
 """
 """driftlab.checkers.keyed.step.routes for every row of `t` at once: which row (`_i`) goes to
-which route and group, and the group's bucket; sorted by bucket."""
+which route and group, and the group's bucket. Unsorted: DuckDB's ORDER BY _b sorted
+the whole rows, groups' strings and all (0.15 s a 420k-event slice); route() orders
+them by bucket in Arrow, which sorts the bucket numbers alone."""
 
 _HEADERS = f"SELECT {POSITION_COLUMN} - $first AS _i FROM t WHERE type = '{EventType.HEADER}'"
 
@@ -151,9 +153,9 @@ class Routed:
 
 def with_positions(table: pa.Table, first: int) -> pa.Table:
     """`table` with its rows' positions in the history, the first being `first`."""
-    return table.append_column(
-        POSITION_COLUMN, pa.array(range(first, first + table.num_rows), pa.int64())
-    )
+    # From numpy's range, not Python's: pa.array(range) converts every int (60 ms a slice).
+    positions = np.arange(first, first + table.num_rows, dtype=np.int64)
+    return table.append_column(POSITION_COLUMN, pa.array(positions))
 
 
 def route(table: pa.Table, buckets: int) -> Routed:
@@ -175,16 +177,23 @@ def route(table: pa.Table, buckets: int) -> Routed:
         headers = table.take(at)
     positions = headers[POSITION_COLUMN].to_pylist()
     share.headers = list(zip(positions, table_events(headers), strict=True))
+    routes = _by_bucket(routes)
     routed = (
         table.take(routes.column("_i"))
         .append_column(ROUTE_COLUMN, routes.column("_r"))
         .append_column(GROUP_COLUMN, routes.column("_g"))
     )
+    series = _by_bucket(series)
     return Routed(
         _cut(routed, routes.column("_b")),
         _cut(series.drop_columns(["_b"]), series.column("_b")),
         share,
     )
+
+
+def _by_bucket(rows: pa.Table) -> pa.Table:
+    """`rows` sorted by their bucket (`_b`)."""
+    return rows.take(pc.sort_indices(rows.column("_b")))
 
 
 def _cut(rows: pa.Table, bucket: pa.ChunkedArray) -> dict[int, pa.Table]:

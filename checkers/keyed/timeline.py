@@ -71,10 +71,10 @@ SELECT type, "time", phase, f, op_id, process, kind, target, fault_id, action, c
 FROM t
 WHERE type IN ('{EventType.OP}', '{EventType.FAULT}', '{EventType.MARK}')
    OR (type = '{EventType.MSG}' AND action IN ({_OFFSET_ACTIONS}) AND consumer IS NOT NULL)
-ORDER BY _b
 """
 """A slice's rows that feed the series, narrowed, with their bucket (`_b`); the map
-side runs it over the slice `t`."""
+side runs it over the slice `t` and orders them by bucket (in Arrow: DuckDB's ORDER BY
+sorted the whole rows)."""
 
 _BUCKET = f'CAST(floor(("time" - $t0) / ($bucket_s::BIGINT * {NS})) * $bucket_s AS BIGINT)'
 _START = f"$t0 + {_BUCKET} * {NS}"
