@@ -48,11 +48,14 @@ _ORDERS = {
     "$E_ORDER": _ORDER.format(p="e.", d=""),
     "$DESC": _ORDER.format(p="", d="DESC"),
 }
+_POSITIONS = {"$ORDER": "_pos", "$E_ORDER": "e._pos", "$DESC": "_pos DESC"}
+"""The same orders in a history in order (Facts.ordered): a window sorts one number, not
+five keys with a string among them (a tenth of the sieve's CPU on a 5M pass)."""
 
 
-def _expand(query: str) -> str:
-    """A query with its orders spelled out."""
-    for name, order in _ORDERS.items():
+def _expand(query: str, ordered: bool) -> str:
+    """A query with its orders spelled out, for a history in order if `ordered`."""
+    for name, order in (_POSITIONS if ordered else _ORDERS).items():
         query = query.replace(name, order)
     return query
 
@@ -391,8 +394,8 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
         if facts.views:
             scope.register(con, facts)
         con.execute(scope.PREPARE if facts.views else _PREPARE)
-        con.execute(_expand(_LOG))
-        con.execute(_expand(scope.FINAL if facts.views else _FINAL))
+        con.execute(_expand(_LOG, facts.ordered))
+        con.execute(_expand(scope.FINAL if facts.views else _FINAL, facts.ordered))
         con.execute(_UNMET)
         queries = [f"SELECT {KEY} AS _r, _g FROM ({q})" for q in _KEY_SUSPECTS.values()]
         if facts.limits_error is not None:
@@ -422,7 +425,8 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
             if facts.views:
                 queries.append(f"SELECT {KEY} AS _r, _g FROM ({scope.TORN})")
         queries += [f"SELECT {MESSAGE} AS _r, _g FROM ({q})" for q in _MESSAGE_SUSPECTS.values()]
-        con.execute(_expand("CREATE TEMP TABLE suspects AS " + " UNION ".join(queries)))
+        suspected = "CREATE TEMP TABLE suspects AS " + " UNION ".join(queries)
+        con.execute(_expand(suspected, facts.ordered))
         found = con.sql("SELECT _r, _g FROM suspects").to_arrow_table()
         suspects = pa.table(
             {ROUTE_COLUMN: found["_r"], GROUP_COLUMN: groups.dictionary.take(found["_g"])}
@@ -435,8 +439,8 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
         ((recovered,),) = con.sql(_RECOVERED).fetchall()
         realtime = [RealtimeLag(*row) for row in con.sql(_REALTIME).fetchall()]
         narrowed = Narrowed(
-            con.sql(_expand(_POLL_PAIRS)).fetchall(),
-            con.sql(_expand(_SEND_PAIRS)).fetchall(),
+            con.sql(_expand(_POLL_PAIRS, facts.ordered)).fetchall(),
+            con.sql(_expand(_SEND_PAIRS, facts.ordered)).fetchall(),
             con.sql(_OFFSET_ROWS).fetchall(),
         )
         found_chances = chances(con, facts, ALL_KINDS)
