@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,7 +16,7 @@ from keyed_support import any_history
 from driftlab.checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS
 from driftlab.checkers.coverage import chances
 from driftlab.checkers.keyed.facts import facts_of
-from driftlab.checkers.keyed.sieve import sieve
+from driftlab.checkers.keyed.sieve import Sieved, sieve
 from driftlab.checkers.keyed.step import (
     ANOMALY,
     CHANCE,
@@ -31,6 +32,7 @@ from driftlab.checkers.keyed.step import (
     routes,
 )
 from driftlab.checkers.keyed.timeline import SERIES_ROW
+from driftlab.checkers.reference.common import order_key
 from driftlab.harness.history.schema import COLUMNS, INT_COLUMNS, Event
 from driftlab.harness.lab.testing.synthetic import generate
 
@@ -91,6 +93,42 @@ def judged(events: list[Event]) -> tuple[Counter, dict[str, int], Counter, Count
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(any_history())
 def test_the_sieve_keeps_what_the_reference_finds(events: list[Event]) -> None:
+    assert stepped(events) == judged(events)
+
+
+def sieved(found: Sieved) -> tuple:
+    """What the sieve found, in an order of its own (its queries' rows come in any)."""
+    return (
+        sorted(tuple(r.values()) for r in found.suspects.to_pylist()),
+        sorted(tuple(r.values()) for r in found.lags.to_pylist()),
+        sorted(found.narrowed.polls, key=str),
+        sorted(found.narrowed.sends),
+        sorted(found.narrowed.offsets),
+        found.unseen,
+        found.recovered,
+        sorted(map(str, found.realtime)),
+        found.chances,
+    )
+
+
+def in_history_order(events: list[Event]) -> list[Event]:
+    """`events` as driftlab writes a history: in order_key's order, each with a writer
+    and a seq (Facts.ordered), the seq numbering them."""
+    ordered = sorted(events, key=order_key)
+    return [replace(e, writer=e.writer or "", seq=i) for i, e in enumerate(ordered)]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_history().map(in_history_order))
+def test_a_history_in_order_is_sieved_by_position_as_by_the_order(events: list[Event]) -> None:
+    """In a history in order the sieve's windows order by position alone: what it keeps
+    is what the five keys of order_key keep, and the reference's findings."""
+    facts = facts_of(events)
+    assert facts.ordered
+    table = routed_table(events)
+    if table.num_rows:
+        by_position = sieve(table, facts)
+        assert sieved(by_position) == sieved(sieve(table, replace(facts, ordered=False)))
     assert stepped(events) == judged(events)
 
 

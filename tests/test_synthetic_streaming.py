@@ -1,6 +1,7 @@
 """The streaming synthetic generator: events spilled by time segment and sorted one
-segment at a time make the same history as one stable sort of every event (the
-generator's former way, all in memory), whatever the segments' size."""
+segment at a time make the same history as one stable sort of every event by time and
+writer (the generator's former way, all in memory, with writers breaking ties as the
+reader's order does), whatever the segments' size."""
 
 from __future__ import annotations
 
@@ -23,10 +24,10 @@ PLANT = {kind: 2 for kind in ALL_KINDS}
 
 
 def _one_sort(tables: list[pa.Table]) -> pa.Table:
-    """Every event at once, stably sorted by time, `seq` numbering each writer's events:
-    how the generator sorted its history before it streamed."""
+    """Every event at once, stably sorted by time and writer, `seq` numbering each
+    writer's events: how the generator sorted its history before it streamed."""
     table = pa.concat_tables(tables)
-    table = table.take(pc.sort_indices(table, [("time", "ascending")]))
+    table = table.take(pc.sort_indices(table, [("time", "ascending"), ("writer", "ascending")]))
     codes = table.column("writer").combine_chunks().dictionary_encode().indices.to_numpy()
     at = table.schema.get_field_index("seq")
     return table.set_column(at, "seq", pa.array(cumcount(codes)))

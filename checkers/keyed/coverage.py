@@ -12,7 +12,6 @@ from collections import Counter
 from duckdb import DuckDBPyConnection
 
 from driftlab.checkers.keyed import scope
-from driftlab.checkers.keyed.columns import MESSAGE, PARTITION
 from driftlab.checkers.keyed.facts import Facts
 from driftlab.checkers.kinds import (
     BY_NAME,
@@ -44,23 +43,27 @@ def _followers(table: str, where: str, group: str) -> str:
       SELECT count(*) AS n FROM {table} WHERE {where} GROUP BY _g, {group})"""
 
 
-def _distinct(where: str, columns: str) -> str:
-    return f"SELECT count(*) FROM (SELECT DISTINCT _g, {columns} FROM r WHERE {where})"
+def _distinct(table: str, where: str, columns: str) -> str:
+    return f"SELECT count(*) FROM (SELECT DISTINCT _g, {columns} FROM {table} WHERE {where})"
 
 
-_MSG = f"_r = {MESSAGE} AND type = 'msg'"
-_POLL = f"_r = {PARTITION} AND type = 'msg'"
+_MSG = "type = 'msg'"
 
 QUERIES: dict[str, str] = {
     LOST_MESSAGE: f"""
-    SELECT count(*) FROM (SELECT DISTINCT p._g, c.consumer FROM r p
+    SELECT count(*) FROM (SELECT DISTINCT p._g, c.consumer FROM message_rows p
       JOIN consumers c ON c.channel = p.channel
-      WHERE p._r = {MESSAGE} AND p.type = 'msg' AND p.action = 'produce' AND c.done
+      WHERE p.type = 'msg' AND p.action = 'produce' AND c.done
         AND c.consumer <> '{LOG_AUDIT}')""",
     LOST_WRITE: "SELECT count(*) * (SELECT count(*) FROM effect_stores) FROM okw",
-    DUPLICATE_DELIVERY: _distinct(f"{_MSG} AND action = 'deliver' AND {_CONSUMER}", "consumer"),
-    DUPLICATE_APPLY: _distinct(f"{_MSG} AND action = 'apply' AND store IS NOT NULL", "store"),
+    DUPLICATE_DELIVERY: _distinct(
+        "message_rows", f"{_MSG} AND action = 'deliver' AND {_CONSUMER}", "consumer"
+    ),
+    DUPLICATE_APPLY: _distinct(
+        "message_rows", f"{_MSG} AND action = 'apply' AND store IS NOT NULL", "store"
+    ),
     DUPLICATE_OFFSET: _distinct(
+        "message_rows",
         f"""{_MSG} AND action IN ('produce', 'deliver') AND channel IS NOT NULL
         AND "offset" IS NOT NULL""",
         'channel, "partition"',
@@ -72,17 +75,18 @@ QUERIES: dict[str, str] = {
     ),
     STALE_OVERWRITE: _followers("arrivals", "version IS NOT NULL", "store"),
     "polls": _followers(
-        "r",
-        f"""{_POLL} AND action = 'deliver' AND {_CONSUMER} AND "offset" IS NOT NULL""",
+        "partition_rows",
+        f"""{_MSG} AND action = 'deliver' AND {_CONSUMER} AND "offset" IS NOT NULL""",
         "consumer, process",
     ),
     NONMONOTONIC_SEND: _followers(
-        "r",
-        f"""{_POLL} AND action = 'produce' AND "offset" IS NOT NULL AND process IS NOT NULL""",
+        "partition_rows",
+        f"""{_MSG} AND action = 'produce' AND "offset" IS NOT NULL AND process IS NOT NULL""",
         "process",
     ),
     INCONSISTENT_OFFSET: _distinct(
-        f"""{_POLL} AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL
+        "partition_rows",
+        f"""{_MSG} AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL
         AND msg_id IS NOT NULL""",
         '"offset"',
     ),
@@ -121,11 +125,11 @@ QUERIES: dict[str, str] = {
       WHERE e.value IS NULL AND w.value IS NULL AND w.f = 'delete')""",
 }
 """The chances of each kind, or of the kinds counted under one name
-(driftlab.checkers.kinds.Kind.counted_as), over the sieve's tables: r (the routed rows),
-k (the key route's), okw, eff, arrivals, fin, log and the facts' consumers and
-effect_stores. CONTRADICTORY_ORDER's two matches are two equi-joins: one join on the key
-with either match as its condition paired every effect of a key with every write of it
-(a third more CPU on a 5M pass's partition)."""
+(driftlab.checkers.kinds.Kind.counted_as), over the sieve's tables: each route's rows
+(driftlab.checkers.keyed.sieve.ROUTE_TABLES; k, the key route's), okw, eff, arrivals,
+fin, log and the facts' consumers and effect_stores. CONTRADICTORY_ORDER's two matches
+are two equi-joins: one join on the key with either match as its condition paired every
+effect of a key with every write of it (a third more CPU on a 5M pass's partition)."""
 
 _SCOPED = {LOST_WRITE: scope.LOST_WRITE_CHANCES, "divergence": scope.DIVERGENCE_CHANCES}
 """The queries of QUERIES that count stores per key, for a history with view stores."""

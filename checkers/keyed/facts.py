@@ -41,6 +41,21 @@ class Facts:
     with it, as the reference does, and the other checkers go on."""
     views: frozenset[str] = frozenset()
     """The view stores the header names (`params.views`): each judged on its keys only."""
+    ordered: bool = False
+    """Whether the history's order is order_key's: every event has a writer and a seq,
+    and (time, writer, seq) rises with the position, as driftlab writes a history. The
+    sieve then orders a group's events by position alone, not by the five keys."""
+
+
+def in_order(keys: Iterable[tuple[int, str | None, int | None]]) -> bool:
+    """Whether (time, writer, seq) keys, in the history's order, have no unset writer or
+    seq and rise strictly (Facts.ordered)."""
+    last = None
+    for key in keys:
+        if key[1] is None or key[2] is None or (last is not None and key <= last):
+            return False
+        last = key
+    return True
 
 
 def tag_of(e: Event) -> tuple[str, str | None, str | None]:
@@ -62,9 +77,14 @@ def tag_of(e: Event) -> tuple[str, str | None, str | None]:
 
 
 def facts_from_rows(
-    rows: Iterable[tuple[str, str | None, str | None]], headers: Iterable[Event], t0: int, t1: int
+    rows: Iterable[tuple[str, str | None, str | None]],
+    headers: Iterable[Event],
+    t0: int,
+    t1: int,
+    ordered: bool = False,
 ) -> Facts:
-    """Facts from distinct fact rows (tag, a, b) and the history's header events."""
+    """Facts from distinct fact rows (tag, a, b) and the history's header events, of a
+    history whose order is order_key's if `ordered`."""
     delivered_on: dict[str, set[str]] = defaultdict(set)
     marked: dict[str, set[str]] = defaultdict(set)
     done_everywhere: set[str] = set()
@@ -103,6 +123,7 @@ def facts_from_rows(
         t1,
         limits_error,
         views_of(headers),
+        ordered,
     )
 
 
@@ -111,7 +132,8 @@ def facts_of(events: list[Event]) -> Facts:
     rows = {tag_of(e) for e in events}
     headers = [e for e in events if e.type == EventType.HEADER]
     times = [e.time for e in events]
-    return facts_from_rows(rows, headers, min(times, default=0), max(times, default=0))
+    ordered = in_order((e.time, e.writer, e.seq) for e in events)
+    return facts_from_rows(rows, headers, min(times, default=0), max(times, default=0), ordered)
 
 
 def header_from_json(text: str) -> Event:

@@ -11,6 +11,7 @@ holds both to the plain-Python functions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
@@ -58,6 +59,9 @@ DICTIONARY_COLUMNS = (
 """The history's low-cardinality columns, read dictionary-coded from its Parquet (where
 they are stored so): routing compares codes, and an exchanged file carries each distinct
 name once instead of once a row, about a third fewer bytes."""
+
+Key = tuple[int, str | None, int | None]
+"""An event's (time, writer, seq): order_key without its flags."""
 
 _WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))
 
@@ -124,11 +128,15 @@ class FactShare:
     """(position, header event): merged in the history's order."""
     t0: int | None = None
     t1: int | None = None
+    spans: list[tuple[int, Key, Key, bool]] = field(default_factory=list)
+    """(first position, first and last (time, writer, seq), whether in order within) of
+    each slice with rows: merged, whether the history is in order (Facts.ordered)."""
 
     def merge(self, other: FactShare) -> None:
         """Add another slice's share to this one."""
         self.rows |= other.rows
         self.headers += other.headers
+        self.spans += other.spans
         spans = [t for t in (self.t0, other.t0) if t is not None]
         self.t0 = min(spans, default=None)
         spans = [t for t in (self.t1, other.t1) if t is not None]
@@ -137,7 +145,10 @@ class FactShare:
     def facts(self) -> Facts:
         """The Facts of the slices merged so far."""
         headers = [e for _, e in sorted(self.headers, key=lambda h: h[0])]
-        return facts_from_rows(self.rows, headers, self.t0 or 0, self.t1 or 0)
+        spans = sorted(self.spans, key=lambda s: s[0])
+        # Each slice in order within, and each ending below the next one's start.
+        ordered = all(s[3] for s in spans) and all(a[2] < b[1] for a, b in pairwise(spans))
+        return facts_from_rows(self.rows, headers, self.t0 or 0, self.t1 or 0, ordered)
 
 
 @dataclass
@@ -175,6 +186,9 @@ def route(table: pa.Table, buckets: int) -> Routed:
         # every row (20 ms a slice).
         at = con.sql(_HEADERS.replace("$first", str(first))).to_arrow_table().column("_i")
         headers = table.take(at)
+    if table.num_rows:
+        last = table.num_rows - 1
+        share.spans = [(first, _key(table, 0), _key(table, last), _in_order(table))]
     positions = headers[POSITION_COLUMN].to_pylist()
     share.headers = list(zip(positions, table_events(headers), strict=True))
     routes = _by_bucket(routes)
@@ -194,6 +208,31 @@ def route(table: pa.Table, buckets: int) -> Routed:
 def _by_bucket(rows: pa.Table) -> pa.Table:
     """`rows` sorted by their bucket (`_b`)."""
     return rows.take(pc.sort_indices(rows.column("_b")))
+
+
+def _key(table: pa.Table, row: int) -> Key:
+    """The (time, writer, seq) of one row of a slice."""
+    time, writer, seq = (table.column(c)[row].as_py() for c in ("time", "writer", "seq"))
+    return time, writer, seq
+
+
+def _in_order(table: pa.Table) -> bool:
+    """facts.in_order of a slice's rows, in Arrow."""
+    writer, seq, time = (table.column(c) for c in ("writer", "seq", "time"))
+    if writer.null_count or seq.null_count:
+        return False
+    if pa.types.is_dictionary(writer.type):
+        writer = writer.cast(writer.type.value_type)
+    n = table.num_rows - 1
+    t0, t1, w0, w1, s0, s1 = (c.slice(i, n) for c in (time, writer, seq) for i in (0, 1))
+    rises = pc.or_(
+        pc.greater(t1, t0),
+        pc.and_(
+            pc.equal(t1, t0),
+            pc.or_(pc.greater(w1, w0), pc.and_(pc.equal(w1, w0), pc.greater(s1, s0))),
+        ),
+    )
+    return pc.all(rises).as_py() is not False
 
 
 def _cut(rows: pa.Table, bucket: pa.ChunkedArray) -> dict[int, pa.Table]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import pyarrow as pa
 from duckdb import DuckDBPyConnection
 
-from driftlab.checkers.keyed.columns import KEY
 from driftlab.checkers.keyed.facts import Facts
 from driftlab.checkers.reference.common import WRITE_FS
 from driftlab.harness.history.schema import OBSERVER, SOURCE_STORE
@@ -26,11 +25,10 @@ IN_SCOPE = f"CASE WHEN {{v}} IS NULL THEN {{s}} NOT IN {_VIEWS} ELSE {{s}} = {{v
 """driftlab.checkers.reference.common.in_scope of a derived store `{s}` on a key of view `{v}`."""
 
 PREPARE = f"""
-CREATE TEMP VIEW r AS SELECT * FROM t;
 CREATE TEMP TABLE k AS SELECT * FROM (
   SELECT *, CASE WHEN contains(key, '/') AND split_part(key, '/', 1) IN {_VIEWS}
     THEN split_part(key, '/', 1) END AS _view
-  FROM r WHERE _r = {KEY})
+  FROM key_rows)
 WHERE store IS NULL OR store = '{SOURCE_STORE}' OR {IN_SCOPE.format(v="_view", s="store")};
 CREATE TEMP TABLE okw AS SELECT _g, _pos, time, writer, seq, version, value, process, _view
   FROM k

@@ -20,14 +20,21 @@ ADD_ROWS = 1 << 20
 history is millions of rows, and only this many are held as Arrow columns at a time."""
 
 
+HISTORY_ORDER = [("time", "ascending"), ("writer", "ascending")]
+"""The order of a segment's events: the reader's order (time, writer, seq) before `seq`
+is set, so that a history is in order (driftlab.checkers.keyed.facts.Facts.ordered)."""
+
+
 class Blocks:
     """Event blocks, spilled to `folder` as they are added: one lz4 Arrow IPC stream per
     time segment (`segment_ns` wide from `t0`), each holding its events in block order.
 
-    Equal times keep block order, as a stable sort of all blocks would: a segment is
-    sorted alone (stably, so block order breaks ties) and segments follow each other in
-    time, so the history comes out the same as one sort of every event, with only one
-    segment in memory at a time.
+    Events come out in driftlab's history order, by time and then writer (as the reader
+    sorts a run's segments; `seq` then numbers each writer's events), equal times of one
+    writer in block order, as a stable sort of all blocks would: a segment is sorted
+    alone (stably, so block order breaks ties) and segments follow each other in time,
+    so the history comes out the same as one sort of every event, with only one segment
+    in memory at a time.
     """
 
     def __init__(self, folder: Path, t0: int, segment_ns: int) -> None:
@@ -114,7 +121,7 @@ class Blocks:
             yield pa.concat_tables(pending)
 
     def _sorted_segments(self) -> Iterator[pa.Table]:
-        """Each segment in time order, sorted by time, `seq` set."""
+        """Each segment in time order, sorted by time and writer, `seq` set."""
         self._spill()
         for stream in self._streams.values():
             stream.close()
@@ -127,7 +134,7 @@ class Blocks:
             with pa.memory_map(str(path)) as source:
                 table = pa.ipc.open_stream(source).read_all()
             path.unlink()
-            table = table.take(pc.sort_indices(table, [("time", "ascending")]))
+            table = table.take(pc.sort_indices(table, HISTORY_ORDER))
             writers = table.column("writer").combine_chunks().dictionary_encode()
             codes = writers.indices.to_numpy(zero_copy_only=False)
             names = writers.dictionary.to_pylist()
