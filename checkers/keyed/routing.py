@@ -38,7 +38,7 @@ from driftlab.checkers.keyed.step import (
     ROUTE_COLUMN,
     table_events,
 )
-from driftlab.checkers.keyed.timeline import SERIES_ROWS
+from driftlab.checkers.keyed.timeline import SERIES_COLUMNS, SERIES_ROWS
 from driftlab.checkers.reference.common import WRITE_FS
 from driftlab.harness.history.schema import SOURCE_STORE, Event, EventType, Mark, MsgAction, OpPhase
 
@@ -179,7 +179,9 @@ def route(table: pa.Table, buckets: int) -> Routed:
         routes = con.sql(
             _ROUTED.replace("$buckets", str(buckets)).replace("$first", str(first))
         ).to_arrow_table()
-        series = con.sql(SERIES_ROWS.replace("$buckets", str(buckets))).to_arrow_table()
+        series = con.sql(
+            SERIES_ROWS.replace("$buckets", str(buckets)).replace("$first", str(first))
+        ).to_arrow_table()
         share = FactShare(rows=set(con.sql(_FACT_ROWS).fetchall()))
         ((share.t0, share.t1),) = con.sql('SELECT min("time"), max("time") FROM t').fetchall()
         # Their rows by number, then taken whole: the query itself read every column of
@@ -198,9 +200,12 @@ def route(table: pa.Table, buckets: int) -> Routed:
         .append_column(GROUP_COLUMN, routes.column("_g"))
     )
     series = _by_bucket(series)
+    shared = table.select(list(SERIES_COLUMNS)).take(series.column("_i"))
+    for name in series.column_names[1:-1]:  # between the row number and the bucket
+        shared = shared.append_column(name, series.column(name))
     return Routed(
         _cut(routed, routes.column("_b")),
-        _cut(series.drop_columns(["_b"]), series.column("_b")),
+        _cut(shared, series.column("_b")),
         share,
     )
 
