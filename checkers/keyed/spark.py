@@ -4,8 +4,7 @@
    pyarrow, routes its rows to the groups that judge them and cuts them into buckets
    by group (driftlab.checkers.keyed.routing). It writes each bucket's rows to a file of the
    pass's exchange folder (Arrow IPC, lz4 unless local: EXCHANGE_PLAIN_ROWS) and emits
-   the file's name, together with its
-   share of the Facts, the latter to every bucket.
+   the file's name, together with its share of the Facts, the latter to every bucket.
 2. Reduce: Spark shuffles the names and shares by bucket; each partition merges the
    Facts shares (every map task's, so the whole history's), reads its files, then runs
    every check of its groups in one step (driftlab.checkers.keyed.step.partition_step) and cuts
