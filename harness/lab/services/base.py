@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from driftlab.harness.history.exitcodes import LabFailure
+
+log = logging.getLogger("driftlab.services")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,34 @@ class Service(ABC):
             self.stop()
         self.start()
         self.wait_healthy()
+
+
+class HoldsWhenBusy(Service):
+    """A service that can tell `busy()` from what its process last published, and holds
+    for a `when: busy` crash by freezing the process and looking again.
+
+    The first look may be stale by the time a kill lands (tens of ms on a loaded
+    machine): the work it saw finished since, and the crash cuts nothing short. Frozen,
+    the process cannot get past what the second look reads, provided it publishes that
+    its work is done *before* the step that makes it so (an offset commit, an ack)
+    leaves: a stop signal pending when that write returns stops it before the step.
+    """
+
+    @abstractmethod
+    def busy(self) -> bool:
+        """Whether the last published status says a crash now would cut work short."""
+
+    def hold_if_busy(self) -> bool:
+        """`busy()`, asked again of the frozen (SIGSTOPped) process, which stays frozen
+        for the crash when it is busy and runs on when it is not."""
+        if not self.busy():
+            return False
+        self.pause()
+        if self.busy():
+            return True
+        self.resume()
+        log.info("%s: busy at a look, not once frozen; runs on", self.name)
+        return False
 
 
 S = TypeVar("S", bound=Service)

@@ -4,28 +4,26 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from driftlab.harness.lab.services.base import Endpoint, ServiceGroup
+from driftlab.harness.lab.services.base import Endpoint, HoldsWhenBusy, ServiceGroup
 from driftlab.harness.lab.services.command import CommandProcess
 from driftlab.scenarios.architectures.cdc import consumer as cdc_consumer
 from driftlab.scenarios.architectures.cdc.protocol import CONFIG_ENV, ConsumerConfig
-
-log = logging.getLogger("driftlab.setups.cdc")
 
 CONSUMER = "consumer"
 """The fault target naming every consumer process at once."""
 
 
-class ConsumerProcess(CommandProcess):
+class ConsumerProcess(HoldsWhenBusy, CommandProcess):
     """One consumer OS process, which the nemesis can SIGKILL, pause and restart.
 
     Each start is a new instance `<name>#<n>` (the history `process`); `wait_healthy`
-    waits until that instance has taken its partitions.
+    waits until that instance has taken its partitions. A `when: busy` crash holds it
+    frozen inside uncommitted work (HoldsWhenBusy).
     """
 
     def __init__(self, name: str, config: ConsumerConfig, log_dir: Path) -> None:
@@ -69,32 +67,15 @@ class ConsumerProcess(CommandProcess):
         receives again. Between a batch and the next commit the consumer is idle but
         not done: a crash there is the one that makes redelivery. While an offset
         commit is under way it is not busy: Kafka may already hold offsets its status
-        does not, and what it applied would not come back."""
+        does not, and what it applied would not come back. It publishes `committing`
+        before an offset commit leaves, so a frozen instance seen busy has not sent one
+        (HoldsWhenBusy)."""
         status = self.status()
         if status.get("committing"):
             return False
         committed = status.get("committed") or {}
         ahead = any(o > committed.get(p, -1) for p, o in (status.get("position") or {}).items())
         return bool(status.get("in_flight")) or ahead
-
-    def hold_if_busy(self) -> bool:
-        """`busy()`, asked again of the frozen (SIGSTOPped) instance, which stays frozen
-        for the crash when it is busy and runs on when it is not.
-
-        The first look may be stale by the time a kill lands (tens of ms on a loaded
-        machine): the batch applied and its offsets committed since, and nothing is
-        delivered again. Frozen, the instance cannot get past what the second look
-        reads: it publishes `committing` before an offset commit leaves, and a stop
-        signal pending when that write returns stops it before the commit is sent.
-        """
-        if not self.busy():
-            return False
-        self.pause()
-        if self.busy():
-            return True
-        self.resume()
-        log.info("%s: busy at a look, not once frozen (%s); runs on", self.instance, self.status())
-        return False
 
     def endpoint(self) -> Endpoint:
         """Where it reads from: its Kafka link."""

@@ -14,7 +14,9 @@ after newer versions of the same keys, and the older value overwrites the newer 
 (DDIA Figure 11-2). Healing starts a new instance of the worker.
 
 Parameters (scenario `setup.params`): `workers` (default 3), `prefetch` (default 10),
-`work_ms` (default 10), `ack_ms` (default 0: ack each message as it is applied).
+`work_ms` (default 10), `ack_ms` (default 0: ack each message as it is applied),
+`busy_unacked` (default 1): how many applied, unacked messages make a worker busy for a
+`when: busy` crash (QueueWorker).
 
 History: the application records `write` ops on the source (its intended state, with
 the version) and a `produce` per confirmed publish; each worker instance records
@@ -28,6 +30,7 @@ import json
 import threading
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pika
@@ -35,7 +38,7 @@ import redis
 
 from driftlab.harness.history.schema import SOURCE_STORE
 from driftlab.harness.history.waiting import wait_until
-from driftlab.harness.lab.services.base import Endpoint
+from driftlab.harness.lab.services.base import Endpoint, HoldsWhenBusy
 from driftlab.harness.lab.setups.base import Client, Setup, SetupContext
 from driftlab.harness.lab.setups.connect import AMQP_HEARTBEAT_S, endpoint, redis_client
 from driftlab.harness.lab.setups.stores import CACHE, redis_hashes
@@ -61,6 +64,38 @@ def amqp_parameters(ep: Endpoint) -> pika.ConnectionParameters:
     )
 
 
+class QueueWorker(HoldsWhenBusy, WorkerProcess):
+    """One worker process of the queue; a `when: busy` crash holds it frozen while it
+    has applied at least `busy_unacked` messages it has not acked."""
+
+    def __init__(
+        self,
+        name: str,
+        config: dict[str, Any],
+        run_dir: Path,
+        status_dir: Path,
+        busy_unacked: int,
+    ) -> None:
+        super().__init__(
+            name, "driftlab.scenarios.architectures.work_queue.worker", config, run_dir, status_dir
+        )
+        self.busy_unacked = busy_unacked
+
+    def busy(self) -> bool:
+        """Whether this instance, by its last status, holds `busy_unacked` or more applied,
+        unacked messages: a kill now has the broker deliver them again after the newer
+        versions of their keys the other workers took meanwhile (the older the oldest of
+        them, the surer). A worker that acked them all is not: it publishes its count
+        before an ack leaves (worker.Worker.ack_due), so a frozen one seen busy has not
+        sent it. A dead instance's status keeps what it held when it died."""
+        status = self.status()
+        return (
+            status.get("instance") == self.instance
+            and int(status.get("unacked", 0)) >= self.busy_unacked
+            and self.is_running()
+        )
+
+
 class WorkQueue(Setup):
     """RabbitMQ queue, competing consumer processes, Redis as the derived store."""
 
@@ -70,7 +105,7 @@ class WorkQueue(Setup):
 
     def __init__(self) -> None:
         super().__init__()
-        self.workers: dict[str, WorkerProcess] = {}
+        self.workers: dict[str, QueueWorker] = {}
         self.queue = ""
         self.prefix = ""
         self._amqp_app: Endpoint | None = None
@@ -91,10 +126,16 @@ class WorkQueue(Setup):
         prefetch = int(p.get("prefetch", 10))
         work_ms = float(p.get("work_ms", 10))
         ack_ms = float(p.get("ack_ms", 0))
+        busy_unacked = int(p.get("busy_unacked", 1))
         if count < 1 or prefetch < 1 or work_ms < 0 or ack_ms < 0:
             raise ValueError(
                 "work-queue: workers and prefetch must be >= 1, work_ms and ack_ms >= 0; "
                 f"got workers={count}, prefetch={prefetch}, work_ms={work_ms}, ack_ms={ack_ms}"
+            )
+        if not 1 <= busy_unacked <= prefetch:
+            # A worker never holds more than its prefetch: it would never be busy.
+            raise ValueError(
+                f"work-queue: busy_unacked must be in 1..prefetch ({prefetch}); got {busy_unacked}"
             )
         self.queue = f"{ctx.namespace}.work"
         self.prefix = f"{ctx.namespace}:"
@@ -129,12 +170,8 @@ class WorkQueue(Setup):
         status_dir = ctx.logs
         for i in range(count):
             name = f"worker-{i}"
-            self.workers[name] = WorkerProcess(
-                name,
-                "driftlab.scenarios.architectures.work_queue.worker",
-                dict(config),
-                ctx.work_dir,
-                status_dir,
+            self.workers[name] = QueueWorker(
+                name, dict(config), ctx.work_dir, status_dir, busy_unacked
             )
 
     def start(self) -> None:
@@ -144,7 +181,7 @@ class WorkQueue(Setup):
         for w in self.workers.values():
             w.wait_healthy()
 
-    def process(self, name: str) -> WorkerProcess | None:
+    def process(self, name: str) -> QueueWorker | None:
         """`worker-<n>`: the target of crash, pause and restart faults."""
         return self.workers.get(name)
 

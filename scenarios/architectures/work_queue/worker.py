@@ -126,6 +126,11 @@ class Worker:
         self.unacked.append(fields)
         self.last_tag = method.delivery_tag
         self.ack_due()
+        if self.unacked:
+            # Told at once, not at the next 100 ms tick: a `when: busy` crash waits for
+            # a count of applied, unacked messages, and strikes the first time it reads
+            # one; a count that lags only delays the crash, never misleads it.
+            self.status(force=True)
 
     def receive(self, method: Any, body: bytes) -> dict[str, Any]:
         """Record the delivery of a message; return its history fields."""
@@ -196,10 +201,15 @@ class Worker:
             return
         if not force and time.monotonic() - self.last_ack < self.ack_wait:
             return
+        acked, self.unacked = self.unacked, []
+        # Published before the ack leaves, as the count that a `when: busy` crash reads
+        # (setup.QueueWorker): frozen after this write, the worker has not sent the ack,
+        # and a kill then strands what it held; the other order could kill a worker that
+        # still looks busy after its ack has reached the broker, which strands nothing.
+        self.status(force=True)
         self.channel.basic_ack(self.last_tag, multiple=True)
-        for fields in self.unacked:
+        for fields in acked:
             self.rec.msg("ack", **fields)
-        self.unacked.clear()
         self.last_ack = time.monotonic()
         self.ack_wait = self._next_ack_wait()
 
@@ -207,7 +217,9 @@ class Worker:
         return self.cfg["ack_ms"] / 1000 * self.rng.uniform(0.5, 1.5)
 
     def status(self, *, force: bool = False) -> None:
-        """Publish who runs, how many messages it handled and when it last had one."""
+        """Publish who runs, how many messages it handled, when it last had one and how
+        many it applied and has not acked (`unacked`: what a crash now would have the
+        broker deliver again, with those it was given and had not applied yet)."""
         now = time.monotonic()
         if not force and now - self.last_status < 0.1:
             return
@@ -217,6 +229,7 @@ class Worker:
             {
                 "instance": self.cfg["instance"],
                 "handled": self.handled,
+                "unacked": len(self.unacked),
                 "last_message": self.last_message,
                 "done": self.done,
                 "held": self.held,
