@@ -29,6 +29,7 @@ from driftlab.checkers.keyed.facts import (
     Facts,
     facts_from_rows,
 )
+from driftlab.checkers.keyed.routes import ROUTES
 from driftlab.checkers.keyed.step import (
     GROUP_COLUMN,
     KEY,
@@ -193,13 +194,16 @@ def route(table: pa.Table, buckets: int) -> Routed:
         share.spans = [(first, _key(table, 0), _key(table, last), _in_order(table))]
     positions = headers[POSITION_COLUMN].to_pylist()
     share.headers = list(zip(positions, table_events(headers), strict=True))
-    routes = _by_bucket(routes)
+    # Within a bucket by route, each route's rows in a run of their own: the reduce side
+    # takes them apart without copying them (driftlab.checkers.keyed.routes).
+    by = pc.add(pc.multiply(routes.column("_b"), len(ROUTES)), routes.column("_r"))
+    routes = _sorted(routes, by)
     routed = (
         table.take(routes.column("_i"))
         .append_column(ROUTE_COLUMN, routes.column("_r"))
         .append_column(GROUP_COLUMN, routes.column("_g"))
     )
-    series = _by_bucket(series)
+    series = _sorted(series, series.column("_b"))
     shared = table.select(list(SERIES_COLUMNS)).take(series.column("_i"))
     for name in series.column_names[1:-1]:  # between the row number and the bucket
         shared = shared.append_column(name, series.column(name))
@@ -210,9 +214,9 @@ def route(table: pa.Table, buckets: int) -> Routed:
     )
 
 
-def _by_bucket(rows: pa.Table) -> pa.Table:
-    """`rows` sorted by their bucket (`_b`)."""
-    return rows.take(pc.sort_indices(rows.column("_b")))
+def _sorted(rows: pa.Table, by: pa.ChunkedArray) -> pa.Table:
+    """`rows` sorted by `by`, a number per row."""
+    return rows.take(pc.sort_indices(by))
 
 
 def _key(table: pa.Table, row: int) -> Key:

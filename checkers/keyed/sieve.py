@@ -355,6 +355,15 @@ ROUTE_TABLES = {"key_rows": KEY, "message_rows": MESSAGE, "partition_rows": PART
 """The tables of a partition's routed rows the queries read, by the route they hold."""
 
 
+def _by_route(found: pa.Table) -> list[tuple[int, pa.Array]]:
+    """The group numbers of `found` (_r, _g), sorted by route, per route."""
+    out, start = [], 0
+    for entry in pc.value_counts(found["_r"]).to_pylist():
+        out.append((entry["values"], found["_g"].slice(start, entry["counts"]).combine_chunks()))
+        start += entry["counts"]
+    return out
+
+
 def _consumers(facts: Facts) -> pa.Table:
     """(consumer, channel, done) of every channel a consumer consumes (lost.messages)."""
     rows: dict[str, list] = {"consumer": [], "channel": [], "done": []}
@@ -375,19 +384,23 @@ def _consumers(facts: Facts) -> pa.Table:
     )
 
 
-def sieve(table: pa.Table, facts: Facts) -> Sieved:
+def sieve(routes: dict[int, pa.Table], facts: Facts) -> Sieved:
     """The suspects of a partition's routed rows (history columns plus route, group and
-    position) and what its cleared groups contribute."""
+    position), by route (driftlab.checkers.keyed.routes.by_route), and what its cleared
+    groups contribute."""
     # The queries group and join on the group some fifteen times: on a number, not the
-    # group's name, each costs about half.
-    groups = pc.dictionary_encode(table[GROUP_COLUMN].combine_chunks())
-    column = table.schema.get_field_index(GROUP_COLUMN)
-    coded = table.set_column(column, GROUP_COLUMN, groups.indices)
+    # group's name, each costs about half. No query joins two routes' groups: each
+    # route's are numbered on their own.
+    names: dict[int, pa.Array] = {}
     with cursor() as con:
         # A table per route: a query of one route's groups scans its rows only (DuckDB
         # filters a registered Arrow table by copying what it keeps, on every scan).
         for name, route in ROUTE_TABLES.items():
-            con.register(name, coded.filter(pc.equal(coded[ROUTE_COLUMN], route)))
+            rows = routes[route]
+            groups = pc.dictionary_encode(rows[GROUP_COLUMN].combine_chunks())
+            names[route] = groups.dictionary
+            column = rows.schema.get_field_index(GROUP_COLUMN)
+            con.register(name, rows.set_column(column, GROUP_COLUMN, groups.indices))
         con.register("consumers", _consumers(facts))
         stores = sorted(facts.writes.effect_stores) if facts.writes.quiesced else []
         con.register("effect_stores", pa.table({"store": pa.array(stores, pa.string())}))
@@ -427,9 +440,14 @@ def sieve(table: pa.Table, facts: Facts) -> Sieved:
         queries += [f"SELECT {MESSAGE} AS _r, _g FROM ({q})" for q in _MESSAGE_SUSPECTS.values()]
         suspected = "CREATE TEMP TABLE suspects AS " + " UNION ".join(queries)
         con.execute(_expand(suspected, facts.ordered))
-        found = con.sql("SELECT _r, _g FROM suspects").to_arrow_table()
+        found = con.sql("SELECT _r, _g FROM suspects ORDER BY _r").to_arrow_table()
         suspects = pa.table(
-            {ROUTE_COLUMN: found["_r"], GROUP_COLUMN: groups.dictionary.take(found["_g"])}
+            {
+                ROUTE_COLUMN: found["_r"],
+                GROUP_COLUMN: pa.chunked_array(
+                    [names[r].take(c) for r, c in _by_route(found)], pa.string()
+                ),
+            }
         )
         lags = con.sql(_LAG).to_arrow_table()
         (unseen,) = con.sql(

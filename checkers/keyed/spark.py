@@ -43,6 +43,8 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from driftlab.checkers.figures import PassFigures, merged, summarize, summary_parts, with_buckets
+from driftlab.checkers.keyed.columns import ROUTE_COLUMN
+from driftlab.checkers.keyed.routes import runs
 from driftlab.checkers.keyed.routing import DICTIONARY_COLUMNS, FactShare, route, with_positions
 from driftlab.checkers.keyed.step import output_schema, partition_step
 from driftlab.checkers.keyed.timeline import series_rows
@@ -295,15 +297,18 @@ def _from_ipc(blob: bytes) -> pa.Table:
 
 
 def _write(path: str, table: pa.Table, compressed: bool = True) -> str:
-    """Write `table` to the exchange file `path`, lz4-compressed if `compressed`;
-    returns `path`."""
+    """Write `table` to the exchange file `path`, lz4-compressed if `compressed`, each
+    route's rows in batches of their own if it has routes (sorted by route, as route()
+    cuts them: driftlab.checkers.keyed.routes); returns `path`."""
     try:
         sink = pa.OSFile(path, "wb")
     except FileNotFoundError:  # the folder is on the driver's machine only
         raise RuntimeError(f"{_UNSEEN} {Path(path).parent}") from None
     options = _IPC if compressed else _PLAIN
+    parts = runs(table) if ROUTE_COLUMN in table.column_names else [table]
     with sink, pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-        writer.write_table(table, max_chunksize=CHUNK_ROWS)
+        for part in parts:
+            writer.write_table(part, max_chunksize=CHUNK_ROWS)
     return path
 
 
