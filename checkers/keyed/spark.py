@@ -32,10 +32,8 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -44,6 +42,7 @@ from pyspark.sql import SparkSession
 
 from driftlab.checkers.figures import PassFigures, merged, summarize, summary_parts, with_buckets
 from driftlab.checkers.keyed.columns import ROUTE_COLUMN
+from driftlab.checkers.keyed.facts import Facts
 from driftlab.checkers.keyed.routes import runs
 from driftlab.checkers.keyed.routing import DICTIONARY_COLUMNS, FactShare, route, with_positions
 from driftlab.checkers.keyed.step import output_schema, partition_step
@@ -79,7 +78,7 @@ the page cache holds until the pass deletes them; at 10M, 3.2 GB nears the kerne
 default limit of dirty pages (vm.dirty_ratio, 20% of the available memory: 4 GB on a
 20 GB machine), past which it makes the map tasks wait for the disk, and a 100M
 history's would be 32 GB."""
-_FACTS, _ROWS, _SERIES, _SPAN = "f", "r", "s", "t"
+_ROWS, _SERIES, _PARTS = "r", "s", "p"
 _CORRUPT = "driftlab: unreadable row group"
 _UNSEEN = "driftlab: no such file"
 """How a task names a row group it cannot read, or a file it cannot find, for the
@@ -120,6 +119,16 @@ def keyed_pass(
         shutil.rmtree(exchange, ignore_errors=True)
 
 
+@dataclass
+class _Mapped:
+    """What a map task tells the driver of its slice: its share of the Facts, and per
+    bucket its exchange files (kind, path) and how many routed rows they hold."""
+
+    share: FactShare
+    files: dict[int, list[tuple[str, str]]]
+    rows: dict[int, int]
+
+
 def _keyed_pass(
     spark: SparkSession,
     history: Path,
@@ -144,7 +153,7 @@ def _keyed_pass(
     # A flag, not the IPC options: those cannot be pickled into the tasks.
     compressed = not sc.master.startswith("local") or rows > EXCHANGE_PLAIN_ROWS
 
-    def map_slice(piece: tuple[list[int], int]) -> Iterator[tuple[int, tuple[str, Any]]]:
+    def map_slice(piece: tuple[list[int], int]) -> _Mapped:
         groups, first = piece
         try:
             file = pq.ParquetFile(path, read_dictionary=DICTIONARY_COLUMNS)
@@ -154,79 +163,81 @@ def _keyed_pass(
         except (OSError, pa.ArrowException) as e:
             raise RuntimeError(f"{_CORRUPT} {groups[0]}-{groups[-1]}: {e}") from None
         routed = route(with_positions(table, first), buckets)
-        for b in range(buckets):
-            yield b, (_FACTS, routed.share)
+        out = _Mapped(routed.share, {}, {b: t.num_rows for b, t in routed.buckets.items()})
         for kind, cut in ((_ROWS, routed.buckets), (_SERIES, routed.series)):
             for b, part in cut.items():
                 # Named by slice: a retried map task writes the same file again.
-                yield b, (kind, _write(f"{folder}/{kind}-{b}-{first}.arrow", part, compressed))
+                name = _write(f"{folder}/{kind}-{b}-{first}.arrow", part, compressed)
+                out.files.setdefault(b, []).append((kind, name))
+        return out
 
-    def reduce_bucket(items: Iterator[Any]) -> Iterator[tuple[int, tuple[str, Any]]]:
-        share = FactShare()
-        files: dict[str, list[str]] = {_ROWS: [], _SERIES: []}
-        for _, (kind, data) in items:
-            if kind == _FACTS:
-                share.merge(data)
-            else:
-                files[kind].append(data)
-        if share.t0 is None or share.t1 is None:
-            return
-        facts = share.facts()
+    def reduce_bucket(facts: Facts, b: int, files: list[tuple[str, str]]) -> list[list[str]]:
+        # The summary parts' files of the bucket's rows, by part.
         bucket_s = bucket_seconds(facts.t0_ns, facts.t1_ns)
         found: list[pa.Table] = []
-        if files[_SERIES]:
-            series = pa.concat_tables(_read(f) for f in files[_SERIES])
-            found.append(series_rows(series, facts.t0_ns, bucket_s))
-        if files[_ROWS]:
-            table = pa.concat_tables(_read(f) for f in files[_ROWS])
+        series = [name for kind, name in files if kind == _SERIES]
+        if series:
+            found.append(series_rows(pa.concat_tables(map(_read, series)), facts.t0_ns, bucket_s))
+        routed = [name for kind, name in files if kind == _ROWS]
+        if routed:
+            table = pa.concat_tables(map(_read, routed))
             step = partition_step(facts, per_kind)
             found.append(pa.Table.from_batches(step(iter(table.to_batches())), output_schema()))
-        yield 0, (_SPAN, (facts.t0_ns, facts.t1_ns))
+        out: list[list[str]] = [[] for _ in range(parts)]
         if found:
             timed = with_buckets(pa.concat_tables(found), facts.t0_ns, bucket_s)
-            for part, cut in summary_parts(timed, parts):
-                yield from _blobs(part, _ROWS, cut)
+            for i, (part, cut) in enumerate(summary_parts(timed, parts)):
+                out[part].append(_write(f"{folder}/{_PARTS}-{part}-{b}-{i}.arrow", cut, compressed))
+        return out
 
-    def summary(index: int, items: Iterator[Any]) -> Iterator[tuple[int, int, PassFigures]]:
-        spans, tables = [], []
-        for _, (kind, data) in items:
-            if kind == _SPAN:
-                spans.append(data)
-            else:
-                tables.append(_from_ipc(data))
-        figures = summarize(tables, per_kind, written if index == 0 else None)
-        t0 = min((s[0] for s in spans), default=0)
-        yield t0, max((s[1] for s in spans), default=0), figures
+    def summary(part: int, files: list[str]) -> PassFigures:
+        return summarize([_read(f) for f in files], per_kind, written if part == 0 else None)
 
-    def judge_whole(pieces: Iterator[tuple[list[int], int]]) -> Iterator[Any]:
+    def judge_whole(piece: tuple[list[int], int]) -> tuple[FactShare, PassFigures]:
         # The three steps of one slice, one bucket and one summary part, in a row.
-        for piece in pieces:
-            yield from summary(0, reduce_bucket(map_slice(piece)))
+        mapped = map_slice(piece)
+        files = reduce_bucket(mapped.share.facts(), 0, mapped.files.get(0, []))
+        return mapped.share, summary(0, files[0])
 
     try:
         if whole:
-            found = sc.parallelize(slices, 1).mapPartitions(judge_whole).collect()
-        else:
-            found = (
-                sc.parallelize(slices, max(1, len(slices)))
-                .flatMap(map_slice)
-                .partitionBy(buckets, _identity)
-                .mapPartitions(reduce_bucket)
-                .partitionBy(parts, _identity)
-                .mapPartitionsWithIndex(summary)
-                .collect()
-            )
+            judged = sc.parallelize(slices, 1).map(judge_whole).collect()
+            share = FactShare()
+            for piece_share, _ in judged:
+                share.merge(piece_share)
+            return PassResult(merged([f for _, f in judged]), share.t0 or 0, share.t1 or 0)
+        # Three jobs, the driver between them: each hands the next the names of the files
+        # it wrote, and the driver orders the reduce tasks. Through Spark's shuffle, each
+        # stage's end cost a job of nothing a third of a second more on 2 cores.
+        mapped = sc.parallelize(slices, len(slices)).map(map_slice).collect()
+        share = FactShare()
+        files: dict[int, list[tuple[str, str]]] = {}
+        size: dict[int, int] = {}
+        for m in mapped:
+            share.merge(m.share)
+            for b, names in m.files.items():
+                files.setdefault(b, []).extend(names)
+            for b, n in m.rows.items():
+                size[b] = size.get(b, 0) + n
+        facts = share.facts()
+        # The largest first (by routed rows): Spark starts a stage's tasks in order, and
+        # the last to start are then the shortest, so the cores finish close together.
+        # In bucket order, the largest of the 5M pass's 8 buckets (half as long again as
+        # the others) came sixth and kept one core busy alone for a second.
+        order = sorted(files, key=lambda b: -size.get(b, 0))
+        reduced = (
+            sc.parallelize([(b, files[b]) for b in order], max(1, len(order)))
+            .map(lambda work: reduce_bucket(facts, *work))
+            .collect()
+        )
+        work = [(p, [f for r in reduced for f in r[p]]) for p in range(parts)]
+        found = sc.parallelize(work, parts).map(lambda w: summary(*w)).collect()
     except Py4JJavaError as e:
         told = task_failure(str(e), history, meta.num_row_groups)
         if told is None:
             raise
         raise told from None
-    spans = [(t0, t1) for t0, t1, _ in found if t1]
-    return PassResult(
-        merged([f for _, _, f in found]),
-        min((s[0] for s in spans), default=0),
-        max((s[1] for s in spans), default=0),
-    )
+    return PassResult(merged(found), facts.t0_ns, facts.t1_ns)
 
 
 def task_failure(message: str, history: Path, row_groups: int) -> Exception | None:
@@ -266,34 +277,12 @@ def _slices(meta: pq.FileMetaData, cores: int, rows: int) -> list[tuple[list[int
     return slices
 
 
-def _blobs(target: int, kind: str, table: pa.Table) -> Iterator[tuple[int, tuple[str, bytes]]]:
-    """`table` for partition `target` as lz4 Arrow IPC blobs of at most CHUNK_ROWS rows."""
-    for start in range(0, table.num_rows, CHUNK_ROWS):
-        yield target, (kind, _to_ipc(table.slice(start, CHUNK_ROWS)))
-
-
-def _identity(bucket: int) -> int:
-    """Bucket b goes to partition b: the buckets are already spread by group hash."""
-    return bucket
-
-
 _IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 """zstd's blobs are 40% smaller than lz4's but take twice the time to write and four
 times to read. Through Spark's shuffle, uncompressed blobs (3x lz4's size) made the 5M
 pass slower. Through files, uncompressed ones once ran as fast as lz4's in wall time,
 but cost a third of the CPU (EXCHANGE_PLAIN_ROWS)."""
 _PLAIN = pa.ipc.IpcWriteOptions()
-
-
-def _to_ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=_IPC) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def _from_ipc(blob: bytes) -> pa.Table:
-    return pa.ipc.open_stream(blob).read_all()
 
 
 def _write(path: str, table: pa.Table, compressed: bool = True) -> str:
