@@ -43,7 +43,7 @@ from pyspark.sql import SparkSession
 from driftlab.checkers.figures import PassFigures, merged, summarize, summary_parts, with_buckets
 from driftlab.checkers.keyed.columns import ROUTE_COLUMN
 from driftlab.checkers.keyed.facts import Facts
-from driftlab.checkers.keyed.routes import runs
+from driftlab.checkers.keyed.routes import runs, work
 from driftlab.checkers.keyed.routing import DICTIONARY_COLUMNS, FactShare, route, with_positions
 from driftlab.checkers.keyed.step import output_schema, partition_step
 from driftlab.checkers.keyed.timeline import series_rows
@@ -122,11 +122,12 @@ def keyed_pass(
 @dataclass
 class _Mapped:
     """What a map task tells the driver of its slice: its share of the Facts, and per
-    bucket its exchange files (kind, path) and how many routed rows they hold."""
+    bucket its exchange files (kind, path) and the work of its routed rows
+    (driftlab.checkers.keyed.routes.work)."""
 
     share: FactShare
     files: dict[int, list[tuple[str, str]]]
-    rows: dict[int, int]
+    work: dict[int, int]
 
 
 def _keyed_pass(
@@ -163,7 +164,7 @@ def _keyed_pass(
         except (OSError, pa.ArrowException) as e:
             raise RuntimeError(f"{_CORRUPT} {groups[0]}-{groups[-1]}: {e}") from None
         routed = route(with_positions(table, first), buckets)
-        out = _Mapped(routed.share, {}, {b: t.num_rows for b, t in routed.buckets.items()})
+        out = _Mapped(routed.share, {}, {b: work(t) for b, t in routed.buckets.items()})
         for kind, cut in ((_ROWS, routed.buckets), (_SERIES, routed.series)):
             for b, part in cut.items():
                 # Named by slice: a retried map task writes the same file again.
@@ -217,12 +218,12 @@ def _keyed_pass(
             share.merge(m.share)
             for b, names in m.files.items():
                 files.setdefault(b, []).extend(names)
-            for b, n in m.rows.items():
+            for b, n in m.work.items():
                 size[b] = size.get(b, 0) + n
         facts = share.facts()
-        # The largest first (by routed rows): Spark starts a stage's tasks in order, and
-        # the last to start are then the shortest, so the cores finish close together.
-        # In bucket order, the largest of the 5M pass's 8 buckets (half as long again as
+        # The largest first (by work): Spark starts a stage's tasks in order, and the
+        # last to start are then the shortest, so the cores finish close together. In
+        # bucket order, the longest of the 5M pass's 8 buckets (half as long again as
         # the others) came sixth and kept one core busy alone for a second.
         order = sorted(files, key=lambda b: -size.get(b, 0))
         reduced = (
@@ -230,8 +231,8 @@ def _keyed_pass(
             .map(lambda work: reduce_bucket(facts, *work))
             .collect()
         )
-        work = [(p, [f for r in reduced for f in r[p]]) for p in range(parts)]
-        found = sc.parallelize(work, parts).map(lambda w: summary(*w)).collect()
+        by_part = [(p, [f for r in reduced for f in r[p]]) for p in range(parts)]
+        found = sc.parallelize(by_part, parts).map(lambda w: summary(*w)).collect()
     except Py4JJavaError as e:
         told = task_failure(str(e), history, meta.num_row_groups)
         if told is None:
