@@ -1,30 +1,33 @@
-"""The keyed pass in Spark: one job of three stages, Arrow all the way.
+"""The keyed pass in Spark: three jobs, the driver between them, Arrow all the way.
 
 1. Map: each task reads a slice of the history's Parquet (a few row groups) with
    pyarrow, routes its rows to the groups that judge them and cuts them into buckets
    by group (driftlab.checkers.keyed.routing). It writes each bucket's rows to a file of the
-   pass's exchange folder (Arrow IPC, lz4 unless local: EXCHANGE_PLAIN_ROWS) and emits
-   the file's name, together with its share of the Facts, the latter to every bucket.
-2. Reduce: Spark shuffles the names and shares by bucket; each partition merges the
-   Facts shares (every map task's, so the whole history's), reads its files, then runs
-   every check of its groups in one step (driftlab.checkers.keyed.step.partition_step) and cuts
-   its rows (OUTPUT_DDL) for the summary (driftlab.checkers.figures.summary_parts).
-3. Summary: each partition adds up its rows into a small part of the figures
-   (driftlab.checkers.figures.summarize); partition 0 writes the sorted anomalies. Only those
-   parts come back to the driver.
+   pass's exchange folder (Arrow IPC, lz4 unless local: EXCHANGE_PLAIN_ROWS), each
+   route's rows in batches of their own, and tells the driver the files' names, the
+   work they hold (driftlab.checkers.keyed.routes.work) and its share of the Facts.
+2. Reduce: the driver merges the shares into the whole history's Facts and hands each
+   task one bucket's files, the largest bucket first. A task reads its files, runs every
+   check of its groups in one step (driftlab.checkers.keyed.step.partition_step) and writes
+   its rows (OUTPUT_DDL), cut for the summary (driftlab.checkers.figures.summary_parts), to
+   files again.
+3. Summary: each task adds up one part's rows into a small part of the figures
+   (driftlab.checkers.figures.summarize); part 0 writes the sorted anomalies. Only those parts
+   come back to the driver.
 
-A small history (WHOLE_ROWS) takes the three steps in a row in one task: one slice, one
-bucket, one summary part, no shuffle.
+A small history (WHOLE_ROWS) takes the three steps in a row in one task of one job:
+one slice, one bucket, one summary part.
 
-Rows never go through Spark's row format, nor the routed rows through the JVM: Spark
-schedules the tasks and shuffles file names and a few small blobs. Through Spark's
-shuffle, the 5M-event benchmark's routed rows (about 470 MB of blobs) crossed the
-Python-JVM sockets twice and cost the JVM two seconds of CPU beside the Python
-workers; through files the pass took about a tenth less. A history of N events costs
-one scan, not one per checker, and one job, not one per output. The workers read the
-history, exchange the routed rows and write the anomalies by path, beside the
-anomalies' file: with a cluster, the run folder must be on storage every worker sees
-(as for any Spark input).
+Rows never go through Spark's row format, nor through the JVM: Spark schedules the
+tasks, and the driver gets file names, Facts shares and the figures (kilobytes). Through
+Spark's shuffle, the 5M-event benchmark's routed rows (about 470 MB of blobs) crossed
+the Python-JVM sockets twice and cost the JVM two seconds of CPU beside the Python
+workers; through files the pass took about a tenth less. Through the driver instead of
+a shuffle, each stage's end costs a job's start: three no-op jobs of this shape took
+0.23 s on 2 cores, one job of three stages with shuffles 0.55 s. A history of N events
+costs one scan, not one per checker. The workers read the history, exchange the routed
+rows and write the anomalies by path, beside the anomalies' file: with a cluster, the
+run folder must be on storage every worker sees (as for any Spark input).
 """
 
 from __future__ import annotations
@@ -60,12 +63,12 @@ ROWS_PER_SLICE = 500_000
 """History events per map task, about: a few row groups."""
 WHOLE_ROWS = 100_000
 """A history of at most this many events is judged whole by one task: the map, reduce
-and summary steps in a row, with no shuffle. A small run's three stages cost more than
-its checks (a 10k-event history: 0.45 s of checks, three stages' round trips and
-shuffles beside them), and under load each stage's Python worker waited for the CPU
+and summary steps in a row, in one job. A small run's three stages cost more than its
+checks (a 10k-event history: 0.45 s of checks, three stages' round trips and shuffles
+beside them), and under load each stage's Python worker waited for the CPU
 again."""
 CHUNK_ROWS = 50_000
-"""Rows per Arrow batch of an exchanged file or shuffled blob: a whole bucket of a large
+"""Rows per Arrow batch of an exchanged file, at most: a whole bucket of a large
 slice in one batch would be tens of megabytes held whole at once."""
 EXCHANGE_PLAIN_ROWS = 10_000_000
 """With a local master, the routed rows of a history of at most this many events are
@@ -78,6 +81,9 @@ the page cache holds until the pass deletes them; at 10M, 3.2 GB nears the kerne
 default limit of dirty pages (vm.dirty_ratio, 20% of the available memory: 4 GB on a
 20 GB machine), past which it makes the map tasks wait for the disk, and a 100M
 history's would be 32 GB."""
+PASS_JOBS = 3
+"""The Spark jobs of a pass over a history of more than WHOLE_ROWS events (one for a
+smaller one): map, reduce and summary."""
 _ROWS, _SERIES, _PARTS = "r", "s", "p"
 _CORRUPT = "driftlab: unreadable row group"
 _UNSEEN = "driftlab: no such file"
