@@ -72,17 +72,19 @@ CREATE TEMP TABLE arrivals AS SELECT * FROM eff UNION ALL
   SELECT _g, _pos, time, writer, seq, version, value, store FROM k
   WHERE type = 'op' AND process = '{OBSERVER}' AND f = 'read' AND phase = 'ok'
     AND store IS NOT NULL AND store <> '{SOURCE_STORE}' AND value IS NOT NULL;
-CREATE TEMP TABLE reached AS SELECT DISTINCT _g, store, value FROM k
-  WHERE store IS NOT NULL AND store <> '{SOURCE_STORE}' AND value IS NOT NULL AND (
-    (type = 'msg' AND action IN ('apply', 'skip'))
-    OR (type = 'op' AND phase = 'ok' AND f IN ({_WRITE_FS})));
+CREATE TEMP TABLE reached AS SELECT DISTINCT _g, store, value FROM (
+  SELECT _g, store, value FROM eff WHERE value IS NOT NULL
+  UNION ALL
+  SELECT _g, store, value FROM k WHERE type = 'msg' AND action = 'skip'
+    AND store IS NOT NULL AND store <> '{SOURCE_STORE}' AND value IS NOT NULL);
 """
 """The key route's rows (`k`), and of them: the `ok` source writes, the effects
 (both narrowed and materialized: five queries join or scan them), the effects with
 driftlab's observations of the stores it samples from outside (`arrivals`: the lag and
 stale-overwrite judge both, driftlab.checkers.reference.common.is_arrival), and (lost.writes's
-`reached`) the values that reached a derived store or were skipped there. Each of these that
-two queries or more read is a table: as a view, each query computed it again."""
+`reached`, the effects' values and the skipped ones) the values that reached a derived
+store or were skipped there. Each of these that two queries or more read is a table: as
+a view, each query computed it again."""
 
 # Each query gives the groups (_g) of its route that the sieve cannot clear.
 _KEY_SUSPECTS = {
