@@ -18,7 +18,15 @@ from strategies_states import apply, write
 from driftlab.checkers.anomaly import ALL_KINDS, Anomaly
 from driftlab.checkers.coverage import chances
 from driftlab.checkers.keyed.facts import facts_of
-from driftlab.checkers.keyed.spark import _CORRUPT, _UNSEEN, _read, _write, keyed_pass, task_failure
+from driftlab.checkers.keyed.spark import (
+    _CORRUPT,
+    _UNSEEN,
+    PASS_JOBS,
+    _read,
+    _write,
+    keyed_pass,
+    task_failure,
+)
 from driftlab.checkers.keyed.step import REALTIME_SERIES, group_history, judge
 from driftlab.checkers.outputs import ANOMALY_ORDER
 from driftlab.checkers.reference import CHECKERS, eventsourcing, lost, reorder, staleness
@@ -90,8 +98,8 @@ def test_spark_gives_the_reference_rows_with_their_evidence(
 
 
 @pytest.mark.spark
-def test_the_chances_come_from_the_passs_one_job(spark) -> None:
-    """Coverage adds no Spark job nor pass over the history: one job counts every
+def test_the_chances_come_from_the_passs_own_jobs(spark) -> None:
+    """Coverage adds no Spark job nor pass over the history: the pass's jobs count every
     kind's chances beside its anomalies."""
     events = [
         write(0, "a", "a1", 1, phase="invoke", op_id="o1"),
@@ -106,7 +114,7 @@ def test_the_chances_come_from_the_passs_one_job(spark) -> None:
         out = run_pass(spark, events)
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
-    assert len(sc.statusTracker().getJobIdsForGroup("coverage-one-job")) == 1
+    assert len(sc.statusTracker().getJobIdsForGroup("coverage-one-job")) == PASS_JOBS
     assert out.figures.chances["stale-overwrite"] == 1
     assert {k: out.figures.chances.get(k, 0) for k in ALL_KINDS} == chances(events)
 

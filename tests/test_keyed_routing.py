@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from keyed_support import any_history, history_table
 
 from driftlab.checkers.keyed.facts import facts_of
+from driftlab.checkers.keyed.routes import ROUTES, by_route, runs
 from driftlab.checkers.keyed.routing import FactShare, route, with_positions
 from driftlab.checkers.keyed.step import GROUP_COLUMN, POSITION_COLUMN, ROUTE_COLUMN, routes
 from driftlab.harness.history.schema import COLUMNS, Event
@@ -29,6 +32,8 @@ def test_slices_route_like_the_reference(events: list[Event], slices: int, bucke
         share.merge(routed.share)
         for b, part in routed.buckets.items():
             assert 0 <= b < buckets
+            # Each route's rows in one run, for the exchange to write apart.
+            assert part[ROUTE_COLUMN].to_pylist() == sorted(part[ROUTE_COLUMN].to_pylist())
             for row in part.to_pylist():
                 group = (row[ROUTE_COLUMN], row[GROUP_COLUMN])
                 # A group is judged whole: all its rows in one bucket, whatever the slice.
@@ -39,3 +44,22 @@ def test_slices_route_like_the_reference(events: list[Event], slices: int, bucke
     expected = Counter((pos, *r) for pos, e in enumerate(events) for r in routes(e))
     assert found == expected
     assert share.facts() == facts_of(events)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_history(), st.integers(1, 3), st.integers(1, 7))
+def test_a_bucket_split_by_route_holds_each_routes_rows(
+    events: list[Event], buckets: int, cut: int
+) -> None:
+    """`by_route` gives a route's rows as a filter would, whether its batches are each
+    one route's (as the exchange writes them) or mixed (the same rows cut anywhere)."""
+    routed = route(with_positions(history_table(events), 0), buckets)
+    for part in routed.buckets.values():
+        written = [b for run in runs(part) for b in run.to_batches(max_chunksize=cut)]
+        mixed = part.to_batches(max_chunksize=cut)
+        for batches in (written, mixed):
+            split = by_route(pa.Table.from_batches(batches, part.schema))
+            assert sorted(split) == sorted(ROUTES)
+            for r in ROUTES:
+                expected = part.filter(pc.equal(part[ROUTE_COLUMN], r))
+                assert split[r].to_pylist() == expected.to_pylist()

@@ -16,6 +16,7 @@ from keyed_support import any_history
 from driftlab.checkers.anomaly import ALL_KINDS, ANOMALY_COLUMNS
 from driftlab.checkers.coverage import chances
 from driftlab.checkers.keyed.facts import facts_of
+from driftlab.checkers.keyed.routes import by_route
 from driftlab.checkers.keyed.sieve import Sieved, sieve
 from driftlab.checkers.keyed.step import (
     ANOMALY,
@@ -127,8 +128,9 @@ def test_a_history_in_order_is_sieved_by_position_as_by_the_order(events: list[E
     assert facts.ordered
     table = routed_table(events)
     if table.num_rows:
-        by_position = sieve(table, facts)
-        assert sieved(by_position) == sieved(sieve(table, replace(facts, ordered=False)))
+        by_position = sieve(by_route(table), facts)
+        by_order = sieve(by_route(table), replace(facts, ordered=False))
+        assert sieved(by_position) == sieved(by_order)
     assert stepped(events) == judged(events)
 
 
@@ -169,6 +171,6 @@ def test_a_synthetic_history_with_every_kind_planted(tmp_path) -> None:
     events = [Event(*v) for v in zip(*(t.column(c).to_pylist() for c in COLUMNS), strict=True)]
     assert stepped(events) == judged(events)
     assert stepped_chances(events)[0] == chances(events)
-    sieved = sieve(routed_table(events), facts_of(events))
+    sieved = sieve(by_route(routed_table(events)), facts_of(events))
     groups = len(group_history(events))
     assert sieved.suspects.num_rows < groups / 4

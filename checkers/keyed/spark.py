@@ -1,30 +1,33 @@
-"""The keyed pass in Spark: one job of three stages, Arrow all the way.
+"""The keyed pass in Spark: three jobs, the driver between them, Arrow all the way.
 
 1. Map: each task reads a slice of the history's Parquet (a few row groups) with
    pyarrow, routes its rows to the groups that judge them and cuts them into buckets
    by group (driftlab.checkers.keyed.routing). It writes each bucket's rows to a file of the
-   pass's exchange folder (Arrow IPC, lz4 unless local: EXCHANGE_PLAIN_ROWS) and emits
-   the file's name, together with its share of the Facts, the latter to every bucket.
-2. Reduce: Spark shuffles the names and shares by bucket; each partition merges the
-   Facts shares (every map task's, so the whole history's), reads its files, then runs
-   every check of its groups in one step (driftlab.checkers.keyed.step.partition_step) and cuts
-   its rows (OUTPUT_DDL) for the summary (driftlab.checkers.figures.summary_parts).
-3. Summary: each partition adds up its rows into a small part of the figures
-   (driftlab.checkers.figures.summarize); partition 0 writes the sorted anomalies. Only those
-   parts come back to the driver.
+   pass's exchange folder (Arrow IPC, lz4 unless local: EXCHANGE_PLAIN_ROWS), each
+   route's rows in batches of their own, and tells the driver the files' names, the
+   work they hold (driftlab.checkers.keyed.routes.work) and its share of the Facts.
+2. Reduce: the driver merges the shares into the whole history's Facts and hands each
+   task one bucket's files, the largest bucket first. A task reads its files, runs every
+   check of its groups in one step (driftlab.checkers.keyed.step.partition_step) and writes
+   its rows (OUTPUT_DDL), cut for the summary (driftlab.checkers.figures.summary_parts), to
+   files again.
+3. Summary: each task adds up one part's rows into a small part of the figures
+   (driftlab.checkers.figures.summarize); part 0 writes the sorted anomalies. Only those parts
+   come back to the driver.
 
-A small history (WHOLE_ROWS) takes the three steps in a row in one task: one slice, one
-bucket, one summary part, no shuffle.
+A small history (WHOLE_ROWS) takes the three steps in a row in one task of one job:
+one slice, one bucket, one summary part.
 
-Rows never go through Spark's row format, nor the routed rows through the JVM: Spark
-schedules the tasks and shuffles file names and a few small blobs. Through Spark's
-shuffle, the 5M-event benchmark's routed rows (about 470 MB of blobs) crossed the
-Python-JVM sockets twice and cost the JVM two seconds of CPU beside the Python
-workers; through files the pass took about a tenth less. A history of N events costs
-one scan, not one per checker, and one job, not one per output. The workers read the
-history, exchange the routed rows and write the anomalies by path, beside the
-anomalies' file: with a cluster, the run folder must be on storage every worker sees
-(as for any Spark input).
+Rows never go through Spark's row format, nor through the JVM: Spark schedules the
+tasks, and the driver gets file names, Facts shares and the figures (kilobytes). Through
+Spark's shuffle, the 5M-event benchmark's routed rows (about 470 MB of blobs) crossed
+the Python-JVM sockets twice and cost the JVM two seconds of CPU beside the Python
+workers; through files the pass took about a tenth less. Through the driver instead of
+a shuffle, each stage's end costs a job's start: three no-op jobs of this shape took
+0.23 s on 2 cores, one job of three stages with shuffles 0.55 s. A history of N events
+costs one scan, not one per checker. The workers read the history, exchange the routed
+rows and write the anomalies by path, beside the anomalies' file: with a cluster, the
+run folder must be on storage every worker sees (as for any Spark input).
 """
 
 from __future__ import annotations
@@ -32,10 +35,8 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -43,6 +44,9 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from driftlab.checkers.figures import PassFigures, merged, summarize, summary_parts, with_buckets
+from driftlab.checkers.keyed.columns import ROUTE_COLUMN
+from driftlab.checkers.keyed.facts import Facts
+from driftlab.checkers.keyed.routes import runs, work
 from driftlab.checkers.keyed.routing import DICTIONARY_COLUMNS, FactShare, route, with_positions
 from driftlab.checkers.keyed.step import output_schema, partition_step
 from driftlab.checkers.keyed.timeline import series_rows
@@ -59,12 +63,12 @@ ROWS_PER_SLICE = 500_000
 """History events per map task, about: a few row groups."""
 WHOLE_ROWS = 100_000
 """A history of at most this many events is judged whole by one task: the map, reduce
-and summary steps in a row, with no shuffle. A small run's three stages cost more than
-its checks (a 10k-event history: 0.45 s of checks, three stages' round trips and
-shuffles beside them), and under load each stage's Python worker waited for the CPU
+and summary steps in a row, in one job. A small run's three stages cost more than its
+checks (a 10k-event history: 0.45 s of checks, three stages' round trips and shuffles
+beside them), and under load each stage's Python worker waited for the CPU
 again."""
 CHUNK_ROWS = 50_000
-"""Rows per Arrow batch of an exchanged file or shuffled blob: a whole bucket of a large
+"""Rows per Arrow batch of an exchanged file, at most: a whole bucket of a large
 slice in one batch would be tens of megabytes held whole at once."""
 EXCHANGE_PLAIN_ROWS = 10_000_000
 """With a local master, the routed rows of a history of at most this many events are
@@ -77,7 +81,10 @@ the page cache holds until the pass deletes them; at 10M, 3.2 GB nears the kerne
 default limit of dirty pages (vm.dirty_ratio, 20% of the available memory: 4 GB on a
 20 GB machine), past which it makes the map tasks wait for the disk, and a 100M
 history's would be 32 GB."""
-_FACTS, _ROWS, _SERIES, _SPAN = "f", "r", "s", "t"
+PASS_JOBS = 3
+"""The Spark jobs of a pass over a history of more than WHOLE_ROWS events (one for a
+smaller one): map, reduce and summary."""
+_ROWS, _SERIES, _PARTS = "r", "s", "p"
 _CORRUPT = "driftlab: unreadable row group"
 _UNSEEN = "driftlab: no such file"
 """How a task names a row group it cannot read, or a file it cannot find, for the
@@ -118,6 +125,17 @@ def keyed_pass(
         shutil.rmtree(exchange, ignore_errors=True)
 
 
+@dataclass
+class _Mapped:
+    """What a map task tells the driver of its slice: its share of the Facts, and per
+    bucket its exchange files (kind, path) and the work of its routed rows
+    (driftlab.checkers.keyed.routes.work)."""
+
+    share: FactShare
+    files: dict[int, list[tuple[str, str]]]
+    work: dict[int, int]
+
+
 def _keyed_pass(
     spark: SparkSession,
     history: Path,
@@ -142,7 +160,7 @@ def _keyed_pass(
     # A flag, not the IPC options: those cannot be pickled into the tasks.
     compressed = not sc.master.startswith("local") or rows > EXCHANGE_PLAIN_ROWS
 
-    def map_slice(piece: tuple[list[int], int]) -> Iterator[tuple[int, tuple[str, Any]]]:
+    def map_slice(piece: tuple[list[int], int]) -> _Mapped:
         groups, first = piece
         try:
             file = pq.ParquetFile(path, read_dictionary=DICTIONARY_COLUMNS)
@@ -152,79 +170,81 @@ def _keyed_pass(
         except (OSError, pa.ArrowException) as e:
             raise RuntimeError(f"{_CORRUPT} {groups[0]}-{groups[-1]}: {e}") from None
         routed = route(with_positions(table, first), buckets)
-        for b in range(buckets):
-            yield b, (_FACTS, routed.share)
+        out = _Mapped(routed.share, {}, {b: work(t) for b, t in routed.buckets.items()})
         for kind, cut in ((_ROWS, routed.buckets), (_SERIES, routed.series)):
             for b, part in cut.items():
                 # Named by slice: a retried map task writes the same file again.
-                yield b, (kind, _write(f"{folder}/{kind}-{b}-{first}.arrow", part, compressed))
+                name = _write(f"{folder}/{kind}-{b}-{first}.arrow", part, compressed)
+                out.files.setdefault(b, []).append((kind, name))
+        return out
 
-    def reduce_bucket(items: Iterator[Any]) -> Iterator[tuple[int, tuple[str, Any]]]:
-        share = FactShare()
-        files: dict[str, list[str]] = {_ROWS: [], _SERIES: []}
-        for _, (kind, data) in items:
-            if kind == _FACTS:
-                share.merge(data)
-            else:
-                files[kind].append(data)
-        if share.t0 is None or share.t1 is None:
-            return
-        facts = share.facts()
+    def reduce_bucket(facts: Facts, b: int, files: list[tuple[str, str]]) -> list[list[str]]:
+        # The summary parts' files of the bucket's rows, by part.
         bucket_s = bucket_seconds(facts.t0_ns, facts.t1_ns)
         found: list[pa.Table] = []
-        if files[_SERIES]:
-            series = pa.concat_tables(_read(f) for f in files[_SERIES])
-            found.append(series_rows(series, facts.t0_ns, bucket_s))
-        if files[_ROWS]:
-            table = pa.concat_tables(_read(f) for f in files[_ROWS])
+        series = [name for kind, name in files if kind == _SERIES]
+        if series:
+            found.append(series_rows(pa.concat_tables(map(_read, series)), facts.t0_ns, bucket_s))
+        routed = [name for kind, name in files if kind == _ROWS]
+        if routed:
+            table = pa.concat_tables(map(_read, routed))
             step = partition_step(facts, per_kind)
             found.append(pa.Table.from_batches(step(iter(table.to_batches())), output_schema()))
-        yield 0, (_SPAN, (facts.t0_ns, facts.t1_ns))
+        out: list[list[str]] = [[] for _ in range(parts)]
         if found:
             timed = with_buckets(pa.concat_tables(found), facts.t0_ns, bucket_s)
-            for part, cut in summary_parts(timed, parts):
-                yield from _blobs(part, _ROWS, cut)
+            for i, (part, cut) in enumerate(summary_parts(timed, parts)):
+                out[part].append(_write(f"{folder}/{_PARTS}-{part}-{b}-{i}.arrow", cut, compressed))
+        return out
 
-    def summary(index: int, items: Iterator[Any]) -> Iterator[tuple[int, int, PassFigures]]:
-        spans, tables = [], []
-        for _, (kind, data) in items:
-            if kind == _SPAN:
-                spans.append(data)
-            else:
-                tables.append(_from_ipc(data))
-        figures = summarize(tables, per_kind, written if index == 0 else None)
-        t0 = min((s[0] for s in spans), default=0)
-        yield t0, max((s[1] for s in spans), default=0), figures
+    def summary(part: int, files: list[str]) -> PassFigures:
+        return summarize([_read(f) for f in files], per_kind, written if part == 0 else None)
 
-    def judge_whole(pieces: Iterator[tuple[list[int], int]]) -> Iterator[Any]:
+    def judge_whole(piece: tuple[list[int], int]) -> tuple[FactShare, PassFigures]:
         # The three steps of one slice, one bucket and one summary part, in a row.
-        for piece in pieces:
-            yield from summary(0, reduce_bucket(map_slice(piece)))
+        mapped = map_slice(piece)
+        files = reduce_bucket(mapped.share.facts(), 0, mapped.files.get(0, []))
+        return mapped.share, summary(0, files[0])
 
     try:
         if whole:
-            found = sc.parallelize(slices, 1).mapPartitions(judge_whole).collect()
-        else:
-            found = (
-                sc.parallelize(slices, max(1, len(slices)))
-                .flatMap(map_slice)
-                .partitionBy(buckets, _identity)
-                .mapPartitions(reduce_bucket)
-                .partitionBy(parts, _identity)
-                .mapPartitionsWithIndex(summary)
-                .collect()
-            )
+            judged = sc.parallelize(slices, 1).map(judge_whole).collect()
+            share = FactShare()
+            for piece_share, _ in judged:
+                share.merge(piece_share)
+            return PassResult(merged([f for _, f in judged]), share.t0 or 0, share.t1 or 0)
+        # Three jobs, the driver between them: each hands the next the names of the files
+        # it wrote, and the driver orders the reduce tasks. Through Spark's shuffle, each
+        # stage's end cost a job of nothing a third of a second more on 2 cores.
+        mapped = sc.parallelize(slices, len(slices)).map(map_slice).collect()
+        share = FactShare()
+        files: dict[int, list[tuple[str, str]]] = {}
+        size: dict[int, int] = {}
+        for m in mapped:
+            share.merge(m.share)
+            for b, names in m.files.items():
+                files.setdefault(b, []).extend(names)
+            for b, n in m.work.items():
+                size[b] = size.get(b, 0) + n
+        facts = share.facts()
+        # The largest first (by work): Spark starts a stage's tasks in order, and the
+        # last to start are then the shortest, so the cores finish close together. In
+        # bucket order, the longest of the 5M pass's 8 buckets (half as long again as
+        # the others) came sixth and kept one core busy alone for a second.
+        order = sorted(files, key=lambda b: -size.get(b, 0))
+        reduced = (
+            sc.parallelize([(b, files[b]) for b in order], max(1, len(order)))
+            .map(lambda work: reduce_bucket(facts, *work))
+            .collect()
+        )
+        by_part = [(p, [f for r in reduced for f in r[p]]) for p in range(parts)]
+        found = sc.parallelize(by_part, parts).map(lambda w: summary(*w)).collect()
     except Py4JJavaError as e:
         told = task_failure(str(e), history, meta.num_row_groups)
         if told is None:
             raise
         raise told from None
-    spans = [(t0, t1) for t0, t1, _ in found if t1]
-    return PassResult(
-        merged([f for _, _, f in found]),
-        min((s[0] for s in spans), default=0),
-        max((s[1] for s in spans), default=0),
-    )
+    return PassResult(merged(found), facts.t0_ns, facts.t1_ns)
 
 
 def task_failure(message: str, history: Path, row_groups: int) -> Exception | None:
@@ -264,17 +284,6 @@ def _slices(meta: pq.FileMetaData, cores: int, rows: int) -> list[tuple[list[int
     return slices
 
 
-def _blobs(target: int, kind: str, table: pa.Table) -> Iterator[tuple[int, tuple[str, bytes]]]:
-    """`table` for partition `target` as lz4 Arrow IPC blobs of at most CHUNK_ROWS rows."""
-    for start in range(0, table.num_rows, CHUNK_ROWS):
-        yield target, (kind, _to_ipc(table.slice(start, CHUNK_ROWS)))
-
-
-def _identity(bucket: int) -> int:
-    """Bucket b goes to partition b: the buckets are already spread by group hash."""
-    return bucket
-
-
 _IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 """zstd's blobs are 40% smaller than lz4's but take twice the time to write and four
 times to read. Through Spark's shuffle, uncompressed blobs (3x lz4's size) made the 5M
@@ -283,27 +292,19 @@ but cost a third of the CPU (EXCHANGE_PLAIN_ROWS)."""
 _PLAIN = pa.ipc.IpcWriteOptions()
 
 
-def _to_ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=_IPC) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def _from_ipc(blob: bytes) -> pa.Table:
-    return pa.ipc.open_stream(blob).read_all()
-
-
 def _write(path: str, table: pa.Table, compressed: bool = True) -> str:
-    """Write `table` to the exchange file `path`, lz4-compressed if `compressed`;
-    returns `path`."""
+    """Write `table` to the exchange file `path`, lz4-compressed if `compressed`, each
+    route's rows in batches of their own if it has routes (sorted by route, as route()
+    cuts them: driftlab.checkers.keyed.routes); returns `path`."""
     try:
         sink = pa.OSFile(path, "wb")
     except FileNotFoundError:  # the folder is on the driver's machine only
         raise RuntimeError(f"{_UNSEEN} {Path(path).parent}") from None
     options = _IPC if compressed else _PLAIN
+    parts = runs(table) if ROUTE_COLUMN in table.column_names else [table]
     with sink, pa.ipc.new_stream(sink, table.schema, options=options) as writer:
-        writer.write_table(table, max_chunksize=CHUNK_ROWS)
+        for part in parts:
+            writer.write_table(part, max_chunksize=CHUNK_ROWS)
     return path
 
 

@@ -44,6 +44,7 @@ from driftlab.checkers.keyed.columns import (
     SERIES_ROW,
 )
 from driftlab.checkers.keyed.facts import Facts
+from driftlab.checkers.keyed.routes import by_route
 from driftlab.checkers.keyed.sieve import Narrowed, sieve
 from driftlab.checkers.reference import (
     divergence,
@@ -213,17 +214,12 @@ def _guarded(checker: str, out: Judged, run: Callable[[], None]) -> None:
 
 def judge_narrowed(table: pa.Table, narrowed: Narrowed, out: Judged) -> None:
     """The partition checks on the pairs and offsets the sieve left of the channel
-    partitions of `table` (a partition's routed rows): each pair or offset alone gives
-    what the checks of its whole channel partition give of it."""
+    partitions of `table` (a partition's routed rows of the PARTITION route): each pair
+    or offset alone gives what the checks of its whole channel partition give of it."""
     positions = narrowed.positions()
     if not positions:
         return
-    rows = table.filter(
-        pc.and_(
-            pc.equal(table[ROUTE_COLUMN], PARTITION),
-            pc.is_in(table[POSITION_COLUMN], pa.array(sorted(positions), pa.int64())),
-        )
-    )
+    rows = table.filter(pc.is_in(table[POSITION_COLUMN], pa.array(sorted(positions), pa.int64())))
     events = dict(zip(rows[POSITION_COLUMN].to_pylist(), table_events(rows), strict=True))
 
     def check() -> None:
@@ -351,18 +347,16 @@ def lag_rows(lags: pa.Table) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-def suspect_rows(table: pa.Table, suspects: pa.Table) -> pa.Table:
-    """The rows of `table` that belong to a group of `suspects` (route, group)."""
-    hits = []
+def suspect_rows(routes: dict[int, pa.Table], suspects: pa.Table) -> pa.Table:
+    """The rows of a partition's routed rows (`routes`, by route) that belong to a group
+    of `suspects` (route, group)."""
+    found = [routes[KEY].slice(0, 0)]
     for route in (KEY, MESSAGE):
         groups = suspects.filter(pc.equal(suspects[ROUTE_COLUMN], route))[GROUP_COLUMN]
         if len(groups):
-            hits.append(
-                pc.and_(pc.equal(table[ROUTE_COLUMN], route), pc.is_in(table[GROUP_COLUMN], groups))
-            )
-    if not hits:
-        return table.slice(0, 0)
-    return table.filter(hits[0] if len(hits) == 1 else pc.or_(*hits))
+            rows = routes[route]
+            found.append(rows.filter(pc.is_in(rows[GROUP_COLUMN], groups)))
+    return pa.concat_tables(found)
 
 
 def partition_step(
@@ -377,10 +371,10 @@ def partition_step(
         chunks = list(batches)
         if not chunks:
             return
-        table = pa.Table.from_batches(chunks)
-        sieved = sieve(table, facts)
-        judged = judge(arrow_groups(suspect_rows(table, sieved.suspects)), facts)
-        judge_narrowed(table, sieved.narrowed, judged)
+        routes = by_route(pa.Table.from_batches(chunks))
+        sieved = sieve(routes, facts)
+        judged = judge(arrow_groups(suspect_rows(routes, sieved.suspects)), facts)
+        judge_narrowed(routes[PARTITION], sieved.narrowed, judged)
         judged.notes["unseen-message"] += sieved.unseen
         judged.realtime += sieved.realtime
         judged.notes["recovered-write"] += sieved.recovered
