@@ -32,6 +32,7 @@ from driftlab.checkers.keyed.columns import GROUP_COLUMN, KEY, MESSAGE, PARTITIO
 from driftlab.checkers.keyed.coverage import chances
 from driftlab.checkers.keyed.duck import cursor
 from driftlab.checkers.keyed.facts import Facts
+from driftlab.checkers.keyed.routes import runs
 from driftlab.checkers.reference.common import WRITE_FS
 from driftlab.checkers.reference.eventsourcing import PROJECTION_PREFIX
 from driftlab.checkers.reference.reorder import RealtimeLag
@@ -358,15 +359,6 @@ ROUTE_TABLES = {"key_rows": KEY, "message_rows": MESSAGE, "partition_rows": PART
 """The tables of a partition's routed rows the queries read, by the route they hold."""
 
 
-def _by_route(found: pa.Table) -> list[tuple[int, pa.Array]]:
-    """The group numbers of `found` (_r, _g), sorted by route, per route."""
-    out, start = [], 0
-    for entry in pc.value_counts(found["_r"]).to_pylist():
-        out.append((entry["values"], found["_g"].slice(start, entry["counts"]).combine_chunks()))
-        start += entry["counts"]
-    return out
-
-
 def _consumers(facts: Facts) -> pa.Table:
     """(consumer, channel, done) of every channel a consumer consumes (lost.messages)."""
     rows: dict[str, list] = {"consumer": [], "channel": [], "done": []}
@@ -444,13 +436,11 @@ def sieve(routes: dict[int, pa.Table], facts: Facts) -> Sieved:
         suspected = "CREATE TEMP TABLE suspects AS " + " UNION ".join(queries)
         con.execute(_expand(suspected, facts.ordered))
         found = con.sql("SELECT _r, _g FROM suspects ORDER BY _r").to_arrow_table()
+        named = [
+            names[run["_r"][0].as_py()].take(run["_g"].combine_chunks()) for run in runs(found)
+        ]
         suspects = pa.table(
-            {
-                ROUTE_COLUMN: found["_r"],
-                GROUP_COLUMN: pa.chunked_array(
-                    [names[r].take(c) for r, c in _by_route(found)], pa.string()
-                ),
-            }
+            {ROUTE_COLUMN: found["_r"], GROUP_COLUMN: pa.chunked_array(named, pa.string())}
         )
         lags = con.sql(_LAG).to_arrow_table()
         (unseen,) = con.sql(
