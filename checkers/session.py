@@ -70,6 +70,12 @@ def get_spark(master: str | None = None, jvm_log: Path | None = None) -> SparkSe
         return spark
 
 
+_SOCKET_NAME = "/.01234567-89ab-cdef-0123-456789abcdef.sock"
+"""The shape of the name Spark gives a Python worker's socket file (a random UUID)."""
+_SOCKET_PATH_MAX = 108
+"""The longest path a Unix domain socket may have (sun_path), its final NUL included."""
+
+
 def _conf(url: str) -> SparkConf:
     """The session's settings for the master `url`."""
     conf = SparkConf().setAll(
@@ -96,10 +102,27 @@ def _conf(url: str) -> SparkConf:
             ("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR"),
         ]
     )
+    scratch = scratch_dir()
     # SPARK_LOCAL_DIRS, when set, is the user's choice and wins over spark.local.dir.
     if "SPARK_LOCAL_DIRS" not in os.environ:
-        conf.set("spark.local.dir", str(scratch_dir()))
+        conf.set("spark.local.dir", str(scratch))
+    sockets = socket_dir(url, scratch)
+    if sockets is not None:
+        conf.set("spark.python.unix.domain.socket.dir", str(sockets))
     return conf
+
+
+def socket_dir(url: str, scratch: Path) -> Path | None:
+    """Where the session of master `url` puts its Python workers' socket files: this
+    process's scratch folder `scratch`, or None for Spark's default (/tmp).
+
+    Spark leaves a socket file or two of each session behind: in the scratch folder, a
+    later analysis removes them with it. Only with a local master (a cluster's executors
+    have no such folder), and only while a socket's path stays within the system's limit.
+    """
+    if url.startswith("local") and len(str(scratch)) + len(_SOCKET_NAME) < _SOCKET_PATH_MAX:
+        return scratch
+    return None
 
 
 def scratch_dir(root: Path | None = None) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from driftlab.checkers.session import scratch_dir
+from driftlab.checkers.session import scratch_dir, socket_dir
 
 
 def _dead_pid() -> int:
@@ -72,3 +72,23 @@ def test_a_killed_sessions_shuffle_blocks_are_removed_by_the_next(tmp_path: Path
     scratch_dir(tmp_path)
 
     assert not left.exists()
+
+
+@pytest.mark.spark
+def test_the_python_workers_sockets_are_in_the_scratch_folder(spark) -> None:
+    # Spark leaves a socket file of its Python workers behind: in the process's scratch
+    # folder, swept with it, not in the system's temporary folder.
+    sc = spark.sparkContext
+    folder = sc.getConf().get("spark.python.unix.domain.socket.dir")
+    assert folder == str(scratch_dir())
+    assert sc.parallelize(range(4), 2).map(lambda x: x + 1).sum() == 10
+    assert list(Path(folder).glob(".*.sock"))
+
+
+def test_a_cluster_or_a_long_scratch_path_keeps_sparks_socket_folder() -> None:
+    scratch = Path("/tmp/driftlab-spark-0/4242")
+    assert socket_dir("local[*]", scratch) == scratch
+    assert socket_dir("spark://127.0.0.1:7077", scratch) is None
+    # A socket's path must fit the system's 108 bytes, Spark's file name included.
+    assert socket_dir("local[2]", Path("/t" + "x" * 62)) == Path("/t" + "x" * 62)
+    assert socket_dir("local[2]", Path("/t" + "x" * 63)) is None
