@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -76,6 +76,14 @@ class TopicSpec:
         return configs
 
 
+# librdkafka (2.10 and later) drops a broker's handle when fresh metadata replaces the
+# brokers it bootstrapped from; a request in flight on that handle fails with one of these,
+# whether or not the broker acted on it. Asking again is safe: a topic that exists with the
+# same partitions is accepted.
+_HANDOVER = frozenset({KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT})
+_CREATE_ATTEMPTS = 3
+
+
 def create_topics(kafka: KafkaConfig, specs: Iterable[TopicSpec], *, timeout: float = 30.0) -> None:
     """Create the topics and wait until every partition has a leader.
 
@@ -84,8 +92,24 @@ def create_topics(kafka: KafkaConfig, specs: Iterable[TopicSpec], *, timeout: fl
     """
     specs = list(specs)
     admin = admin_client(kafka)
+    pending = specs
+    for attempt in range(1, _CREATE_ATTEMPTS + 1):
+        pending = _create(admin, pending, timeout, last=attempt == _CREATE_ATTEMPTS)
+        if not pending:
+            break
+        _LOG.info(
+            "kafka: asking again for %s: a broker handle went away", [s.name for s in pending]
+        )
+    _wait_leaders(admin, [s.name for s in specs], timeout)
+
+
+def _create(
+    admin: AdminClient, specs: list[TopicSpec], timeout: float, *, last: bool
+) -> list[TopicSpec]:
+    """Ask for the topics once; the ones to ask for again (a handover, unless `last`)."""
     new = [NewTopic(s.name, s.partitions, s.replication_factor, config=s.configs()) for s in specs]
     futures = admin.create_topics(new, operation_timeout=timeout, request_timeout=timeout)
+    again = []
     for spec in specs:
         try:
             futures[spec.name].result(timeout)
@@ -95,12 +119,15 @@ def create_topics(kafka: KafkaConfig, specs: Iterable[TopicSpec], *, timeout: fl
                 spec.partitions
             ):
                 continue
+            if err.code() in _HANDOVER and not last:
+                again.append(spec)
+                continue
             raise ServiceError(
                 f"kafka: cannot create topic {spec.name!r} ({spec.partitions} partitions, "
                 f"replication {spec.replication_factor}, configs {spec.configs()}): "
                 f"{err.str()}"
             ) from exc
-    _wait_leaders(admin, [s.name for s in specs], timeout)
+    return again
 
 
 def delete_topics(kafka: KafkaConfig, names: Iterable[str], *, timeout: float = 30.0) -> None:
