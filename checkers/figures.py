@@ -16,12 +16,15 @@ Nothing that grows with the history reaches the driver.
 from __future__ import annotations
 
 import json
+import math
 import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -159,35 +162,79 @@ def merged(parts: list[PassFigures]) -> PassFigures:
 
 def _percentiles(samples: pa.Table, out: PassFigures) -> None:
     """Exact nearest-rank percentiles (an observed value, the reference's definition)
-    of every group of samples this partition holds."""
-    with cursor() as con:
-        con.register("samples", samples)
-        picks = ", ".join(
-            f"ms[greatest(ceil({p}::DOUBLE * count), 1)::BIGINT]" for p in PERCENTILES.values()
-        )
-        found = con.sql(
-            f"""SELECT "out", name, {BUCKET_COLUMN}, whole, count, {picks}, ms[count]
-            FROM (SELECT "out", name, {BUCKET_COLUMN}, grouping({BUCKET_COLUMN}) AS whole,
-                    count(*) AS count, list_sort(list(n / 1e6)) AS ms
-                  FROM samples
-                  GROUP BY GROUPING SETS (("out", name, {BUCKET_COLUMN}), ("out", name)))"""
-        ).fetchall()
+    of every group of samples this partition holds, and of each group's time buckets.
+
+    The samples are ordered by group and bucket, each bucket's then sorted on its own; a
+    group's own percentiles are picked from its buckets' by np.partition, in linear
+    time. DuckDB's sorted lists per grouping set sorted every sample twice (0.5 CPU-s at
+    1.3M samples, this 0.15)."""
+    if not samples.num_rows:
+        return
+    outs = pc.dictionary_encode(samples["out"].combine_chunks())
+    names = pc.dictionary_encode(samples["name"].combine_chunks(), null_encoding="encode")
+    width = len(names.dictionary)
+    group = outs.indices.to_numpy().astype(np.int64) * width + names.indices.to_numpy()
+    bucket = samples[BUCKET_COLUMN].combine_chunks().to_numpy()
+    # Group and bucket as one number; each run of it is sorted on its own below.
+    run = group * (int(bucket.max()) + 1) + bucket
+    order = np.argsort(run)
+    group, bucket, run = group[order], bucket[order], run[order]
+    ms = samples["n"].combine_chunks().to_numpy()[order] / 1e6
+
+    def named(g: int) -> tuple[str, str | None]:
+        return outs.dictionary[g // width].as_py(), names.dictionary[g % width].as_py()
+
     latency = out.history_series.setdefault("latency", [])
-    for what, name, t, whole, count, p50, p95, p99, max_ms in found:
-        if what == OP_LATENCY and not whole:
+    for start, end in pairwise([*_run_starts(run).tolist(), len(ms)]):
+        what, name = named(int(group[start]))
+        values = np.sort(ms[start:end])
+        t = int(bucket[start])
+        if what == OP_LATENCY:
+            p50, p95 = (
+                float(values[_rank(PERCENTILES[k], len(values))]) for k in ("p50_ms", "p95_ms")
+            )
             latency.append(
-                {"t": t, "f": name, "count": count, "p50_ms": p50, "p95_ms": p95, "max_ms": max_ms}
+                {
+                    "t": t,
+                    "f": name,
+                    "count": len(values),
+                    "p50_ms": p50,
+                    "p95_ms": p95,
+                    "max_ms": float(values[-1]),
+                }
             )
-        elif what == LAG and not whole:
+        else:
             out.lag_series.append(
-                {"t": t, "store": name, "count": count, "p50_ms": p50, "max_ms": max_ms}
+                {
+                    "t": t,
+                    "store": name,
+                    "count": len(values),
+                    "p50_ms": float(values[_rank(PERCENTILES["p50_ms"], len(values))]),
+                    "max_ms": float(values[-1]),
+                }
             )
-        elif what == LAG:
-            out.lag[name] = {
-                "count": count,
-                **dict(zip(PERCENTILES, (p50, p95, p99), strict=True)),
-                "max_ms": max_ms,
-            }
+    for start, end in pairwise([*_run_starts(group).tolist(), len(ms)]):
+        what, name = named(int(group[start]))
+        if what != LAG:
+            continue
+        count = end - start
+        ranks = [_rank(p, count) for p in PERCENTILES.values()] + [count - 1]
+        picked = np.partition(ms[start:end], ranks)[ranks]
+        out.lag[name] = {
+            "count": count,
+            **dict(zip(PERCENTILES, picked[:-1].tolist(), strict=True)),
+            "max_ms": float(picked[-1]),
+        }
+
+
+def _run_starts(key: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of `key` (sorted, not empty) starts."""
+    return np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+
+
+def _rank(p: float, count: int) -> int:
+    """The 0-based index of the nearest-rank `p` percentile of `count` sorted samples."""
+    return max(math.ceil(p * count), 1) - 1
 
 
 def _add_up(rows: pa.Table, per_kind: int, out: PassFigures) -> None:
