@@ -43,10 +43,6 @@ def _followers(table: str, where: str, group: str) -> str:
       SELECT count(*) AS n FROM {table} WHERE {where} GROUP BY _g, {group})"""
 
 
-def _distinct(table: str, where: str, columns: str) -> str:
-    return f"SELECT count(*) FROM (SELECT DISTINCT _g, {columns} FROM {table} WHERE {where})"
-
-
 _MSG = "type = 'msg'"
 
 QUERIES: dict[str, str] = {
@@ -56,18 +52,11 @@ QUERIES: dict[str, str] = {
       WHERE p.type = 'msg' AND p.action = 'produce' AND c.done
         AND c.consumer <> '{LOG_AUDIT}')""",
     LOST_WRITE: "SELECT count(*) * (SELECT count(*) FROM effect_stores) FROM okw",
-    DUPLICATE_DELIVERY: _distinct(
-        "message_rows", f"{_MSG} AND action = 'deliver' AND {_CONSUMER}", "consumer"
+    DUPLICATE_DELIVERY: (
+        f"SELECT count(*) FROM receipts WHERE action = 'deliver' AND who <> '{LOG_AUDIT}'"
     ),
-    DUPLICATE_APPLY: _distinct(
-        "message_rows", f"{_MSG} AND action = 'apply' AND store IS NOT NULL", "store"
-    ),
-    DUPLICATE_OFFSET: _distinct(
-        "message_rows",
-        f"""{_MSG} AND action IN ('produce', 'deliver') AND channel IS NOT NULL
-        AND "offset" IS NOT NULL""",
-        'channel, "partition"',
-    ),
+    DUPLICATE_APPLY: "SELECT count(*) FROM receipts WHERE action = 'apply'",
+    DUPLICATE_OFFSET: "SELECT count(*) FROM channel_offsets",
     REORDER_DELIVERY: _followers(
         "k",
         f"type = 'msg' AND action = 'deliver' AND {_CONSUMER} AND version IS NOT NULL",
@@ -84,12 +73,7 @@ QUERIES: dict[str, str] = {
         f"""{_MSG} AND action = 'produce' AND "offset" IS NOT NULL AND process IS NOT NULL""",
         "process",
     ),
-    INCONSISTENT_OFFSET: _distinct(
-        "partition_rows",
-        f"""{_MSG} AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL
-        AND msg_id IS NOT NULL""",
-        '"offset"',
-    ),
+    INCONSISTENT_OFFSET: "SELECT count(*) FROM offset_messages",
     "divergence": f"""
     SELECT coalesce(sum(CASE WHEN src THEN $derived ELSE n END), 0) FROM (
       SELECT _g, bool_or(store = '{SOURCE_STORE}') AS src,
@@ -127,7 +111,8 @@ QUERIES: dict[str, str] = {
 """The chances of each kind, or of the kinds counted under one name
 (driftlab.checkers.kinds.Kind.counted_as), over the sieve's tables: each route's rows
 (driftlab.checkers.keyed.sieve.ROUTE_TABLES; k, the key route's), okw, eff, arrivals,
-fin, log and the facts' consumers and effect_stores. CONTRADICTORY_ORDER's two matches
+fin, log, the message groups' receipts, channel_offsets and offset_messages (sieve's
+_MESSAGE_GROUPS) and the facts' consumers and effect_stores. CONTRADICTORY_ORDER's two matches
 are two equi-joins: one join on the key with either match as its condition paired every
 effect of a key with every write of it (a third more CPU on a 5M pass's partition)."""
 

@@ -206,16 +206,32 @@ FROM arrivals e JOIN okw w ON w._g = e._g AND w.value = e.value
 WHERE e._g NOT IN (SELECT _g FROM suspects WHERE _r = {KEY})
 GROUP BY e._g, e.store, w.version"""
 
+_MESSAGE_GROUPS = """
+CREATE TEMP TABLE receipts AS
+SELECT _g, action, CASE WHEN action = 'deliver' THEN consumer ELSE store END AS who,
+  count(*) AS n
+FROM message_rows WHERE type = 'msg' AND (
+  (action = 'deliver' AND consumer IS NOT NULL) OR (action = 'apply' AND store IS NOT NULL))
+GROUP BY ALL;
+CREATE TEMP TABLE channel_offsets AS
+SELECT _g, channel, "partition", count(DISTINCT "offset") AS n FROM message_rows
+WHERE type = 'msg' AND action IN ('produce', 'deliver') AND channel IS NOT NULL
+  AND "offset" IS NOT NULL
+GROUP BY ALL;
+CREATE TEMP TABLE offset_messages AS
+SELECT _g, "offset", count(DISTINCT msg_id) AS n FROM partition_rows
+WHERE type = 'msg' AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL
+  AND msg_id IS NOT NULL
+GROUP BY ALL"""
+"""Of each message, how often each consumer was given it and each store applied it
+(`receipts`), and at how many offsets of each channel partition it was seen
+(`channel_offsets`); of each offset of a channel partition, how many messages were seen
+there (`offset_messages`). The sieve keeps the groups with more than one, and coverage
+counts the rows (driftlab.checkers.keyed.coverage): one aggregate for both."""
+
 _MESSAGE_SUSPECTS = {
-    "duplicates": """
-    SELECT _g FROM message_rows WHERE type = 'msg' AND (
-      (action = 'deliver' AND consumer IS NOT NULL) OR (action = 'apply' AND store IS NOT NULL))
-    GROUP BY _g, action, CASE WHEN action = 'deliver' THEN consumer ELSE store END
-    HAVING count(*) > 1""",
-    "duplicate-offset": """
-    SELECT _g FROM message_rows WHERE type = 'msg'
-      AND action IN ('produce', 'deliver') AND channel IS NOT NULL AND "offset" IS NOT NULL
-    GROUP BY _g, channel, "partition" HAVING count(DISTINCT "offset") > 1""",
+    "duplicates": "SELECT _g FROM receipts WHERE n > 1",
+    "duplicate-offset": "SELECT _g FROM channel_offsets WHERE n > 1",
     "lost-message": "SELECT _g FROM unmet WHERE done",
 }
 
@@ -257,11 +273,10 @@ WHERE "offset" < prev"""
 one there."""
 
 _OFFSET_ROWS = """
-WITH o AS (
-    SELECT _g, _pos, "offset", msg_id FROM partition_rows WHERE type = 'msg'
-      AND action IN ('produce', 'deliver') AND "offset" IS NOT NULL AND msg_id IS NOT NULL),
-  bad AS (SELECT _g, "offset" FROM o GROUP BY _g, "offset" HAVING count(DISTINCT msg_id) > 1)
-SELECT o._g || chr(0) || o."offset" AS at, o._pos AS pos FROM o JOIN bad USING (_g, "offset")"""
+WITH bad AS (SELECT _g, "offset" FROM offset_messages WHERE n > 1)
+SELECT o._g || chr(0) || o."offset" AS at, o._pos AS pos FROM partition_rows o
+JOIN bad USING (_g, "offset")
+WHERE o.type = 'msg' AND o.action IN ('produce', 'deliver') AND o.msg_id IS NOT NULL"""
 """The events at each offset that holds two messages (reorder.inconsistent_offsets), by
 where (`at`)."""
 
@@ -405,6 +420,7 @@ def sieve(routes: dict[int, pa.Table], facts: Facts) -> Sieved:
         con.execute(_expand(_LOG, facts.ordered))
         con.execute(_expand(scope.FINAL if facts.views else _FINAL, facts.ordered))
         con.execute(_UNMET)
+        con.execute(_MESSAGE_GROUPS)
         queries = [f"SELECT {KEY} AS _r, _g FROM ({q})" for q in _KEY_SUSPECTS.values()]
         if facts.limits_error is not None:
             queries.append(f"SELECT {KEY} AS _r, _g FROM k")  # the checker fails as a whole
