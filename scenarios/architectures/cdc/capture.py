@@ -38,6 +38,7 @@ class Capture:
         *,
         snapshot_mode: str,
         partitions: int = 1,
+        connector_extra: dict[str, str] | None = None,
     ) -> None:
         ns = ctx.namespace
         self.stack = ctx.stack
@@ -51,6 +52,7 @@ class Capture:
             tables=(f"{ns}.{table_name}",),
             snapshot_mode=snapshot_mode,
             topic_partitions=partitions,
+            extra=dict(connector_extra or {}),
         )
         self.topic = self.connector.topic(f"{ns}.{table_name}")
         self.slot = self.connector.slot

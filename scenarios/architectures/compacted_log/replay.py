@@ -16,6 +16,9 @@ from driftlab.scenarios.architectures.compacted_log.setup import CompactedLog, R
 HOLD_MS = 3_600_000
 """`min.compaction.lag.ms` between compact steps: an hour, so the cleaner stays away."""
 
+LINGER_MS = 200
+"""The connector's producer waits this long to batch a change's records into one append."""
+
 
 class CompactedLogDriver(ReplayDriver):
     """`compacted-log`: changes captured one at a time, compaction only at `compact`.
@@ -34,7 +37,15 @@ class CompactedLogDriver(ReplayDriver):
     def __init__(self, turnstile: Turnstile, params: dict[str, Any]) -> None:
         super().__init__(turnstile, params)
         self.setup = CompactedLog()
-        self.params = {"segment_ms": 1, "compaction_lag_ms": HOLD_MS, "await_compaction": False}
+        self.params = {
+            "segment_ms": 1,
+            "compaction_lag_ms": HOLD_MS,
+            "await_compaction": False,
+            # One append per change: with a segment per append, a delete's event could
+            # otherwise close a segment of its own, and the cleaner would drop the key's
+            # older record that the simulator kept.
+            "linger_ms": LINGER_MS,
+        }
         self.records: list[Record] = []  # what the topic holds, in offset order
         self.end = 0  # the topic's end offset after the last change
         self.last: list[int] = []  # offsets of the last change: the active segment

@@ -38,7 +38,9 @@ every change is in.
 Parameters: `segment_ms` (default 500), `dirty_ratio` (`min.cleanable.dirty.ratio`,
 default 0.01), `compaction_lag_ms` (`min.compaction.lag.ms`, default 2000: the
 monitor's margin), `await_compaction` (default true: quiesce step 2 waits for the
-cleaner; a replay, which compacts at the schedule's steps, turns it off).
+cleaner; a replay, which compacts at the schedule's steps, turns it off), `linger_ms`
+(the connector's producer `linger.ms`, default Kafka's: a replay sets it so a delete's
+event and tombstone reach the topic as one append).
 """
 
 from __future__ import annotations
@@ -164,7 +166,17 @@ class CompactedLog(Setup):
         self.table = wiring.source
         self.versions = wiring.table("key_versions")
         self.create_tables()
-        self.capture = Capture(ctx, "items", wiring.pg_direct, snapshot_mode="no_data")
+        # A delete is two records (the event and its tombstone); a producer that lingers
+        # appends them as one batch, so they share a segment and a cleaner run between
+        # them cannot compact the event without its tombstone.
+        linger_ms = int(p.get("linger_ms", 0))
+        self.capture = Capture(
+            ctx,
+            "items",
+            wiring.pg_direct,
+            snapshot_mode="no_data",
+            connector_extra={"producer.override.linger.ms": str(linger_ms)} if linger_ms else None,
+        )
         self.topic = self.capture.topic
         spec = TopicSpec(
             self.topic,
