@@ -14,15 +14,31 @@ from keyed_support import any_history, history_table
 
 from driftlab.checkers.keyed.facts import facts_of
 from driftlab.checkers.keyed.routes import ROUTES, by_route, runs
-from driftlab.checkers.keyed.routing import FactShare, route, with_positions
+from driftlab.checkers.keyed.routing import DICTIONARY_COLUMNS, FactShare, route, with_positions
 from driftlab.checkers.keyed.step import GROUP_COLUMN, POSITION_COLUMN, ROUTE_COLUMN, routes
 from driftlab.harness.history.schema import COLUMNS, Event
 
 
+def as_read(table: pa.Table) -> pa.Table:
+    """`table` as the pass reads a history: DICTIONARY_COLUMNS dictionary-coded, in two
+    chunks with dictionaries of their own, as two row groups can have."""
+    half = table.num_rows // 2
+
+    def coded(part: pa.Table) -> pa.Table:
+        for name in DICTIONARY_COLUMNS:
+            at = part.schema.get_field_index(name)
+            part = part.set_column(at, name, pc.dictionary_encode(part[name].combine_chunks()))
+        return part
+
+    return pa.concat_tables([coded(table.slice(0, half)), coded(table.slice(half))])
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(any_history(), st.integers(1, 4), st.integers(1, 5))
-def test_slices_route_like_the_reference(events: list[Event], slices: int, buckets: int) -> None:
-    table = history_table(events)
+@given(any_history(), st.integers(1, 4), st.integers(1, 5), st.booleans())
+def test_slices_route_like_the_reference(
+    events: list[Event], slices: int, buckets: int, read: bool
+) -> None:
+    table = as_read(history_table(events)) if read else history_table(events)
     size = -(-len(events) // slices) or 1
     share = FactShare()
     found: Counter[tuple[int, int, str]] = Counter()
@@ -63,3 +79,13 @@ def test_a_bucket_split_by_route_holds_each_routes_rows(
             for r in ROUTES:
                 expected = part.filter(pc.equal(part[ROUTE_COLUMN], r))
                 assert split[r].to_pylist() == expected.to_pylist()
+
+
+def test_writers_at_one_time_are_in_order_as_their_names_rise() -> None:
+    """A slice's order (Facts.ordered) compares two writers' names at one time as
+    strings, also when each name is coded in a dictionary of its own."""
+    for names, ordered in ((["a", "b"], True), (["b", "a"], False)):
+        events = [Event(type="mark", time=5, writer=w, seq=1, kind="x") for w in names]
+        for table in (history_table(events), as_read(history_table(events))):
+            (span,) = route(with_positions(table, 0), 1).share.spans
+            assert span[3] is ordered

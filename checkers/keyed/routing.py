@@ -2,10 +2,10 @@
 and cut into buckets, and the slice's share of the Facts.
 
 What driftlab.checkers.keyed.step.routes says of one event, said here of an Arrow table
-at once, in DuckDB: every row once per group that judges it, with its route, group and
-position in the history; and the distinct fact rows (tag, a, b),
-driftlab.checkers.keyed.facts.tag_of asked once of each distinct event shape, with the
-slice's clock span and header events.
+at once (its tests on the columns' dictionaries in Arrow, the groups' hashes in DuckDB):
+every row once per group that judges it, with its route, group and position in the
+history; and the distinct fact rows (tag, a, b), driftlab.checkers.keyed.facts.tag_of
+asked once of each distinct event shape, with the slice's clock span and header events.
 tests/test_keyed_routing.py holds both to the plain-Python functions.
 """
 
@@ -24,6 +24,7 @@ from driftlab.checkers.keyed.facts import (
     facts_from_rows,
     tag_of,
 )
+from driftlab.checkers.keyed.masks import coded, is_set, one_of, starts_with
 from driftlab.checkers.keyed.routes import ROUTES
 from driftlab.checkers.keyed.step import (
     GROUP_COLUMN,
@@ -34,7 +35,7 @@ from driftlab.checkers.keyed.step import (
     ROUTE_COLUMN,
     table_events,
 )
-from driftlab.checkers.keyed.timeline import SERIES_COLUMNS, SERIES_ROWS
+from driftlab.checkers.keyed.timeline import SERIES_COLUMNS, SERIES_MASK, SERIES_ROWS, series_mask
 from driftlab.checkers.reference.common import WRITE_FS
 from driftlab.harness.history.schema import Event, EventType, MsgAction, OpPhase
 
@@ -59,36 +60,21 @@ name once instead of once a row, about a third fewer bytes."""
 Key = tuple[int, str | None, int | None]
 """An event's (time, writer, seq): order_key without its flags."""
 
-_WRITE_FS = ", ".join(f"'{f}'" for f in sorted(WRITE_FS))
-
-_ROUTED = f"""
-SELECT _i, _r, _g, (hash(_r, _g) % $buckets)::INTEGER AS _b FROM (
-  SELECT {POSITION_COLUMN} - $first AS _i, {KEY}::INTEGER AS _r, key AS _g
-  FROM t WHERE key IS NOT NULL AND (
-    type = '{EventType.STATE}'
-    OR (type = '{EventType.OP}'
-        AND NOT coalesce(phase = '{OpPhase.INVOKE}' AND f IN ({_WRITE_FS}), false))
-    OR (type = '{EventType.MSG}' AND (
-      action IN ('{MsgAction.DELIVER}', '{MsgAction.APPLY}', '{MsgAction.SKIP}')
-      OR (action = '{MsgAction.PRODUCE}'
-          AND (channel = 'events' OR starts_with(channel, 'events:'))))))
-  UNION ALL
-  SELECT {POSITION_COLUMN} - $first, {PARTITION}::INTEGER,
-    channel || chr(0) || coalesce(CAST("partition" AS VARCHAR), '')
-  FROM t WHERE type = '{EventType.MSG}'
-    AND action IN ('{MsgAction.PRODUCE}', '{MsgAction.DELIVER}') AND channel IS NOT NULL
-  UNION ALL
-  SELECT {POSITION_COLUMN} - $first, {MESSAGE}::INTEGER, msg_id
-  FROM t WHERE type = '{EventType.MSG}'
-    AND action IN ('{MsgAction.PRODUCE}', '{MsgAction.DELIVER}', '{MsgAction.APPLY}')
-    AND msg_id IS NOT NULL)
+_HASHES = f"""
+SELECT (hash({KEY}::INTEGER, key) % $buckets)::INTEGER AS k,
+  (hash({MESSAGE}::INTEGER, msg_id) % $buckets)::INTEGER AS m
+FROM t
 """
-"""driftlab.checkers.keyed.step.routes for every row of `t` at once: which row (`_i`) goes to
-which route and group, and the group's bucket. Unsorted: DuckDB's ORDER BY _b sorted
-the whole rows, groups' strings and all (0.15 s a 420k-event slice); route() orders
-them by bucket in Arrow, which sorts the bucket numbers alone."""
+"""Every row's bucket by its key and by its message, as the KEY and MESSAGE routes' groups
+(hash(route, group) % buckets): read from the slice's own columns, where hashing only
+the routed rows first copied their strings out of the slice."""
 
-_HEADERS = f"SELECT {POSITION_COLUMN} - $first AS _i FROM t WHERE type = '{EventType.HEADER}'"
+_PARTITION_GROUPS = f"""
+SELECT _g, (hash({PARTITION}::INTEGER, _g) % $buckets)::INTEGER AS _b FROM (
+  SELECT channel || chr(0) || coalesce(CAST("partition" AS VARCHAR), '') AS _g FROM p)
+"""
+"""The PARTITION route's groups (driftlab.checkers.keyed.step.partition_group) and buckets
+of the rows `p` (channel and partition)."""
 
 _TAG_COLUMNS = ("type", "action", "consumer", "channel", "kind", "store", "phase", "f")
 """The columns driftlab.checkers.keyed.facts.tag_of reads, besides whether the key is set."""
@@ -101,25 +87,20 @@ def fact_rows(table: pa.Table) -> set[tuple[str, str | None, str | None]]:
     524k-event slice, this 19 ms."""
     rows: set[tuple[str, str | None, str | None]] = set()
     for batch in table.select([*_TAG_COLUMNS, "key"]).to_batches():
-        coded = [_coded(batch[c]) for c in _TAG_COLUMNS]
+        columns = [coded(batch[c]) for c in _TAG_COLUMNS]
         codes = pa.table(
-            {c: column.indices for c, column in zip(_TAG_COLUMNS, coded, strict=True)}
+            {c: column.indices for c, column in zip(_TAG_COLUMNS, columns, strict=True)}
             | {"keyed": pc.is_valid(batch["key"])}
         )
         distinct = codes.group_by(codes.column_names).aggregate([])
         values = [
             column.dictionary.take(distinct[c]).to_pylist()
-            for c, column in zip(_TAG_COLUMNS, coded, strict=True)
+            for c, column in zip(_TAG_COLUMNS, columns, strict=True)
         ]
         for *named, keyed in zip(*values, distinct["keyed"].to_pylist(), strict=True):
             fields = dict(zip(_TAG_COLUMNS, named, strict=True))
             rows.add(tag_of(Event(**fields, key="" if keyed else None)))
     return rows
-
-
-def _coded(array: pa.Array) -> pa.DictionaryArray:
-    """`array` dictionary-coded (as the pass reads it; a test's plain strings coded here)."""
-    return array if pa.types.is_dictionary(array.type) else pc.dictionary_encode(array)
 
 
 @dataclass
@@ -176,44 +157,98 @@ def route(table: pa.Table, buckets: int) -> Routed:
     """Route a slice (history columns plus position) to its groups and cut the routed
     rows into `buckets` by group: a group's rows land in one bucket, whatever slice
     they come from."""
+    first = table.column(POSITION_COLUMN)[0].as_py() if table.num_rows else 0
+    keyed, polled, messaged = _route_masks(table)
     with cursor() as con:
-        con.register("t", table)
-        first = table.column(POSITION_COLUMN)[0].as_py() if table.num_rows else 0
-        routes = con.sql(
-            _ROUTED.replace("$buckets", str(buckets)).replace("$first", str(first))
-        ).to_arrow_table()
+        con.register("t", table.append_column(SERIES_MASK, pa.array(series_mask(table))))
+        hashes = con.sql(_HASHES.replace("$buckets", str(buckets))).to_arrow_table()
+        at = pa.array(np.flatnonzero(polled))
+        con.register("p", table.select(["channel", "partition"]).take(at))
+        polls = con.sql(_PARTITION_GROUPS.replace("$buckets", str(buckets))).to_arrow_table()
         series = con.sql(
             SERIES_ROWS.replace("$buckets", str(buckets)).replace("$first", str(first))
         ).to_arrow_table()
         share = FactShare(rows=fact_rows(table))
         ((share.t0, share.t1),) = con.sql('SELECT min("time"), max("time") FROM t').fetchall()
-        # Their rows by number, then taken whole: the query itself read every column of
-        # every row (20 ms a slice).
-        at = con.sql(_HEADERS.replace("$first", str(first))).to_arrow_table().column("_i")
-        headers = table.take(at)
+    headers = table.take(pa.array(np.flatnonzero(one_of(table.column("type"), EventType.HEADER))))
     if table.num_rows:
         last = table.num_rows - 1
         share.spans = [(first, _key(table, 0), _key(table, last), _in_order(table))]
     positions = headers[POSITION_COLUMN].to_pylist()
     share.headers = list(zip(positions, table_events(headers), strict=True))
-    # Within a bucket by route, each route's rows in a run of their own: the reduce side
-    # takes them apart without copying them (driftlab.checkers.keyed.routes).
-    by = pc.add(pc.multiply(routes.column("_b"), len(ROUTES)), routes.column("_r"))
-    routes = _sorted(routes, by)
-    routed = (
-        table.take(routes.column("_i"))
-        .append_column(ROUTE_COLUMN, routes.column("_r"))
-        .append_column(GROUP_COLUMN, routes.column("_g"))
-    )
     series = _sorted(series, series.column("_b"))
     shared = table.select(list(SERIES_COLUMNS)).take(series.column("_i"))
     for name in series.column_names[1:-1]:  # between the row number and the bucket
         shared = shared.append_column(name, series.column(name))
     return Routed(
-        _cut(routed, routes.column("_b")),
+        _routed(table, (keyed, polled, messaged), hashes, polls),
         _cut(shared, series.column("_b")),
         share,
     )
+
+
+def _route_masks(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which rows each route (ROUTES) takes: driftlab.checkers.keyed.step.routes said of
+    the slice's columns, each test asked once of a column's dictionary. DuckDB's WHERE
+    of the same tests cost three times the CPU."""
+    kind, action, channel = (table.column(c) for c in ("type", "action", "channel"))
+    msg = one_of(kind, EventType.MSG)
+    write_invoke = one_of(table.column("phase"), OpPhase.INVOKE) & one_of(
+        table.column("f"), *WRITE_FS
+    )
+    log_event = one_of(action, MsgAction.PRODUCE) & (
+        one_of(channel, "events") | starts_with(channel, "events:")
+    )
+    keyed = is_set(table.column("key")) & (
+        one_of(kind, EventType.STATE)
+        | (one_of(kind, EventType.OP) & ~write_invoke)
+        | (msg & (one_of(action, MsgAction.DELIVER, MsgAction.APPLY, MsgAction.SKIP) | log_event))
+    )
+    polled = msg & one_of(action, MsgAction.PRODUCE, MsgAction.DELIVER) & is_set(channel)
+    messaged = (
+        msg
+        & one_of(action, MsgAction.PRODUCE, MsgAction.DELIVER, MsgAction.APPLY)
+        & is_set(table.column("msg_id"))
+    )
+    return keyed, polled, messaged
+
+
+def _routed(
+    table: pa.Table, masks: tuple[np.ndarray, ...], hashes: pa.Table, polls: pa.Table
+) -> dict[int, pa.Table]:
+    """The routed rows per bucket: within a bucket by route, each route's rows in a run
+    of their own, so the reduce side takes them apart without copying them
+    (driftlab.checkers.keyed.routes). A run's groups are the run's own key or msg_id
+    column, sliced, not copied: only the PARTITION route's are made."""
+    keyed, polled, messaged = (np.flatnonzero(m) for m in masks)
+    bucket = np.concatenate(
+        [
+            hashes.column("k").to_numpy()[keyed],
+            polls.column("_b").to_numpy(),
+            hashes.column("m").to_numpy()[messaged],
+        ]
+    )
+    routes = np.repeat(np.array(ROUTES, np.int32), [len(keyed), len(polled), len(messaged)])
+    by = bucket * len(ROUTES) + routes
+    order = pc.sort_indices(pa.array(by))
+    rows = pa.array(np.concatenate([keyed, polled, messaged])).take(order)
+    taken = table.take(rows).append_column(ROUTE_COLUMN, pa.array(routes).take(order))
+    # The PARTITION route's groups in the same order: its rows sorted by bucket alone.
+    made = polls.column("_g").take(pc.sort_indices(polls.column("_b")))
+    out: dict[int, list[pa.Table]] = {}
+    start = made_start = 0
+    for run, n in enumerate(np.bincount(by, minlength=0).tolist()):
+        if not n:
+            continue
+        b, r = divmod(run, len(ROUTES))
+        if r == PARTITION:
+            groups, made_start = made.slice(made_start, n), made_start + n
+        else:
+            groups = taken.column("key" if r == KEY else "msg_id").slice(start, n)
+        part = taken.slice(start, n).append_column(GROUP_COLUMN, groups.cast(pa.string()))
+        out.setdefault(b, []).append(part)
+        start += n
+    return {b: pa.concat_tables(parts) for b, parts in sorted(out.items())}
 
 
 def _sorted(rows: pa.Table, by: pa.ChunkedArray) -> pa.Table:
@@ -233,7 +268,7 @@ def _in_order(table: pa.Table) -> bool:
     if writer.null_count or seq.null_count:
         return False
     if pa.types.is_dictionary(writer.type):
-        writer = writer.cast(writer.type.value_type)
+        writer = _ranks(writer)
     n = table.num_rows - 1
     t0, t1, w0, w1, s0, s1 = (c.slice(i, n) for c in (time, writer, seq) for i in (0, 1))
     rises = pc.or_(
@@ -244,6 +279,16 @@ def _in_order(table: pa.Table) -> bool:
         ),
     )
     return pc.all(rises).as_py() is not False
+
+
+def _ranks(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A dictionary-coded column's values as their ranks among its values (equal values
+    equal ranks): compared as the strings would be, without decoding every row's."""
+    column = column.unify_dictionaries()
+    if not column.num_chunks:
+        return pa.chunked_array([], pa.uint64())
+    rank = pc.rank(column.chunk(0).dictionary, tiebreaker="dense")
+    return pa.chunked_array([rank.take(c.indices) for c in column.chunks], pa.uint64())
 
 
 def _cut(rows: pa.Table, bucket: pa.ChunkedArray) -> dict[int, pa.Table]:

@@ -31,10 +31,12 @@ The pass's summary stage adds them up (driftlab.checkers.figures).
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from driftlab.checkers.keyed.columns import OP_COUNT, OP_LATENCY, POSITION_COLUMN, SERIES_ROW
 from driftlab.checkers.keyed.duck import cursor
+from driftlab.checkers.keyed.masks import is_set, one_of
 from driftlab.checkers.keyed.step import output_schema
 from driftlab.checkers.series import COMPLETIONS, NS
 from driftlab.harness.history.schema import (
@@ -48,7 +50,6 @@ from driftlab.harness.history.schema import (
 )
 
 _COMPLETIONS = ", ".join(f"'{phase}'" for phase in COMPLETIONS)
-_OFFSET_ACTIONS = f"'{MsgAction.DELIVER}', '{MsgAction.COMMIT}'"
 
 SERIES_COLUMNS = (
     "type",
@@ -71,6 +72,8 @@ SERIES_COLUMNS = (
 slice by row number (SERIES_ROWS gives the row numbers), dictionary-coded as read. As
 DuckDB's output they were a third of a slice's routing CPU."""
 
+SERIES_MASK = "_series"
+
 SERIES_ROWS = f"""
 SELECT {POSITION_COLUMN} - $first AS _i,
   CASE WHEN type = '{EventType.FAULT}' THEN error END AS error,
@@ -89,13 +92,24 @@ SELECT {POSITION_COLUMN} - $first AS _i,
              WHEN '{EventType.MSG}' THEN hash(consumer, channel, "partition")
              ELSE 0 END % $buckets)::INTEGER AS _b
 FROM t
-WHERE type IN ('{EventType.OP}', '{EventType.FAULT}', '{EventType.MARK}')
-   OR (type = '{EventType.MSG}' AND action IN ({_OFFSET_ACTIONS}) AND consumer IS NOT NULL)
+WHERE {SERIES_MASK}
 """
-"""A slice's rows that feed the series: their row number in the slice `t` (`_i`, whose
-position is `$first`), the columns the series derive from `extra` and `error`, and their
-bucket (`_b`); the map side orders them by bucket (in Arrow: DuckDB's ORDER BY sorted
-the whole rows) and adds SERIES_COLUMNS."""
+"""A slice's rows that feed the series (`series_mask`): their row number in the slice `t`
+(`_i`, whose position is `$first`), the columns the series derive from `extra` and
+`error`, and their bucket (`_b`); the map side orders them by bucket (in Arrow: DuckDB's
+ORDER BY sorted the whole rows) and adds SERIES_COLUMNS."""
+
+
+def series_mask(table: pa.Table) -> np.ndarray:
+    """Which rows of a slice feed the series: operations, faults, marks and the
+    consumers' offsets. SERIES_ROWS reads it as the column SERIES_MASK of `t`."""
+    kind = table.column("type")
+    return one_of(kind, EventType.OP, EventType.FAULT, EventType.MARK) | (
+        one_of(kind, EventType.MSG)
+        & one_of(table.column("action"), MsgAction.DELIVER, MsgAction.COMMIT)
+        & is_set(table.column("consumer"))
+    )
+
 
 _BUCKET = f'CAST(floor(("time" - $t0) / ($bucket_s::BIGINT * {NS})) * $bucket_s AS BIGINT)'
 _START = f"$t0 + {_BUCKET} * {NS}"
