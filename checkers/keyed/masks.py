@@ -2,8 +2,9 @@
 column, its answer looked up per row by the row's code (numpy booleans, a null row
 False). The history's low-cardinality columns are read dictionary-coded
 (driftlab.checkers.keyed.routing.DICTIONARY_COLUMNS); a plain column is coded first, as a
-test's tables are. DuckDB's WHERE of the same tests compared every row's string and cost
-three times the CPU."""
+test's tables are. DuckDB's query of the routes, whose WHERE compared every row's
+strings, took 1.3 CPU seconds over the 5M benchmark's slices; these tests and the groups'
+hashes take 0.76 s."""
 
 from __future__ import annotations
 

@@ -193,8 +193,8 @@ def route(table: pa.Table, buckets: int) -> Routed:
 
 def _route_masks(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Which rows each route (ROUTES) takes: driftlab.checkers.keyed.step.routes said of
-    the slice's columns, each test asked once of a column's dictionary. DuckDB's WHERE
-    of the same tests cost three times the CPU."""
+    the slice's columns, each test asked once of a column's dictionary
+    (driftlab.checkers.keyed.masks)."""
     kind, action, channel = (table.column(c) for c in ("type", "action", "channel"))
     msg = one_of(kind, EventType.MSG)
     write_invoke = one_of(table.column("phase"), OpPhase.INVOKE) & one_of(
@@ -241,7 +241,7 @@ def _routed(
     made = polls.column("_g").take(pc.sort_indices(polls.column("_b")))
     out: dict[int, list[pa.Table]] = {}
     start = made_start = 0
-    for run, n in enumerate(np.bincount(by, minlength=0).tolist()):
+    for run, n in enumerate(np.bincount(by).tolist()):
         if not n:
             continue
         b, r = divmod(run, len(ROUTES))
