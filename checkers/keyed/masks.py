@@ -2,9 +2,8 @@
 column, its answer looked up per row by the row's code (numpy booleans, a null row
 False). The history's low-cardinality columns are read dictionary-coded
 (driftlab.checkers.keyed.routing.DICTIONARY_COLUMNS); a plain column is coded first, as a
-test's tables are. DuckDB's query of the routes, whose WHERE compared every row's
-strings, took 1.3 CPU seconds over the 5M benchmark's slices; these tests and the groups'
-hashes take 0.76 s."""
+test's tables are. Routing by these masks, where DuckDB's WHERE compared every row's
+strings, took a fifth less of the map side's routing CPU (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
