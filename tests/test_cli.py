@@ -1,5 +1,10 @@
 """The command line answers and teaches."""
 
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 from typer.testing import CliRunner
 
 from driftlab.harness.cli import app
@@ -49,3 +54,40 @@ def test_every_help_reflows_its_paragraphs_at_80_columns() -> None:
             if short:
                 ragged[name] = short
     assert ragged == {}
+
+
+_LEFT_BEHIND = """
+import atexit, sys, threading, time
+from pathlib import Path
+from driftlab.harness.cli import main
+from driftlab.harness.lab.runner.workload_driver import CLIENTS_LEFT
+if sys.argv[1] == "left":
+    threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+    CLIENTS_LEFT.set()
+atexit.register(Path(sys.argv[2]).write_text, "ran")
+sys.argv = ["driftlab", *sys.argv[3:]]
+print("before", end="")  # no newline: only a flush writes it
+main()
+"""
+
+
+@pytest.mark.parametrize("argv", [["version"], ["run", "no-such-scenario"]])
+def test_a_command_that_left_clients_in_a_call_ends_as_it_would_have(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    # Once a run left clients inside librdkafka calls, the interpreter's finalization
+    # freed their producers under them (SIGSEGV after the verdict): such a command ends
+    # without it, and must still say everything, run its exit handlers, and keep its code.
+    ended = {}
+    for mode in ("left", "normal"):
+        handled = tmp_path / f"{mode}-handled"
+        ended[mode] = subprocess.run(
+            [sys.executable, "-c", _LEFT_BEHIND, mode, str(handled), *argv],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert handled.read_text() == "ran"
+    left, normal = ended["left"], ended["normal"]
+    assert (left.returncode, left.stdout, left.stderr) == (
+        normal.returncode, normal.stdout, normal.stderr,
+    )  # fmt: skip
+    assert left.stdout.startswith("before")

@@ -3,6 +3,7 @@ registers itself on `driftlab.harness.cli.app.app`; `main` is the console script
 
 from __future__ import annotations
 
+import atexit
 import gc
 import inspect
 import logging
@@ -15,6 +16,7 @@ import typer
 
 from driftlab.harness.cli.app import app
 from driftlab.harness.history import exitcodes
+from driftlab.harness.lab.runner.workload_driver import CLIENTS_LEFT
 
 
 def main() -> None:
@@ -38,6 +40,8 @@ def main() -> None:
     gc.freeze()
     try:
         app()
+    except SystemExit as done:
+        code: int | str | None = done.code
     except Exception as exc:
         # Python's own exit status for an uncaught exception is 1, which says "forbidden
         # anomaly": a failure of the lab must never read as a verdict.
@@ -51,7 +55,24 @@ def main() -> None:
             )
         code, message = described
         typer.echo(f"error: {message}", err=True)
-        sys.exit(code)
+    else:
+        code = 0
+    if CLIENTS_LEFT.is_set():
+        _exit_unfinalized(code)
+    sys.exit(code)
+
+
+def _exit_unfinalized(code: int | str | None) -> None:
+    """End the process as `sys.exit(code)` would, less the interpreter's finalization:
+    the exit handlers run (logs flushed, run files closed), then the process ends while
+    the clients a stopped run left behind are still inside their native calls."""
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()  # what a normal exit runs before finalization
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
 
 
 # Subcommands register themselves on `app` when their module is imported. Their imports

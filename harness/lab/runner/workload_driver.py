@@ -19,6 +19,12 @@ log = logging.getLogger("driftlab.runner")
 STRAGGLERS_S = 5.0
 """How long a stopped run waits for its clients to finish the operation they are in."""
 
+CLIENTS_LEFT = threading.Event()
+"""Set once a stopped run of this process left clients inside a call. Their threads hold
+native clients (librdkafka's): the interpreter's finalization frees those under them, and
+a run once died of SIGSEGV after its verdict was written. The command then ends without
+finalization (`driftlab.harness.cli.main`)."""
+
 Tick = Callable[[str, float, WorkloadStats], None]
 """`tick(phase, elapsed_s, stats)`: progress for the terminal."""
 
@@ -81,6 +87,7 @@ class WorkloadDriver:
         self.stats = workload.join(timeout=STRAGGLERS_S if stopped else 60)
         if stopped and workload.alive():
             log.warning("clients still in an operation %.0f s after the stop: left", STRAGGLERS_S)
+            CLIENTS_LEFT.set()
         return stopped
 
     def disturbed(self, service: str) -> bool:
