@@ -17,12 +17,15 @@ demo-docker:
 	$(VENV)/bin/driftlab suite --backend docker
 
 ## make test: the test suite (real services, no mocks; the docker backend's tests
-## need the engine and images, which the bootstrap's --docker installs and builds)
+## need the engine and images, which the bootstrap's --docker installs and builds).
+## TEST_WORKERS processes, each with its own stack, take whole files (module fixtures
+## such as a test file's own stack start once); TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 3
 test:
 	bash scripts/bootstrap --docker
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile
 
 bench: bootstrap
 	$(PY) -m benchmarks
