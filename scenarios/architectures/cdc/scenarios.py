@@ -116,8 +116,14 @@ SCENARIOS = [
         # more than the default 5 s of a busy crash's wait, and the crash struck idle.
         faults=faults(
             *(
-                {"kind": "crash", "target": "consumer", "at": at, "duration": 1.0}
-                | {"when": "busy", "wait": 10.0}
+                {
+                    "kind": "crash",
+                    "target": "consumer",
+                    "at": at,
+                    "duration": 1.0,
+                    "when": "busy",
+                    "wait": 10.0,
+                }
                 for at in (2.0, 4.5, 7.0)
             ),
             recovery=2.0,
